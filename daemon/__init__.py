@@ -1,0 +1,1 @@
+"""The service that wires memory, tools and voice together: settings, CLI, lifecycle."""

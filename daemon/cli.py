@@ -1,0 +1,399 @@
+"""The `parla` command line. Commands that only need the memory work without the daemon.
+
+Output for people goes through rich; `--json` prints one stable JSON document on stdout
+(documented in the README) and progress goes to stderr. Any failure exits non-zero with one
+line on stderr saying what went wrong and what to do.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from daemon.memory_services import ConfigError, MemoryServices, open_memory
+from daemon.settings import Settings
+from memory.compaction import RangeError
+from memory.context import load_context
+from memory.embedding import ModelError
+from memory.importer import ImportChat, ImportLineError, chat_id_of, parse_line, turns_of
+from memory.store import ChatNotFound, StoreError
+from memory.summary import MessageRange
+from memory.tokens import estimate_tokens
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parla: a voice assistant that remembers.")
+memory_app = typer.Typer(no_args_is_help=True, help="Maintain the memory: regenerate summaries, rebuild embeddings.")
+app.add_typer(memory_app, name="memory")
+
+out = Console(highlight=False)
+err = Console(stderr=True, highlight=False)
+
+T = TypeVar("T")
+
+
+def _settings() -> Settings:
+    try:
+        settings = Settings()
+    except ValidationError as e:
+        first = e.errors()[0]
+        name = ".".join(str(p) for p in first["loc"])
+        raise ConfigError(f"setting {name} (PARLA_{name.upper()}): {first['msg']}") from None
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    return settings
+
+
+def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
+    """Run an async command; known failures become one line on stderr and exit code 1."""
+
+    @wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> T:
+        try:
+            return asyncio.run(fn(*args, **kwargs))
+        except (StoreError, ConfigError, ModelError, RangeError, ValueError, OSError) as e:
+            err.print(f"parla: error: {e}", markup=False)
+            raise typer.Exit(1) from None
+        except KeyboardInterrupt:
+            err.print("parla: interrupted; everything stored so far is kept", markup=False)
+            raise typer.Exit(130) from None
+
+    return run
+
+
+def _progress() -> Progress:
+    return Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        console=err, transient=not err.is_terminal,
+    )
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _when(value: datetime) -> str:
+    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+
+
+def _emit_json(data: Any) -> None:
+    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+
+
+async def _resolve(mem: MemoryServices, ref: str) -> str:
+    chats = await mem.store.find_chats(ref)
+    if not chats:
+        raise ChatNotFound(ref)
+    if len(chats) > 1:
+        names = ", ".join(f"{c.id[:8]} ({c.display_title})" for c in chats[:5])
+        raise StoreError(f"{ref!r} matches {len(chats)} chats: {names}; give more of the id")
+    return chats[0].id
+
+
+# -- import -----------------------------------------------------------------------------------
+
+
+def _read_jsonl(path: Path) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
+    chats, errors = [], []
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                chats.append((line_no, parse_line(line_no, line)))
+            except ImportLineError as e:
+                errors.append(e)
+    return chats, errors
+
+
+@app.command("import")
+@command
+async def import_chats(
+    file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="JSONL, one chat per line."),
+    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
+) -> None:
+    """Import chats from a JSONL file, then summarise, extract facts and embed them."""
+    settings = _settings()
+    chats, errors = _read_jsonl(file)
+    for e in errors:
+        err.print(f"parla: skipped {e}", markup=False)
+    imported = unchanged = turns_added = 0
+    async with open_memory(settings) as mem:
+        ids = []
+        with _progress() as progress:
+            storing = progress.add_task("storing chats", total=len(chats))
+            for _, chat in chats:
+                cid = chat_id_of(chat)
+                result = await mem.store.create_chat(
+                    chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns_of(chat, cid)
+                )
+                imported += result.added > 0
+                unchanged += result.added == 0
+                turns_added += result.added
+                ids.append(cid)
+                progress.advance(storing)
+            summarising = progress.add_task("summarising, extracting facts, embedding", total=len(ids))
+            slots = asyncio.Semaphore(settings.compaction_concurrency)
+
+            async def compact(cid: str) -> None:
+                async with slots:
+                    await mem.compactor.compact(cid)
+                progress.advance(summarising)
+
+            async with asyncio.TaskGroup() as group:
+                for cid in dict.fromkeys(ids):
+                    group.create_task(compact(cid))
+    report = {
+        "imported": imported,
+        "unchanged": unchanged,
+        "turns_added": turns_added,
+        "skipped": [{"line": e.line_no, "reason": e.reason} for e in errors],
+    }
+    if as_json:
+        _emit_json(report)
+    else:
+        out.print(
+            f"Imported {imported} chats ({turns_added} turns); {unchanged} already there; "
+            f"{len(errors)} lines skipped. Store: {settings.store_path}"
+        )
+
+
+# -- chats, show ------------------------------------------------------------------------------
+
+
+@app.command("chats")
+@command
+async def list_chats(
+    limit: int = typer.Option(50, min=1, help="How many, most recent first."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """List chats: title, last activity, turn counts."""
+    async with open_memory(_settings()) as mem:
+        chats = await mem.store.list_chats(limit)
+    rows = [
+        {
+            "id": c.id,
+            "title": c.title,
+            "created_at": _iso(c.created_at),
+            "last_activity_at": _iso(c.last_activity_at),
+            "turns": c.turn_count,
+            "assistant_turns": c.turn_count - c.summarized_through + (1 if c.rolling_summary else 0),
+            "summarized_through": c.summarized_through,
+        }
+        for c in chats
+    ]
+    if as_json:
+        _emit_json(rows)
+        return
+    if not rows:
+        out.print("No chats yet. Import some with `parla import FILE.jsonl`.")
+        return
+    table = Table("id", "title", "last activity", "turns", "model sees")
+    for c, row in zip(chats, rows):
+        table.add_row(c.id[:8], c.display_title, _when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"]))
+    out.print(table)
+
+
+def _turn_json(t: Any) -> dict[str, Any]:
+    return {
+        **t.seed_shape(),
+        "id": t.id,
+        "seq": t.seq,
+        "created_at": _iso(t.created_at),
+        "interrupted": t.interrupted,
+        "source": t.source,
+        "model_variant": t.model_variant,
+    }
+
+
+@app.command("show")
+@command
+async def show(
+    chat: str = typer.Argument(..., help="Chat id, id prefix (4+ characters) or exact title."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    turns: int = typer.Option(10, min=0, help="How many of the latest turns to print (text output)."),
+) -> None:
+    """Show one chat: full vs assistant history, summaries, facts, pins, token counts."""
+    settings = _settings()
+    async with open_memory(settings) as mem:
+        cid = await _resolve(mem, chat)
+        history = await mem.store.load_history(cid)
+        summaries = await mem.store.list_summaries(cid)
+        facts = await mem.store.list_facts(cid)
+        pins = await mem.store.list_pins(cid)
+        context = await load_context(mem.store, cid, settings)
+    c = history.chat
+    full_tokens = sum(estimate_tokens(t.transcript_line()) for t in history.full_history)
+    assistant_tokens = sum(estimate_tokens(t.transcript_line()) for t in history.assistant_history)
+    data = {
+        "chat": {
+            "id": c.id,
+            "title": c.title,
+            "created_at": _iso(c.created_at),
+            "last_activity_at": _iso(c.last_activity_at),
+            "summary_text": c.summary_text,
+            "summarized_through": c.summarized_through,
+        },
+        "full_history": [_turn_json(t) for t in history.full_history],
+        "assistant_history": [_turn_json(t) for t in history.assistant_history],
+        "summaries": [
+            {"level": int(s.level), "range": str(s.range), "text": s.text, "updated_at": _iso(s.updated_at)}
+            for s in summaries
+        ],
+        "facts": [{"range": str(f.range), "lines": f.lines} for f in facts],
+        "pins": [p.model_dump(mode="json") for p in pins],
+        "tokens": {
+            "full_history": full_tokens,
+            "assistant_history": assistant_tokens,
+            "context": context.total_tokens,
+            "budget": context.budget,
+            "sections": context.section_tokens(),
+        },
+        "dropped": [d.__dict__ for d in context.dropped],
+    }
+    if as_json:
+        _emit_json(data)
+        return
+    out.print(f"[bold]{c.display_title}[/bold]  {c.id}")
+    out.print(f"created {_when(c.created_at)}, last activity {_when(c.last_activity_at)}")
+    out.print(
+        f"full history: {len(history.full_history)} turns, {full_tokens} tokens | "
+        f"assistant history: {len(history.assistant_history)} turns, {assistant_tokens} tokens | "
+        f"context: {context.total_tokens}/{context.budget} tokens"
+    )
+    if c.summary_text:
+        out.print("\n[bold]Description[/bold] (what search matches)", c.summary_text, sep="\n", markup=True)
+    if c.rolling_summary:
+        out.print(f"\n[bold]Rolling summary[/bold] (turns 1-{c.summarized_through})")
+        out.print(c.rolling_summary, markup=False)
+    for s in summaries:
+        kind = "Chunk" if s.level == 0 else "Meta"
+        out.print(f"\n[bold]{kind} summary {s.range}[/bold]")
+        out.print(s.text, markup=False)
+    for f in facts:
+        if f.lines:
+            out.print(f"\n[bold]Facts {f.range}[/bold]")
+            out.print(f.text, markup=False)
+    if pins:
+        out.print("\n[bold]Pins[/bold]")
+        for p in pins:
+            out.print(f"[{p.importance:g}] ({p.pin_type}) {p.content}", markup=False)
+    if turns:
+        out.print(f"\n[bold]Latest {min(turns, len(history.full_history))} turns[/bold]")
+        for t in history.full_history[-turns:]:
+            mark = " (interrupted)" if t.interrupted else ""
+            out.print(f"{t.seq:>5} {t.transcript_line()}{mark}", markup=False)
+    for d in context.dropped:
+        out.print(f"[dim]context dropped {d.section} {d.label}: {d.tokens} tokens, {d.reason}[/dim]")
+
+
+# -- search -----------------------------------------------------------------------------------
+
+
+@app.command("search")
+@command
+async def search(
+    request: str = typer.Argument(..., help='What you would say, e.g. "the chat about the Japan trip".'),
+    limit: int = typer.Option(5, min=1, max=50, help="How many candidates to show."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Find the chat a spoken request means: ranked chats with scores and the decision."""
+    async with open_memory(_settings()) as mem:
+        result = await mem.search.search(request, limit=limit)
+    if as_json:
+        _emit_json(result.model_dump(mode="json"))
+        return
+    verdict = {
+        "switch": f"switch to {result.candidates[0].title!r}" if result.candidates else "",
+        "ambiguous": "ambiguous: ask which one",
+        "none": "no chat matches well enough",
+    }[result.decision]
+    out.print(f"Decision: [bold]{result.decision}[/bold] ({verdict})")
+    if not result.candidates:
+        return
+    table = Table("id", "title", "score", "similarity", "last activity", "matched")
+    for c in result.candidates:
+        snippet = c.matched_text.replace("\n", " ")
+        table.add_row(
+            c.chat_id[:8], c.title or "(untitled)", f"{c.score:.3f}", f"{c.similarity:.3f}",
+            _when(c.last_activity_at), f"{c.matched_kind}: {snippet[:60]}",
+        )
+    out.print(table)
+
+
+# -- stats ------------------------------------------------------------------------------------
+
+
+@app.command("stats")
+@command
+async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Totals of what the memory holds."""
+    settings = _settings()
+    async with open_memory(settings) as mem:
+        s = await mem.store.stats()
+    data = {"store": "sqlite", "path": str(settings.store_path), **s.model_dump(mode="json")}
+    if as_json:
+        _emit_json(data)
+        return
+    table = Table("", "", show_header=False)
+    for key, value in data.items():
+        table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+    out.print(table)
+
+
+# -- memory maintenance -----------------------------------------------------------------------
+
+
+def _parse_range(text: str) -> MessageRange:
+    start, sep, end = text.partition("-")
+    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
+        raise RangeError(f"--range takes two message numbers like 11-20, not {text!r}")
+    return MessageRange(start=int(start), end=int(end))
+
+
+@memory_app.command("regenerate")
+@command
+async def regenerate(
+    chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
+    range_: str | None = typer.Option(None, "--range", help="Whole chunks to redo, e.g. 11-20 (default: all)."),
+) -> None:
+    """Redo the chunk summaries and facts of a range, and the meta summaries that cover it."""
+    rng = _parse_range(range_) if range_ else None
+    async with open_memory(_settings()) as mem:
+        cid = await _resolve(mem, chat)
+        report = await mem.compactor.regenerate(cid, rng)
+    out.print(
+        f"Regenerated {report.chunk_summaries} chunk summaries, {report.fact_blocks} fact blocks and "
+        f"{report.meta_summaries} meta summaries in {report.duration_ms:.0f} ms."
+    )
+
+
+@memory_app.command("reembed")
+@command
+async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
+    """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
+    async with open_memory(_settings()) as mem:
+        texts = await mem.store.embedded_texts()
+        vectors = []
+        with _progress() as progress:
+            task = progress.add_task(f"embedding with {mem.embedder.name}", total=len(texts))
+            for start in range(0, len(texts), batch):
+                chunk = texts[start : start + batch]
+                vectors.extend(await mem.embedder.embed([t.text for t in chunk], "document"))
+                progress.advance(task, len(chunk))
+        await mem.store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors)], mem.embedder.name)
+    out.print(f"Re-embedded {len(texts)} texts with {mem.embedder.name}.")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,85 @@
+"""Builds the memory side from settings: the store, the embedder, the summarizer, the compactor
+and chat search, opened and closed together."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from functools import cached_property
+
+from google import genai
+from google.genai import types
+
+from daemon.settings import Settings
+from memory.compaction import Compactor
+from memory.embedders.gemini import GeminiEmbedder
+from memory.embedders.offline import OfflineEmbedder
+from memory.embedding import Embedder
+from memory.search import ChatSearch
+from memory.store.sqlite import SQLiteChatStore
+from memory.summarizers import Summarizer
+from memory.summarizers.extractive import ExtractiveSummarizer
+from memory.summarizers.gemini import GeminiSummarizer
+
+
+class ConfigError(RuntimeError):
+    """The settings ask for something that cannot work as they are."""
+
+
+NO_KEY = (
+    "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "
+    "(or PARLA_GEMINI_API_KEY, or gemini_api_key in the config file)"
+)
+
+
+def gemini_client(settings: Settings) -> genai.Client:
+    if not settings.has_gemini_key:
+        raise ConfigError(f"Gemini {NO_KEY}; the offline embedder and summarizer work without one")
+    assert settings.gemini_api_key is not None
+    retry = types.HttpRetryOptions(
+        attempts=settings.model_retries + 1, initial_delay=settings.model_retry_delay, max_delay=30.0
+    )
+    options = types.HttpOptions(retry_options=retry, base_url=settings.gemini_base_url)
+    return genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
+
+
+@dataclass
+class MemoryServices:
+    settings: Settings
+    store: SQLiteChatStore
+
+    @cached_property
+    def client(self) -> genai.Client:
+        return gemini_client(self.settings)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        if self.settings.embedder == "gemini":
+            if not self.settings.has_gemini_key:
+                raise ConfigError(f"PARLA_EMBEDDER=gemini {NO_KEY}, or set PARLA_EMBEDDER=offline")
+            return GeminiEmbedder(self.client, self.settings.embedding_model, self.settings.embedding_dim)
+        return OfflineEmbedder()
+
+    @cached_property
+    def summarizer(self) -> Summarizer:
+        choice = self.settings.summarizer
+        if choice == "gemini" and not self.settings.has_gemini_key:
+            raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
+        if choice == "gemini" or (choice == "auto" and self.settings.has_gemini_key):
+            return GeminiSummarizer(self.client, self.settings.summary_model)
+        return ExtractiveSummarizer()
+
+    @cached_property
+    def compactor(self) -> Compactor:
+        return Compactor(self.store, self.summarizer, self.embedder, self.settings)
+
+    @cached_property
+    def search(self) -> ChatSearch:
+        return ChatSearch(self.store, self.embedder, self.settings)
+
+
+@asynccontextmanager
+async def open_memory(settings: Settings) -> AsyncIterator[MemoryServices]:
+    async with SQLiteChatStore(settings.store_path) as store:
+        yield MemoryServices(settings, store)

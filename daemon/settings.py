@@ -1,0 +1,80 @@
+"""Settings: pydantic-settings with the `PARLA_` prefix, read (highest first) from arguments, the
+environment, a `.env` file in the working directory, then a TOML file (`config.toml` in the user
+config dir, or the file PARLA_CONFIG_FILE names). Every memory knob is a setting (MemoryConfig)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal
+
+import platformdirs
+from pydantic import AliasChoices, Field, SecretStr
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from memory.config import MemoryConfig
+
+APP = "parla"
+
+
+def config_file() -> Path:
+    return Path(os.environ.get("PARLA_CONFIG_FILE") or Path(platformdirs.user_config_dir(APP)) / "config.toml")
+
+
+def default_store_path() -> Path:
+    return Path(platformdirs.user_data_dir(APP)) / "parla.db"
+
+
+class Settings(MemoryConfig, BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True)
+
+    store: Literal["sqlite"] = Field("sqlite", description="Where chats live: the embedded SQLite file.")
+    store_path: Path = Field(default_factory=default_store_path, description="The SQLite file.")
+    embedder: Literal["offline", "gemini"] = Field(
+        "offline",
+        description="`offline` (WordLlama, 256 dims, no key) or `gemini` (gemini-embedding-001); "
+        "after a change run `parla memory reembed`.",
+    )
+    summarizer: Literal["auto", "offline", "gemini"] = Field(
+        "auto", description="`auto` uses Gemini when a key is set, else the offline extractive summarizer."
+    )
+    embedding_model: str = Field("gemini-embedding-001", description="Gemini embedding model.")
+    embedding_dim: int = Field(768, ge=128, le=3072, description="Gemini embedding size.")
+    summary_model: str = Field("gemini-2.5-flash-lite", description="Cheap Gemini model for summaries, facts, titles.")
+    live_model: str = Field(
+        "gemini-2.5-flash-native-audio-preview-09-2025", description="Gemini Live model for the voice loop."
+    )
+    gemini_api_key: SecretStr | None = Field(
+        None,
+        validation_alias=AliasChoices("PARLA_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"),
+        description="Gemini API key (GEMINI_API_KEY or GOOGLE_API_KEY also work).",
+    )
+    gemini_base_url: str | None = Field(None, description="Override of the Gemini API address (proxies, tests).")
+    model_retries: int = Field(3, ge=0, description="Retries of a failed model call (HTTP 408/429/5xx) and of a failed compaction.")
+    model_retry_delay: float = Field(1.0, ge=0, description="First retry delay in seconds; doubles each retry.")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING", description="Log level.")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
+        )
+
+    @property
+    def has_gemini_key(self) -> bool:
+        return self.gemini_api_key is not None and bool(self.gemini_api_key.get_secret_value())

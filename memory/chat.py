@@ -1,0 +1,51 @@
+"""A chat and its two histories: the full transcript the user sees and what the model gets."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict
+
+from memory.assistant_history import build_assistant_history
+from memory.turn import Turn
+
+
+class Chat(BaseModel):
+    """One conversation. `summary_text` is the chat's plain-text description used for search
+    (the opening turns while the chat is young, the rolling summary after its first compaction);
+    `rolling_summary` covers turns 1..summarized_through; `compaction_version` increases with every
+    committed compaction so a commit can tell whether it raced another."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    title: str | None = None
+    created_at: datetime
+    last_activity_at: datetime
+    summary_text: str = ""
+    rolling_summary: str = ""
+    summarized_through: int = 0
+    compaction_version: int = 0
+    turn_count: int = 0
+
+    @property
+    def display_title(self) -> str:
+        return self.title or "(untitled)"
+
+
+class ChatHistory(BaseModel):
+    """A chat with every turn of its full_history, in order."""
+
+    model_config = ConfigDict(frozen=True)
+
+    chat: Chat
+    full_history: list[Turn]
+
+    @property
+    def tail(self) -> list[Turn]:
+        """The turns not yet folded into the rolling summary: the verbatim part."""
+        return [t for t in self.full_history if t.seq > self.chat.summarized_through]
+
+    @property
+    def assistant_history(self) -> list[Turn]:
+        return build_assistant_history(self.chat.rolling_summary, self.tail)

@@ -1,0 +1,341 @@
+"""Compaction (DESIGN §3): the rolling summary + verbatim tail, and seed 000's dual memory.
+
+One run of `Compactor.compact(chat_id)`:
+1. Rolling summary. When the unsummarised turns pass `summary_window_size` or the summary plus
+   those turns pass `chunk_summarize_threshold` tokens, everything but the last `tail` turns is
+   folded into the summary by one model call and committed only if no other compaction committed
+   meanwhile (turns appended meanwhile keep their place in the tail). A young chat that has
+   never been compacted is described by its opening turns instead, so search finds it early.
+2. Dual memory. Every complete chunk of `chunk_size` messages gets a chunk summary and, in
+   parallel, a fact extraction, both from the raw messages; every `meta_every` chunk summaries
+   get a meta summary. All are upserted per range, so repeating a run changes nothing.
+
+Each write is atomic on its own, so a failure part-way (a model error, a crash) leaves every
+stored item either as it was or complete; the next run picks up what is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, field
+
+from memory.chat import Chat
+from memory.config import MemoryConfig
+from memory.embedding import Embedder, embed_texts
+from memory.facts import format_fact_lines
+from memory.store import ChatStore, CompactionCommit, StoreError
+from memory.summarizers import Summarizer, transcript
+from memory.summary import MessageRange, SummaryLevel
+from memory.tokens import estimate_tokens, truncate_to_tokens
+from memory.turn import Turn
+
+log = logging.getLogger("parla.compaction")
+
+# Commits refused because another process compacted the same chat first are retried this often.
+_MAX_RACES = 3
+
+
+class RangeError(ValueError):
+    """A range given for regeneration does not name whole chunks of the chat."""
+
+
+@dataclass
+class CompactionReport:
+    chat_id: str
+    turns_folded: int = 0
+    tokens_before: int = 0
+    tokens_after: int = 0
+    chunk_summaries: int = 0
+    fact_blocks: int = 0
+    meta_summaries: int = 0
+    described: bool = False
+    titled: str | None = None
+    duration_ms: float = 0.0
+
+    def log_line(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in asdict(self).items() if v not in (None, False))
+
+
+def chunk_ranges(turn_count: int, chunk_size: int) -> list[MessageRange]:
+    """The complete chunks of a chat with `turn_count` turns."""
+    return [MessageRange(start=s, end=s + chunk_size - 1) for s in range(1, turn_count - chunk_size + 2, chunk_size)]
+
+
+def meta_ranges(chunks: list[MessageRange], meta_every: int) -> list[tuple[MessageRange, list[MessageRange]]]:
+    """Each run of `meta_every` consecutive complete chunks and the range it spans."""
+    out = []
+    for i in range(0, len(chunks) - meta_every + 1, meta_every):
+        group = chunks[i : i + meta_every]
+        out.append((MessageRange(start=group[0].start, end=group[-1].end), group))
+    return out
+
+
+def history_tokens(rolling_summary: str, turns: list[Turn]) -> int:
+    return estimate_tokens(rolling_summary) + sum(estimate_tokens(t.transcript_line()) for t in turns)
+
+
+def needs_folding(chat: Chat, unsummarised: list[Turn], config: MemoryConfig) -> bool:
+    if len(unsummarised) <= config.tail:
+        return False
+    return (
+        len(unsummarised) > config.summary_window_size
+        or history_tokens(chat.rolling_summary, unsummarised) > config.chunk_summarize_threshold
+    )
+
+
+class Compactor:
+    def __init__(self, store: ChatStore, summarizer: Summarizer, embedder: Embedder, config: MemoryConfig) -> None:
+        self.store = store
+        self.summarizer = summarizer
+        self.embedder = embedder
+        self.config = config
+
+    async def compact(self, chat_id: str) -> CompactionReport:
+        started = time.perf_counter()
+        report = CompactionReport(chat_id)
+        chat = await self._fold(chat_id, report)
+        await self._dual_memory(chat, report, only=None)
+        report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})
+        return report
+
+    async def regenerate(self, chat_id: str, rng: MessageRange | None) -> CompactionReport:
+        """Seed 000's manual regeneration: redo the chunk summaries and facts of `rng` (whole
+        chunks; every chunk when None) and the meta summaries that cover them."""
+        started = time.perf_counter()
+        chat = await self.store.get_chat(chat_id)
+        chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
+        if rng is not None:
+            self._check_range(rng, chunks)
+        report = CompactionReport(chat_id)
+        await self._dual_memory(chat, report, only=rng or MessageRange(start=1, end=max(chat.turn_count, 1)))
+        report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
+        log.info("regeneration %s", report.log_line(), extra={"event": "regeneration", **asdict(report)})
+        return report
+
+    def _check_range(self, rng: MessageRange, chunks: list[MessageRange]) -> None:
+        size = self.config.chunk_size
+        if not chunks:
+            raise RangeError(f"this chat has no complete chunk of {size} messages yet: nothing to regenerate")
+        aligned = (rng.start - 1) % size == 0 and rng.end % size == 0 and rng.start <= rng.end
+        if not aligned or rng.end > chunks[-1].end:
+            raise RangeError(
+                f"range {rng} is not a run of whole chunks: chunks are {size} messages "
+                f"(1-{size}, {size + 1}-{2 * size}, ...) and this chat has {chunks[0]} to {chunks[-1]}"
+            )
+
+    # -- rolling summary -------------------------------------------------------------------
+
+    async def _fold(self, chat_id: str, report: CompactionReport) -> Chat:
+        """Fold until the unsummarised part is under the triggers again. One step folds at most
+        `chunk_summarize_threshold` tokens of turns, so a long imported chat is summarised in
+        several bounded calls rather than one huge one; each step commits on its own."""
+        races = 0
+        first = True
+        while True:
+            chat = await self.store.get_chat(chat_id)
+            unsummarised = await self.store.load_turns(chat_id, chat.summarized_through + 1)
+            report.tokens_after = history_tokens(chat.rolling_summary, unsummarised)
+            if first:
+                report.tokens_before, first = report.tokens_after, False
+            if not needs_folding(chat, unsummarised, self.config):
+                return await self._describe_young(chat, unsummarised, report)
+            folded = self._fold_step(unsummarised[: -self.config.tail])
+            summary = truncate_to_tokens(
+                await self.summarizer.rolling_summary(chat.rolling_summary, folded, self.config.summary_token_cap),
+                self.config.summary_token_cap,
+            )
+            (description,) = await embed_texts(self.embedder, [summary])
+            title = chat.title or await self.summarizer.title(summary)
+            committed = await self.store.commit_compaction(
+                CompactionCommit(
+                    chat_id=chat_id,
+                    expected_version=chat.compaction_version,
+                    summarized_through=folded[-1].seq,
+                    rolling_summary=summary,
+                    description=description,
+                    title=title,
+                )
+            )
+            if committed is None:
+                races += 1
+                if races >= _MAX_RACES:
+                    raise StoreError(f"chat {chat_id} kept being compacted elsewhere; gave up after {races} tries")
+                continue
+            report.turns_folded += len(folded)
+            report.described = True
+            report.titled = report.titled or (title if not chat.title else None)
+
+    def _fold_step(self, foldable: list[Turn]) -> list[Turn]:
+        budget = self.config.chunk_summarize_threshold
+        used = 0
+        for i, turn in enumerate(foldable):
+            used += estimate_tokens(turn.transcript_line())
+            if used > budget and i > 0:
+                return foldable[:i]
+        return foldable
+
+    async def _describe_young(self, chat: Chat, unsummarised: list[Turn], report: CompactionReport) -> Chat:
+        """Before its first compaction a chat is described (and searchable) by its opening turns."""
+        if chat.summarized_through > 0 or not unsummarised:
+            return chat
+        opening = truncate_to_tokens(
+            transcript(unsummarised[: self.config.search_opening_turns]), self.config.summary_token_cap
+        )
+        if opening == chat.summary_text:
+            return chat
+        (description,) = await embed_texts(self.embedder, [opening])
+        title = chat.title or await self.summarizer.title(opening)
+        if await self.store.set_description(chat.id, description, chat.compaction_version, title=title):
+            report.described = True
+            report.titled = title if not chat.title else None
+        return await self.store.get_chat(chat.id)
+
+    # -- dual memory -----------------------------------------------------------------------
+
+    async def _dual_memory(self, chat: Chat, report: CompactionReport, only: MessageRange | None) -> None:
+        """Missing chunk summaries, facts and meta summaries; with `only`, redo those inside it."""
+        chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
+        summarised = {s.range for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
+        extracted = {f.range for f in await self.store.list_facts(chat.id)}
+        jobs: list[Callable[[], Awaitable[None]]] = []
+        for rng in chunks:
+            forced = only is not None and only.contains(rng)
+            need_summary = forced or rng not in summarised
+            need_facts = forced or rng not in extracted
+            if need_summary or need_facts:
+                jobs.append(lambda rng=rng, s=need_summary, f=need_facts: self._chunk(chat.id, rng, s, f, report))
+        await _bounded(jobs, self.config.compaction_concurrency * 2)
+
+        metas_done = {s.range for s in await self.store.list_summaries(chat.id, SummaryLevel.META)}
+        chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
+        for span, group in meta_ranges(chunks, self.config.meta_every):
+            forced = only is not None and any(only.contains(r) for r in group)
+            if (forced or span not in metas_done) and all(r in chunk_text for r in group):
+                text = await self.summarizer.meta_summary(
+                    [chunk_text[r] for r in group], self.config.meta_summary_token_cap
+                )
+                text = truncate_to_tokens(text, self.config.meta_summary_token_cap)
+                (embedded,) = await embed_texts(self.embedder, [text])
+                await self.store.upsert_summary(chat.id, SummaryLevel.META, span, embedded)
+                report.meta_summaries += 1
+
+    async def _chunk(
+        self, chat_id: str, rng: MessageRange, need_summary: bool, need_facts: bool, report: CompactionReport
+    ) -> None:
+        turns = await self.store.load_turns(chat_id, rng.start, rng.end)
+        summary_call = (
+            self.summarizer.chunk_summary(turns, self.config.chunk_summary_token_cap) if need_summary else _none()
+        )
+        facts_call = self.summarizer.facts(turns) if need_facts else _none()
+        summary, facts = await asyncio.gather(summary_call, facts_call)
+        texts = []
+        if summary is not None:
+            summary = truncate_to_tokens(summary, self.config.chunk_summary_token_cap)
+            texts.append(summary)
+        if facts:
+            texts.append(format_fact_lines(facts))
+        embedded = await embed_texts(self.embedder, texts)
+        if summary is not None:
+            await self.store.upsert_summary(chat_id, SummaryLevel.CHUNK, rng, embedded[0])
+            report.chunk_summaries += 1
+        if facts is not None:
+            await self.store.upsert_facts(chat_id, rng, facts, embedded[-1] if facts else None)
+            report.fact_blocks += 1
+
+
+async def _none() -> None:
+    return None
+
+
+async def _bounded(jobs: list[Callable[[], Awaitable[None]]], limit: int) -> None:
+    """Run the jobs at most `limit` at a time; the first failure cancels the rest and is raised."""
+    semaphore = asyncio.Semaphore(limit)
+
+    async def run(job: Callable[[], Awaitable[None]]) -> None:
+        async with semaphore:
+            await job()
+
+    async with asyncio.TaskGroup() as group:
+        for job in jobs:
+            group.create_task(run(job))
+
+
+@dataclass
+class CompactionWorker:
+    """Runs compactions in the background: at most one at a time per chat (a request that arrives
+    while its chat is being compacted makes the run go once more afterwards), at most
+    `concurrency` chats at once, each run retried with exponential backoff when it fails. The
+    worker owns its tasks: leaving the `async with` cancels what is still running, which is safe
+    because every write of a run is atomic on its own."""
+
+    compactor: Compactor
+    concurrency: int = 2
+    retries: int = 3
+    retry_delay: float = 1.0
+    last_errors: dict[str, str] = field(default_factory=dict)
+    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
+    _again: set[str] = field(default_factory=set)
+    _slots: asyncio.Semaphore | None = None
+
+    async def __aenter__(self) -> "CompactionWorker":
+        self._slots = asyncio.Semaphore(self.concurrency)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        tasks = list(self._running.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    def schedule(self, chat_id: str) -> None:
+        if self._slots is None:
+            raise RuntimeError("use the CompactionWorker inside `async with`")
+        if chat_id in self._running:
+            self._again.add(chat_id)
+            return
+        self._running[chat_id] = asyncio.create_task(self._run(chat_id), name=f"compaction:{chat_id}")
+
+    @property
+    def pending(self) -> int:
+        return len(self._running)
+
+    async def drain(self) -> None:
+        """Wait until every scheduled compaction (and its reruns) has finished."""
+        while self._running:
+            await asyncio.gather(*list(self._running.values()), return_exceptions=True)
+
+    async def _run(self, chat_id: str) -> None:
+        assert self._slots is not None
+        try:
+            while True:
+                self._again.discard(chat_id)
+                async with self._slots:
+                    await self._with_retries(chat_id)
+                if chat_id not in self._again:
+                    return
+        finally:
+            self._running.pop(chat_id, None)
+
+    async def _with_retries(self, chat_id: str) -> None:
+        for attempt in range(self.retries + 1):
+            try:
+                await self.compactor.compact(chat_id)
+                self.last_errors.pop(chat_id, None)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - any failure leaves the data intact; report and retry
+                self.last_errors[chat_id] = f"{type(e).__name__}: {e}"
+                if attempt == self.retries:
+                    log.error(
+                        "compaction failed chat=%s attempts=%d error=%s; data left as it was, next turn retries",
+                        chat_id, attempt + 1, e, extra={"event": "compaction_failed", "chat_id": chat_id},
+                    )
+                    return
+                delay = self.retry_delay * 2**attempt
+                log.warning("compaction retry chat=%s attempt=%d in=%.1fs error=%s", chat_id, attempt + 1, delay, e)
+                await asyncio.sleep(delay)

@@ -1,0 +1,37 @@
+"""The memory knobs (DESIGN §3, seeds 000/004). `daemon.settings.Settings` extends this model so
+every knob is also a `PARLA_*` setting; memory code only ever sees this type."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class MemoryConfig(BaseModel):
+    summary_window_size: int = Field(30, ge=2, description="Unsummarised turns that trigger a compaction.")
+    tail: int = Field(12, ge=1, description="Turns kept verbatim after a compaction (never summarised).")
+    chunk_summarize_threshold: int = Field(
+        6000, ge=100, description="Tokens of summary + unsummarised turns that trigger a compaction."
+    )
+    summary_token_cap: int = Field(500, ge=50, description="Hard cap on the rolling summary, in tokens.")
+    prompt_memory_budget: int = Field(3000, ge=200, description="Tokens the memory block may use in the prompt.")
+    chunk_size: int = Field(10, ge=2, description="Messages per chunk summary and fact extraction.")
+    meta_every: int = Field(10, ge=2, description="Chunk summaries folded into one meta summary.")
+    chunk_summary_token_cap: int = Field(150, ge=20, description="Cap on one chunk summary, in tokens.")
+    meta_summary_token_cap: int = Field(400, ge=50, description="Cap on one meta summary, in tokens.")
+    context_min_tail_turns: int = Field(
+        2, ge=0, description="Tail turns kept when the context is over budget, before facts and summaries are trimmed."
+    )
+    context_facts_budget: int = Field(800, ge=0, description="Tokens of key facts in the context (newest first).")
+    search_opening_turns: int = Field(
+        6, ge=1, description="Opening turns that describe a young chat for search before its first compaction."
+    )
+    search_min_similarity: float | None = Field(
+        None, description="Best-match similarity below which search answers `none` (default: the embedder's own)."
+    )
+    search_switch_margin: float | None = Field(
+        None, description="Score lead the top chat needs over the next to `switch` (default: the embedder's own)."
+    )
+    search_max_candidates: int = Field(3, ge=1, description="Candidates returned when the result is ambiguous.")
+    search_recency_weight: float = Field(0.03, ge=0, description="Weight of recency in the chat score.")
+    search_recency_half_life_days: float = Field(30.0, gt=0, description="Days after which recency counts half.")
+    compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")

@@ -1,0 +1,198 @@
+"""The memory block the live model gets (DESIGN §3), within PROMPT_MEMORY_BUDGET tokens.
+
+Sections, always in this order so the prompt prefix stays stable for caching: pinned facts (by
+importance), the rolling summary, meta summaries, key facts, the recent turns verbatim. Facts of
+ranges still in the tail are left out (the tail says it verbatim); key facts are the newest that
+fit `context_facts_budget`. Chunk summaries are not in the context: the rolling summary already
+covers their turns; they serve search and recall.
+
+Over budget, in order: drop the oldest tail turns down to `context_min_tail_turns`, drop the oldest
+facts, the oldest meta summaries, shorten the rolling summary, drop the least important pins, drop
+tail turns down to the last, and last of all shorten that turn. Every drop is reported.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from memory.chat import Chat
+from memory.config import MemoryConfig
+from memory.facts import FactBlock
+from memory.pins import Pin
+from memory.store import ChatStore
+from memory.summary import Summary, SummaryLevel
+from memory.tokens import estimate_tokens, truncate_to_tokens
+from memory.turn import Part, Turn
+
+SectionName = Literal["pins", "summary", "meta", "facts", "tail"]
+SECTION_ORDER: tuple[SectionName, ...] = ("pins", "summary", "meta", "facts", "tail")
+HEADERS: dict[SectionName, str] = {
+    "pins": "=== Pinned facts ===",
+    "summary": "=== Conversation summary ===",
+    "meta": "=== Earlier periods ===",
+    "facts": "=== Key facts to remember ===",
+    "tail": "=== Recent conversation ===",
+}
+
+
+@dataclass(frozen=True)
+class ContextItem:
+    section: SectionName
+    label: str
+    text: str
+
+    @property
+    def tokens(self) -> int:
+        return estimate_tokens(self.text + "\n")
+
+
+@dataclass(frozen=True)
+class Dropped:
+    section: SectionName
+    label: str
+    tokens: int
+    reason: str
+
+
+@dataclass
+class MemoryContext:
+    budget: int
+    sections: dict[SectionName, list[ContextItem]]
+    tail: list[Turn]
+    dropped: list[Dropped] = field(default_factory=list)
+
+    def render(self, include_tail: bool = True) -> str:
+        blocks = []
+        for name in SECTION_ORDER:
+            items = self.sections[name]
+            if items and (include_tail or name != "tail"):
+                blocks.append(HEADERS[name] + "\n" + "".join(item.text + "\n" for item in items))
+        return "\n".join(blocks)
+
+    @property
+    def total_tokens(self) -> int:
+        return estimate_tokens(self.render())
+
+    def section_tokens(self) -> dict[SectionName, int]:
+        return {name: sum(i.tokens for i in self.sections[name]) for name in SECTION_ORDER}
+
+    def accounted_tokens(self) -> int:
+        """An upper bound of `total_tokens`, cheap to keep current while trimming."""
+        return sum(
+            estimate_tokens(HEADERS[name] + "\n") + 1 + sum(i.tokens for i in items)
+            for name, items in self.sections.items()
+            if items
+        )
+
+
+def _turn_item(turn: Turn) -> ContextItem:
+    return ContextItem("tail", f"turn {turn.seq}", turn.transcript_line())
+
+
+def build_context(
+    chat: Chat,
+    tail: list[Turn],
+    pins: list[Pin],
+    metas: list[Summary],
+    facts: list[FactBlock],
+    config: MemoryConfig,
+) -> MemoryContext:
+    """The memory context of `chat`: `tail` are its unsummarised turns in order."""
+    ctx = MemoryContext(
+        budget=config.prompt_memory_budget,
+        sections={name: [] for name in SECTION_ORDER},
+        tail=list(tail),
+    )
+    ranked_pins = sorted(pins, key=lambda p: (-p.importance, p.created_at, p.id))
+    ctx.sections["pins"] = [ContextItem("pins", f"pin {p.id}", f"- {p.content}") for p in ranked_pins]
+    if chat.rolling_summary:
+        ctx.sections["summary"] = [ContextItem("summary", f"turns 1-{chat.summarized_through}", chat.rolling_summary)]
+    ctx.sections["meta"] = [ContextItem("meta", f"turns {m.range}", m.text) for m in sorted(metas, key=lambda m: m.range.start)]
+    ctx.sections["facts"] = _key_facts(facts, chat.summarized_through, config.context_facts_budget, ctx.dropped)
+    ctx.sections["tail"] = [_turn_item(t) for t in tail]
+    _fit(ctx, config.context_min_tail_turns)
+    return ctx
+
+
+def _key_facts(facts: list[FactBlock], summarized_through: int, budget: int, dropped: list[Dropped]) -> list[ContextItem]:
+    lines = [
+        ContextItem("facts", f"facts {block.range}", f"- {line}")
+        for block in sorted(facts, key=lambda b: b.range.start)
+        if block.range.end <= summarized_through
+        for line in block.lines
+    ]
+    kept: list[ContextItem] = []
+    used = 0
+    for item in reversed(lines):
+        if used + item.tokens > budget:
+            dropped.append(Dropped("facts", item.label, item.tokens, "over the facts budget"))
+            continue
+        kept.append(item)
+        used += item.tokens
+    kept.reverse()
+    return kept
+
+
+def _fit(ctx: MemoryContext, min_tail: int) -> None:
+    s = ctx.sections
+
+    def over() -> bool:
+        return ctx.accounted_tokens() > ctx.budget
+
+    def drop(section: SectionName, index: int, reason: str) -> None:
+        item = s[section].pop(index)
+        ctx.dropped.append(Dropped(section, item.label, item.tokens, reason))
+        if section == "tail":
+            ctx.tail.pop(index)
+
+    while over() and len(s["tail"]) > min_tail:
+        drop("tail", 0, "oldest tail turn over budget")
+    while over() and s["facts"]:
+        drop("facts", 0, "oldest fact over budget")
+    while over() and s["meta"]:
+        drop("meta", 0, "oldest meta summary over budget")
+    if over() and s["summary"]:
+        _shorten(ctx, "summary", 0)
+    while over() and s["pins"]:
+        drop("pins", len(s["pins"]) - 1, "least important pin over budget")
+    while over() and len(s["tail"]) > 1:
+        drop("tail", 0, "oldest tail turn over budget")
+    if over() and s["tail"]:
+        _shorten(ctx, "tail", 0)
+
+
+def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
+    """Cut one item to what the budget leaves for it (dropping it if nothing is left)."""
+    item = ctx.sections[section][index]
+    excess = ctx.accounted_tokens() - ctx.budget
+    keep = item.tokens - excess - 1
+    text = truncate_to_tokens(item.text, keep) if keep > 0 else ""
+    if not text.strip():
+        ctx.sections[section].pop(index)
+        if section == "tail":
+            ctx.tail.pop(index)
+        ctx.dropped.append(Dropped(section, item.label, item.tokens, "over budget"))
+        return
+    shortened = ContextItem(section, item.label, text)
+    ctx.sections[section][index] = shortened
+    if section == "tail":
+        turn = ctx.tail[index]
+        spoken = text.removeprefix(turn.transcript_line()[: len(turn.transcript_line()) - len(turn.text)])
+        ctx.tail[index] = turn.model_copy(update={"parts": [Part(text=spoken)]})
+    ctx.dropped.append(Dropped(section, item.label, item.tokens - shortened.tokens, "shortened to fit the budget"))
+    if ctx.accounted_tokens() > ctx.budget:
+        _shorten(ctx, section, index)
+
+
+async def load_context(store: ChatStore, chat_id: str, config: MemoryConfig) -> MemoryContext:
+    """Read what the context needs from the store (the tail only, not the whole history)."""
+    chat = await store.get_chat(chat_id)
+    return build_context(
+        chat,
+        await store.load_turns(chat_id, chat.summarized_through + 1),
+        await store.list_pins(chat_id),
+        await store.list_summaries(chat_id, SummaryLevel.META),
+        await store.list_facts(chat_id),
+        config,
+    )

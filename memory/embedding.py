@@ -1,0 +1,58 @@
+"""Embeddings always travel with the text they were made from, and say which embedder made them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+import numpy as np
+
+TaskType = Literal["document", "query"]
+
+
+class ModelError(RuntimeError):
+    """A model call (embedding or summarising) failed after the adapter's retries."""
+
+
+@dataclass(frozen=True)
+class EmbeddedText:
+    """A text and its unit-length embedding. No store API takes a vector without its text."""
+
+    text: str
+    vector: np.ndarray
+    embedder: str
+
+    def __post_init__(self) -> None:
+        if self.vector.ndim != 1:
+            raise ValueError("an embedding must be a 1-d vector")
+
+    @property
+    def dim(self) -> int:
+        return int(self.vector.shape[0])
+
+
+class Embedder(Protocol):
+    """Turns texts into unit vectors. `name` identifies the model and dimension so a store can
+    refuse to mix vectors from different embedders. The search thresholds are the embedder's own
+    calibration, used unless settings override them (similarity scales differ between models)."""
+
+    name: str
+    dim: int
+    default_min_similarity: float
+    default_switch_margin: float
+
+    async def embed(self, texts: list[str], task: TaskType) -> np.ndarray: ...
+
+
+def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length (zero rows stay zero), as float32."""
+    matrix = np.asarray(matrix, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=-1, keepdims=True)
+    return matrix / np.where(norms == 0, 1, norms)
+
+
+async def embed_texts(embedder: Embedder, texts: list[str], task: TaskType = "document") -> list[EmbeddedText]:
+    if not texts:
+        return []
+    vectors = await embedder.embed(texts, task)
+    return [EmbeddedText(text, vector, embedder.name) for text, vector in zip(texts, vectors, strict=True)]

@@ -1,0 +1,24 @@
+"""Pins (seed 003): facts kept in every prompt of a chat, ranked by importance."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from memory.turn import new_id, utcnow
+
+PinType = Literal["manual", "auto", "code", "concept", "system"]
+
+
+class Pin(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(default_factory=new_id)
+    chat_id: str
+    content: str = Field(min_length=1)
+    importance: float = Field(default=5.0, ge=0, le=10)
+    pin_type: PinType = "manual"
+    source_turn_id: str | None = None
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,21 @@
+"""MemoryStats (seed 003): an overview of what the store holds."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from pydantic import BaseModel
+
+
+class MemoryStats(BaseModel):
+    total_chats: int
+    total_messages: int
+    total_summaries: int
+    total_facts: int
+    total_pins: int
+    oldest_message: datetime | None
+    newest_message: datetime | None
+    average_importance: float | None
+    embedder: str | None
+    embedding_dim: int | None
+    embedded_texts: int

@@ -1,0 +1,145 @@
+"""The `ChatStore` protocol every store implements (SQLite now, Supabase next) and its errors.
+
+Semantics every implementation keeps:
+- `append_turns` is atomic and idempotent by turn id: a turn already stored is not stored again,
+  and its stored sequence number is returned.
+- `commit_compaction` applies only if the chat's `compaction_version` is still the one the
+  compaction read; turns that arrived meanwhile have higher sequence numbers and stay in the tail.
+- Summaries and facts are upserted per (chat, level, range), so regenerating a range replaces it.
+- Every embedding is written with its text and its embedder; vectors of another embedder or
+  dimension are refused (`EmbedderMismatch`) until `replace_embeddings` rebuilds them all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal, Protocol
+
+import numpy as np
+
+from memory.chat import Chat, ChatHistory
+from memory.embedding import EmbeddedText
+from memory.facts import FactBlock
+from memory.pins import Pin
+from memory.stats import MemoryStats
+from memory.summary import MessageRange, Summary, SummaryLevel
+from memory.turn import Turn
+
+TextKind = Literal["summary", "chunk", "meta", "facts"]
+
+
+class StoreError(RuntimeError):
+    """A store operation failed; the message says what and what to do."""
+
+
+class ChatNotFound(StoreError):
+    def __init__(self, chat_ref: str) -> None:
+        super().__init__(f"no chat matches {chat_ref!r}: `parla chats` lists them")
+
+
+class TurnConflict(StoreError):
+    """A turn id is already stored in another chat."""
+
+
+class EmbedderMismatch(StoreError):
+    """Vectors of another embedder or dimension are already stored."""
+
+
+@dataclass(frozen=True)
+class TextRef:
+    """Where an embedded text lives: the chat's description, or a summary or facts range."""
+
+    chat_id: str
+    kind: TextKind
+    range: MessageRange | None = None
+
+
+@dataclass(frozen=True)
+class StoredText:
+    ref: TextRef
+    text: str
+
+
+@dataclass(frozen=True)
+class ChatMatch:
+    """A chat's best-matching embedded text for a query (what `search_chats_semantic` returns)."""
+
+    chat_id: str
+    title: str | None
+    similarity: float
+    matched: TextRef
+    matched_text: str
+    last_activity_at: datetime
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    chat: Chat
+    turns: list[Turn]
+    added: int
+
+
+@dataclass(frozen=True)
+class CompactionCommit:
+    chat_id: str
+    expected_version: int
+    summarized_through: int
+    rolling_summary: str
+    description: EmbeddedText
+    title: str | None = None
+
+
+class ChatStore(Protocol):
+    async def create_chat(
+        self,
+        *,
+        chat_id: str | None = None,
+        title: str | None = None,
+        created_at: datetime | None = None,
+        turns: Sequence[Turn] = (),
+    ) -> AppendResult:
+        """Create a chat with its first turns in one transaction; an existing id appends
+        idempotently instead (so an import can be repeated)."""
+        ...
+
+    async def get_chat(self, chat_id: str) -> Chat: ...
+    async def find_chats(self, ref: str) -> list[Chat]: ...
+    async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]: ...
+    async def rename_chat(self, chat_id: str, title: str) -> Chat: ...
+    async def delete_chat(self, chat_id: str) -> None: ...
+
+    async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult: ...
+    async def load_history(self, chat_id: str) -> ChatHistory: ...
+    async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]: ...
+
+    async def commit_compaction(self, commit: CompactionCommit) -> Chat | None:
+        """The updated chat, or None when another compaction committed first."""
+        ...
+
+    async def set_description(
+        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    ) -> bool:
+        """Describe a chat (search text + vector) unless a compaction committed since
+        `expected_version`; `title` is set only where the chat has none."""
+        ...
+
+    async def upsert_summary(
+        self, chat_id: str, level: SummaryLevel, rng: MessageRange, embedded: EmbeddedText
+    ) -> Summary: ...
+    async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]: ...
+    async def upsert_facts(
+        self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
+    ) -> FactBlock: ...
+    async def list_facts(self, chat_id: str) -> list[FactBlock]: ...
+
+    async def add_pin(self, pin: Pin) -> Pin: ...
+    async def list_pins(self, chat_id: str) -> list[Pin]: ...
+    async def delete_pin(self, pin_id: str) -> None: ...
+
+    async def search(self, query: np.ndarray, match_count: int) -> list[ChatMatch]: ...
+    async def stats(self) -> MemoryStats: ...
+
+    async def embedded_texts(self) -> list[StoredText]: ...
+    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None: ...

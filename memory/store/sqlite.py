@@ -1,0 +1,723 @@
+"""The embedded store: one SQLite file (WAL), the same semantics as the Supabase store.
+
+Turns live in their own table rather than in a JSON column so an append costs the same at turn
+10 and at turn 5,000; full_history and assistant_history are read from it. Vector search runs in
+numpy over an in-memory matrix of every embedded text, reloaded when the embedding generation
+(bumped by every transaction that writes a vector, in any process) changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import AsyncIterator, Iterable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import numpy as np
+
+from memory.chat import Chat, ChatHistory
+from memory.embedding import EmbeddedText
+from memory.facts import FactBlock, format_fact_lines
+from memory.pins import Pin
+from memory.stats import MemoryStats
+from memory.store import (
+    AppendResult,
+    ChatMatch,
+    ChatNotFound,
+    CompactionCommit,
+    EmbedderMismatch,
+    StoredText,
+    StoreError,
+    TextRef,
+    TurnConflict,
+)
+from memory.store.sqlite_schema import MIGRATIONS
+from memory.summary import MessageRange, Summary, SummaryLevel
+from memory.turn import Part, Turn, new_id, utcnow
+
+_KIND_OF_LEVEL = {SummaryLevel.CHUNK: "chunk", SummaryLevel.META: "meta"}
+_LEVEL_OF_KIND = {v: k for k, v in _KIND_OF_LEVEL.items()}
+
+
+def _ts(value: datetime) -> str:
+    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+
+
+def _dt(value: str) -> datetime:
+    return datetime.fromisoformat(value)
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def _chat(row: sqlite3.Row) -> Chat:
+    return Chat(
+        id=row["id"],
+        title=row["title"],
+        created_at=_dt(row["created_at"]),
+        last_activity_at=_dt(row["last_activity_at"]),
+        summary_text=row["summary_text"],
+        rolling_summary=row["rolling_summary"],
+        summarized_through=row["summarized_through"],
+        compaction_version=row["compaction_version"],
+        turn_count=row["turn_count"],
+    )
+
+
+def _turn(row: sqlite3.Row) -> Turn:
+    return Turn(
+        id=row["id"],
+        role=row["role"],
+        parts=[Part(**p) for p in json.loads(row["parts"])],
+        thinking=row["thinking"],
+        seq=row["seq"],
+        created_at=_dt(row["created_at"]),
+        interrupted=bool(row["interrupted"]),
+        source=row["source"],
+        model_variant=row["model_variant"],
+    )
+
+
+@dataclass
+class _VectorIndex:
+    """Every embedded text as one matrix, rows grouped by chat for a per-chat max."""
+
+    generation: int
+    matrix: np.ndarray
+    chat_ids: list[str]
+    group_starts: np.ndarray
+    refs: list[TextRef]
+
+    @classmethod
+    def build(cls, generation: int, rows: Iterable[tuple[TextRef, bytes]], dim: int) -> "_VectorIndex":
+        ordered = sorted(rows, key=lambda r: r[0].chat_id)
+        refs = [ref for ref, _ in ordered]
+        matrix = (
+            np.frombuffer(b"".join(blob for _, blob in ordered), dtype=np.float32).reshape(len(ordered), dim)
+            if ordered
+            else np.zeros((0, max(dim, 1)), dtype=np.float32)
+        )
+        chat_ids: list[str] = []
+        starts: list[int] = []
+        for i, ref in enumerate(refs):
+            if not chat_ids or chat_ids[-1] != ref.chat_id:
+                chat_ids.append(ref.chat_id)
+                starts.append(i)
+        return cls(generation, matrix, chat_ids, np.asarray(starts, dtype=np.int64), refs)
+
+    def best_per_chat(self, query: np.ndarray, match_count: int) -> list[tuple[str, float, TextRef]]:
+        if not self.refs:
+            return []
+        sims = self.matrix @ np.asarray(query, dtype=np.float32)
+        best = np.maximum.reduceat(sims, self.group_starts)
+        k = min(match_count, len(best))
+        top = np.argpartition(-best, k - 1)[:k]
+        top = top[np.argsort(-best[top], kind="stable")]
+        out = []
+        for g in top:
+            start = int(self.group_starts[g])
+            end = int(self.group_starts[g + 1]) if g + 1 < len(self.group_starts) else len(self.refs)
+            row = start + int(np.argmax(sims[start:end]))
+            out.append((self.chat_ids[g], float(best[g]), self.refs[row]))
+        return out
+
+
+class SQLiteChatStore:
+    """`ChatStore` on one SQLite file. Use as `async with SQLiteChatStore(path) as store:`."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._db: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+        self._index: _VectorIndex | None = None
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> "SQLiteChatStore":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            db = await aiosqlite.connect(self.path, isolation_level=None)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot open the SQLite store at {self.path}: {e}") from e
+        db.row_factory = sqlite3.Row
+        for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
+            await db.execute(f"PRAGMA {pragma}")
+        self._db = db
+        await self._migrate()
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    async def _migrate(self) -> None:
+        async with self._tx() as db:
+            version = (await (await db.execute("PRAGMA user_version")).fetchone())[0]
+            if version > len(MIGRATIONS):
+                raise StoreError(
+                    f"{self.path} has schema version {version}, newer than this Parla knows "
+                    f"({len(MIGRATIONS)}): upgrade Parla"
+                )
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in script.split(";\n"):
+                    if statement.strip():
+                        await db.execute(statement)
+                await db.execute(f"PRAGMA user_version = {number}")
+
+    @asynccontextmanager
+    async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
+        """One write transaction at a time in this process; BEGIN IMMEDIATE takes the file's write
+        lock up front so a concurrent writer in another process waits instead of failing late."""
+        db = self._conn()
+        async with self._lock:
+            await db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                await db.execute("ROLLBACK")
+                raise
+            else:
+                await db.execute("COMMIT")
+
+    @asynccontextmanager
+    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
+        """A consistent snapshot for reads of several statements."""
+        db = self._conn()
+        async with self._lock:
+            await db.execute("BEGIN")
+            try:
+                yield db
+            finally:
+                await db.execute("COMMIT")
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise StoreError("the store is not open")
+        return self._db
+
+    # -- chats -----------------------------------------------------------------------------
+
+    async def create_chat(
+        self,
+        *,
+        chat_id: str | None = None,
+        title: str | None = None,
+        created_at: datetime | None = None,
+        turns: Sequence[Turn] = (),
+    ) -> AppendResult:
+        chat_id = chat_id or new_id()
+        created = created_at or (turns[0].created_at if turns else utcnow())
+        async with self._tx() as db:
+            await db.execute(
+                "INSERT INTO chats (id, title, created_at, last_activity_at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (id) DO NOTHING",
+                (chat_id, title, _ts(created), _ts(created)),
+            )
+            stored, added = await self._append(db, chat_id, turns)
+            chat = await self._get_chat(db, chat_id)
+        return AppendResult(chat, stored, added)
+
+    async def get_chat(self, chat_id: str) -> Chat:
+        async with self._read() as db:
+            return await self._get_chat(db, chat_id)
+
+    async def _get_chat(self, db: aiosqlite.Connection, chat_id: str) -> Chat:
+        row = await (await db.execute("SELECT * FROM chats WHERE id = ?", (chat_id,))).fetchone()
+        if row is None:
+            raise ChatNotFound(chat_id)
+        return _chat(row)
+
+    async def find_chats(self, ref: str) -> list[Chat]:
+        """Chats whose id is `ref`, starts with `ref`, or whose title is `ref` (any case)."""
+        ref = ref.strip()
+        if not ref:
+            return []
+        async with self._read() as db:
+            rows = await (
+                await db.execute(
+                    "SELECT * FROM chats WHERE id = ? OR (length(?) >= 4 AND id LIKE ? || '%') "
+                    "OR lower(title) = lower(?) ORDER BY last_activity_at DESC",
+                    (ref, ref, ref.replace("%", "").replace("_", ""), ref),
+                )
+            ).fetchall()
+        exact = [r for r in rows if r["id"] == ref]
+        return [_chat(r) for r in (exact or rows)]
+
+    async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
+        async with self._read() as db:
+            rows = await (
+                await db.execute(
+                    "SELECT * FROM chats ORDER BY last_activity_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
+                )
+            ).fetchall()
+        return [_chat(r) for r in rows]
+
+    async def rename_chat(self, chat_id: str, title: str) -> Chat:
+        title = title.strip()
+        if not title:
+            raise StoreError("a chat title cannot be empty")
+        async with self._tx() as db:
+            cur = await db.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id))
+            if cur.rowcount == 0:
+                raise ChatNotFound(chat_id)
+            return await self._get_chat(db, chat_id)
+
+    async def delete_chat(self, chat_id: str) -> None:
+        async with self._tx() as db:
+            cur = await db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
+            if cur.rowcount == 0:
+                raise ChatNotFound(chat_id)
+            await self._bump_generation(db)
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult:
+        async with self._tx() as db:
+            await self._get_chat(db, chat_id)
+            stored, added = await self._append(db, chat_id, turns)
+            chat = await self._get_chat(db, chat_id)
+        return AppendResult(chat, stored, added)
+
+    async def _append(self, db: aiosqlite.Connection, chat_id: str, turns: Sequence[Turn]) -> tuple[list[Turn], int]:
+        if not turns:
+            return [], 0
+        ids = [t.id for t in turns]
+        if len(set(ids)) != len(ids):
+            raise StoreError("the same turn id appears twice in one append")
+        marks = ",".join("?" * len(ids))
+        existing = {
+            r["id"]: r
+            for r in await (
+                await db.execute(f"SELECT id, chat_id, seq FROM turns WHERE id IN ({marks})", ids)
+            ).fetchall()
+        }
+        row = await (await db.execute("SELECT turn_count FROM chats WHERE id = ?", (chat_id,))).fetchone()
+        seq = row["turn_count"]
+        stored: list[Turn] = []
+        fresh: list[tuple[Any, ...]] = []
+        latest: datetime | None = None
+        for turn in turns:
+            known = existing.get(turn.id)
+            if known is not None:
+                if known["chat_id"] != chat_id:
+                    raise TurnConflict(f"turn {turn.id} is already stored in chat {known['chat_id']}")
+                stored.append(turn.model_copy(update={"seq": known["seq"]}))
+                continue
+            seq += 1
+            stored.append(turn.model_copy(update={"seq": seq}))
+            latest = turn.created_at if latest is None or turn.created_at > latest else latest
+            fresh.append(
+                (
+                    turn.id,
+                    chat_id,
+                    seq,
+                    turn.role,
+                    json.dumps([p.model_dump() for p in turn.parts], ensure_ascii=False),
+                    turn.thinking,
+                    _ts(turn.created_at),
+                    int(turn.interrupted),
+                    turn.source,
+                    turn.model_variant,
+                )
+            )
+        if fresh:
+            await db.executemany(
+                "INSERT INTO turns (id, chat_id, seq, role, parts, thinking, created_at, interrupted, source, "
+                "model_variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                fresh,
+            )
+            await db.execute(
+                "UPDATE chats SET turn_count = ?, last_activity_at = max(last_activity_at, ?) WHERE id = ?",
+                (seq, _ts(latest or utcnow()), chat_id),
+            )
+        return stored, len(fresh)
+
+    async def load_history(self, chat_id: str) -> ChatHistory:
+        async with self._read() as db:
+            chat = await self._get_chat(db, chat_id)
+            turns = await self._turns(db, chat_id, 1, None)
+        return ChatHistory(chat=chat, full_history=turns)
+
+    async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]:
+        async with self._read() as db:
+            await self._get_chat(db, chat_id)
+            return await self._turns(db, chat_id, start, end)
+
+    async def _turns(self, db: aiosqlite.Connection, chat_id: str, start: int, end: int | None) -> list[Turn]:
+        rows = await (
+            await db.execute(
+                "SELECT * FROM turns WHERE chat_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+                (chat_id, start, end if end is not None else 2**62),
+            )
+        ).fetchall()
+        return [_turn(r) for r in rows]
+
+    # -- compaction ------------------------------------------------------------------------
+
+    async def commit_compaction(self, commit: CompactionCommit) -> Chat | None:
+        async with self._tx() as db:
+            await self._check_embedder(db, commit.description)
+            cur = await db.execute(
+                "UPDATE chats SET rolling_summary = ?, summarized_through = ?, summary_text = ?, "
+                "summary_embedding = ?, summary_embedder = ?, title = coalesce(title, ?), "
+                "compaction_version = compaction_version + 1 "
+                "WHERE id = ? AND compaction_version = ? AND turn_count >= ?",
+                (
+                    commit.rolling_summary,
+                    commit.summarized_through,
+                    commit.description.text,
+                    _blob(commit.description.vector),
+                    commit.description.embedder,
+                    commit.title,
+                    commit.chat_id,
+                    commit.expected_version,
+                    commit.summarized_through,
+                ),
+            )
+            if cur.rowcount == 0:
+                await self._get_chat(db, commit.chat_id)
+                return None
+            await self._bump_generation(db)
+            return await self._get_chat(db, commit.chat_id)
+
+    async def set_description(
+        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    ) -> bool:
+        async with self._tx() as db:
+            await self._check_embedder(db, description)
+            cur = await db.execute(
+                "UPDATE chats SET summary_text = ?, summary_embedding = ?, summary_embedder = ?, "
+                "title = coalesce(title, ?) WHERE id = ? AND compaction_version = ?",
+                (description.text, _blob(description.vector), description.embedder, title, chat_id, expected_version),
+            )
+            if cur.rowcount:
+                await self._bump_generation(db)
+            return bool(cur.rowcount)
+
+    # -- summaries and facts ---------------------------------------------------------------
+
+    async def upsert_summary(
+        self, chat_id: str, level: SummaryLevel, rng: MessageRange, embedded: EmbeddedText
+    ) -> Summary:
+        now = utcnow()
+        async with self._tx() as db:
+            await self._get_chat(db, chat_id)
+            await self._check_embedder(db, embedded)
+            await db.execute(
+                "INSERT INTO summaries (chat_id, level, start_seq, end_seq, text, embedding, embedder, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, level, start_seq, end_seq) DO UPDATE SET "
+                "text = excluded.text, embedding = excluded.embedding, embedder = excluded.embedder, "
+                "updated_at = excluded.updated_at",
+                (chat_id, int(level), rng.start, rng.end, embedded.text, _blob(embedded.vector), embedded.embedder, _ts(now)),
+            )
+            await self._bump_generation(db)
+        return Summary(chat_id=chat_id, level=level, range=rng, text=embedded.text, updated_at=now)
+
+    async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]:
+        async with self._read() as db:
+            rows = await (
+                await db.execute(
+                    "SELECT chat_id, level, start_seq, end_seq, text, updated_at FROM summaries "
+                    "WHERE chat_id = ? AND (? IS NULL OR level = ?) ORDER BY level, start_seq",
+                    (chat_id, None if level is None else int(level), None if level is None else int(level)),
+                )
+            ).fetchall()
+        return [
+            Summary(
+                chat_id=r["chat_id"],
+                level=SummaryLevel(r["level"]),
+                range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
+                text=r["text"],
+                updated_at=_dt(r["updated_at"]),
+            )
+            for r in rows
+        ]
+
+    async def upsert_facts(
+        self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
+    ) -> FactBlock:
+        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
+            raise StoreError("facts with lines need the embedding of exactly their text")
+        now = utcnow()
+        async with self._tx() as db:
+            await self._get_chat(db, chat_id)
+            if embedded is not None:
+                await self._check_embedder(db, embedded)
+            await db.execute(
+                "INSERT INTO facts (chat_id, start_seq, end_seq, text, embedding, embedder, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, start_seq, end_seq) DO UPDATE SET "
+                "text = excluded.text, embedding = excluded.embedding, embedder = excluded.embedder, "
+                "updated_at = excluded.updated_at",
+                (
+                    chat_id,
+                    rng.start,
+                    rng.end,
+                    format_fact_lines(lines),
+                    _blob(embedded.vector) if embedded else None,
+                    embedded.embedder if embedded else None,
+                    _ts(now),
+                ),
+            )
+            await self._bump_generation(db)
+        return FactBlock(chat_id=chat_id, range=rng, lines=lines, updated_at=now)
+
+    async def list_facts(self, chat_id: str) -> list[FactBlock]:
+        async with self._read() as db:
+            rows = await (
+                await db.execute(
+                    "SELECT chat_id, start_seq, end_seq, text, updated_at FROM facts WHERE chat_id = ? "
+                    "ORDER BY start_seq",
+                    (chat_id,),
+                )
+            ).fetchall()
+        return [
+            FactBlock(
+                chat_id=r["chat_id"],
+                range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
+                lines=[line[2:] for line in r["text"].splitlines() if line.startswith("- ")],
+                updated_at=_dt(r["updated_at"]),
+            )
+            for r in rows
+        ]
+
+    # -- pins ------------------------------------------------------------------------------
+
+    async def add_pin(self, pin: Pin) -> Pin:
+        async with self._tx() as db:
+            await self._get_chat(db, pin.chat_id)
+            await db.execute(
+                "INSERT INTO pins (id, chat_id, content, importance, pin_type, source_turn_id, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET content = excluded.content, "
+                "importance = excluded.importance, pin_type = excluded.pin_type",
+                (pin.id, pin.chat_id, pin.content, pin.importance, pin.pin_type, pin.source_turn_id, _ts(pin.created_at)),
+            )
+        return pin
+
+    async def list_pins(self, chat_id: str) -> list[Pin]:
+        async with self._read() as db:
+            rows = await (
+                await db.execute(
+                    "SELECT * FROM pins WHERE chat_id = ? ORDER BY importance DESC, created_at, id", (chat_id,)
+                )
+            ).fetchall()
+        return [
+            Pin(
+                id=r["id"],
+                chat_id=r["chat_id"],
+                content=r["content"],
+                importance=r["importance"],
+                pin_type=r["pin_type"],
+                source_turn_id=r["source_turn_id"],
+                created_at=_dt(r["created_at"]),
+            )
+            for r in rows
+        ]
+
+    async def delete_pin(self, pin_id: str) -> None:
+        async with self._tx() as db:
+            cur = await db.execute("DELETE FROM pins WHERE id = ?", (pin_id,))
+            if cur.rowcount == 0:
+                raise StoreError(f"no pin with id {pin_id!r}")
+
+    # -- embeddings and search -------------------------------------------------------------
+
+    async def _embedder_info(self, db: aiosqlite.Connection) -> tuple[str, int] | None:
+        rows = dict(
+            await (
+                await db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'embedding_dim')")
+            ).fetchall()
+        )
+        if "embedder" not in rows:
+            return None
+        return rows["embedder"], int(rows["embedding_dim"])
+
+    async def _check_embedder(self, db: aiosqlite.Connection, embedded: EmbeddedText) -> None:
+        info = await self._embedder_info(db)
+        if info == (embedded.embedder, embedded.dim):
+            return
+        if info is None or not await self._vector_count(db):
+            await self._set_embedder(db, embedded.embedder, embedded.dim)
+            return
+        name, dim = info
+        raise EmbedderMismatch(
+                f"this store's vectors were made by {name} ({dim} dims) but the embedder now is "
+                f"{embedded.embedder} ({embedded.dim} dims): run `parla memory reembed` to rebuild them, "
+                "or set PARLA_EMBEDDER back"
+            )
+
+    async def _set_embedder(self, db: aiosqlite.Connection, name: str, dim: int) -> None:
+        await db.executemany(
+            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            [("embedder", name), ("embedding_dim", str(dim))],
+        )
+
+    async def _bump_generation(self, db: aiosqlite.Connection) -> None:
+        await db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+
+    async def _generation(self, db: aiosqlite.Connection) -> int:
+        row = await (await db.execute("SELECT value FROM meta WHERE key = 'generation'")).fetchone()
+        return int(row[0])
+
+    async def embedder_info(self) -> tuple[str, int] | None:
+        async with self._read() as db:
+            return await self._embedder_info(db)
+
+    async def search(self, query: np.ndarray, match_count: int) -> list[ChatMatch]:
+        async with self._read() as db:
+            info = await self._embedder_info(db)
+            if info is None:
+                return []
+            if info[1] != query.shape[0]:
+                raise EmbedderMismatch(
+                    f"the query has {query.shape[0]} dims but this store's vectors ({info[0]}) have {info[1]}: "
+                    "run `parla memory reembed` or set PARLA_EMBEDDER back"
+                )
+            generation = await self._generation(db)
+            if self._index is None or self._index.generation != generation:
+                rows = await self._vector_rows(db)
+                self._index = await asyncio.to_thread(_VectorIndex.build, generation, rows, info[1])
+            index = self._index
+            best = await asyncio.to_thread(index.best_per_chat, query, match_count)
+            return [await self._match(db, chat_id, sim, ref) for chat_id, sim, ref in best]
+
+    async def _vector_rows(self, db: aiosqlite.Connection) -> list[tuple[TextRef, bytes]]:
+        rows = await (
+            await db.execute(
+                "SELECT id AS chat_id, 'summary' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
+                "WHERE summary_embedding IS NOT NULL "
+                "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
+                "embedding FROM summaries "
+                "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, embedding FROM facts WHERE embedding IS NOT NULL"
+            )
+        ).fetchall()
+        return [
+            (TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4])
+            for r in rows
+        ]
+
+    async def _vector_count(self, db: aiosqlite.Connection) -> int:
+        row = await (
+            await db.execute(
+                "SELECT (SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL) "
+                "+ (SELECT count(*) FROM summaries) + (SELECT count(*) FROM facts WHERE embedding IS NOT NULL)"
+            )
+        ).fetchone()
+        return int(row[0])
+
+    async def _match(self, db: aiosqlite.Connection, chat_id: str, similarity: float, ref: TextRef) -> ChatMatch:
+        chat = await self._get_chat(db, chat_id)
+        return ChatMatch(
+            chat_id=chat_id,
+            title=chat.title,
+            similarity=similarity,
+            matched=ref,
+            matched_text=await self._text_of(db, ref),
+            last_activity_at=chat.last_activity_at,
+        )
+
+    async def _text_of(self, db: aiosqlite.Connection, ref: TextRef) -> str:
+        if ref.kind == "summary":
+            sql, args = "SELECT summary_text FROM chats WHERE id = ?", (ref.chat_id,)
+        elif ref.kind == "facts":
+            assert ref.range is not None
+            sql = "SELECT text FROM facts WHERE chat_id = ? AND start_seq = ? AND end_seq = ?"
+            args = (ref.chat_id, ref.range.start, ref.range.end)
+        else:
+            assert ref.range is not None
+            sql = "SELECT text FROM summaries WHERE chat_id = ? AND level = ? AND start_seq = ? AND end_seq = ?"
+            args = (ref.chat_id, int(_LEVEL_OF_KIND[ref.kind]), ref.range.start, ref.range.end)
+        row = await (await db.execute(sql, args)).fetchone()
+        return row[0] if row else ""
+
+    async def embedded_texts(self) -> list[StoredText]:
+        async with self._read() as db:
+            rows = await (
+                await db.execute(
+                    "SELECT id, 'summary', 0, 0, summary_text FROM chats WHERE summary_text != '' "
+                    "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
+                    "text FROM summaries "
+                    "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != ''"
+                )
+            ).fetchall()
+        return [
+            StoredText(TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4])
+            for r in rows
+        ]
+
+    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None:
+        """Write every vector anew in one transaction and record the new embedder, so a store is
+        never left with vectors of two embedders."""
+        dims = {int(v.shape[0]) for _, v in items}
+        if len(dims) > 1:
+            raise EmbedderMismatch(f"vectors of several dimensions given: {sorted(dims)}")
+        async with self._tx() as db:
+            stale = await self._vector_count(db) - len(items)
+            if stale > 0:
+                raise StoreError(
+                    f"{stale} embedded texts would be left with old vectors: embed every text from embedded_texts()"
+                )
+            for ref, vector in items:
+                blob = _blob(vector)
+                if ref.kind == "summary":
+                    await db.execute(
+                        "UPDATE chats SET summary_embedding = ?, summary_embedder = ? WHERE id = ?",
+                        (blob, embedder, ref.chat_id),
+                    )
+                elif ref.kind == "facts":
+                    assert ref.range is not None
+                    await db.execute(
+                        "UPDATE facts SET embedding = ?, embedder = ? WHERE chat_id = ? AND start_seq = ? AND end_seq = ?",
+                        (blob, embedder, ref.chat_id, ref.range.start, ref.range.end),
+                    )
+                else:
+                    assert ref.range is not None
+                    await db.execute(
+                        "UPDATE summaries SET embedding = ?, embedder = ? WHERE chat_id = ? AND level = ? "
+                        "AND start_seq = ? AND end_seq = ?",
+                        (blob, embedder, ref.chat_id, int(_LEVEL_OF_KIND[ref.kind]), ref.range.start, ref.range.end),
+                    )
+            if dims:
+                await self._set_embedder(db, embedder, dims.pop())
+            await self._bump_generation(db)
+
+    # -- stats -----------------------------------------------------------------------------
+
+    async def stats(self) -> MemoryStats:
+        async with self._read() as db:
+            one = await (
+                await db.execute(
+                    "SELECT (SELECT count(*) FROM chats), (SELECT count(*) FROM turns), "
+                    "(SELECT count(*) FROM summaries), (SELECT count(*) FROM facts WHERE text != ''), "
+                    "(SELECT count(*) FROM pins), (SELECT min(created_at) FROM turns), "
+                    "(SELECT max(created_at) FROM turns), (SELECT avg(importance) FROM pins)"
+                )
+            ).fetchone()
+            info = await self._embedder_info(db)
+            vectors = await self._vector_count(db)
+        return MemoryStats(
+            total_chats=one[0],
+            total_messages=one[1],
+            total_summaries=one[2],
+            total_facts=one[3],
+            total_pins=one[4],
+            oldest_message=_dt(one[5]) if one[5] else None,
+            newest_message=_dt(one[6]) if one[6] else None,
+            average_importance=round(one[7], 2) if one[7] is not None else None,
+            embedder=info[0] if info else None,
+            embedding_dim=info[1] if info else None,
+            embedded_texts=vectors,
+        )

@@ -1,0 +1,69 @@
+"""Versioned schema of the SQLite store. Each entry is one migration (statements separated by
+";\n"); PRAGMA user_version records how many were applied. Append, never edit."""
+
+MIGRATIONS: list[str] = [
+    """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+INSERT INTO meta (key, value) VALUES ('generation', '0');
+CREATE TABLE chats (
+    id TEXT PRIMARY KEY,
+    title TEXT,
+    created_at TEXT NOT NULL,
+    last_activity_at TEXT NOT NULL,
+    summary_text TEXT NOT NULL DEFAULT '',
+    summary_embedding BLOB,
+    summary_embedder TEXT,
+    rolling_summary TEXT NOT NULL DEFAULT '',
+    summarized_through INTEGER NOT NULL DEFAULT 0,
+    compaction_version INTEGER NOT NULL DEFAULT 0,
+    turn_count INTEGER NOT NULL DEFAULT 0,
+    CHECK (summarized_through <= turn_count)
+);
+CREATE INDEX chats_by_activity ON chats (last_activity_at DESC);
+CREATE TABLE turns (
+    id TEXT PRIMARY KEY,
+    chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    role TEXT NOT NULL CHECK (role IN ('user', 'model')),
+    parts TEXT NOT NULL,
+    thinking TEXT,
+    created_at TEXT NOT NULL,
+    interrupted INTEGER NOT NULL DEFAULT 0,
+    source TEXT NOT NULL,
+    model_variant TEXT,
+    UNIQUE (chat_id, seq)
+);
+CREATE TABLE summaries (
+    chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    level INTEGER NOT NULL CHECK (level IN (0, 1)),
+    start_seq INTEGER NOT NULL,
+    end_seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    embedder TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (chat_id, level, start_seq, end_seq)
+);
+CREATE TABLE facts (
+    chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    start_seq INTEGER NOT NULL,
+    end_seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    embedding BLOB,
+    embedder TEXT,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (chat_id, start_seq, end_seq),
+    CHECK ((text = '') = (embedding IS NULL))
+);
+CREATE TABLE pins (
+    id TEXT PRIMARY KEY,
+    chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    content TEXT NOT NULL CHECK (content != ''),
+    importance REAL NOT NULL CHECK (importance BETWEEN 0 AND 10),
+    pin_type TEXT NOT NULL CHECK (pin_type IN ('manual', 'auto', 'code', 'concept', 'system')),
+    source_turn_id TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX pins_by_chat ON pins (chat_id)
+""",
+]

@@ -1,0 +1,30 @@
+"""Summarizers write the rolling summary, chunk summaries, facts, meta summaries and titles:
+Gemini (a cheap flash model) or an offline extractive one, so the default works with no key."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from memory.turn import Turn
+
+
+class Summarizer(Protocol):
+    name: str
+
+    async def rolling_summary(self, existing: str, turns: list[Turn], cap_tokens: int) -> str:
+        """`existing` (may be empty) updated with `turns`, within `cap_tokens`."""
+        ...
+
+    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> str: ...
+
+    async def facts(self, turns: list[Turn]) -> list[str]:
+        """Specific facts worth keeping, one per line; [] when there are none."""
+        ...
+
+    async def meta_summary(self, summaries: list[str], cap_tokens: int) -> str: ...
+
+    async def title(self, description: str) -> str: ...
+
+
+def transcript(turns: list[Turn]) -> str:
+    return "\n".join(t.transcript_line() for t in turns)

@@ -1,0 +1,87 @@
+"""Summaries, facts and titles from a cheap Gemini flash model through google-genai.
+
+Prompts follow seeds 000 and 004 in spirit (Parla's own wording): the rolling summary is the
+existing summary updated with new turns under a hard token cap; facts are plain bullet lines with
+an explicit "no facts" answer; titles are short and plain. Transient HTTP errors are retried by
+the client's HttpRetryOptions; an empty or blocked answer is a ModelError (the caller keeps its
+data as it was)."""
+
+from __future__ import annotations
+
+from google import genai
+from google.genai import errors, types
+
+from memory.embedding import ModelError
+from memory.facts import NO_FACTS, parse_fact_lines
+from memory.summarizers import transcript
+from memory.tokens import truncate_to_tokens
+from memory.turn import Turn
+
+ROLLING_PROMPT = """You maintain the running summary of a spoken conversation between a user and a voice assistant.
+Update the existing summary so that it also covers the new turns. Keep goals, decisions, constraints,
+preferences, open questions, names, places, dates and numbers; drop small talk and repetition.
+Write plain prose, third person ("The user ..."), at most {cap} tokens. Answer with the summary only."""
+
+CHUNK_PROMPT = """Summarise this excerpt of a conversation between a user and a voice assistant in at most {cap}
+tokens of plain prose: what was discussed, decided or left open. Answer with the summary only."""
+
+FACTS_PROMPT = f"""Extract the specific facts from this conversation excerpt that are worth remembering later:
+first-time events, places, dates and times, names, numbers and amounts, the user's preferences and
+habits, promises and decisions. Skip generic conversation. Write each fact as one plain-text line
+starting with "- ". No JSON, no Markdown headings. If there is nothing worth recording, answer only
+"{NO_FACTS}"."""
+
+META_PROMPT = """These are consecutive summaries of parts of one conversation, oldest first. Merge them into one
+overview of at most {cap} tokens that keeps the decisions, facts and open threads, in plain prose.
+Answer with the overview only."""
+
+TITLE_PROMPT = """Give this conversation a short title (2 to 6 words) naming its topic, as a person would
+label a folder. No quotes, no trailing punctuation. Answer with the title only."""
+
+
+class GeminiSummarizer:
+    def __init__(self, client: genai.Client, model: str) -> None:
+        self._client = client
+        self.model = model
+        self.name = f"gemini-{model}"
+
+    async def _ask(self, system: str, prompt: str) -> str:
+        # No max_output_tokens: on thinking models it also bounds the thoughts and can leave no
+        # answer at all. Length is asked for in the prompt and enforced by truncation.
+        try:
+            response = await self._client.aio.models.generate_content(
+                model=self.model,
+                contents=prompt,
+                config=types.GenerateContentConfig(system_instruction=system, temperature=0.2),
+            )
+        except errors.APIError as e:
+            raise ModelError(f"Gemini {self.model} failed ({e.code}): {e.message}") from e
+        text = (response.text or "").strip()
+        if not text:
+            reason = response.candidates[0].finish_reason if response.candidates else "no candidates"
+            raise ModelError(f"Gemini {self.model} gave no text (finish reason: {reason})")
+        return text
+
+    async def rolling_summary(self, existing: str, turns: list[Turn], cap_tokens: int) -> str:
+        prompt = (
+            f"=== EXISTING_SUMMARY ===\n{existing or 'NONE'}\n=== END_EXISTING_SUMMARY ===\n\n"
+            f"=== NEW_TURNS ===\n{transcript(turns)}\n=== END_NEW_TURNS ==="
+        )
+        answer = await self._ask(ROLLING_PROMPT.format(cap=cap_tokens), prompt)
+        return truncate_to_tokens(answer, cap_tokens)
+
+    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> str:
+        answer = await self._ask(CHUNK_PROMPT.format(cap=cap_tokens), transcript(turns))
+        return truncate_to_tokens(answer, cap_tokens)
+
+    async def facts(self, turns: list[Turn]) -> list[str]:
+        return parse_fact_lines(await self._ask(FACTS_PROMPT, transcript(turns)))
+
+    async def meta_summary(self, summaries: list[str], cap_tokens: int) -> str:
+        numbered = "\n\n".join(f"[{i}] {s}" for i, s in enumerate(summaries, start=1))
+        answer = await self._ask(META_PROMPT.format(cap=cap_tokens), numbered)
+        return truncate_to_tokens(answer, cap_tokens)
+
+    async def title(self, description: str) -> str:
+        answer = await self._ask(TITLE_PROMPT, description)
+        return answer.splitlines()[0].strip().strip("\"'").rstrip(".")[:80]

@@ -1,0 +1,68 @@
+"""A turn: one message of a chat, in the shape the seed voice client uses plus its metadata."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+Role = Literal["user", "model"]
+Source = Literal["voice", "text", "tool", "import"]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(frozen=True)
+    text: str
+
+
+class Turn(BaseModel):
+    """`{role, parts:[{text}], thinking?}` plus a stable id (for idempotent writes), the sequence
+    number the store assigned (0 until stored), when it was said, whether the model was cut off
+    (then the text holds only what was actually spoken), where it came from and which model
+    answered."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(default_factory=new_id)
+    role: Role
+    parts: list[Part]
+    thinking: str | None = None
+    seq: int = 0
+    created_at: datetime = Field(default_factory=utcnow)
+    interrupted: bool = False
+    source: Source = "voice"
+    model_variant: str | None = None
+
+    @field_validator("created_at")
+    @classmethod
+    def _aware(cls, value: datetime) -> datetime:
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+
+    @classmethod
+    def of(cls, role: Role, text: str, **fields: Any) -> "Turn":
+        return cls(role=role, parts=[Part(text=text)], **fields)
+
+    @property
+    def text(self) -> str:
+        return "".join(part.text for part in self.parts)
+
+    def seed_shape(self) -> dict[str, Any]:
+        """The wire/storage shape the seed client reads: role, parts and thinking only."""
+        shape: dict[str, Any] = {"role": self.role, "parts": [{"text": p.text} for p in self.parts]}
+        if self.thinking:
+            shape["thinking"] = self.thinking
+        return shape
+
+    def transcript_line(self) -> str:
+        speaker = "User" if self.role == "user" else "Assistant"
+        return f"{speaker}: {self.text}"

@@ -1,0 +1,1 @@
+"""Audio capture/playback and the Gemini Live session. Uses only `memory`'s types."""
