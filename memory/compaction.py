@@ -17,6 +17,7 @@ stored item either as it was or complete; the next run picks up what is missing.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -56,7 +57,9 @@ class CompactionReport:
     duration_ms: float = 0.0
 
     def log_line(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in asdict(self).items() if v not in (None, False))
+        fields = (f"{k}={json.dumps(v) if isinstance(v, str) and ' ' in v else v}" for k, v in asdict(self).items()
+                  if v not in (None, False))
+        return " ".join(fields)
 
 
 def chunk_ranges(turn_count: int, chunk_size: int) -> list[MessageRange]:

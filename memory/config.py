@@ -3,7 +3,7 @@ every knob is also a `PARLA_*` setting; memory code only ever sees this type."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 
 class MemoryConfig(BaseModel):
@@ -35,3 +35,17 @@ class MemoryConfig(BaseModel):
     search_recency_weight: float = Field(0.03, ge=0, description="Weight of recency in the chat score.")
     search_recency_half_life_days: float = Field(30.0, gt=0, description="Days after which recency counts half.")
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "MemoryConfig":
+        if self.tail >= self.summary_window_size:
+            raise ValueError(
+                f"tail ({self.tail}) must be smaller than summary_window_size ({self.summary_window_size}), "
+                "or compaction would have nothing to fold"
+            )
+        if self.summary_token_cap * 2 > self.chunk_summarize_threshold:
+            raise ValueError(
+                f"summary_token_cap ({self.summary_token_cap}) must be at most half of chunk_summarize_threshold "
+                f"({self.chunk_summarize_threshold}), or the summary alone would keep triggering compaction"
+            )
+        return self
