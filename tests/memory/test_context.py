@@ -1,0 +1,109 @@
+"""The context builder: budget, order, what it drops."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory.chat import Chat
+from memory.config import MemoryConfig
+from memory.context import SECTION_ORDER, build_context, load_context
+from memory.facts import FactBlock
+from memory.pins import Pin
+from memory.summary import MessageRange, Summary, SummaryLevel
+from memory.tokens import estimate_tokens
+from memory.turn import Turn
+from tests.conftest import T0
+
+text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=600)
+
+
+def chat(summary: str = "", through: int = 0, count: int = 0) -> Chat:
+    return Chat(id="c", created_at=T0, last_activity_at=T0, rolling_summary=summary, summarized_through=through,
+                turn_count=count)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    summary=st.text(max_size=3000),
+    tail=st.lists(text, max_size=30),
+    pins=st.lists(st.tuples(text, st.floats(0, 10)), max_size=10),
+    facts=st.lists(st.lists(text, min_size=1, max_size=5), max_size=10),
+    metas=st.lists(text, max_size=4),
+    budget=st.integers(200, 4000),
+    min_tail=st.integers(0, 4),
+)
+def test_context_never_exceeds_its_budget(summary, tail, pins, facts, metas, budget, min_tail):
+    config = MemoryConfig(prompt_memory_budget=budget, context_min_tail_turns=min_tail)
+    through = 10 * len(facts)
+    turns = [Turn.of("user" if i % 2 == 0 else "model", t, seq=through + i + 1) for i, t in enumerate(tail)]
+    ctx = build_context(
+        chat(summary, through, through + len(turns)),
+        turns,
+        [Pin(chat_id="c", content=c, importance=i) for c, i in pins],
+        [Summary(chat_id="c", level=SummaryLevel.META, range=MessageRange(start=1, end=10), text=m, updated_at=T0)
+         for m in metas],
+        [FactBlock(chat_id="c", range=MessageRange(start=10 * i + 1, end=10 * i + 10), lines=lines, updated_at=T0)
+         for i, lines in enumerate(facts)],
+        config,
+    )
+    assert ctx.total_tokens <= budget
+    assert ctx.total_tokens == estimate_tokens(ctx.render())
+    # What is kept of the tail is its newest turns, in order.
+    assert [t.seq for t in ctx.tail] == [t.seq for t in turns[len(turns) - len(ctx.tail):]]
+    # Nothing vanishes silently: every item is kept or reported.
+    offered = len(pins) + (1 if summary else 0) + len(metas) + sum(map(len, facts)) + len(turns)
+    kept = sum(len(items) for items in ctx.sections.values())
+    shortened = sum(1 for d in ctx.dropped if d.reason.startswith("shortened"))
+    assert kept + len(ctx.dropped) - shortened == offered
+
+
+def test_order_is_stable_and_sections_are_labelled():
+    turns = [Turn.of("user", "Where do we stay in Kyoto?", seq=21), Turn.of("model", "A ryokan near Gion.", seq=22)]
+    pins = [Pin(chat_id="c", content="vegetarian", importance=3, created_at=T0),
+            Pin(chat_id="c", content="allergic to shellfish", importance=9, created_at=T0 + timedelta(seconds=1))]
+    facts = [FactBlock(chat_id="c", range=MessageRange(start=1, end=10), lines=["flight on April 3"], updated_at=T0),
+             FactBlock(chat_id="c", range=MessageRange(start=21, end=30), lines=["in the tail"], updated_at=T0)]
+    ctx = build_context(chat("Trip to Japan in April.", 20, 22), turns, pins, [], facts, MemoryConfig())
+    rendered = ctx.render()
+    assert rendered.index("allergic") < rendered.index("vegetarian") < rendered.index("Trip to Japan")
+    assert rendered.index("Trip to Japan") < rendered.index("flight on April 3") < rendered.index("User: Where do we")
+    assert "in the tail" not in rendered  # facts of the verbatim tail would repeat it
+    assert rendered == build_context(chat("Trip to Japan in April.", 20, 22), turns, pins[::-1], [], facts,
+                                     MemoryConfig()).render()
+    assert list(ctx.section_tokens()) == list(SECTION_ORDER)
+    assert ctx.render(include_tail=False).endswith("- flight on April 3\n")
+
+
+def test_over_budget_drops_old_tail_first_then_facts_and_reports():
+    turns = [Turn.of("user", "word " * 200, seq=i + 1) for i in range(10)]
+    facts = [FactBlock(chat_id="c", range=MessageRange(start=1, end=10), lines=["fact " * 20] * 3, updated_at=T0)]
+    config = MemoryConfig(prompt_memory_budget=600, context_min_tail_turns=2)
+    ctx = build_context(chat("s " * 100, 10, 20), turns, [], [], facts, config)
+    assert ctx.total_tokens <= 600
+    reasons = [(d.section, d.reason) for d in ctx.dropped]
+    assert reasons[:8] == [("tail", "oldest tail turn over budget")] * 8
+    assert len(ctx.tail) == 2 and ctx.tail == turns[-2:]
+    assert all(section in ("tail", "facts", "summary") for section, _ in reasons)
+
+
+def test_a_single_huge_turn_is_shortened_not_lost():
+    turn = Turn.of("user", "x" * 40_000, seq=1)
+    ctx = build_context(chat(count=1), [turn], [], [], [], MemoryConfig(prompt_memory_budget=300))
+    assert ctx.total_tokens <= 300 and len(ctx.tail) == 1
+    assert ctx.tail[0].id == turn.id and 0 < len(ctx.tail[0].text) < len(turn.text)
+    assert ctx.dropped[-1].reason == "shortened to fit the budget"
+
+
+async def test_load_context_reads_the_store(store, compactor):
+    from tests.conftest import make_turns
+
+    c = (await store.create_chat(turns=make_turns(45))).chat
+    await compactor.compact(c.id)
+    await store.add_pin(Pin(chat_id=c.id, content="prefers mornings", importance=7))
+    ctx = await load_context(store, c.id, MemoryConfig())
+    assert ctx.sections["pins"][0].text == "- prefers mornings"
+    assert ctx.sections["summary"] and len(ctx.tail) == 12 and ctx.tail[-1].seq == 45
+    assert ctx.total_tokens <= 3000

@@ -1,0 +1,99 @@
+"""The Gemini embedder and summarizer through the real google-genai SDK, against the local REST
+emulator: request shapes, batching, retries of 429/500, malformed answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from daemon.memory_services import gemini_client
+from daemon.settings import Settings
+from memory.embedders.gemini import GeminiEmbedder
+from memory.embedding import ModelError
+from memory.summarizers.gemini import GeminiSummarizer
+from memory.turn import Turn
+
+
+def client(gemini, retries: int = 3):
+    settings = Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url, model_retries=retries,
+                        model_retry_delay=0.01)
+    return gemini_client(settings)
+
+
+async def test_embeddings_request_shape_and_unit_vectors(gemini):
+    embedder = GeminiEmbedder(client(gemini))
+    vectors = await embedder.embed(["the Japan trip", "asyncio deadlock"], "query")
+    assert vectors.shape == (2, 768) and np.allclose(np.linalg.norm(vectors, axis=1), 1, atol=1e-5)
+    (call,) = gemini.calls(":batchEmbedContents")
+    assert call.path.endswith("/models/gemini-embedding-001:batchEmbedContents")
+    assert call.headers["x-goog-api-key"] == gemini.api_key
+    first = call.body["requests"][0]
+    assert first["taskType"] == "RETRIEVAL_QUERY" and first["outputDimensionality"] == 768
+    assert first["content"]["parts"] == [{"text": "the Japan trip"}]
+    await embedder.embed(["doc"], "document")
+    assert gemini.calls(":batchEmbedContents")[-1].body["requests"][0]["taskType"] == "RETRIEVAL_DOCUMENT"
+
+
+async def test_embeddings_are_batched_by_100(gemini):
+    vectors = await GeminiEmbedder(client(gemini)).embed([f"text {i}" for i in range(250)], "document")
+    assert vectors.shape == (250, 768)
+    assert [len(c.body["requests"]) for c in gemini.calls(":batchEmbedContents")] == [100, 100, 50]
+
+
+async def test_429_and_500_are_retried_by_the_client(gemini):
+    gemini.fail_next(429, times=2)
+    gemini.fail_next(500)
+    vectors = await GeminiEmbedder(client(gemini)).embed(["x"], "document")
+    assert vectors.shape == (1, 768) and len(gemini.calls(":batchEmbedContents")) == 4
+
+
+async def test_persistent_errors_become_a_model_error(gemini):
+    gemini.fail_next(503, times=10, message="overloaded")
+    with pytest.raises(ModelError, match="503.*overloaded"):
+        await GeminiEmbedder(client(gemini, retries=2)).embed(["x"], "document")
+    assert len(gemini.calls(":batchEmbedContents")) == 3
+
+
+async def test_a_bad_key_is_not_retried(gemini):
+    settings = Settings(gemini_api_key="wrong", gemini_base_url=gemini.base_url, model_retry_delay=0.01)
+    with pytest.raises(ModelError, match="403.*API key not valid"):
+        await GeminiEmbedder(gemini_client(settings)).embed(["x"], "document")
+    assert len(gemini.requests) == 1
+
+
+async def test_a_malformed_embedding_answer_is_a_model_error(gemini):
+    gemini.malformed_embeddings = 1
+    with pytest.raises(ModelError, match="returned 1 embeddings .* for 2 texts"):
+        await GeminiEmbedder(client(gemini)).embed(["a", "b"], "document")
+
+
+async def test_summarizer_prompts_and_answers(gemini):
+    summarizer = GeminiSummarizer(client(gemini), "gemini-2.5-flash-lite")
+    turns = [Turn.of("user", "We fly to Osaka on April 3."), Turn.of("model", "Noted, Osaka on April 3.")]
+    gemini.reply_text("The user flies to Osaka on April 3.")
+    summary = await summarizer.rolling_summary("The user plans a Japan trip.", turns, 500)
+    assert summary == "The user flies to Osaka on April 3."
+    call = gemini.calls(":generateContent")[-1]
+    assert call.path.endswith("/models/gemini-2.5-flash-lite:generateContent")
+    prompt = call.body["contents"][0]["parts"][0]["text"]
+    assert "The user plans a Japan trip." in prompt and "User: We fly to Osaka on April 3." in prompt
+    assert "at most 500 tokens" in call.body["systemInstruction"]["parts"][0]["text"]
+
+    gemini.reply_text("- Flight to Osaka on April 3\n- Prefers window seats\n")
+    assert await summarizer.facts(turns) == ["Flight to Osaka on April 3", "Prefers window seats"]
+    gemini.reply_text("No facts to record.")
+    assert await summarizer.facts(turns) == []
+    gemini.reply_text('"Japan trip planning."\nextra line')
+    assert await summarizer.title("...") == "Japan trip planning"
+    gemini.reply_text("word " * 400)
+    assert len(await summarizer.chunk_summary(turns, 50)) <= 200
+
+
+async def test_summarizer_empty_or_blocked_answer_is_a_model_error(gemini):
+    summarizer = GeminiSummarizer(client(gemini), "gemini-2.5-flash-lite")
+    gemini.reply_raw({"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "SAFETY"}]})
+    with pytest.raises(ModelError, match="SAFETY"):
+        await summarizer.chunk_summary([Turn.of("user", "x")], 100)
+    gemini.reply_raw({"promptFeedback": {"blockReason": "OTHER"}})
+    with pytest.raises(ModelError, match="no candidates"):
+        await summarizer.meta_summary(["a", "b"], 100)
