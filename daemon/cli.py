@@ -37,8 +37,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parla: a voi
 memory_app = typer.Typer(no_args_is_help=True, help="Maintain the memory: regenerate summaries, rebuild embeddings.")
 app.add_typer(memory_app, name="memory")
 
-out = Console(highlight=False)
-err = Console(stderr=True, highlight=False)
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 T = TypeVar("T")
 

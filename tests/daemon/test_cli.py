@@ -1,0 +1,127 @@
+"""The `parla` commands, run in-process through typer and once through the installed script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from bench.corpus import write_jsonl
+from daemon.cli import app
+
+DATA = Path(__file__).parent.parent / "data"
+
+
+@pytest.fixture
+def parla(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "parla.db"))
+    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "none.toml"))
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+
+    def run(*args: str, ok: bool = True):
+        result = runner.invoke(app, list(args))
+        if ok:
+            assert result.exit_code == 0, result.output
+        return result
+
+    return run
+
+
+def test_import_300_chats_then_search_offline(parla, tmp_path):
+    source = write_jsonl(tmp_path / "chats.jsonl", 300, turns=(4, 40))
+    with source.open("a") as f:
+        f.write("{broken\n")
+        f.write('{"turns": [{"role": "narrator", "text": "x"}]}\n')
+    report = json.loads(parla("import", str(source), "--json").stdout)
+    assert report["imported"] == 300 and report["unchanged"] == 0
+    assert report["skipped"] == [
+        {"line": 301, "reason": "not valid JSON (Expecting property name enclosed in double quotes at column 2)"},
+        {"line": 302, "reason": "turns.0.role: Input should be 'user' or 'model'"},
+    ]
+    again = json.loads(parla("import", str(source), "--json").stdout)
+    assert (again["imported"], again["unchanged"], again["turns_added"]) == (0, 300, 0)
+    stats = json.loads(parla("stats", "--json").stdout)
+    assert stats["total_chats"] == 300 and stats["embedder"].startswith("wordllama")
+    assert stats["total_summaries"] > 300 and stats["embedded_texts"] > 600
+    chats = json.loads(parla("chats", "--json", "--limit", "500").stdout)
+    assert len(chats) == 300 and all(c["title"] for c in chats)
+    result = json.loads(parla("search", "the chat about my piano practice", "--json").stdout)
+    assert result["decision"] in ("switch", "ambiguous", "none") and result["candidates"]
+    assert "piano" in result["candidates"][0]["matched_text"].lower()
+
+
+def test_show_search_regenerate_reembed(parla):
+    parla("import", str(DATA / "search_chats.jsonl"))
+    result = json.loads(parla("search", "the bread with the starter", "--json").stdout)
+    assert result["decision"] == "switch"
+    top = result["candidates"][0]
+    assert set(top) == {"chat_id", "title", "score", "similarity", "recency", "last_activity_at", "matched_kind",
+                        "matched_text"}
+    shown = json.loads(parla("show", top["chat_id"][:8], "--json").stdout)
+    assert "sourdough" in shown["full_history"][0]["parts"][0]["text"]
+    assert set(shown) == {"chat", "full_history", "assistant_history", "summaries", "facts", "pins", "tokens", "dropped"}
+    assert shown["tokens"]["context"] <= shown["tokens"]["budget"]
+    text = parla("show", top["chat_id"]).stdout
+    assert "full history: 6 turns" in text
+    bad = parla("memory", "regenerate", top["chat_id"], "--range", "1-10", ok=False)
+    assert bad.exit_code == 1 and "no complete chunk" in bad.stderr
+    parla("memory", "reembed")
+    assert json.loads(parla("search", "the bread with the starter", "--json").stdout)["candidates"][0]["chat_id"] == top["chat_id"]
+
+
+def test_regenerate_a_range(parla, tmp_path):
+    write_jsonl(tmp_path / "long.jsonl", 1, turns=(35, 35))
+    parla("import", str(tmp_path / "long.jsonl"))
+    (chat,) = json.loads(parla("chats", "--json").stdout)
+    out = parla("memory", "regenerate", chat["id"], "--range", "11-20").stdout
+    assert "Regenerated 1 chunk summaries, 1 fact blocks and 0 meta summaries" in out
+    bad = parla("memory", "regenerate", chat["id"], "--range", "5-14", ok=False)
+    assert bad.exit_code == 1 and "not a run of whole chunks" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "message"),
+    [
+        (["show", "nope"], {}, "no chat matches 'nope'"),
+        (["search", "  "], {}, "search request is empty"),
+        (["memory", "regenerate", "x", "--range", "ab"], {}, "--range takes two message numbers"),
+        (["chats"], {"PARLA_TAIL": "many"}, "setting tail (PARLA_TAIL)"),
+        (["chats"], {"PARLA_TAIL": "40"}, "tail (40) must be smaller than summary_window_size"),
+        (["search", "x"], {"PARLA_EMBEDDER": "gemini"}, "PARLA_EMBEDDER=gemini needs a Gemini API key"),
+    ],
+)
+def test_errors_are_one_clear_line(parla, monkeypatch, args, env, message):
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    result = parla(*args, ok=False)
+    assert result.exit_code == 1
+    assert message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_switching_embedder_without_reembed_is_refused(parla, monkeypatch, gemini):
+    parla("import", str(DATA / "search_chats.jsonl"))
+    monkeypatch.setenv("PARLA_EMBEDDER", "gemini")
+    monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
+    monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    refused = parla("search", "bread", ok=False)
+    assert "run `parla memory reembed`" in refused.stderr
+    parla("memory", "reembed")
+    assert json.loads(parla("stats", "--json").stdout)["embedder"] == "gemini-gemini-embedding-001-768"
+    assert json.loads(parla("search", "sourdough starter flour", "--json").stdout)["candidates"]
+
+
+def test_installed_console_script(tmp_path):
+    env = {**os.environ, "PARLA_STORE_PATH": str(tmp_path / "p.db"), "PARLA_CONFIG_FILE": str(tmp_path / "c.toml")}
+    done = subprocess.run([sys.executable, "-m", "daemon", "stats", "--json"], capture_output=True, text=True, env=env,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["total_chats"] == 0
