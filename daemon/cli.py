@@ -50,7 +50,9 @@ def _settings() -> Settings:
         first = e.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"setting {name} (PARLA_{name.upper()}): {first['msg']}") from None
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s", force=True
+    )
     return settings
 
 

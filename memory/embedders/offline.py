@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Tokenizer
 
-from memory.embedding import TaskType, normalize_rows
+from memory.embedding import ModelError, TaskType, normalize_rows
 from memory.text import FRAMING, STOPWORDS, words
 
 _CONFIG = "l2_supercat"
@@ -35,10 +36,14 @@ class _Model:
 
 @functools.lru_cache(maxsize=1)
 def _load_model() -> _Model:
-    import wordllama
     from safetensors import safe_open
 
-    root = Path(wordllama.__file__).parent
+    # find_spec locates the package without running its __init__, which calls
+    # logging.basicConfig(level=INFO) and would take over the application's logging.
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or spec.origin is None:
+        raise ModelError("the offline embedder needs the wordllama package: pip install wordllama")
+    root = Path(spec.origin).parent
     tokenizer = Tokenizer.from_file(str(root / "tokenizers" / f"{_CONFIG}_tokenizer_config.json"))
     with safe_open(str(root / "weights" / f"{_CONFIG}_{_DIM}.safetensors"), framework="np") as f:
         weights = f.get_tensor("embedding.weight").astype(np.float32)

@@ -1,0 +1,158 @@
+"""Memory benchmarks: `python -m bench.memory [--quick]`. Prints its figures; asserts nothing.
+
+- prompt memory vs full history, in tokens, at 10 / 100 / 1,000 / 5,000 turns (offline models);
+- append latency of one turn at those sizes, and its ratio to the 10-turn chat;
+- search latency p50 / p95 at 100 / 1,000 / 10,000 chats (SQLite + numpy), cold (first query
+  after a write, which reloads the vector matrix) and warm, with the ratio to 100 chats;
+- compaction throughput with the offline summarizer and embedder.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import statistics
+import tempfile
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.corpus import chat_record
+from memory.compaction import Compactor
+from memory.config import MemoryConfig
+from memory.context import load_context
+from memory.embedders.offline import OfflineEmbedder
+from memory.embedding import embed_texts
+from memory.importer import ImportChat, chat_id_of, turns_of
+from memory.search import ChatSearch
+from memory.store.sqlite import SQLiteChatStore
+from memory.summarizers.extractive import ExtractiveSummarizer
+from memory.summary import MessageRange, SummaryLevel
+from memory.tokens import estimate_tokens
+from memory.turn import Turn
+
+CONFIG = MemoryConfig()
+EMBEDDER = OfflineEmbedder()
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def synthetic_turns(rng: random.Random, n: int, index: int) -> list[Turn]:
+    record = chat_record(rng, index, n, time_start())
+    chat = ImportChat.model_validate(record)
+    return turns_of(chat, chat_id_of(chat))
+
+
+def time_start() -> datetime:
+    return datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+async def bench_sizes(tmp: Path, sizes: list[int]) -> None:
+    print("== prompt memory vs full history, append latency (one turn, median of 30)")
+    print(f"{'turns':>6} {'full tok':>9} {'context tok':>11} {'ratio':>7} {'append ms':>9} {'vs 10':>6}")
+    rng = random.Random(1)
+    baseline = None
+    async with SQLiteChatStore(tmp / "sizes.db") as store:
+        compactor = Compactor(store, ExtractiveSummarizer(), EMBEDDER, CONFIG)
+        for n in sizes:
+            turns = synthetic_turns(rng, n + 30, index=n)
+            chat = (await store.create_chat(turns=turns[:n])).chat
+            await compactor.compact(chat.id)
+            full = sum(estimate_tokens(t.transcript_line()) for t in turns[:n])
+            context = (await load_context(store, chat.id, CONFIG)).total_tokens
+            timings = []
+            for turn in turns[n:]:
+                started = time.perf_counter()
+                await store.append_turns(chat.id, [turn])
+                timings.append((time.perf_counter() - started) * 1000)
+            append = statistics.median(timings)
+            baseline = baseline or append
+            print(f"{n:>6} {full:>9} {context:>11} {context / full:>7.3f} {append:>9.3f} {append / baseline:>6.2f}")
+
+
+async def populate(store: SQLiteChatStore, first: int, last: int, rng: random.Random) -> None:
+    """Chats with what compaction would leave: a description, chunk summaries and facts."""
+    for i in range(first, last):
+        record = chat_record(rng, i, 6, time_start())
+        texts = [t["text"] for t in record["turns"]]
+        parsed = ImportChat.model_validate(record)
+        chat = (await store.create_chat(chat_id=chat_id_of(parsed), turns=turns_of(parsed, chat_id_of(parsed)))).chat
+        description, chunk, facts = await embed_texts(EMBEDDER, [" ".join(texts[:3]), " ".join(texts[3:]), "- " + texts[0]])
+        await store.set_description(chat.id, description, 0, title=f"chat {i}")
+        await store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=10), chunk)
+        await store.upsert_facts(chat.id, MessageRange(start=1, end=10), [texts[0]], facts)
+
+
+async def bench_search(tmp: Path, sizes: list[int], queries: int) -> None:
+    print("\n== search latency (embed query + store search + ranking), ms")
+    print(f"{'chats':>6} {'texts':>6} {'cold':>8} {'p50':>8} {'p95':>8} {'p50 vs 100':>10}")
+    requests = ["the chat about my trip to Japan", "my Python service that deadlocks", "training for the half marathon",
+                "cooking risotto for friends", "renovating the kitchen budget", "the beagle that keeps barking"]
+    baseline = None
+    rng = random.Random(2)
+    async with SQLiteChatStore(tmp / "search.db") as store:
+        search = ChatSearch(store, EMBEDDER, CONFIG)
+        have = 0
+        for n in sizes:
+            await populate(store, have, n, rng)
+            have = n
+            started = time.perf_counter()
+            await search.search(requests[0])
+            cold = (time.perf_counter() - started) * 1000
+            timings = []
+            for i in range(queries):
+                started = time.perf_counter()
+                await search.search(requests[i % len(requests)])
+                timings.append((time.perf_counter() - started) * 1000)
+            p50, p95 = percentile(timings, 0.5), percentile(timings, 0.95)
+            baseline = baseline or p50
+            texts = (await store.stats()).embedded_texts
+            print(f"{n:>6} {texts:>6} {cold:>8.2f} {p50:>8.2f} {p95:>8.2f} {p50 / baseline:>10.2f}")
+
+
+async def bench_compaction(tmp: Path, chats: int) -> None:
+    print("\n== compaction throughput (offline summarizer and embedder)")
+    rng = random.Random(3)
+    async with SQLiteChatStore(tmp / "compaction.db") as store:
+        compactor = Compactor(store, ExtractiveSummarizer(), EMBEDDER, CONFIG)
+        ids, total = [], 0
+        for i in range(chats):
+            record = chat_record(rng, i, rng.randint(20, 120), time_start())
+            chat = ImportChat.model_validate(record)
+            cid = chat_id_of(chat)
+            await store.create_chat(chat_id=cid, turns=turns_of(chat, cid))
+            ids.append(cid)
+            total += len(chat.turns)
+        started = time.perf_counter()
+        folded = chunks = 0
+        for cid in ids:
+            report = await compactor.compact(cid)
+            folded += report.turns_folded
+            chunks += report.chunk_summaries
+        elapsed = time.perf_counter() - started
+    print(f"{chats} chats, {total} turns: {elapsed:.2f} s, {total / elapsed:,.0f} turns/s, "
+          f"{folded} turns folded, {chunks} chunk summaries + facts, {chats / elapsed:.1f} chats/s")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp)
+        if args.quick:
+            await bench_sizes(path, [10, 100])
+            await bench_search(path, [100, 300], 20)
+            await bench_compaction(path, 10)
+        else:
+            await bench_sizes(path, [10, 100, 1000, 5000])
+            await bench_search(path, [100, 1000, 10000], 100)
+            await bench_compaction(path, 100)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
