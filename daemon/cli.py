@@ -25,7 +25,7 @@ from rich.table import Table
 
 from daemon.memory_services import ConfigError, MemoryServices, open_memory
 from daemon.settings import Settings
-from memory.compaction import RangeError
+from memory.compaction import CompactionWorker, RangeError
 from memory.context import load_context
 from memory.embedding import ModelError
 from memory.importer import ImportChat, ImportLineError, chat_id_of, parse_line, turns_of
@@ -144,22 +144,27 @@ async def import_chats(
                 turns_added += result.added
                 ids.append(cid)
                 progress.advance(storing)
-            summarising = progress.add_task("summarising, extracting facts, embedding", total=len(ids))
-            slots = asyncio.Semaphore(settings.compaction_concurrency)
-
-            async def compact(cid: str) -> None:
-                async with slots:
-                    await mem.compactor.compact(cid)
-                progress.advance(summarising)
-
-            async with asyncio.TaskGroup() as group:
+            summarising = progress.add_task("summarising, extracting facts, embedding", total=len(set(ids)))
+            worker = CompactionWorker(
+                mem.compactor,
+                concurrency=settings.compaction_concurrency,
+                retries=settings.model_retries,
+                retry_delay=settings.model_retry_delay,
+                on_done=lambda _chat, _ok: progress.advance(summarising),
+            )
+            async with worker:
                 for cid in dict.fromkeys(ids):
-                    group.create_task(compact(cid))
+                    worker.schedule(cid)
+                await worker.drain()
+    for cid, error in worker.last_errors.items():
+        err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, "
+                  "run the same import again to retry", markup=False)
     report = {
         "imported": imported,
         "unchanged": unchanged,
         "turns_added": turns_added,
         "skipped": [{"line": e.line_no, "reason": e.reason} for e in errors],
+        "not_summarised": sorted(worker.last_errors),
     }
     if as_json:
         _emit_json(report)

@@ -279,6 +279,8 @@ class CompactionWorker:
     concurrency: int = 2
     retries: int = 3
     retry_delay: float = 1.0
+    # Called after each run with the chat id and whether it succeeded (progress, metrics).
+    on_done: Callable[[str, bool], None] | None = None
     last_errors: dict[str, str] = field(default_factory=dict)
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _again: set[str] = field(default_factory=set)
@@ -328,6 +330,8 @@ class CompactionWorker:
             try:
                 await self.compactor.compact(chat_id)
                 self.last_errors.pop(chat_id, None)
+                if self.on_done:
+                    self.on_done(chat_id, True)
                 return
             except asyncio.CancelledError:
                 raise
@@ -338,6 +342,8 @@ class CompactionWorker:
                         "compaction failed chat=%s attempts=%d error=%s; data left as it was, next turn retries",
                         chat_id, attempt + 1, e, extra={"event": "compaction_failed", "chat_id": chat_id},
                     )
+                    if self.on_done:
+                        self.on_done(chat_id, False)
                     return
                 delay = self.retry_delay * 2**attempt
                 log.warning("compaction retry chat=%s attempt=%d in=%.1fs error=%s", chat_id, attempt + 1, delay, e)

@@ -125,3 +125,21 @@ def test_installed_console_script(tmp_path):
                           timeout=120, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["total_chats"] == 0
+
+
+def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, monkeypatch, gemini):
+    monkeypatch.setenv("PARLA_SUMMARIZER", "gemini")
+    monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
+    monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    monkeypatch.setenv("PARLA_MODEL_RETRIES", "1")
+    monkeypatch.setenv("PARLA_MODEL_RETRY_DELAY", "0.01")
+    gemini.fail_next(500, times=1000, message="model down")
+    first = parla("import", str(DATA / "search_chats.jsonl"), "--json")
+    report = json.loads(first.stdout)
+    assert report["imported"] == 12 and len(report["not_summarised"]) == 12
+    assert "run the same import again to retry" in first.stderr
+    assert json.loads(parla("stats", "--json").stdout)["total_messages"] == 72
+    gemini.faults.clear()
+    again = json.loads(parla("import", str(DATA / "search_chats.jsonl"), "--json").stdout)
+    assert again["unchanged"] == 12 and again["not_summarised"] == []
+    assert all(c["title"] for c in json.loads(parla("chats", "--json").stdout))
