@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -207,7 +208,9 @@ async def list_chats(
         return
     table = Table("id", "title", "last activity", "turns", "model sees")
     for c, row in zip(chats, rows):
-        table.add_row(c.id[:8], c.display_title, _when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"]))
+        table.add_row(
+            c.id[:8], escape(c.display_title), _when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"])
+        )
     out.print(table)
 
 
@@ -271,7 +274,7 @@ async def show(
     if as_json:
         _emit_json(data)
         return
-    out.print(f"[bold]{c.display_title}[/bold]  {c.id}")
+    out.print(f"[bold]{escape(c.display_title)}[/bold]  {c.id}")
     out.print(f"created {_when(c.created_at)}, last activity {_when(c.last_activity_at)}")
     out.print(
         f"full history: {len(history.full_history)} turns, {full_tokens} tokens | "
@@ -279,7 +282,8 @@ async def show(
         f"context: {context.total_tokens}/{context.budget} tokens"
     )
     if c.summary_text:
-        out.print("\n[bold]Description[/bold] (what search matches)", c.summary_text, sep="\n", markup=True)
+        out.print("\n[bold]Description[/bold] (what search matches)")
+        out.print(c.summary_text, markup=False)
     if c.rolling_summary:
         out.print(f"\n[bold]Rolling summary[/bold] (turns 1-{c.summarized_through})")
         out.print(c.rolling_summary, markup=False)
@@ -325,15 +329,15 @@ async def search(
         "ambiguous": "ambiguous: ask which one",
         "none": "no chat matches well enough",
     }[result.decision]
-    out.print(f"Decision: [bold]{result.decision}[/bold] ({verdict})")
+    out.print(f"Decision: [bold]{result.decision}[/bold] ({escape(verdict)})")
     if not result.candidates:
         return
     table = Table("id", "title", "score", "similarity", "last activity", "matched")
     for c in result.candidates:
         snippet = c.matched_text.replace("\n", " ")
         table.add_row(
-            c.chat_id[:8], c.title or "(untitled)", f"{c.score:.3f}", f"{c.similarity:.3f}",
-            _when(c.last_activity_at), f"{c.matched_kind}: {snippet[:60]}",
+            c.chat_id[:8], escape(c.title or "(untitled)"), f"{c.score:.3f}", f"{c.similarity:.3f}",
+            _when(c.last_activity_at), escape(f"{c.matched_kind}: {snippet[:60]}"),
         )
     out.print(table)
 

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel
 
 from memory.config import MemoryConfig
-from memory.embedding import Embedder
+from memory.embedding import Embedder, embed_texts
 from memory.store import ChatMatch, ChatStore
 from memory.turn import utcnow
 
@@ -113,7 +113,7 @@ class ChatSearch:
         request = request.strip()
         if not request:
             raise ValueError("say what the chat was about: the search request is empty")
-        (vector,) = await self.embedder.embed([request], "query")
-        matches = await self.store.search(vector, max(limit, _FETCH))
+        (query,) = await embed_texts(self.embedder, [request], "query")
+        matches = await self.store.search(query, max(limit, _FETCH))
         result = rank(request, matches, self.thresholds, now or utcnow())
         return result.model_copy(update={"candidates": result.candidates[:limit]})

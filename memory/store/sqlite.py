@@ -576,22 +576,22 @@ class SQLiteChatStore:
         async with self._read() as db:
             return await self._embedder_info(db)
 
-    async def search(self, query: np.ndarray, match_count: int) -> list[ChatMatch]:
+    async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:
         async with self._read() as db:
             info = await self._embedder_info(db)
             if info is None:
                 return []
-            if info[1] != query.shape[0]:
+            if info != (query.embedder, query.dim):
                 raise EmbedderMismatch(
-                    f"the query has {query.shape[0]} dims but this store's vectors ({info[0]}) have {info[1]}: "
-                    "run `parla memory reembed` or set PARLA_EMBEDDER back"
+                    f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors by "
+                    f"{info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
                 )
             generation = await self._generation(db)
             if self._index is None or self._index.generation != generation:
                 rows = await self._vector_rows(db)
                 self._index = await asyncio.to_thread(_VectorIndex.build, generation, rows, info[1])
             index = self._index
-            best = await asyncio.to_thread(index.best_per_chat, query, match_count)
+            best = await asyncio.to_thread(index.best_per_chat, query.vector, match_count)
             return [await self._match(db, chat_id, sim, ref) for chat_id, sim, ref in best]
 
     async def _vector_rows(self, db: aiosqlite.Connection) -> list[tuple[TextRef, bytes]]:

@@ -143,3 +143,13 @@ def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, m
     again = json.loads(parla("import", str(DATA / "search_chats.jsonl"), "--json").stdout)
     assert again["unchanged"] == 12 and again["not_summarised"] == []
     assert all(c["title"] for c in json.loads(parla("chats", "--json").stdout))
+
+
+def test_text_output_shows_user_text_verbatim(parla, tmp_path):
+    line = {"id": "brackets", "title": "[bold]not markup[/bold]",
+            "turns": [{"role": "user", "text": "My list: [1] eggs [red]tomatoes[/red] and bread."}]}
+    (tmp_path / "b.jsonl").write_text(json.dumps(line) + "\n")
+    parla("import", str(tmp_path / "b.jsonl"))
+    shown = parla("show", "[bold]not markup[/bold]").stdout
+    assert "[bold]not markup[/bold]" in shown and "[red]tomatoes[/red]" in shown
+    assert "[bold]not markup[/bold]" in parla("chats").stdout

@@ -116,13 +116,15 @@ async def test_embedder_mismatch_is_refused_until_reembedded(store):
     with pytest.raises(EmbedderMismatch, match="parla memory reembed"):
         await store.upsert_summary(chat.id, SummaryLevel.META, MessageRange(start=1, end=10), emb("m", 2, dim=16, name="other-16"))
     with pytest.raises(EmbedderMismatch):
-        await store.search(vec(1, 16), 5)
+        await store.search(emb("q", 1, dim=16, name="other-16"), 5)
+    with pytest.raises(EmbedderMismatch, match="embedded by other-8"):
+        await store.search(emb("q", 1, name="other-8"), 5)  # same size, another model
     texts = await store.embedded_texts()
     with pytest.raises(StoreError, match="old vectors"):
         await store.replace_embeddings([], "other-16")
     await store.replace_embeddings([(t.ref, vec(9, 16)) for t in texts], "other-16")
     assert await store.embedder_info() == ("other-16", 16)
-    (match,) = await store.search(vec(9, 16), 5)
+    (match,) = await store.search(emb("q", 9, dim=16, name="other-16"), 5)
     assert match.similarity == pytest.approx(1.0, abs=1e-5)
 
 
@@ -132,7 +134,7 @@ async def test_search_returns_each_chats_best_text(store):
     await store.set_description(a.id, emb("about a", 1), 0)
     await store.upsert_facts(a.id, MessageRange(start=1, end=10), ["fact of a"], emb("- fact of a", 2))
     await store.set_description(b.id, emb("about b", 3), 0)
-    matches = await store.search(vec(2), 10)
+    matches = await store.search(emb("q", 2), 10)
     assert [m.chat_id for m in matches][0] == a.id
     assert matches[0].matched.kind == "facts" and matches[0].matched_text == "- fact of a"
     assert matches[0].similarity == pytest.approx(1.0, abs=1e-5)
@@ -140,9 +142,9 @@ async def test_search_returns_each_chats_best_text(store):
     # A write in another process shows up in the next search (generation check).
     async with SQLiteChatStore(store.path) as other:
         await other.set_description(b.id, emb("about b, changed", 2), 0)
-    assert {round(m.similarity, 4) for m in await store.search(vec(2), 10)} == {1.0}
+    assert {round(m.similarity, 4) for m in await store.search(emb("q", 2), 10)} == {1.0}
     await store.delete_chat(a.id)
-    assert [m.chat_id for m in await store.search(vec(2), 10)] == [b.id]
+    assert [m.chat_id for m in await store.search(emb("q", 2), 10)] == [b.id]
 
 
 async def test_find_chats_by_id_prefix_and_title(store):
