@@ -29,7 +29,7 @@ from daemon.settings import Settings
 from memory.compaction import CompactionWorker, RangeError
 from memory.context import load_context
 from memory.embedding import ModelError
-from memory.importer import ImportChat, ImportLineError, chat_id_of, parse_line, turns_of
+from memory.importer import ImportChat, ImportLineError, chat_id_of, external_chat_id, parse_line, turns_of
 from memory.store import ChatNotFound, StoreError
 from memory.summary import MessageRange
 from memory.tokens import estimate_tokens
@@ -94,7 +94,7 @@ def _emit_json(data: Any) -> None:
 
 
 async def _resolve(mem: MemoryServices, ref: str) -> str:
-    chats = await mem.store.find_chats(ref)
+    chats = await mem.store.find_chats(ref) or await mem.store.find_chats(external_chat_id(ref))
     if not chats:
         raise ChatNotFound(ref)
     if len(chats) > 1:
@@ -229,7 +229,7 @@ def _turn_json(t: Any) -> dict[str, Any]:
 @app.command("show")
 @command
 async def show(
-    chat: str = typer.Argument(..., help="Chat id, id prefix (4+ characters) or exact title."),
+    chat: str = typer.Argument(..., help="Chat id, id prefix (4+ characters), exact title, or the id it was imported with."),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
     turns: int = typer.Option(10, min=0, help="How many of the latest turns to print (text output)."),
 ) -> None:

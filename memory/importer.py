@@ -83,12 +83,17 @@ def parse_line(line_no: int, line: str) -> ImportChat:
         raise ImportLineError(line_no, _describe(e)) from None
 
 
+def external_chat_id(given: str) -> str:
+    """The store id of a chat imported with id `given` (a UUID stays itself)."""
+    try:
+        return str(uuid.UUID(given))
+    except ValueError:
+        return str(uuid.uuid5(_NAMESPACE, f"id:{given}"))
+
+
 def chat_id_of(chat: ImportChat) -> str:
     if chat.id is not None:
-        try:
-            return str(uuid.UUID(chat.id))
-        except ValueError:
-            return str(uuid.uuid5(_NAMESPACE, f"id:{chat.id}"))
+        return external_chat_id(chat.id)
     content = json.dumps([[t.role, t.joined] for t in chat.turns], ensure_ascii=False)
     return str(uuid.uuid5(_NAMESPACE, f"content:{content}"))
 

@@ -150,6 +150,6 @@ def test_text_output_shows_user_text_verbatim(parla, tmp_path):
             "turns": [{"role": "user", "text": "My list: [1] eggs [red]tomatoes[/red] and bread."}]}
     (tmp_path / "b.jsonl").write_text(json.dumps(line) + "\n")
     parla("import", str(tmp_path / "b.jsonl"))
-    shown = parla("show", "[bold]not markup[/bold]").stdout
+    shown = parla("show", "brackets").stdout  # the id it was imported with
     assert "[bold]not markup[/bold]" in shown and "[red]tomatoes[/red]" in shown
     assert "[bold]not markup[/bold]" in parla("chats").stdout
