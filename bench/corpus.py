@@ -43,14 +43,23 @@ def chat_record(rng: random.Random, index: int, turns: int, start: datetime) -> 
     for i in range(turns):
         aspect = rng.choice(aspects)
         if i % 2 == 0:
-            text = (f"About {topic}: what should I do about the {aspect}? I have {rng.randint(2, 900)} euros "
-                    f"and time until {rng.choice(MONTHS)} {rng.randint(1, 28)}.")
+            text = (
+                f"About {topic}: what should I do about the {aspect}? I have {rng.randint(2, 900)} euros "
+                f"and time until {rng.choice(MONTHS)} {rng.randint(1, 28)}."
+            )
         else:
-            text = (f"For {topic}, sort out the {aspect} first. Compare at least {rng.randint(2, 5)} options, "
-                    f"write down the costs, and decide by the end of the week so the rest can follow. "
-                    f"Many people forget the {rng.choice(aspects)} until it is too late.")
-        out.append({"role": "user" if i % 2 == 0 else "model", "text": text,
-                    "created_at": (start + timedelta(minutes=i)).isoformat()})
+            text = (
+                f"For {topic}, sort out the {aspect} first. Compare at least {rng.randint(2, 5)} options, "
+                f"write down the costs, and decide by the end of the week so the rest can follow. "
+                f"Many people forget the {rng.choice(aspects)} until it is too late."
+            )
+        out.append(
+            {
+                "role": "user" if i % 2 == 0 else "model",
+                "text": text,
+                "created_at": (start + timedelta(minutes=i)).isoformat(),
+            }
+        )
     return {"id": f"synthetic-{index}", "turns": out}
 
 

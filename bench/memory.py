@@ -81,7 +81,9 @@ async def populate(store: SQLiteChatStore, first: int, last: int, rng: random.Ra
         texts = [t["text"] for t in record["turns"]]
         parsed = ImportChat.model_validate(record)
         chat = (await store.create_chat(chat_id=chat_id_of(parsed), turns=turns_of(parsed, chat_id_of(parsed)))).chat
-        description, chunk, facts = await embed_texts(EMBEDDER, [" ".join(texts[:3]), " ".join(texts[3:]), "- " + texts[0]])
+        description, chunk, facts = await embed_texts(
+            EMBEDDER, [" ".join(texts[:3]), " ".join(texts[3:]), "- " + texts[0]]
+        )
         await store.set_description(chat.id, description, 0, title=f"chat {i}")
         await store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=10), chunk)
         await store.upsert_facts(chat.id, MessageRange(start=1, end=10), [texts[0]], facts)
@@ -90,8 +92,14 @@ async def populate(store: SQLiteChatStore, first: int, last: int, rng: random.Ra
 async def bench_search(tmp: Path, sizes: list[int], queries: int) -> None:
     print("\n== search latency (embed query + store search + ranking), ms")
     print(f"{'chats':>6} {'texts':>6} {'cold':>8} {'p50':>8} {'p95':>8} {'p50 vs 100':>10}")
-    requests = ["the chat about my trip to Japan", "my Python service that deadlocks", "training for the half marathon",
-                "cooking risotto for friends", "renovating the kitchen budget", "the beagle that keeps barking"]
+    requests = [
+        "the chat about my trip to Japan",
+        "my Python service that deadlocks",
+        "training for the half marathon",
+        "cooking risotto for friends",
+        "renovating the kitchen budget",
+        "the beagle that keeps barking",
+    ]
     baseline = None
     rng = random.Random(2)
     async with SQLiteChatStore(tmp / "search.db") as store:
@@ -134,8 +142,10 @@ async def bench_compaction(tmp: Path, chats: int) -> None:
             folded += report.turns_folded
             chunks += report.chunk_summaries
         elapsed = time.perf_counter() - started
-    print(f"{chats} chats, {total} turns: {elapsed:.2f} s, {total / elapsed:,.0f} turns/s, "
-          f"{folded} turns folded, {chunks} chunk summaries + facts, {chats / elapsed:.1f} chats/s")
+    print(
+        f"{chats} chats, {total} turns: {elapsed:.2f} s, {total / elapsed:,.0f} turns/s, "
+        f"{folded} turns folded, {chunks} chunk summaries + facts, {chats / elapsed:.1f} chats/s"
+    )
 
 
 async def main() -> None:

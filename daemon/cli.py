@@ -51,9 +51,7 @@ def _settings() -> Settings:
         first = e.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"setting {name} (PARLA_{name.upper()}): {first['msg']}") from None
-    logging.basicConfig(
-        level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s", force=True
-    )
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s", force=True)
     return settings
 
 
@@ -76,8 +74,12 @@ def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
 
 def _progress() -> Progress:
     return Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        console=err, transient=not err.is_terminal,
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=not err.is_terminal,
     )
 
 
@@ -158,8 +160,11 @@ async def import_chats(
                     worker.schedule(cid)
                 await worker.drain()
     for cid, error in worker.last_errors.items():
-        err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, "
-                  "run the same import again to retry", markup=False)
+        err.print(
+            f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, "
+            "run the same import again to retry",
+            markup=False,
+        )
     report = {
         "imported": imported,
         "unchanged": unchanged,
@@ -207,7 +212,7 @@ async def list_chats(
         out.print("No chats yet. Import some with `parla import FILE.jsonl`.")
         return
     table = Table("id", "title", "last activity", "turns", "model sees")
-    for c, row in zip(chats, rows):
+    for c, row in zip(chats, rows, strict=True):
         table.add_row(
             c.id[:8], escape(c.display_title), _when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"])
         )
@@ -229,7 +234,9 @@ def _turn_json(t: Any) -> dict[str, Any]:
 @app.command("show")
 @command
 async def show(
-    chat: str = typer.Argument(..., help="Chat id, id prefix (4+ characters), exact title, or the id it was imported with."),
+    chat: str = typer.Argument(
+        ..., help="Chat id, id prefix (4+ characters), exact title, or the id it was imported with."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
     turns: int = typer.Option(10, min=0, help="How many of the latest turns to print (text output)."),
 ) -> None:
@@ -336,8 +343,12 @@ async def search(
     for c in result.candidates:
         snippet = c.matched_text.replace("\n", " ")
         table.add_row(
-            c.chat_id[:8], escape(c.title or "(untitled)"), f"{c.score:.3f}", f"{c.similarity:.3f}",
-            _when(c.last_activity_at), escape(f"{c.matched_kind}: {snippet[:60]}"),
+            c.chat_id[:8],
+            escape(c.title or "(untitled)"),
+            f"{c.score:.3f}",
+            f"{c.similarity:.3f}",
+            _when(c.last_activity_at),
+            escape(f"{c.matched_kind}: {snippet[:60]}"),
         )
     out.print(table)
 
@@ -402,7 +413,7 @@ async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding
                 chunk = texts[start : start + batch]
                 vectors.extend(await mem.embedder.embed([t.text for t in chunk], "document"))
                 progress.advance(task, len(chunk))
-        await mem.store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors)], mem.embedder.name)
+        await mem.store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors, strict=True)], mem.embedder.name)
     out.print(f"Re-embedded {len(texts)} texts with {mem.embedder.name}.")
 
 

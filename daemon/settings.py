@@ -55,7 +55,9 @@ class Settings(MemoryConfig, BaseSettings):
         description="Gemini API key (GEMINI_API_KEY or GOOGLE_API_KEY also work).",
     )
     gemini_base_url: str | None = Field(None, description="Override of the Gemini API address (proxies, tests).")
-    model_retries: int = Field(3, ge=0, description="Retries of a failed model call (HTTP 408/429/5xx) and of a failed compaction.")
+    model_retries: int = Field(
+        3, ge=0, description="Retries of a failed model call (HTTP 408/429/5xx) and of a failed compaction."
+    )
     model_retry_delay: float = Field(1.0, ge=0, description="First retry delay in seconds; doubles each retry.")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING", description="Log level.")
 

@@ -57,8 +57,11 @@ class CompactionReport:
     duration_ms: float = 0.0
 
     def log_line(self) -> str:
-        fields = (f"{k}={json.dumps(v) if isinstance(v, str) and ' ' in v else v}" for k, v in asdict(self).items()
-                  if v not in (None, False))
+        fields = (
+            f"{k}={json.dumps(v) if isinstance(v, str) and ' ' in v else v}"
+            for k, v in asdict(self).items()
+            if v not in (None, False)
+        )
         return " ".join(fields)
 
 
@@ -340,7 +343,10 @@ class CompactionWorker:
                 if attempt == self.retries:
                     log.error(
                         "compaction failed chat=%s attempts=%d error=%s; data left as it was, next turn retries",
-                        chat_id, attempt + 1, e, extra={"event": "compaction_failed", "chat_id": chat_id},
+                        chat_id,
+                        attempt + 1,
+                        e,
+                        extra={"event": "compaction_failed", "chat_id": chat_id},
                     )
                     if self.on_done:
                         self.on_done(chat_id, False)

@@ -108,14 +108,18 @@ def build_context(
     ctx.sections["pins"] = [ContextItem("pins", f"pin {p.id}", f"- {p.content}") for p in ranked_pins]
     if chat.rolling_summary:
         ctx.sections["summary"] = [ContextItem("summary", f"turns 1-{chat.summarized_through}", chat.rolling_summary)]
-    ctx.sections["meta"] = [ContextItem("meta", f"turns {m.range}", m.text) for m in sorted(metas, key=lambda m: m.range.start)]
+    ctx.sections["meta"] = [
+        ContextItem("meta", f"turns {m.range}", m.text) for m in sorted(metas, key=lambda m: m.range.start)
+    ]
     ctx.sections["facts"] = _key_facts(facts, chat.summarized_through, config.context_facts_budget, ctx.dropped)
     ctx.sections["tail"] = [_turn_item(t) for t in tail]
     _fit(ctx, config.context_min_tail_turns)
     return ctx
 
 
-def _key_facts(facts: list[FactBlock], summarized_through: int, budget: int, dropped: list[Dropped]) -> list[ContextItem]:
+def _key_facts(
+    facts: list[FactBlock], summarized_through: int, budget: int, dropped: list[Dropped]
+) -> list[ContextItem]:
     lines = [
         ContextItem("facts", f"facts {block.range}", f"- {line}")
         for block in sorted(facts, key=lambda b: b.range.start)

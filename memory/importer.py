@@ -76,7 +76,7 @@ def parse_line(line_no: int, line: str) -> ImportChat:
     except json.JSONDecodeError as e:
         raise ImportLineError(line_no, f"not valid JSON ({e.msg} at column {e.colno})") from None
     if not isinstance(data, dict):
-        raise ImportLineError(line_no, "expected a JSON object with a \"turns\" list")
+        raise ImportLineError(line_no, 'expected a JSON object with a "turns" list')
     try:
         return ImportChat.model_validate(data)
     except ValidationError as e:

@@ -17,7 +17,9 @@ class GeminiEmbedder:
     default_min_similarity = 0.55
     default_switch_margin = 0.03
 
-    def __init__(self, client: genai.Client, model: str = "gemini-embedding-001", dim: int = 768, batch_size: int = 100):
+    def __init__(
+        self, client: genai.Client, model: str = "gemini-embedding-001", dim: int = 768, batch_size: int = 100
+    ):
         self._client = client
         self.model = model
         self.dim = dim

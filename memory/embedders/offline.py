@@ -71,7 +71,9 @@ class OfflineEmbedder:
     def embed_sync(self, texts: list[str]) -> np.ndarray:
         model = _load_model()
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
-        for row, encoding in enumerate(model.tokenizer.encode_batch([_content(t) for t in texts], add_special_tokens=False)):
+        for row, encoding in enumerate(
+            model.tokenizer.encode_batch([_content(t) for t in texts], add_special_tokens=False)
+        ):
             if encoding.ids:
                 out[row] = model.weights[encoding.ids].mean(axis=0)
         return normalize_rows(out)

@@ -422,7 +422,16 @@ class SQLiteChatStore:
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, level, start_seq, end_seq) DO UPDATE SET "
                 "text = excluded.text, embedding = excluded.embedding, embedder = excluded.embedder, "
                 "updated_at = excluded.updated_at",
-                (chat_id, int(level), rng.start, rng.end, embedded.text, _blob(embedded.vector), embedded.embedder, _ts(now)),
+                (
+                    chat_id,
+                    int(level),
+                    rng.start,
+                    rng.end,
+                    embedded.text,
+                    _blob(embedded.vector),
+                    embedded.embedder,
+                    _ts(now),
+                ),
             )
             await self._bump_generation(db)
         return Summary(chat_id=chat_id, level=level, range=rng, text=embedded.text, updated_at=now)
@@ -503,7 +512,15 @@ class SQLiteChatStore:
                 "INSERT INTO pins (id, chat_id, content, importance, pin_type, source_turn_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET content = excluded.content, "
                 "importance = excluded.importance, pin_type = excluded.pin_type",
-                (pin.id, pin.chat_id, pin.content, pin.importance, pin.pin_type, pin.source_turn_id, _ts(pin.created_at)),
+                (
+                    pin.id,
+                    pin.chat_id,
+                    pin.content,
+                    pin.importance,
+                    pin.pin_type,
+                    pin.source_turn_id,
+                    _ts(pin.created_at),
+                ),
             )
         return pin
 
@@ -554,10 +571,10 @@ class SQLiteChatStore:
             return
         name, dim = info
         raise EmbedderMismatch(
-                f"this store's vectors were made by {name} ({dim} dims) but the embedder now is "
-                f"{embedded.embedder} ({embedded.dim} dims): run `parla memory reembed` to rebuild them, "
-                "or set PARLA_EMBEDDER back"
-            )
+            f"this store's vectors were made by {name} ({dim} dims) but the embedder now is "
+            f"{embedded.embedder} ({embedded.dim} dims): run `parla memory reembed` to rebuild them, "
+            "or set PARLA_EMBEDDER back"
+        )
 
     async def _set_embedder(self, db: aiosqlite.Connection, name: str, dim: int) -> None:
         await db.executemany(
@@ -605,8 +622,7 @@ class SQLiteChatStore:
             )
         ).fetchall()
         return [
-            (TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4])
-            for r in rows
+            (TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4]) for r in rows
         ]
 
     async def _vector_count(self, db: aiosqlite.Connection) -> int:

@@ -32,6 +32,8 @@ _INTENT = re.compile(
     r"am allergic|can't|cannot|don't like|must)\b|\bmy\s+\w+|\ballergic\b|\bremember\b|\bdeadline\b|\bbudget\b",
     re.IGNORECASE,
 )
+
+
 @dataclass
 class _Sentence:
     text: str

@@ -63,18 +63,38 @@ def test_show_search_regenerate_reembed(parla):
     result = json.loads(parla("search", "the bread with the starter", "--json").stdout)
     assert result["decision"] == "switch"
     top = result["candidates"][0]
-    assert set(top) == {"chat_id", "title", "score", "similarity", "recency", "last_activity_at", "matched_kind",
-                        "matched_text"}
+    assert set(top) == {
+        "chat_id",
+        "title",
+        "score",
+        "similarity",
+        "recency",
+        "last_activity_at",
+        "matched_kind",
+        "matched_text",
+    }
     shown = json.loads(parla("show", top["chat_id"][:8], "--json").stdout)
     assert "sourdough" in shown["full_history"][0]["parts"][0]["text"]
-    assert set(shown) == {"chat", "full_history", "assistant_history", "summaries", "facts", "pins", "tokens", "dropped"}
+    assert set(shown) == {
+        "chat",
+        "full_history",
+        "assistant_history",
+        "summaries",
+        "facts",
+        "pins",
+        "tokens",
+        "dropped",
+    }
     assert shown["tokens"]["context"] <= shown["tokens"]["budget"]
     text = parla("show", top["chat_id"]).stdout
     assert "full history: 6 turns" in text
     bad = parla("memory", "regenerate", top["chat_id"], "--range", "1-10", ok=False)
     assert bad.exit_code == 1 and "no complete chunk" in bad.stderr
     parla("memory", "reembed")
-    assert json.loads(parla("search", "the bread with the starter", "--json").stdout)["candidates"][0]["chat_id"] == top["chat_id"]
+    assert (
+        json.loads(parla("search", "the bread with the starter", "--json").stdout)["candidates"][0]["chat_id"]
+        == top["chat_id"]
+    )
 
 
 def test_regenerate_a_range(parla, tmp_path):
@@ -121,8 +141,14 @@ def test_switching_embedder_without_reembed_is_refused(parla, monkeypatch, gemin
 
 def test_installed_console_script(tmp_path):
     env = {**os.environ, "PARLA_STORE_PATH": str(tmp_path / "p.db"), "PARLA_CONFIG_FILE": str(tmp_path / "c.toml")}
-    done = subprocess.run([sys.executable, "-m", "daemon", "stats", "--json"], capture_output=True, text=True, env=env,
-                          timeout=120, cwd=tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "daemon", "stats", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["total_chats"] == 0
 
@@ -146,8 +172,11 @@ def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, m
 
 
 def test_text_output_shows_user_text_verbatim(parla, tmp_path):
-    line = {"id": "brackets", "title": "[bold]not markup[/bold]",
-            "turns": [{"role": "user", "text": "My list: [1] eggs [red]tomatoes[/red] and bread."}]}
+    line = {
+        "id": "brackets",
+        "title": "[bold]not markup[/bold]",
+        "turns": [{"role": "user", "text": "My list: [1] eggs [red]tomatoes[/red] and bread."}],
+    }
     (tmp_path / "b.jsonl").write_text(json.dumps(line) + "\n")
     parla("import", str(tmp_path / "b.jsonl"))
     shown = parla("show", "brackets").stdout  # the id it was imported with

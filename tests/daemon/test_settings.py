@@ -20,8 +20,15 @@ def clean(tmp_path, monkeypatch):
 
 def test_defaults_are_the_seeds(clean):
     s = Settings()
-    assert (s.summary_window_size, s.tail, s.chunk_summarize_threshold, s.summary_token_cap,
-            s.prompt_memory_budget, s.chunk_size, s.meta_every) == (30, 12, 6000, 500, 3000, 10, 10)
+    assert (
+        s.summary_window_size,
+        s.tail,
+        s.chunk_summarize_threshold,
+        s.summary_token_cap,
+        s.prompt_memory_budget,
+        s.chunk_size,
+        s.meta_every,
+    ) == (30, 12, 6000, 500, 3000, 10, 10)
     assert s.store == "sqlite" and s.store_path.name == "parla.db" and s.embedder == "offline"
     assert s.embedding_model == "gemini-embedding-001" and s.embedding_dim == 768
     assert not s.has_gemini_key and isinstance(s, MemoryConfig)

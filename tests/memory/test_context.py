@@ -21,8 +21,14 @@ text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]),
 
 
 def chat(summary: str = "", through: int = 0, count: int = 0) -> Chat:
-    return Chat(id="c", created_at=T0, last_activity_at=T0, rolling_summary=summary, summarized_through=through,
-                turn_count=count)
+    return Chat(
+        id="c",
+        created_at=T0,
+        last_activity_at=T0,
+        rolling_summary=summary,
+        summarized_through=through,
+        turn_count=count,
+    )
 
 
 @settings(max_examples=200, deadline=None)
@@ -43,16 +49,20 @@ def test_context_never_exceeds_its_budget(summary, tail, pins, facts, metas, bud
         chat(summary, through, through + len(turns)),
         turns,
         [Pin(chat_id="c", content=c, importance=i) for c, i in pins],
-        [Summary(chat_id="c", level=SummaryLevel.META, range=MessageRange(start=1, end=10), text=m, updated_at=T0)
-         for m in metas],
-        [FactBlock(chat_id="c", range=MessageRange(start=10 * i + 1, end=10 * i + 10), lines=lines, updated_at=T0)
-         for i, lines in enumerate(facts)],
+        [
+            Summary(chat_id="c", level=SummaryLevel.META, range=MessageRange(start=1, end=10), text=m, updated_at=T0)
+            for m in metas
+        ],
+        [
+            FactBlock(chat_id="c", range=MessageRange(start=10 * i + 1, end=10 * i + 10), lines=lines, updated_at=T0)
+            for i, lines in enumerate(facts)
+        ],
         config,
     )
     assert ctx.total_tokens <= budget
     assert ctx.total_tokens == estimate_tokens(ctx.render())
     # What is kept of the tail is its newest turns, in order.
-    assert [t.seq for t in ctx.tail] == [t.seq for t in turns[len(turns) - len(ctx.tail):]]
+    assert [t.seq for t in ctx.tail] == [t.seq for t in turns[len(turns) - len(ctx.tail) :]]
     # Nothing vanishes silently: every item is kept or reported.
     offered = len(pins) + (1 if summary else 0) + len(metas) + sum(map(len, facts)) + len(turns)
     kept = sum(len(items) for items in ctx.sections.values())
@@ -62,17 +72,23 @@ def test_context_never_exceeds_its_budget(summary, tail, pins, facts, metas, bud
 
 def test_order_is_stable_and_sections_are_labelled():
     turns = [Turn.of("user", "Where do we stay in Kyoto?", seq=21), Turn.of("model", "A ryokan near Gion.", seq=22)]
-    pins = [Pin(chat_id="c", content="vegetarian", importance=3, created_at=T0),
-            Pin(chat_id="c", content="allergic to shellfish", importance=9, created_at=T0 + timedelta(seconds=1))]
-    facts = [FactBlock(chat_id="c", range=MessageRange(start=1, end=10), lines=["flight on April 3"], updated_at=T0),
-             FactBlock(chat_id="c", range=MessageRange(start=21, end=30), lines=["in the tail"], updated_at=T0)]
+    pins = [
+        Pin(chat_id="c", content="vegetarian", importance=3, created_at=T0),
+        Pin(chat_id="c", content="allergic to shellfish", importance=9, created_at=T0 + timedelta(seconds=1)),
+    ]
+    facts = [
+        FactBlock(chat_id="c", range=MessageRange(start=1, end=10), lines=["flight on April 3"], updated_at=T0),
+        FactBlock(chat_id="c", range=MessageRange(start=21, end=30), lines=["in the tail"], updated_at=T0),
+    ]
     ctx = build_context(chat("Trip to Japan in April.", 20, 22), turns, pins, [], facts, MemoryConfig())
     rendered = ctx.render()
     assert rendered.index("allergic") < rendered.index("vegetarian") < rendered.index("Trip to Japan")
     assert rendered.index("Trip to Japan") < rendered.index("flight on April 3") < rendered.index("User: Where do we")
     assert "in the tail" not in rendered  # facts of the verbatim tail would repeat it
-    assert rendered == build_context(chat("Trip to Japan in April.", 20, 22), turns, pins[::-1], [], facts,
-                                     MemoryConfig()).render()
+    assert (
+        rendered
+        == build_context(chat("Trip to Japan in April.", 20, 22), turns, pins[::-1], [], facts, MemoryConfig()).render()
+    )
     assert list(ctx.section_tokens()) == list(SECTION_ORDER)
     assert ctx.render(include_tail=False).endswith("- flight on April 3\n")
 

@@ -15,8 +15,9 @@ from memory.turn import Turn
 
 
 def client(gemini, retries: int = 3):
-    settings = Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url, model_retries=retries,
-                        model_retry_delay=0.01)
+    settings = Settings(
+        gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url, model_retries=retries, model_retry_delay=0.01
+    )
     return gemini_client(settings)
 
 

@@ -36,17 +36,29 @@ def test_ids_are_deterministic_and_uuid():
     assert chat_id_of(a) == chat_id_of(b) and uuid.UUID(chat_id_of(a))
     assert [t.id for t in turns_of(a, chat_id_of(a))] == [t.id for t in turns_of(b, chat_id_of(b))]
     named = parse_line(1, json.dumps({"id": "my-chat", "turns": [{"role": "user", "text": "x"}]}))
-    assert chat_id_of(named) == chat_id_of(parse_line(1, json.dumps({"id": "my-chat", "turns": [{"role": "user", "text": "y"}]})))
+    assert chat_id_of(named) == chat_id_of(
+        parse_line(1, json.dumps({"id": "my-chat", "turns": [{"role": "user", "text": "y"}]}))
+    )
     given = str(uuid.uuid4())
     assert chat_id_of(parse_line(1, json.dumps({"id": given, "turns": [{"role": "user", "text": "x"}]}))) == given
 
 
 def test_timestamps_fill_in_and_keep_order():
-    line = json.dumps({"created_at": "2025-03-01T10:00:00", "turns": [
-        {"role": "user", "text": "a"}, {"role": "model", "text": "b", "created_at": "2025-03-01T12:00:00+02:00"},
-        {"role": "user", "text": "c"}]})
+    line = json.dumps(
+        {
+            "created_at": "2025-03-01T10:00:00",
+            "turns": [
+                {"role": "user", "text": "a"},
+                {"role": "model", "text": "b", "created_at": "2025-03-01T12:00:00+02:00"},
+                {"role": "user", "text": "c"},
+            ],
+        }
+    )
     chat = parse_line(1, line)
     turns = turns_of(chat, chat_id_of(chat))
     assert [t.created_at.isoformat() for t in turns] == [
-        "2025-03-01T10:00:01+00:00", "2025-03-01T12:00:00+02:00", "2025-03-01T12:00:01+02:00"]
+        "2025-03-01T10:00:01+00:00",
+        "2025-03-01T12:00:00+02:00",
+        "2025-03-01T12:00:01+02:00",
+    ]
     assert all(t.source == "import" for t in turns)

@@ -21,8 +21,9 @@ RULES = Thresholds(min_similarity=0.3, switch_margin=0.05, max_candidates=3, rec
 
 
 def match(chat_id: str, similarity: float, days_ago: float = 0) -> ChatMatch:
-    return ChatMatch(chat_id, chat_id.upper(), similarity, TextRef(chat_id, "summary"), "text",
-                     T0 - timedelta(days=days_ago))
+    return ChatMatch(
+        chat_id, chat_id.upper(), similarity, TextRef(chat_id, "summary"), "text", T0 - timedelta(days=days_ago)
+    )
 
 
 def test_clear_winner_switches():
@@ -47,7 +48,7 @@ def test_recency_breaks_a_near_tie():
     result = rank("q", [old, recent], RULES, T0)
     assert [c.chat_id for c in result.candidates][0] == "new"
     assert result.candidates[0].recency == pytest.approx(1.0)
-    assert result.candidates[1].recency == pytest.approx(0.5 ** 10, rel=1e-3)
+    assert result.candidates[1].recency == pytest.approx(0.5**10, rel=1e-3)
 
 
 def test_recency_alone_cannot_make_a_chat_eligible():
@@ -59,8 +60,13 @@ async def test_young_chat_is_searchable_before_its_first_compaction(store, compa
     chat = (await store.create_chat()).chat
     other = (await store.create_chat(turns=make_turns(6))).chat  # another young chat, on other topics
     await compactor.compact(other.id)
-    await store.append_turns(chat.id, [Turn.of("user", "Let's plan the fishing trip to Norway in July, salmon rivers."),
-                                       Turn.of("model", "Norway's salmon season opens in June; the Gaula river is famous.")])
+    await store.append_turns(
+        chat.id,
+        [
+            Turn.of("user", "Let's plan the fishing trip to Norway in July, salmon rivers."),
+            Turn.of("model", "Norway's salmon season opens in June; the Gaula river is famous."),
+        ],
+    )
     await compactor.compact(chat.id)
     result = await ChatSearch(store, embedder, config).search("the chat about salmon fishing in Scandinavia")
     assert result.decision == "switch" and result.candidates[0].chat_id == chat.id
@@ -91,7 +97,9 @@ async def test_search_quality_on_the_hand_written_set(store, embedder, config):
         if r["expect"]:
             hits += top == r["expect"]
             decided += result.decision == "switch" and top == r["expect"]
-        print(f"{result.decision:9} top={top:18} want={r['expect']} sim={result.candidates[0].similarity:.3f} | {r['request']}")
+        print(
+            f"{result.decision:9} top={top:18} want={r['expect']} sim={result.candidates[0].similarity:.3f} | {r['request']}"
+        )
     top1 = hits / len(topical)
     print(f"search quality: top-1 {top1:.2f} ({hits}/{len(topical)}), switched correctly {decided}/{len(topical)}")
     assert top1 >= 0.8

@@ -54,7 +54,9 @@ async def test_append_is_atomic(store):
 
 async def test_turn_round_trip_keeps_every_field(store):
     chat = (await store.create_chat()).chat
-    turn = Turn.of("model", "Hello — ça va? 日本", thinking="hm", interrupted=True, source="voice", model_variant="live-x")
+    turn = Turn.of(
+        "model", "Hello — ça va? 日本", thinking="hm", interrupted=True, source="voice", model_variant="live-x"
+    )
     await store.append_turns(chat.id, [turn])
     (loaded,) = await store.load_turns(chat.id)
     assert loaded == turn.model_copy(update={"seq": 1})
@@ -114,7 +116,9 @@ async def test_embedder_mismatch_is_refused_until_reembedded(store):
     chat = (await store.create_chat(turns=make_turns(10))).chat
     await store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=10), emb("s", 1))
     with pytest.raises(EmbedderMismatch, match="parla memory reembed"):
-        await store.upsert_summary(chat.id, SummaryLevel.META, MessageRange(start=1, end=10), emb("m", 2, dim=16, name="other-16"))
+        await store.upsert_summary(
+            chat.id, SummaryLevel.META, MessageRange(start=1, end=10), emb("m", 2, dim=16, name="other-16")
+        )
     with pytest.raises(EmbedderMismatch):
         await store.search(emb("q", 1, dim=16, name="other-16"), 5)
     with pytest.raises(EmbedderMismatch, match="embedded by other-8"):
