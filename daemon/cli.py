@@ -333,7 +333,7 @@ async def search(
         return
     verdict = {
         "switch": f"switch to {result.candidates[0].title!r}" if result.candidates else "",
-        "ambiguous": "ambiguous: ask which one",
+        "ambiguous": "several chats fit: ask which one",
         "none": "no chat matches well enough",
     }[result.decision]
     out.print(f"Decision: [bold]{result.decision}[/bold] ({escape(verdict)})")
