@@ -609,7 +609,27 @@ class SQLiteChatStore:
                 self._index = await asyncio.to_thread(_VectorIndex.build, generation, rows, info[1])
             index = self._index
             best = await asyncio.to_thread(index.best_per_chat, query.vector, match_count)
-            return [await self._match(db, chat_id, sim, ref) for chat_id, sim, ref in best]
+            marks = ",".join("?" * len(best))
+            chats = {
+                r["id"]: r
+                for r in await (
+                    await db.execute(
+                        f"SELECT id, title, last_activity_at FROM chats WHERE id IN ({marks})",
+                        [chat_id for chat_id, _, _ in best],
+                    )
+                ).fetchall()
+            }
+            return [
+                ChatMatch(
+                    chat_id=chat_id,
+                    title=chats[chat_id]["title"],
+                    similarity=similarity,
+                    matched=ref,
+                    matched_text=await self._text_of(db, ref),
+                    last_activity_at=_dt(chats[chat_id]["last_activity_at"]),
+                )
+                for chat_id, similarity, ref in best
+            ]
 
     async def _vector_rows(self, db: aiosqlite.Connection) -> list[tuple[TextRef, bytes]]:
         rows = await (
@@ -633,17 +653,6 @@ class SQLiteChatStore:
             )
         ).fetchone()
         return int(row[0])
-
-    async def _match(self, db: aiosqlite.Connection, chat_id: str, similarity: float, ref: TextRef) -> ChatMatch:
-        chat = await self._get_chat(db, chat_id)
-        return ChatMatch(
-            chat_id=chat_id,
-            title=chat.title,
-            similarity=similarity,
-            matched=ref,
-            matched_text=await self._text_of(db, ref),
-            last_activity_at=chat.last_activity_at,
-        )
 
     async def _text_of(self, db: aiosqlite.Connection, ref: TextRef) -> str:
         if ref.kind == "summary":
