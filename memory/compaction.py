@@ -205,19 +205,21 @@ class Compactor:
     async def _dual_memory(self, chat: Chat, report: CompactionReport, only: MessageRange | None) -> None:
         """Missing chunk summaries, facts and meta summaries; with `only`, redo those inside it."""
         chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
-        summarised = {s.range for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
+        # Chunk texts by range; the jobs below add what they write, for the meta summaries.
+        chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
         extracted = {f.range for f in await self.store.list_facts(chat.id)}
         jobs: list[Callable[[], Awaitable[None]]] = []
         for rng in chunks:
             forced = only is not None and only.contains(rng)
-            need_summary = forced or rng not in summarised
+            need_summary = forced or rng not in chunk_text
             need_facts = forced or rng not in extracted
             if need_summary or need_facts:
-                jobs.append(lambda rng=rng, s=need_summary, f=need_facts: self._chunk(chat.id, rng, s, f, report))
+                jobs.append(
+                    lambda rng=rng, s=need_summary, f=need_facts: self._chunk(chat.id, rng, s, f, report, chunk_text)
+                )
         await _bounded(jobs, self.config.compaction_concurrency * 2)
 
         metas_done = {s.range for s in await self.store.list_summaries(chat.id, SummaryLevel.META)}
-        chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
         for span, group in meta_ranges(chunks, self.config.meta_every):
             forced = only is not None and any(only.contains(r) for r in group)
             if (forced or span not in metas_done) and all(r in chunk_text for r in group):
@@ -230,7 +232,13 @@ class Compactor:
                 report.meta_summaries += 1
 
     async def _chunk(
-        self, chat_id: str, rng: MessageRange, need_summary: bool, need_facts: bool, report: CompactionReport
+        self,
+        chat_id: str,
+        rng: MessageRange,
+        need_summary: bool,
+        need_facts: bool,
+        report: CompactionReport,
+        chunk_text: dict[MessageRange, str],
     ) -> None:
         turns = await self.store.load_turns(chat_id, rng.start, rng.end)
         summary_call = (
@@ -246,7 +254,7 @@ class Compactor:
             texts.append(format_fact_lines(facts))
         embedded = await embed_texts(self.embedder, texts)
         if summary is not None:
-            await self.store.upsert_summary(chat_id, SummaryLevel.CHUNK, rng, embedded[0])
+            chunk_text[rng] = (await self.store.upsert_summary(chat_id, SummaryLevel.CHUNK, rng, embedded[0])).text
             report.chunk_summaries += 1
         if facts is not None:
             await self.store.upsert_facts(chat_id, rng, facts, embedded[-1] if facts else None)
