@@ -9,10 +9,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from memory.text import STOPWORDS as _STOP
-from memory.text import WORD as _WORD
-from memory.text import content_words as _content
-from memory.text import words as _words
+from memory.text import STOPWORDS, WORD, content_words, words
 from memory.tokens import estimate_tokens, truncate_to_tokens
 from memory.turn import Turn
 
@@ -52,7 +49,7 @@ def _split(turns: list[Turn], start_order: int = 0) -> list[_Sentence]:
         speaker = "User" if turn.role == "user" else "Assistant"
         for piece in _SENTENCE.split(turn.text):
             piece = piece.strip()
-            if len(_words(piece)) >= 4:
+            if len(words(piece)) >= 4:
                 out.append(_Sentence(piece, speaker, start_order + len(out)))
     return out
 
@@ -61,7 +58,7 @@ def _split_lines(text: str) -> list[_Sentence]:
     out = []
     for piece in _SENTENCE.split(text):
         piece = piece.strip()
-        if len(_words(piece)) >= 3:
+        if len(words(piece)) >= 3:
             out.append(_Sentence(piece, "", len(out)))
     return out
 
@@ -72,7 +69,7 @@ def _detail_bonus(text: str) -> float:
         bonus += 1.0
     elif _NUMBER.search(text):
         bonus += 0.5
-    names = {w for i, w in enumerate(_WORD.findall(text)) if i > 0 and w[0].isupper() and w.lower() not in _STOP}
+    names = {w for i, w in enumerate(WORD.findall(text)) if i > 0 and w[0].isupper() and w.lower() not in STOPWORDS}
     bonus += min(1.0, 0.35 * len(names))
     if _INTENT.search(text):
         bonus += 0.8
@@ -80,12 +77,12 @@ def _detail_bonus(text: str) -> float:
 
 
 def _rank(sentences: list[_Sentence]) -> list[tuple[float, _Sentence]]:
-    freq = Counter(w for s in sentences for w in set(_content(s.text)))
+    freq = Counter(w for s in sentences for w in set(content_words(s.text)))
     top = max(freq.values(), default=1)
     ranked = []
     for s in sentences:
-        words = set(_content(s.text))
-        salience = sum(freq[w] for w in words) / top / math.sqrt(1 + len(words))
+        terms = set(content_words(s.text))
+        salience = sum(freq[w] for w in terms) / top / math.sqrt(1 + len(terms))
         bonus = _detail_bonus(s.text) + (0.2 if s.speaker == "User" else 0.0)
         ranked.append(((salience + bonus) * s.weight, s))
     ranked.sort(key=lambda r: (-r[0], r[1].order))
@@ -134,20 +131,20 @@ class ExtractiveSummarizer:
         return _select(_split_lines("\n".join(summaries)), cap_tokens)
 
     async def title(self, description: str) -> str:
-        """The passage's most salient content words, in order of first use."""
-        words = [w for w in _content(description) if w not in ("user", "assistant")]
-        if not words:
+        """The passage's most salient content terms, in order of first use."""
+        terms = [w for w in content_words(description) if w not in ("user", "assistant")]
+        if not terms:
             return "New chat"
-        freq = Counter(words)
+        freq = Counter(terms)
         capitals = {
             w.lower()
             for sentence in _SENTENCE.split(description)
-            for w in _WORD.findall(sentence.partition(": ")[2] or sentence)[1:]
+            for w in WORD.findall(sentence.partition(": ")[2] or sentence)[1:]
             if w[0].isupper()
         }
         score = {w: freq[w] + (1.5 if w in capitals else 0) for w in freq}
-        best = sorted(score, key=lambda w: (-score[w], words.index(w)))[:4]
-        ordered = sorted(best, key=words.index)
-        display = {w.lower(): w for w in _WORD.findall(description)}
+        best = sorted(score, key=lambda w: (-score[w], terms.index(w)))[:4]
+        ordered = sorted(best, key=terms.index)
+        display = {w.lower(): w for w in WORD.findall(description)}
         title = ", ".join(display.get(w, w) for w in ordered)
         return title[:1].upper() + title[1:]
