@@ -86,6 +86,10 @@ class MemoryContext:
         )
 
 
+# The longest speaker label a tail line carries ("Assistant: ").
+_SPEAKER_TOKENS = estimate_tokens("Assistant: ")
+
+
 def _turn_item(turn: Turn) -> ContextItem:
     return ContextItem("tail", f"turn {turn.seq}", turn.transcript_line())
 
@@ -167,23 +171,27 @@ def _fit(ctx: MemoryContext, min_tail: int) -> None:
 
 
 def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
-    """Cut one item to what the budget leaves for it (dropping it if nothing is left)."""
+    """Cut one item to what the budget leaves for it (dropping it if nothing is left). A tail
+    turn is shortened as a turn, so `ctx.tail` holds exactly the text the context shows."""
     item = ctx.sections[section][index]
-    excess = ctx.accounted_tokens() - ctx.budget
-    keep = item.tokens - excess - 1
-    text = truncate_to_tokens(item.text, keep) if keep > 0 else ""
-    if not text.strip():
+    keep = item.tokens - (ctx.accounted_tokens() - ctx.budget) - 1
+    turn: Turn | None = None
+    if section == "tail":
+        spoken = truncate_to_tokens(ctx.tail[index].text, keep - _SPEAKER_TOKENS) if keep > _SPEAKER_TOKENS else ""
+        turn = ctx.tail[index].model_copy(update={"parts": [Part(text=spoken)]})
+        shortened = _turn_item(turn) if spoken.strip() else None
+    else:
+        text = truncate_to_tokens(item.text, keep) if keep > 0 else ""
+        shortened = ContextItem(section, item.label, text) if text.strip() else None
+    if shortened is None:
         ctx.sections[section].pop(index)
         if section == "tail":
             ctx.tail.pop(index)
         ctx.dropped.append(Dropped(section, item.label, item.tokens, "over budget"))
         return
-    shortened = ContextItem(section, item.label, text)
     ctx.sections[section][index] = shortened
-    if section == "tail":
-        turn = ctx.tail[index]
-        spoken = text.removeprefix(turn.transcript_line()[: len(turn.transcript_line()) - len(turn.text)])
-        ctx.tail[index] = turn.model_copy(update={"parts": [Part(text=spoken)]})
+    if turn is not None:
+        ctx.tail[index] = turn
     ctx.dropped.append(Dropped(section, item.label, item.tokens - shortened.tokens, "shortened to fit the budget"))
     if ctx.accounted_tokens() > ctx.budget:
         _shorten(ctx, section, index)

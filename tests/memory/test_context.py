@@ -110,6 +110,7 @@ def test_a_single_huge_turn_is_shortened_not_lost():
     ctx = build_context(chat(count=1), [turn], [], [], [], MemoryConfig(prompt_memory_budget=300))
     assert ctx.total_tokens <= 300 and len(ctx.tail) == 1
     assert ctx.tail[0].id == turn.id and 0 < len(ctx.tail[0].text) < len(turn.text)
+    assert ctx.sections["tail"][0].text == ctx.tail[0].transcript_line()
     assert ctx.dropped[-1].reason == "shortened to fit the budget"
 
 
