@@ -54,7 +54,7 @@ def test_import_300_chats_then_search_offline(parla, tmp_path):
     chats = json.loads(parla("chats", "--json", "--limit", "500").stdout)
     assert len(chats) == 300 and all(c["title"] for c in chats)
     result = json.loads(parla("search", "the chat about my piano practice", "--json").stdout)
-    assert result["decision"] in ("switch", "ambiguous", "none") and result["candidates"]
+    assert result["decision"] != "none" and result["candidates"]
     assert "piano" in result["candidates"][0]["matched_text"].lower()
 
 
