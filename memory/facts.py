@@ -43,3 +43,8 @@ def parse_fact_lines(answer: str) -> list[str]:
 
 def format_fact_lines(lines: list[str]) -> str:
     return "\n".join(f"- {line}" for line in lines)
+
+
+def stored_fact_lines(text: str) -> list[str]:
+    """The lines of a stored block (the inverse of `format_fact_lines`)."""
+    return [line[2:] for line in text.splitlines() if line.startswith("- ")]

@@ -19,3 +19,6 @@ class MemoryStats(BaseModel):
     embedder: str | None
     embedding_dim: int | None
     embedded_texts: int
+    # turns waiting in a remote store's local outbox, and writes it refused for good (kept)
+    outbox_depth: int = 0
+    outbox_failed: int = 0

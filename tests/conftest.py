@@ -67,3 +67,52 @@ def gemini() -> Iterator[GeminiRestEmulator]:
     emulator = GeminiRestEmulator().start()
     yield emulator
     emulator.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator["PostgresCluster"]:
+    from tests.peers.supabase_peer import PostgresCluster
+
+    cluster = PostgresCluster()
+    yield cluster
+    cluster.close()
+
+
+@pytest.fixture
+def supabase(pg_cluster) -> Iterator["SupabasePeer"]:
+    """A fresh Supabase stand-in: its own database with the migrations applied, behind the shim."""
+    from tests.peers.postgrest import PostgrestShim
+    from tests.peers.supabase_peer import SupabasePeer
+
+    dsn = pg_cluster.new_database()
+    with PostgrestShim(dsn) as shim:
+        yield SupabasePeer(dsn, shim)
+
+
+async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> "SupabaseChatStore":
+    """A store signed in as a new user through the shim's GoTrue, as `parla login` does."""
+    from memory.store.supabase import SupabaseChatStore, sign_in
+
+    peer.shim.create_user(email, "correct horse")
+    session = tmp_path / f"session-{email}.json"
+    await sign_in(peer.url, peer.anon_key, email, "correct horse", session)
+    return await SupabaseChatStore.connect(
+        peer.url, peer.anon_key, outbox_path=tmp_path / f"outbox-{email}.db", session_file=session
+    )
+
+
+@pytest.fixture
+async def supabase_store(supabase, tmp_path) -> AsyncIterator["SupabaseChatStore"]:
+    async with await signed_in_store(supabase, tmp_path) as s:
+        yield s
+
+
+@pytest.fixture(params=["sqlite", "supabase"])
+async def any_store(request, tmp_path):
+    """The contract suite runs once per store."""
+    if request.param == "sqlite":
+        async with SQLiteChatStore(tmp_path / "parla.db") as s:
+            yield s
+    else:
+        async with await signed_in_store(request.getfixturevalue("supabase"), tmp_path) as s:
+            yield s

@@ -23,7 +23,7 @@ import numpy as np
 
 from memory.chat import Chat, ChatHistory
 from memory.embedding import EmbeddedText
-from memory.facts import FactBlock, format_fact_lines
+from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
 from memory.store import (
@@ -497,7 +497,7 @@ class SQLiteChatStore:
             FactBlock(
                 chat_id=r["chat_id"],
                 range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
-                lines=[line[2:] for line in r["text"].splitlines() if line.startswith("- ")],
+                lines=stored_fact_lines(r["text"]),
                 updated_at=_dt(r["updated_at"]),
             )
             for r in rows

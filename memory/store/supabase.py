@@ -1,0 +1,655 @@
+"""The Supabase store: the `ChatStore` protocol over supabase-py, the SQL in supabase/migrations.
+
+Every write that must be atomic is one Postgres function called by RPC (append, compaction
+commit, upserts), so no read-modify-write crosses the network; the functions run as the caller
+(security invoker), so row-level security confines every row to `auth.uid()`.
+
+Two ways to authenticate:
+- a user session: `parla login` signs in once with email and password; the session (with its
+  rotating refresh token) is kept in a 0600 file and refreshed before it expires. RLS applies.
+- the service-role key with an explicit user id, for single-user setups: the key bypasses RLS, so
+  every function and query names the user id itself.
+
+Writes of turns go through the local `Outbox` first, so an outage loses nothing: `append_turns`
+raises `StoreOffline` (the turns are safe and queued) and a replay task owned by the store sends
+the queue, in order and idempotently, when the server answers again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import numpy as np
+from postgrest.exceptions import APIError
+from supabase import AsyncClient, AsyncClientOptions, acreate_client
+from supabase_auth.errors import AuthError, AuthRetryableError
+
+from memory.chat import Chat, ChatHistory
+from memory.embedding import EmbeddedText
+from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
+from memory.pins import Pin
+from memory.stats import MemoryStats
+from memory.store import (
+    AppendResult,
+    ChatMatch,
+    ChatNotFound,
+    CompactionCommit,
+    EmbedderMismatch,
+    StoredText,
+    StoreError,
+    TextRef,
+    TurnConflict,
+)
+from memory.store.outbox import Outbox, OutboxEntry, OutboxOp
+from memory.store.supabase_schema import SCHEMA_VERSION
+from memory.store.supabase_session import FileSessionStorage
+from memory.summary import MessageRange, Summary, SummaryLevel
+from memory.turn import Turn, new_id
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_CHAT_COLUMNS = (
+    "id,title,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
+)
+_MIGRATE_HINT = (
+    "apply supabase/migrations to the project: `parla db migrate` with PARLA_SUPABASE_DB_URL set, "
+    "`supabase db push`, or paste the SQL files into the SQL editor"
+)
+
+
+class StoreOffline(StoreError):
+    """The remote store cannot be reached. Turns being written are safe in the local outbox."""
+
+
+class StoreRefused(StoreError):
+    """The server refused a request for good (bad input): retrying the same request cannot help."""
+
+
+def parse_vector(value: str | Sequence[float]) -> np.ndarray:
+    """A pgvector value as PostgREST returns it (the string "[0.1,0.2]") or as a list."""
+    if isinstance(value, str):
+        value = json.loads(value)
+    return np.asarray(value, dtype=np.float32)
+
+
+def _vector(vector: np.ndarray) -> list[float]:
+    return [float(x) for x in np.asarray(vector, dtype=np.float32)]
+
+
+def _turn_payload(turn: Turn) -> dict[str, Any]:
+    return turn.model_dump(mode="json", exclude={"seq"})
+
+
+def _jwt_role(key: str) -> str | None:
+    """The role claim of a legacy JWT API key, None for other key formats."""
+    parts = key.split(".")
+    if len(parts) != 3:
+        return None
+    try:
+        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
+    except ValueError:
+        return None
+    return claims.get("role") if isinstance(claims, dict) else None
+
+
+def _error(e: Exception, doing: str) -> StoreError:
+    """A supabase-py / network failure as the store's error, with what to do about it."""
+    if isinstance(e, (httpx.TransportError, AuthRetryableError)):
+        return StoreOffline(f"Supabase is unreachable while trying to {doing} ({type(e).__name__}: {e})")
+    if isinstance(e, AuthError):
+        return StoreError(f"Supabase refused the session while trying to {doing}: {e.message}; run `parla login`")
+    if not isinstance(e, APIError):
+        return StoreError(f"Supabase failed to {doing}: {e}")
+    code, detail, message = str(e.code or ""), e.details, e.message or ""
+    if detail == "chat_not_found":
+        return ChatNotFound(message.removeprefix("no chat ").strip())
+    if detail == "turn_conflict":
+        return TurnConflict(message)
+    if detail == "embedder_mismatch":
+        return EmbedderMismatch(f"{message}: {e.hint}" if e.hint else message)
+    if code in ("PGRST202", "PGRST205", "42883", "42P01"):
+        return StoreError(f"the Supabase project lacks Parla's schema ({message}): {_MIGRATE_HINT}")
+    if code in ("PGRST301", "PGRST302", "PGRST303") or detail == "not_signed_in":
+        return StoreError(f"Supabase refused the credentials ({message}): run `parla login` or check the keys")
+    if code.startswith("08") or code in ("PGRST000", "PGRST001", "PGRST002") or code[:1] == "5":
+        return StoreOffline(f"Supabase is unavailable while trying to {doing}: {message or code}")
+    if code == "42501":
+        return StoreError(f"Supabase denied permission to {doing}: {message}")
+    hint = f" ({e.hint})" if e.hint else ""
+    return StoreRefused(f"Supabase refused to {doing}: {message}{hint}")
+
+
+def _chat(row: dict[str, Any]) -> Chat:
+    return Chat.model_validate(row)
+
+
+def _append_result(data: dict[str, Any], turns: Sequence[Turn]) -> AppendResult:
+    seqs = {t["id"]: t["seq"] for t in data["turns"]}
+    return AppendResult(
+        chat=_chat(data["chat"]),
+        turns=[t.model_copy(update={"seq": seqs[t.id]}) for t in turns],
+        added=int(data["added"]),
+    )
+
+
+class SupabaseChatStore:
+    """`ChatStore` on a Supabase project. Open with `SupabaseChatStore.connect(...)` and use as
+    `async with store:`; the context owns the outbox replay task."""
+
+    def __init__(
+        self, client: AsyncClient, outbox: Outbox, *, user_id: str | None = None, user_session: bool = False
+    ) -> None:
+        self._client = client
+        self.outbox = outbox
+        self._user_id = user_id
+        self._user_session = user_session
+        self._send_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._replayer: asyncio.Task[None] | None = None
+        self.replay_delay = (0.5, 30.0)
+        self.last_error: str | None = None
+
+    @classmethod
+    async def connect(
+        cls,
+        url: str,
+        key: str,
+        *,
+        outbox_path: Path,
+        user_id: str | None = None,
+        session_file: Path | None = None,
+        timeout: float = 10.0,
+    ) -> "SupabaseChatStore":
+        """A store for `url`: with `user_id`, `key` must be the service-role key; otherwise `key` is
+        the project's anon (publishable) key and `session_file` holds the session of `parla login`."""
+        if user_id is None and session_file is None:
+            raise StoreError("the Supabase store needs a signed-in session (`parla login`) or PARLA_SUPABASE_USER_ID")
+        if user_id is not None and _jwt_role(key) in ("anon", "authenticated"):
+            raise StoreError(
+                "PARLA_SUPABASE_USER_ID is only for the service-role key, and PARLA_SUPABASE_KEY is the anon key: "
+                "set PARLA_SUPABASE_SERVICE_KEY, or unset the user id and run `parla login`"
+            )
+        options = AsyncClientOptions(
+            postgrest_client_timeout=timeout,
+            postgrest_client_retry=False,  # the outbox retries writes; a read fails fast with a clear message
+            auto_refresh_token=False,  # refreshed before each call instead: no timer outlives the store
+            persist_session=user_id is None,
+            storage=FileSessionStorage(session_file) if session_file is not None else None,
+        )
+        try:
+            client = await acreate_client(url, key, options)
+        except Exception as e:  # noqa: BLE001 - every failure of client creation becomes one message
+            raise _error(e, "connect") from e
+        store = cls(client, Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}"),
+                    user_id=user_id, user_session=user_id is None)
+        if store._user_session and await client.auth.get_session() is None:
+            raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
+        return store
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> "SupabaseChatStore":
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        await self.outbox.open()
+        self._replayer = asyncio.create_task(self._replay_loop(), name="supabase-outbox-replay")
+        self._wake.set()  # replay what a previous run left
+
+    async def close(self) -> None:
+        if self._replayer is not None:
+            self._replayer.cancel()
+            try:
+                await self._replayer
+            except asyncio.CancelledError:
+                pass
+            self._replayer = None
+        await self.outbox.close()
+
+    async def _replay_loop(self) -> None:
+        """Send the outbox whenever woken, retrying with backoff while the server is away."""
+        first, cap = self.replay_delay
+        delay = first
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self.flush()
+            except StoreOffline as e:
+                self.last_error = str(e)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, cap)
+                self._wake.set()
+            except StoreError as e:
+                # an auth failure: keep the turns, try again later
+                self.last_error = str(e)
+                log.warning("outbox replay failed: %s", e)
+                await asyncio.sleep(cap)
+                self._wake.set()
+            else:
+                delay = first
+
+    # -- calls -----------------------------------------------------------------------------
+
+    async def _call(self, doing: str, request: Callable[[], Awaitable[T]]) -> T:
+        try:
+            if self._user_session:
+                await self._client.auth.get_session()  # refreshes an expiring session first
+            return await request()
+        except StoreError:
+            raise
+        except Exception as e:  # noqa: BLE001 - mapped to the store's errors with a message
+            raise _error(e, doing) from e
+
+    async def _rpc(self, fn: str, doing: str, *, for_user: bool = True, **params: Any) -> Any:
+        if for_user and self._user_id is not None:
+            params["p_user_id"] = self._user_id
+        response = await self._call(doing, lambda: self._client.rpc(fn, params).execute())
+        return response.data
+
+    async def _select(self, doing: str, build: Callable[[Any], Any]) -> list[dict[str, Any]]:
+        """A table read; with the service-role key, filtered to the user explicitly (RLS is bypassed)."""
+
+        async def run() -> Any:
+            query = build(self._client)
+            if self._user_id is not None:
+                query = query.eq("user_id", self._user_id)
+            return await query.execute()
+
+        return list((await self._call(doing, run)).data or [])
+
+    # -- outbox ----------------------------------------------------------------------------
+
+    async def flush(self) -> int:
+        """Send every queued write in order; returns how many were sent. Raises `StoreOffline`
+        when the server is away (the rest stay queued)."""
+        async with self._send_lock:
+            return len(await self._send_pending())
+
+    async def _send_pending(self, own: int | None = None) -> dict[int, AppendResult | StoreError]:
+        """Results by entry id. An entry refused for good cannot block those queued after it: the
+        caller's own entry (`own`) is removed, as its error reaches the caller; any other is kept,
+        marked failed."""
+        results: dict[int, AppendResult | StoreError] = {}
+        for entry in await self.outbox.pending():
+            try:
+                results[entry.id] = await self._send(entry)
+            except StoreOffline:
+                await self.outbox.attempted(entry.id)
+                raise
+            except (ChatNotFound, TurnConflict, StoreRefused) as e:
+                results[entry.id] = e
+                if entry.id == own:
+                    await self.outbox.ack(entry.id)
+                    continue
+                await self.outbox.fail(entry.id, str(e))
+                log.error("outbox entry %s (%s, chat %s) refused for good: %s", entry.id, entry.op, entry.chat_id, e)
+                continue
+            await self.outbox.ack(entry.id)
+        return results
+
+    async def _send(self, entry: OutboxEntry) -> AppendResult:
+        p = entry.payload
+        turns = [Turn.model_validate(t) for t in p["turns"]]
+        if entry.op == "create_chat":
+            data = await self._rpc(
+                "create_chat", "create a chat", p_chat_id=entry.chat_id, p_title=p.get("title"),
+                p_created_at=p.get("created_at"), p_turns=p["turns"],
+            )
+        else:
+            data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=p["turns"])
+        return _append_result(data, turns)
+
+    async def _write_through(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> AppendResult:
+        async with self._send_lock:
+            entry_id = await self.outbox.put(op, chat_id, payload)
+            try:
+                results = await self._send_pending(own=entry_id)
+            except StoreOffline as e:
+                self.last_error = str(e)
+                self._wake.set()
+                waiting, _ = await self.outbox.depth()
+                raise StoreOffline(f"{e}; {waiting} writes wait in the local outbox and will be sent when it is back") from e
+        result = results[entry_id]
+        if isinstance(result, StoreError):
+            raise result
+        return result
+
+    # -- chats -----------------------------------------------------------------------------
+
+    async def create_chat(
+        self,
+        *,
+        chat_id: str | None = None,
+        title: str | None = None,
+        created_at: datetime | None = None,
+        turns: Sequence[Turn] = (),
+    ) -> AppendResult:
+        chat_id = chat_id or new_id()
+        if not _is_uuid(chat_id):
+            raise StoreError(f"a Supabase chat id is a UUID, not {chat_id!r}")
+        created = created_at or (turns[0].created_at if turns else None)
+        payload = {
+            "title": title,
+            "created_at": created.isoformat() if created else None,
+            "turns": [_turn_payload(t) for t in turns],
+        }
+        return await self._write_through("create_chat", chat_id, payload)
+
+    async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult:
+        if not _is_uuid(chat_id):
+            raise ChatNotFound(chat_id)
+        if not turns:
+            return AppendResult(await self.get_chat(chat_id), [], 0)
+        ids = [t.id for t in turns]
+        if len(set(ids)) != len(ids):
+            raise StoreError("the same turn id appears twice in one append")
+        return await self._write_through("append_turns", chat_id, {"turns": [_turn_payload(t) for t in turns]})
+
+    async def get_chat(self, chat_id: str) -> Chat:
+        return (await self._load(chat_id, 1, 0))[0]
+
+    async def _load(self, chat_id: str, start: int, end: int | None) -> tuple[Chat, list[Turn]]:
+        if not _is_uuid(chat_id):
+            raise ChatNotFound(chat_id)
+        data = await self._rpc("load_chat", "load a chat", p_chat_id=chat_id, p_from_seq=start, p_to_seq=end)
+        return _chat(data["chat"]), [Turn.model_validate(t) for t in data["turns"]]
+
+    async def find_chats(self, ref: str) -> list[Chat]:
+        rows = await self._rpc("find_chats", "find chats", p_ref=ref)
+        exact = [r for r in rows if r["id"] == ref.strip().lower()]
+        return [_chat(r) for r in (exact or rows)]
+
+    async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
+        rows = await self._select(
+            "list chats",
+            lambda c: c.table("chats").select(_CHAT_COLUMNS).order("last_activity_at", desc=True).order("id")
+            .range(offset, offset + limit - 1),
+        )
+        return [_chat(r) for r in rows]
+
+    async def rename_chat(self, chat_id: str, title: str) -> Chat:
+        if not title.strip():
+            raise StoreError("a chat title cannot be empty")
+        if not _is_uuid(chat_id):
+            raise ChatNotFound(chat_id)
+        return _chat(await self._rpc("rename_chat", "rename a chat", p_chat_id=chat_id, p_title=title))
+
+    async def delete_chat(self, chat_id: str) -> None:
+        if not _is_uuid(chat_id):
+            raise ChatNotFound(chat_id)
+        await self._rpc("delete_chat", "delete a chat", p_chat_id=chat_id)
+
+    # -- turns -----------------------------------------------------------------------------
+
+    async def load_history(self, chat_id: str) -> ChatHistory:
+        chat, turns = await self._load(chat_id, 1, None)
+        return ChatHistory(chat=chat, full_history=turns)
+
+    async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]:
+        return (await self._load(chat_id, start, end))[1]
+
+    # -- compaction ------------------------------------------------------------------------
+
+    async def commit_compaction(self, commit: CompactionCommit) -> Chat | None:
+        data = await self._rpc(
+            "commit_compaction",
+            "commit a compaction",
+            p_chat_id=commit.chat_id,
+            p_expected_version=commit.expected_version,
+            p_summarized_through=commit.summarized_through,
+            p_rolling_summary=commit.rolling_summary,
+            p_summary_text=commit.description.text,
+            p_summary_embedding=_vector(commit.description.vector),
+            p_embedder=commit.description.embedder,
+            p_title=commit.title,
+        )
+        return _chat(data) if data else None
+
+    async def set_description(
+        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    ) -> bool:
+        return bool(
+            await self._rpc(
+                "set_description",
+                "describe a chat",
+                p_chat_id=chat_id,
+                p_expected_version=expected_version,
+                p_summary_text=description.text,
+                p_summary_embedding=_vector(description.vector),
+                p_embedder=description.embedder,
+                p_title=title,
+            )
+        )
+
+    # -- summaries and facts ---------------------------------------------------------------
+
+    async def upsert_summary(
+        self, chat_id: str, level: SummaryLevel, rng: MessageRange, embedded: EmbeddedText
+    ) -> Summary:
+        row = await self._rpc(
+            "upsert_summary",
+            "store a summary",
+            p_chat_id=chat_id,
+            p_level=int(level),
+            p_start_seq=rng.start,
+            p_end_seq=rng.end,
+            p_summary=embedded.text,
+            p_embedding=_vector(embedded.vector),
+            p_embedder=embedded.embedder,
+        )
+        return _summary(row)
+
+    async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]:
+        def build(c: AsyncClient) -> Any:
+            q = c.table("chat_summaries").select("chat_id,level,start_seq,end_seq,summary,updated_at").eq(
+                "chat_id", chat_id
+            )
+            if level is not None:
+                q = q.eq("level", int(level))
+            return q.order("level").order("start_seq")
+
+        if not _is_uuid(chat_id):
+            return []
+        return [_summary(r) for r in await self._select("list summaries", build)]
+
+    async def upsert_facts(
+        self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
+    ) -> FactBlock:
+        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
+            raise StoreError("facts with lines need the embedding of exactly their text")
+        row = await self._rpc(
+            "upsert_facts",
+            "store facts",
+            p_chat_id=chat_id,
+            p_start_seq=rng.start,
+            p_end_seq=rng.end,
+            p_facts=format_fact_lines(lines),
+            p_embedding=_vector(embedded.vector) if embedded else None,
+            p_embedder=embedded.embedder if embedded else None,
+        )
+        return _facts(row)
+
+    async def list_facts(self, chat_id: str) -> list[FactBlock]:
+        if not _is_uuid(chat_id):
+            return []
+        rows = await self._select(
+            "list facts",
+            lambda c: c.table("chat_facts").select("chat_id,start_seq,end_seq,facts,updated_at")
+            .eq("chat_id", chat_id).order("start_seq"),
+        )
+        return [_facts(r) for r in rows]
+
+    # -- pins ------------------------------------------------------------------------------
+
+    async def add_pin(self, pin: Pin) -> Pin:
+        if not _is_uuid(pin.chat_id):
+            raise ChatNotFound(pin.chat_id)
+        row = pin.model_dump(mode="json")
+        if self._user_id is not None:
+            row["user_id"] = self._user_id
+        try:
+            await self._call(
+                "pin a fact",
+                lambda: self._client.table("chat_pins").upsert(row, on_conflict="id").execute(),
+            )
+        except StoreError as e:
+            if isinstance(e.__cause__, APIError) and e.__cause__.code == "23503":
+                raise ChatNotFound(pin.chat_id) from e
+            raise
+        return pin
+
+    async def list_pins(self, chat_id: str) -> list[Pin]:
+        if not _is_uuid(chat_id):
+            return []
+        rows = await self._select(
+            "list pins",
+            lambda c: c.table("chat_pins")
+            .select("id,chat_id,content,importance,pin_type,source_turn_id,created_at")
+            .eq("chat_id", chat_id)
+            .order("importance", desc=True)
+            .order("created_at")
+            .order("id"),
+        )
+        return [Pin.model_validate(r) for r in rows]
+
+    async def delete_pin(self, pin_id: str) -> None:
+        rows = (
+            await self._select("delete a pin", lambda c: c.table("chat_pins").delete().eq("id", pin_id))
+            if _is_uuid(pin_id)
+            else []
+        )
+        if not rows:
+            raise StoreError(f"no pin with id {pin_id!r}")
+
+    # -- embeddings and search -------------------------------------------------------------
+
+    async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:
+        rows = await self._rpc(
+            "search_chats_semantic",
+            "search chats",
+            query_embedding=_vector(query.vector),
+            match_count=match_count,
+            p_embedder=query.embedder,
+        )
+        return [
+            ChatMatch(
+                chat_id=r["chat_id"],
+                title=r["title"],
+                similarity=float(r["similarity"]),
+                matched=TextRef(
+                    r["chat_id"],
+                    r["matched_kind"],
+                    None if r["matched_kind"] == "summary" else MessageRange(start=r["start_seq"], end=r["end_seq"]),
+                ),
+                matched_text=r["matched_text"],
+                last_activity_at=datetime.fromisoformat(r["last_activity_at"]),
+            )
+            for r in rows
+        ]
+
+    async def embedder_info(self) -> tuple[str, int] | None:
+        stats = await self._rpc("memory_stats", "read the store's embedder")
+        return (stats["embedder"], int(stats["embedding_dim"])) if stats["embedder"] else None
+
+    async def stats(self) -> MemoryStats:
+        data = await self._rpc("memory_stats", "read memory stats")
+        waiting, failed = await self.outbox.depth()
+        return MemoryStats.model_validate({**data, "outbox_depth": waiting, "outbox_failed": failed})
+
+    async def embedded_texts(self) -> list[StoredText]:
+        rows = await self._rpc("embedded_texts", "read the embedded texts")
+        return [
+            StoredText(
+                TextRef(r["chat_id"], r["kind"], None if r["kind"] == "summary" else MessageRange(
+                    start=r["start_seq"], end=r["end_seq"])),
+                r["body"],
+            )
+            for r in rows
+        ]
+
+    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None:
+        dims = {int(v.shape[0]) for _, v in items}
+        if len(dims) > 1:
+            raise EmbedderMismatch(f"vectors of several dimensions given: {sorted(dims)}")
+        payload = [
+            {
+                "chat_id": ref.chat_id,
+                "kind": ref.kind,
+                "start_seq": ref.range.start if ref.range else 0,
+                "end_seq": ref.range.end if ref.range else 0,
+                "embedding": _vector(vector),
+            }
+            for ref, vector in items
+        ]
+        await self._rpc("replace_embeddings", "replace the embeddings", p_items=payload, p_embedder=embedder)
+
+    async def schema_version(self) -> int:
+        """The remote schema's version (`parla db check`); raises with what to apply when absent."""
+        version = int(await self._rpc("parla_schema_version", "check the schema", for_user=False))
+        if version < SCHEMA_VERSION:
+            raise StoreError(f"the Supabase schema is version {version}, Parla needs {SCHEMA_VERSION}: {_MIGRATE_HINT}")
+        return version
+
+
+async def sign_in(url: str, key: str, email: str, password: str, session_file: Path) -> str:
+    """Sign in with email and password (`parla login`); the session goes to `session_file` (0600).
+    Returns the user id."""
+    options = AsyncClientOptions(
+        persist_session=True, auto_refresh_token=False, storage=FileSessionStorage(session_file),
+        postgrest_client_retry=False,
+    )
+    try:
+        client = await acreate_client(url, key, options)
+        response = await client.auth.sign_in_with_password({"email": email, "password": password})
+    except AuthRetryableError as e:
+        raise StoreOffline(f"Supabase at {url} is unreachable: {e.message}") from e
+    except AuthError as e:
+        raise StoreError(f"Supabase refused the sign-in: {e.message}") from e
+    except httpx.TransportError as e:
+        raise StoreOffline(f"Supabase at {url} is unreachable: {e}") from e
+    if response.user is None or response.session is None:
+        raise StoreError("Supabase answered the sign-in without a session: is the email confirmed?")
+    return response.user.id
+
+
+def _is_uuid(value: str) -> bool:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True
+
+
+def _summary(row: dict[str, Any]) -> Summary:
+    return Summary(
+        chat_id=row["chat_id"],
+        level=SummaryLevel(row["level"]),
+        range=MessageRange(start=row["start_seq"], end=row["end_seq"]),
+        text=row["summary"],
+        updated_at=datetime.fromisoformat(row["updated_at"]),
+    )
+
+
+def _facts(row: dict[str, Any]) -> FactBlock:
+    return FactBlock(
+        chat_id=row["chat_id"],
+        range=MessageRange(start=row["start_seq"], end=row["end_seq"]),
+        lines=stored_fact_lines(row["facts"]),
+        updated_at=datetime.fromisoformat(row["updated_at"]),
+    )

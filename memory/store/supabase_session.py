@@ -1,0 +1,55 @@
+"""Where a signed-in Supabase session is kept: one JSON file, mode 0600, written atomically.
+
+supabase-py persists its session through a storage object; this one is a file in the user's
+config dir, so `parla login` signs in once and the daemon refreshes the session (the refresh
+token rotates on every refresh) without asking again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from supabase_auth import AsyncSupportedStorage
+
+
+class FileSessionStorage(AsyncSupportedStorage):
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+
+    def _read(self) -> dict[str, str]:
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    async def get_item(self, key: str) -> str | None:
+        return self._read().get(key)
+
+    async def set_item(self, key: str, value: str) -> None:
+        data = self._read()
+        data[key] = value
+        self._write(data)
+
+    async def remove_item(self, key: str) -> None:
+        data = self._read()
+        if data.pop(key, None) is None:
+            return
+        if data:
+            self._write(data)
+        else:
+            self.path.unlink(missing_ok=True)
+
+    def _write(self, data: dict[str, str]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        # created 0600 from the start: the refresh token is never readable by others, not even briefly
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(data, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.path)

@@ -1,0 +1,507 @@
+"""A PostgREST- and GoTrue-compatible HTTP shim over a real Postgres, for supabase-py in tests.
+
+What it keeps of the real services (see ../shared/TESTING-NOTES.md):
+- every request runs in one transaction, as the JWT's role (`SET LOCAL ROLE`), with the claims in
+  `request.jwt.claims`, so row-level security and grants decide exactly as on Supabase;
+- JWTs are HS256-verified with the project secret; a bad token is 401 PGRST301;
+- `POST /rest/v1/rpc/<fn>` calls `fn(arg => value, ...)` with only the keys the body has, reading
+  the values through `json_to_record` typed with the function's own argument types; a set is a
+  JSON array of rows, a scalar the bare value, void is 204;
+- table routes (GET/POST/PATCH/DELETE) with `select`, the common filters, `order`, `limit`,
+  `offset`, `on_conflict` and `Prefer: return=representation, resolution=merge-duplicates`;
+- errors as `{code, message, details, hint}` with PostgREST's status for the SQLSTATE;
+- `/auth/v1/token` (password and refresh_token grants, refresh tokens rotate), `/auth/v1/user`,
+  `/auth/v1/logout`.
+
+Faults for the outbox tests: `refuse()` closes the listening socket (connection refused) until
+`recover()`; `drop = "before" | "after"` closes the connection without an answer before the SQL
+runs or after it committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import queue
+import re
+import secrets
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
+
+import jwt
+import psycopg
+from psycopg import sql
+
+JWT_SECRET = "parla-test-jwt-secret-with-at-least-32-characters"
+ROLES = ("anon", "authenticated", "service_role")
+
+
+def sign(claims: dict[str, Any], secret: str = JWT_SECRET) -> str:
+    return jwt.encode({"iat": int(time.time()), **claims}, secret, algorithm="HS256")
+
+
+ANON_KEY = sign({"role": "anon", "iss": "supabase"})
+SERVICE_KEY = sign({"role": "service_role", "iss": "supabase"})
+
+
+def password_hash(password: str, salt: str | None = None) -> str:
+    salt = salt or secrets.token_hex(8)
+    return f"{salt}${hashlib.pbkdf2_hmac('sha256', password.encode(), salt.encode(), 1000).hex()}"
+
+
+class PgError(Exception):
+    def __init__(self, status: int, code: str, message: str, details: str | None = None, hint: str | None = None):
+        super().__init__(message)
+        self.status, self.body = status, {"code": code, "message": message, "details": details, "hint": hint}
+
+
+def status_of(sqlstate: str, role: str) -> int:
+    """PostgREST's HTTP status for a SQLSTATE."""
+    exact = {"23503": 409, "23505": 409, "25006": 405, "P0001": 400, "42883": 404, "42P01": 404}
+    if sqlstate in exact:
+        return exact[sqlstate]
+    if sqlstate == "42501":
+        return 401 if role == "anon" else 403
+    by_class = {"08": 503, "09": 500, "0L": 403, "0P": 403, "25": 500, "28": 403, "2D": 500, "38": 500,
+                "39": 500, "3B": 500, "40": 500, "53": 503, "54": 500, "55": 500, "57": 500, "58": 500,
+                "F0": 500, "HV": 500, "P0": 500, "XX": 500}
+    return by_class.get(sqlstate[:2], 400)
+
+
+_OPS = {"eq": "=", "neq": "<>", "gt": ">", "gte": ">=", "lt": "<", "lte": "<=", "like": "LIKE", "ilike": "ILIKE"}
+_RESERVED = {"select", "order", "limit", "offset", "on_conflict", "columns"}
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: list[tuple[str, str]]
+    headers: dict[str, str]
+    body: Any
+
+
+@dataclass
+class Response:
+    status: int
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class PostgrestShim:
+    """Serve PostgREST and GoTrue routes on 127.0.0.1 over the database at `dsn`."""
+
+    def __init__(self, dsn: str, secret: str = JWT_SECRET, pool_size: int = 4) -> None:
+        self.dsn, self.secret = dsn, secret
+        self._pool: queue.Queue[psycopg.Connection] = queue.Queue()
+        for _ in range(pool_size):
+            self._pool.put(psycopg.connect(dsn))
+        self.drop: Literal["before", "after"] | None = None
+        self.log: list[tuple[str, str, int]] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self.port = 0
+        self.recover()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- lifecycle and faults -----------------------------------------------------------------
+
+    def recover(self) -> None:
+        """Listen (again, on the same port) and stop dropping connections."""
+        self.drop = None
+        if self._server is not None:
+            return
+        shim = self
+
+        class Handler(_Handler):
+            pass
+
+        Handler.shim = shim
+        server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        server.daemon_threads = True
+        self.port = server.server_address[1]
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="postgrest-shim", daemon=True)
+        self._thread.start()
+
+    def refuse(self) -> None:
+        """Close the listening socket: new connections are refused until `recover()`."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def close(self) -> None:
+        self.refuse()
+        while not self._pool.empty():
+            self._pool.get().close()
+
+    def __enter__(self) -> "PostgrestShim":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- users --------------------------------------------------------------------------------
+
+    def create_user(self, email: str, password: str = "correct horse") -> str:
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            row = conn.execute(
+                "INSERT INTO auth.users (email, encrypted_password) VALUES (%s, %s) RETURNING id",
+                (email, password_hash(password)),
+            ).fetchone()
+        assert row is not None
+        return str(row[0])
+
+    def user_token(self, user_id: str, ttl: int = 3600) -> str:
+        return sign({"role": "authenticated", "sub": user_id, "aud": "authenticated", "exp": int(time.time()) + ttl},
+                    self.secret)
+
+    # -- request handling ---------------------------------------------------------------------
+
+    def handle(self, req: Request) -> Response:
+        try:
+            if req.path.startswith("/auth/v1/"):
+                return self._auth(req)
+            if req.path.startswith("/rest/v1/"):
+                return self._rest(req)
+            raise PgError(404, "PGRST000", f"no route {req.path}")
+        except PgError as e:
+            return Response(e.status, e.body)
+
+    def _claims(self, req: Request) -> dict[str, Any]:
+        header = req.headers.get("authorization", "")
+        if not header:
+            return {"role": "anon"}
+        token = header.removeprefix("Bearer ").strip()
+        try:
+            claims = jwt.decode(token, self.secret, algorithms=["HS256"], options={"verify_aud": False})
+        except jwt.ExpiredSignatureError:
+            raise PgError(401, "PGRST303", "JWT expired") from None
+        except jwt.PyJWTError as e:
+            raise PgError(401, "PGRST301", f"JWSError: {e}") from None
+        if claims.get("role") not in ROLES:
+            raise PgError(401, "PGRST301", f"role {claims.get('role')!r} is not allowed")
+        return claims
+
+    def _run(self, claims: dict[str, Any] | None, query: sql.Composable | str, params: Any = ()) -> Any:
+        """One transaction as the claims' role; returns the first column of the first row."""
+        conn = self._pool.get()
+        role = (claims or {}).get("role", "anon")
+        try:
+            with conn.transaction():
+                if claims is not None:
+                    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
+                    conn.execute("SELECT set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
+                cur = conn.execute(query, params)
+                row = cur.fetchone() if cur.description else None
+            return row[0] if row else None
+        except psycopg.Error as e:
+            diag = e.diag
+            state = diag.sqlstate or "XX000"
+            raise PgError(status_of(state, role), state, diag.message_primary or str(e), diag.message_detail,
+                          diag.message_hint) from None
+        finally:
+            if conn.closed:
+                conn = psycopg.connect(self.dsn)
+            self._pool.put(conn)
+
+    # -- /rest/v1 -----------------------------------------------------------------------------
+
+    def _rest(self, req: Request) -> Response:
+        claims = self._claims(req)
+        name = req.path.removeprefix("/rest/v1/")
+        if name.startswith("rpc/"):
+            if req.method != "POST":
+                raise PgError(405, "PGRST117", f"unsupported HTTP method {req.method} for rpc")
+            return self._rpc(claims, name.removeprefix("rpc/"), req.body or {})
+        return self._table(claims, name, req)
+
+    def _rpc(self, claims: dict[str, Any], fn: str, args: dict[str, Any]) -> Response:
+        if not isinstance(args, dict):
+            raise PgError(400, "PGRST102", "the RPC body must be a JSON object of named arguments")
+        signature = self._function(fn, set(args))
+        if signature is None:
+            listed = ", ".join(sorted(args))
+            raise PgError(404, "PGRST202", f"Could not find the function public.{fn}({listed}) in the schema cache",
+                          None, "Apply the migrations in supabase/migrations")
+        arg_types, returns_set, returns_void = signature
+        record = (
+            sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(a), sql.SQL(arg_types[a])) for a in args)
+            if args
+            else sql.SQL("_unused int")  # json_to_record needs one column
+        )
+        call = sql.SQL("public.{}({})").format(
+            sql.Identifier(fn),
+            sql.SQL(", ").join(sql.SQL("{} => r.{}").format(sql.Identifier(a), sql.Identifier(a)) for a in args),
+        )
+        if returns_set:
+            query = sql.SQL(
+                "SELECT coalesce(json_agg(f), '[]') FROM json_to_record(%s::json) AS r({}) CROSS JOIN LATERAL {} f"
+            ).format(record, call)
+        else:
+            query = sql.SQL("SELECT to_json({}) FROM json_to_record(%s::json) AS r({})").format(call, record)
+        result = self._run(claims, query, (json.dumps(args),))
+        if returns_void:
+            return Response(204)
+        if returns_set:
+            return Response(200, result, {"Content-Range": f"0-{len(result) - 1}/*" if result else "*/*"})
+        return Response(200, result)
+
+    def _function(self, fn: str, given: set[str]) -> tuple[dict[str, str], bool, bool] | None:
+        """The overload of public.fn whose IN arguments cover `given` and whose others have defaults."""
+        rows = self._run(
+            None,
+            "SELECT coalesce(json_agg(json_build_object('names', p.proargnames, 'modes', p.proargmodes, "
+            "'types', (SELECT array_agg(format_type(t, NULL) ORDER BY i) FROM unnest(coalesce(p.proallargtypes, "
+            "p.proargtypes::oid[])) WITH ORDINALITY u(t, i)), 'defaults', p.pronargdefaults, 'nargs', p.pronargs, "
+            "'set', p.proretset, 'void', p.prorettype = 'void'::regtype)), '[]') "
+            "FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.proname = %s",
+            (fn,),
+        )
+        for row in rows:
+            names = row["names"] or []
+            modes = row["modes"] or ["i"] * len(names)
+            ins = [(n, t) for n, m, t in zip(names, modes, row["types"]) if m in ("i", "b", "v")]
+            required = {n for n, _ in ins[: row["nargs"] - row["defaults"]]}
+            if given <= {n for n, _ in ins} and required <= given:
+                return dict(ins), row["set"], row["void"]
+        return None
+
+    def _table(self, claims: dict[str, Any], name: str, req: Request) -> Response:
+        exists = self._run(
+            None,
+            "SELECT exists (SELECT 1 FROM information_schema.tables WHERE table_schema = 'public' AND table_name = %s)",
+            (name,),
+        )
+        if not exists:
+            raise PgError(404, "PGRST205", f"Could not find the table 'public.{name}' in the schema cache")
+        table = sql.SQL("public.{}").format(sql.Identifier(name))
+        where, params = self._filters(req.query)
+        prefer = req.headers.get("prefer", "")
+        returning = "return=representation" in prefer
+        if req.method == "GET":
+            query = sql.SQL("SELECT coalesce(json_agg(t), '[]') FROM (SELECT {} FROM {} {} {} {}) t").format(
+                self._select(req.query), table, where, self._order(req.query), self._page(req.query)
+            )
+            rows = self._run(claims, query, params)
+            return Response(200, rows, {"Content-Range": f"0-{len(rows) - 1}/*" if rows else "*/*"})
+        body = req.body if isinstance(req.body, list) else [req.body] if isinstance(req.body, dict) else None
+        if req.method in ("POST", "PATCH") and not body:
+            raise PgError(400, "PGRST102", "the body must be a JSON object or array of objects")
+        if req.method == "POST":
+            cols = sorted({k for row in body for k in row})
+            idents = sql.SQL(", ").join(map(sql.Identifier, cols))
+            conflict = sql.SQL("")
+            target = dict(req.query).get("on_conflict")
+            if "resolution=merge-duplicates" in prefer:
+                keys = sql.SQL(", ").join(map(sql.Identifier, (target or "id").split(",")))
+                sets = sql.SQL(", ").join(sql.SQL("{0} = excluded.{0}").format(sql.Identifier(c)) for c in cols)
+                conflict = sql.SQL("ON CONFLICT ({}) DO UPDATE SET {}").format(keys, sets)
+            query = sql.SQL(
+                "WITH w AS (INSERT INTO {t} ({c}) SELECT {c} FROM json_populate_recordset(NULL::{t}, %s::json) {k} "
+                "RETURNING *) SELECT coalesce(json_agg(w), '[]') FROM w"
+            ).format(t=table, c=idents, k=conflict)
+            rows = self._run(claims, query, (json.dumps(body),))
+            return Response(201, rows if returning else None)
+        if req.method == "PATCH":
+            cols = sorted(body[0])
+            query = sql.SQL(
+                "WITH w AS (UPDATE {t} SET ({c}) = (SELECT {c} FROM json_populate_record(NULL::{t}, %s::json)) {w} "
+                "RETURNING *) SELECT coalesce(json_agg(w), '[]') FROM w"
+            ).format(t=table, c=sql.SQL(", ").join(map(sql.Identifier, cols)), w=where)
+            rows = self._run(claims, query, (json.dumps(body[0]), *params))
+            return Response(200 if returning else 204, rows if returning else None)
+        if req.method == "DELETE":
+            query = sql.SQL("WITH w AS (DELETE FROM {} {} RETURNING *) SELECT coalesce(json_agg(w), '[]') FROM w").format(
+                table, where
+            )
+            rows = self._run(claims, query, params)
+            return Response(200 if returning else 204, rows if returning else None)
+        raise PgError(405, "PGRST117", f"unsupported HTTP method {req.method}")
+
+    @staticmethod
+    def _select(query: list[tuple[str, str]]) -> sql.Composable:
+        cols = dict(query).get("select", "*")
+        if cols.strip() == "*":
+            return sql.SQL("*")
+        return sql.SQL(", ").join(sql.Identifier(c.strip()) for c in cols.split(","))
+
+    @staticmethod
+    def _filters(query: list[tuple[str, str]]) -> tuple[sql.Composable, list[Any]]:
+        parts: list[sql.Composable] = []
+        params: list[Any] = []
+        for key, value in query:
+            if key in _RESERVED:
+                continue
+            op, _, operand = value.partition(".")
+            col = sql.Identifier(key)
+            if op in _OPS:
+                parts.append(sql.SQL("{}::text {} %s").format(col, sql.SQL(_OPS[op])) if op in ("like", "ilike")
+                             else sql.SQL("{} {} %s").format(col, sql.SQL(_OPS[op])))
+                params.append(operand.replace("*", "%") if op in ("like", "ilike") else operand)
+            elif op == "is" and operand in ("null", "true", "false"):
+                parts.append(sql.SQL("{} IS {}").format(col, sql.SQL(operand.upper())))
+            elif op == "in" and operand.startswith("(") and operand.endswith(")"):
+                items = [i.strip().strip('"') for i in operand[1:-1].split(",") if i.strip()]
+                parts.append(sql.SQL("{}::text = ANY(%s)").format(col))
+                params.append(items)
+            else:
+                raise PgError(400, "PGRST100", f'"failed to parse filter ({value})" (line 1, column 1)')
+        if not parts:
+            return sql.SQL(""), params
+        return sql.SQL("WHERE ") + sql.SQL(" AND ").join(parts), params
+
+    @staticmethod
+    def _order(query: list[tuple[str, str]]) -> sql.Composable:
+        spec = dict(query).get("order")
+        if not spec:
+            return sql.SQL("")
+        terms = []
+        for term in spec.split(","):
+            col, *mods = term.split(".")
+            direction = "DESC" if "desc" in mods else "ASC"
+            nulls = " NULLS FIRST" if "nullsfirst" in mods else " NULLS LAST" if "nullslast" in mods else ""
+            terms.append(sql.SQL("{} {}").format(sql.Identifier(col), sql.SQL(direction + nulls)))
+        return sql.SQL("ORDER BY ") + sql.SQL(", ").join(terms)
+
+    @staticmethod
+    def _page(query: list[tuple[str, str]]) -> sql.Composable:
+        q = dict(query)
+        out = sql.SQL("")
+        for key in ("limit", "offset"):
+            if key in q:
+                if not re.fullmatch(r"\d+", q[key]):
+                    raise PgError(400, "PGRST100", f"{key} must be a non-negative integer")
+                out = out + sql.SQL(f" {key.upper()} {int(q[key])}")
+        return out
+
+    # -- /auth/v1 (GoTrue) --------------------------------------------------------------------
+
+    def _auth(self, req: Request) -> Response:
+        route = req.path.removeprefix("/auth/v1/")
+        grant = dict(req.query).get("grant_type")
+        if route == "token" and grant == "password":
+            body = req.body or {}
+            row = self._run(
+                None,
+                "SELECT row_to_json(u) FROM auth.users u WHERE lower(email) = lower(%s)",
+                (str(body.get("email", "")),),
+            )
+            salt = (row or {}).get("encrypted_password", "$").split("$")[0]
+            if row is None or password_hash(str(body.get("password", "")), salt) != row["encrypted_password"]:
+                return self._auth_error(400, "invalid_credentials", "Invalid login credentials")
+            return self._session(row)
+        if route == "token" and grant == "refresh_token":
+            token = str((req.body or {}).get("refresh_token", ""))
+            row = self._run(
+                None,
+                "WITH r AS (UPDATE auth.refresh_tokens SET revoked = true WHERE token = %s AND NOT revoked "
+                "RETURNING user_id) SELECT row_to_json(u) FROM auth.users u JOIN r ON r.user_id = u.id",
+                (token,),
+            )
+            if row is None:
+                return self._auth_error(400, "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found")
+            return self._session(row)
+        if route == "user" and req.method == "GET":
+            claims = self._claims(req)
+            row = self._run(None, "SELECT row_to_json(u) FROM auth.users u WHERE id::text = %s",
+                            (str(claims.get("sub", "")),))
+            if row is None:
+                return self._auth_error(401, "no_authorization", "This endpoint requires a valid Bearer token")
+            return Response(200, self._user(row))
+        if route == "logout":
+            claims = self._claims(req)
+            self._run(None, "UPDATE auth.refresh_tokens SET revoked = true WHERE user_id::text = %s",
+                      (str(claims.get("sub", "")),))
+            return Response(204)
+        return self._auth_error(404, "not_found", f"no auth route {route}")
+
+    def _session(self, user: dict[str, Any]) -> Response:
+        refresh = secrets.token_urlsafe(24)
+        self._run(None, "INSERT INTO auth.refresh_tokens (token, user_id) VALUES (%s, %s)", (refresh, user["id"]))
+        ttl = 3600
+        return Response(
+            200,
+            {
+                "access_token": self.user_token(user["id"], ttl),
+                "token_type": "bearer",
+                "expires_in": ttl,
+                "expires_at": int(time.time()) + ttl,
+                "refresh_token": refresh,
+                "user": self._user(user),
+            },
+        )
+
+    @staticmethod
+    def _user(row: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "id": row["id"],
+            "aud": "authenticated",
+            "role": "authenticated",
+            "email": row["email"],
+            "app_metadata": {"provider": "email"},
+            "user_metadata": {},
+            "created_at": row["created_at"],
+        }
+
+    @staticmethod
+    def _auth_error(status: int, code: str, message: str) -> Response:
+        return Response(status, {"code": status, "error_code": code, "msg": message})
+
+
+class _Handler(BaseHTTPRequestHandler):
+    shim: PostgrestShim
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args: object) -> None:  # quiet
+        pass
+
+    def _serve(self) -> None:
+        parts = urlsplit(self.path)
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except json.JSONDecodeError:
+            self._send(Response(400, {"code": "PGRST102", "message": "Empty or invalid json", "details": None,
+                                      "hint": None}))
+            return
+        if self.shim.drop == "before":
+            self._drop()
+            return
+        req = Request(self.command, parts.path, parse_qsl(parts.query, keep_blank_values=True),
+                      {k.lower(): v for k, v in self.headers.items()}, body)
+        resp = self.shim.handle(req)
+        self.shim.log.append((self.command, parts.path, resp.status))
+        if self.shim.drop == "after":
+            self._drop()
+            return
+        self._send(resp)
+
+    def _drop(self) -> None:
+        self.close_connection = True
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+    def _send(self, resp: Response) -> None:
+        payload = b"" if resp.body is None and resp.status == 204 else json.dumps(resp.body).encode()
+        self.send_response(resp.status)
+        self.send_header("Content-Type", "application/json; charset=utf-8")
+        self.send_header("Content-Length", str(len(payload)))
+        for k, v in resp.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(payload)
+
+    do_GET = do_POST = do_PATCH = do_DELETE = _serve
