@@ -7,93 +7,31 @@ line on stderr saying what went wrong and what to do.
 
 from __future__ import annotations
 
-import asyncio
-import json
-import logging
-import sys
-from collections.abc import Awaitable, Callable
-from datetime import datetime
-from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import typer
-from pydantic import ValidationError
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from daemon.memory_services import ConfigError, MemoryServices, open_memory
+from daemon import cli_supabase
+from daemon.cli_support import command, emit_json, err, iso, load_settings, out, progress_bar, summarise, when
+from daemon.memory_services import MemoryServices, open_memory
 from daemon.settings import Settings
-from memory.compaction import CompactionWorker, RangeError
+from memory.compaction import RangeError
 from memory.context import load_context
-from memory.embedding import ModelError
 from memory.importer import ImportChat, ImportLineError, chat_id_of, external_chat_id, parse_line, turns_of
 from memory.store import ChatNotFound, StoreError
 from memory.summary import MessageRange
 from memory.tokens import estimate_tokens
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parla: a voice assistant that remembers.")
+app.command("login")(cli_supabase.login)
+app.command("logout")(cli_supabase.logout)
+app.command("sync")(cli_supabase.sync)
+app.add_typer(cli_supabase.db_app, name="db")
 memory_app = typer.Typer(no_args_is_help=True, help="Maintain the memory: regenerate summaries, rebuild embeddings.")
 app.add_typer(memory_app, name="memory")
-
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-T = TypeVar("T")
-
-
-def _settings() -> Settings:
-    try:
-        settings = Settings()
-    except ValidationError as e:
-        first = e.errors()[0]
-        name = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"setting {name} (PARLA_{name.upper()}): {first['msg']}") from None
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s", force=True)
-    return settings
-
-
-def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
-    """Run an async command; known failures become one line on stderr and exit code 1."""
-
-    @wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> T:
-        try:
-            return asyncio.run(fn(*args, **kwargs))
-        except (StoreError, ConfigError, ModelError, RangeError, ValueError, OSError) as e:
-            err.print(f"parla: error: {e}", markup=False)
-            raise typer.Exit(1) from None
-        except KeyboardInterrupt:
-            err.print("parla: interrupted; everything stored so far is kept", markup=False)
-            raise typer.Exit(130) from None
-
-    return run
-
-
-def _progress() -> Progress:
-    return Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=err,
-        transient=not err.is_terminal,
-    )
-
-
-def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
-
-
-def _when(value: datetime) -> str:
-    return value.astimezone().strftime("%Y-%m-%d %H:%M")
-
-
-def _emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
 
 async def _resolve(mem: MemoryServices, ref: str) -> str:
     chats = await mem.store.find_chats(ref) or await mem.store.find_chats(external_chat_id(ref))
@@ -103,6 +41,10 @@ async def _resolve(mem: MemoryServices, ref: str) -> str:
         names = ", ".join(f"{c.id[:8]} ({c.display_title})" for c in chats[:5])
         raise StoreError(f"{ref!r} matches {len(chats)} chats: {names}; give more of the id")
     return chats[0].id
+
+
+def _store_name(settings: Settings) -> str:
+    return f"Supabase {settings.supabase_url}" if settings.store == "supabase" else str(settings.store_path)
 
 
 # -- import -----------------------------------------------------------------------------------
@@ -128,14 +70,14 @@ async def import_chats(
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
     """Import chats from a JSONL file, then summarise, extract facts and embed them."""
-    settings = _settings()
+    settings = load_settings()
     chats, errors = _read_jsonl(file)
     for e in errors:
         err.print(f"parla: skipped {e}", markup=False)
     imported = unchanged = turns_added = 0
     async with open_memory(settings) as mem:
         ids = []
-        with _progress() as progress:
+        with progress_bar() as progress:
             storing = progress.add_task("storing chats", total=len(chats))
             for _, chat in chats:
                 cid = chat_id_of(chat)
@@ -147,37 +89,20 @@ async def import_chats(
                 turns_added += result.added
                 ids.append(cid)
                 progress.advance(storing)
-            summarising = progress.add_task("summarising, extracting facts, embedding", total=len(set(ids)))
-            worker = CompactionWorker(
-                mem.compactor,
-                concurrency=settings.compaction_concurrency,
-                retries=settings.model_retries,
-                retry_delay=settings.model_retry_delay,
-                on_done=lambda _chat, _ok: progress.advance(summarising),
-            )
-            async with worker:
-                for cid in dict.fromkeys(ids):
-                    worker.schedule(cid)
-                await worker.drain()
-    for cid, error in worker.last_errors.items():
-        err.print(
-            f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, "
-            "run the same import again to retry",
-            markup=False,
-        )
+            failed = await summarise(mem, ids, progress, "run the same import again to retry")
     report = {
         "imported": imported,
         "unchanged": unchanged,
         "turns_added": turns_added,
         "skipped": [{"line": e.line_no, "reason": e.reason} for e in errors],
-        "not_summarised": sorted(worker.last_errors),
+        "not_summarised": failed,
     }
     if as_json:
-        _emit_json(report)
+        emit_json(report)
     else:
         out.print(
             f"Imported {imported} chats ({turns_added} turns); {unchanged} already there; "
-            f"{len(errors)} lines skipped. Store: {settings.store_path}"
+            f"{len(errors)} lines skipped. Store: {_store_name(settings)}"
         )
 
 
@@ -191,14 +116,14 @@ async def list_chats(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List chats: title, last activity, turn counts."""
-    async with open_memory(_settings()) as mem:
+    async with open_memory(load_settings()) as mem:
         chats = await mem.store.list_chats(limit)
     rows = [
         {
             "id": c.id,
             "title": c.title,
-            "created_at": _iso(c.created_at),
-            "last_activity_at": _iso(c.last_activity_at),
+            "created_at": iso(c.created_at),
+            "last_activity_at": iso(c.last_activity_at),
             "turns": c.turn_count,
             "assistant_turns": c.turn_count - c.summarized_through + (1 if c.rolling_summary else 0),
             "summarized_through": c.summarized_through,
@@ -206,7 +131,7 @@ async def list_chats(
         for c in chats
     ]
     if as_json:
-        _emit_json(rows)
+        emit_json(rows)
         return
     if not rows:
         out.print("No chats yet. Import some with `parla import FILE.jsonl`.")
@@ -214,7 +139,7 @@ async def list_chats(
     table = Table("id", "title", "last activity", "turns", "model sees")
     for c, row in zip(chats, rows, strict=True):
         table.add_row(
-            c.id[:8], escape(c.display_title), _when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"])
+            c.id[:8], escape(c.display_title), when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"])
         )
     out.print(table)
 
@@ -224,7 +149,7 @@ def _turn_json(t: Any) -> dict[str, Any]:
         **t.seed_shape(),
         "id": t.id,
         "seq": t.seq,
-        "created_at": _iso(t.created_at),
+        "created_at": iso(t.created_at),
         "interrupted": t.interrupted,
         "source": t.source,
         "model_variant": t.model_variant,
@@ -241,7 +166,7 @@ async def show(
     turns: int = typer.Option(10, min=0, help="How many of the latest turns to print (text output)."),
 ) -> None:
     """Show one chat: full vs assistant history, summaries, facts, pins, token counts."""
-    settings = _settings()
+    settings = load_settings()
     async with open_memory(settings) as mem:
         cid = await _resolve(mem, chat)
         history = await mem.store.load_history(cid)
@@ -256,15 +181,15 @@ async def show(
         "chat": {
             "id": c.id,
             "title": c.title,
-            "created_at": _iso(c.created_at),
-            "last_activity_at": _iso(c.last_activity_at),
+            "created_at": iso(c.created_at),
+            "last_activity_at": iso(c.last_activity_at),
             "summary_text": c.summary_text,
             "summarized_through": c.summarized_through,
         },
         "full_history": [_turn_json(t) for t in history.full_history],
         "assistant_history": [_turn_json(t) for t in history.assistant_history],
         "summaries": [
-            {"level": int(s.level), "range": str(s.range), "text": s.text, "updated_at": _iso(s.updated_at)}
+            {"level": int(s.level), "range": str(s.range), "text": s.text, "updated_at": iso(s.updated_at)}
             for s in summaries
         ],
         "facts": [{"range": str(f.range), "lines": f.lines} for f in facts],
@@ -279,10 +204,10 @@ async def show(
         "dropped": [d.__dict__ for d in context.dropped],
     }
     if as_json:
-        _emit_json(data)
+        emit_json(data)
         return
     out.print(f"[bold]{escape(c.display_title)}[/bold]  {c.id}")
-    out.print(f"created {_when(c.created_at)}, last activity {_when(c.last_activity_at)}")
+    out.print(f"created {when(c.created_at)}, last activity {when(c.last_activity_at)}")
     out.print(
         f"full history: {len(history.full_history)} turns, {full_tokens} tokens | "
         f"assistant history: {len(history.assistant_history)} turns, {assistant_tokens} tokens | "
@@ -326,10 +251,10 @@ async def search(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Find the chat a spoken request means: ranked chats with scores and the decision."""
-    async with open_memory(_settings()) as mem:
+    async with open_memory(load_settings()) as mem:
         result = await mem.search.search(request, limit=limit)
     if as_json:
-        _emit_json(result.model_dump(mode="json"))
+        emit_json(result.model_dump(mode="json"))
         return
     verdict = {
         "switch": f"switch to {result.candidates[0].title!r}" if result.candidates else "",
@@ -347,7 +272,7 @@ async def search(
             escape(c.title or "(untitled)"),
             f"{c.score:.3f}",
             f"{c.similarity:.3f}",
-            _when(c.last_activity_at),
+            when(c.last_activity_at),
             escape(f"{c.matched_kind}: {snippet[:60]}"),
         )
     out.print(table)
@@ -360,12 +285,13 @@ async def search(
 @command
 async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Totals of what the memory holds."""
-    settings = _settings()
+    settings = load_settings()
     async with open_memory(settings) as mem:
         s = await mem.store.stats()
-    data = {"store": "sqlite", "path": str(settings.store_path), **s.model_dump(mode="json")}
+    where = {"url": settings.supabase_url} if settings.store == "supabase" else {"path": str(settings.store_path)}
+    data = {"store": settings.store, **where, **s.model_dump(mode="json")}
     if as_json:
-        _emit_json(data)
+        emit_json(data)
         return
     table = Table("", "", show_header=False)
     for key, value in data.items():
@@ -391,7 +317,7 @@ async def regenerate(
 ) -> None:
     """Redo the chunk summaries and facts of a range, and the meta summaries that cover it."""
     rng = _parse_range(range_) if range_ else None
-    async with open_memory(_settings()) as mem:
+    async with open_memory(load_settings()) as mem:
         cid = await _resolve(mem, chat)
         report = await mem.compactor.regenerate(cid, rng)
     out.print(
@@ -404,10 +330,10 @@ async def regenerate(
 @command
 async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
     """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
-    async with open_memory(_settings()) as mem:
+    async with open_memory(load_settings()) as mem:
         texts = await mem.store.embedded_texts()
         vectors = []
-        with _progress() as progress:
+        with progress_bar() as progress:
             task = progress.add_task(f"embedding with {mem.embedder.name}", total=len(texts))
             for start in range(0, len(texts), batch):
                 chunk = texts[start : start + batch]

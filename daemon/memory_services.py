@@ -3,6 +3,7 @@ and chat search, opened and closed together."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -10,6 +11,7 @@ from functools import cached_property
 
 from google import genai
 from google.genai import types
+from pydantic import SecretStr
 
 from daemon.settings import Settings
 from memory.compaction import Compactor
@@ -17,7 +19,9 @@ from memory.embedders.gemini import GeminiEmbedder
 from memory.embedders.offline import OfflineEmbedder
 from memory.embedding import Embedder
 from memory.search import ChatSearch
+from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
+from memory.store.supabase import SupabaseChatStore
 from memory.summarizers import Summarizer
 from memory.summarizers.extractive import ExtractiveSummarizer
 from memory.summarizers.gemini import GeminiSummarizer
@@ -47,7 +51,7 @@ def gemini_client(settings: Settings) -> genai.Client:
 @dataclass
 class MemoryServices:
     settings: Settings
-    store: SQLiteChatStore
+    store: ChatStore
 
     @cached_property
     def client(self) -> genai.Client:
@@ -79,7 +83,61 @@ class MemoryServices:
         return ChatSearch(self.store, self.embedder, self.settings)
 
 
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None and value.get_secret_value() else None
+
+
+def supabase_url(settings: Settings) -> str:
+    if not settings.supabase_url:
+        raise ConfigError(
+            "PARLA_STORE=supabase needs PARLA_SUPABASE_URL (the project URL, Settings → API in the Supabase dashboard)"
+        )
+    return settings.supabase_url
+
+
+def supabase_anon_key(settings: Settings) -> str:
+    key = _secret(settings.supabase_key)
+    if key is None:
+        raise ConfigError("set PARLA_SUPABASE_KEY to the project's anon (publishable) key, then run `parla login`")
+    return key
+
+
+async def connect_supabase(settings: Settings) -> SupabaseChatStore:
+    """The Supabase store the settings describe: the service-role key with a user id, or the anon
+    key with the session `parla login` saved."""
+    url = supabase_url(settings)
+    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout}
+    service_key = _secret(settings.supabase_service_key)
+    if service_key is not None or settings.supabase_user_id:
+        if service_key is None or not settings.supabase_user_id:
+            raise ConfigError(
+                "the service-role mode needs both PARLA_SUPABASE_SERVICE_KEY and PARLA_SUPABASE_USER_ID "
+                "(or unset both and sign in with `parla login`)"
+            )
+        try:
+            uuid.UUID(settings.supabase_user_id)
+        except ValueError:
+            raise ConfigError(
+                f"PARLA_SUPABASE_USER_ID must be the user's UUID (Authentication → Users), not "
+                f"{settings.supabase_user_id!r}"
+            ) from None
+        return await SupabaseChatStore.connect(url, service_key, user_id=settings.supabase_user_id, **common)
+    return await SupabaseChatStore.connect(
+        url, supabase_anon_key(settings), session_file=settings.supabase_session_file, **common
+    )
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
+    if settings.store == "supabase":
+        store: SQLiteChatStore | SupabaseChatStore = await connect_supabase(settings)
+    else:
+        store = SQLiteChatStore(settings.store_path)
+    async with store:
+        yield store
+
+
 @asynccontextmanager
 async def open_memory(settings: Settings) -> AsyncIterator[MemoryServices]:
-    async with SQLiteChatStore(settings.store_path) as store:
+    async with open_store(settings) as store:
         yield MemoryServices(settings, store)

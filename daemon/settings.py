@@ -30,11 +30,35 @@ def default_store_path() -> Path:
     return Path(platformdirs.user_data_dir(APP)) / "parla.db"
 
 
+def default_session_file() -> Path:
+    return Path(platformdirs.user_config_dir(APP)) / "supabase-session.json"
+
+
 class Settings(MemoryConfig, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True)
 
-    store: Literal["sqlite"] = Field("sqlite", description="Where chats live: the embedded SQLite file.")
-    store_path: Path = Field(default_factory=default_store_path, description="The SQLite file.")
+    store: Literal["sqlite", "supabase"] = Field(
+        "sqlite", description="Where chats live: `sqlite` (the local file) or `supabase` (a Supabase project)."
+    )
+    store_path: Path = Field(
+        default_factory=default_store_path,
+        description="The SQLite file: the local store, and the outbox of the Supabase store.",
+    )
+    supabase_url: str | None = Field(None, description="The Supabase project URL, https://<ref>.supabase.co.")
+    supabase_key: SecretStr | None = Field(
+        None, description="The project's anon (publishable) key, used with the session of `parla login`."
+    )
+    supabase_service_key: SecretStr | None = Field(
+        None, description="The service-role key (single-user setups, bypasses RLS); needs supabase_user_id."
+    )
+    supabase_user_id: str | None = Field(None, description="The user id the service-role key acts for.")
+    supabase_db_url: SecretStr | None = Field(
+        None, description="Direct Postgres URL of the project, only for `parla db migrate` / `parla db check`."
+    )
+    supabase_session_file: Path = Field(
+        default_factory=default_session_file, description="Where `parla login` keeps the session (mode 0600)."
+    )
+    supabase_timeout: float = Field(10.0, gt=0, description="Seconds before a Supabase request counts as failed.")
     embedder: Literal["offline", "gemini"] = Field(
         "offline",
         description="`offline` (WordLlama, 256 dims, no key) or `gemini` (gemini-embedding-001); "

@@ -1,0 +1,121 @@
+"""`parla login`, `parla logout`, `parla db migrate|check` and `parla sync`: pointing Parla at a
+Supabase project and copying the local chats there."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from daemon.cli_support import command, emit_json, load_settings, out, progress_bar, summarise
+from daemon.memory_services import ConfigError, MemoryServices, connect_supabase, supabase_anon_key, supabase_url
+from daemon.settings import Settings
+from memory.chat import Chat
+from memory.store.sqlite import SQLiteChatStore
+from memory.store.supabase import sign_in
+from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations
+
+db_app = typer.Typer(no_args_is_help=True, help="The Supabase schema: apply the migrations, check them.")
+
+
+def _db_url(settings: Settings) -> str:
+    if settings.supabase_db_url is None or not settings.supabase_db_url.get_secret_value():
+        raise ConfigError(
+            "set PARLA_SUPABASE_DB_URL to the project's Postgres connection string (Project Settings → Database), "
+            "or apply supabase/migrations with `supabase db push` or the SQL editor"
+        )
+    return settings.supabase_db_url.get_secret_value()
+
+
+@command
+async def login(
+    email: str = typer.Option(..., prompt=True, help="The Supabase user's email."),
+    password: str = typer.Option(..., prompt=True, hide_input=True, help="The password (asked for when omitted)."),
+) -> None:
+    """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
+    settings = load_settings()
+    user_id = await sign_in(
+        supabase_url(settings), supabase_anon_key(settings), email, password, settings.supabase_session_file
+    )
+    out.print(f"Signed in as {email} (user {user_id}); session kept in {settings.supabase_session_file}.")
+    if settings.store != "supabase":
+        out.print("Set PARLA_STORE=supabase to keep chats there (`parla sync` copies the local ones).")
+
+
+@command
+async def logout() -> None:
+    """Forget the saved Supabase session."""
+    settings = load_settings()
+    path = settings.supabase_session_file
+    existed = path.exists()
+    path.unlink(missing_ok=True)
+    out.print(f"Signed out: removed {path}." if existed else "No saved session.")
+
+
+@db_app.command("migrate")
+@command
+async def migrate() -> None:
+    """Apply the migrations in supabase/migrations through PARLA_SUPABASE_DB_URL."""
+    applied = apply_migrations(_db_url(load_settings()))
+    if not applied:
+        out.print(f"The schema is up to date ({len(migrations())} migrations).")
+    for m in applied:
+        out.print(f"applied {m.path.name}")
+
+
+@db_app.command("check")
+@command
+async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Verify the project has Parla's schema and that the credentials reach it."""
+    settings = load_settings()
+    async with await connect_supabase(settings) as store:
+        version = await store.schema_version()
+        stats = await store.stats()
+    data = {"url": settings.supabase_url, "schema_version": version, "expected": SCHEMA_VERSION,
+            "chats": stats.total_chats, "outbox_depth": stats.outbox_depth}
+    if as_json:
+        emit_json(data)
+        return
+    out.print(f"Supabase schema version {version} (Parla needs {SCHEMA_VERSION}): ok; {stats.total_chats} chats.")
+
+
+async def _all_chats(store: SQLiteChatStore) -> list[Chat]:
+    chats: list[Chat] = []
+    while page := await store.list_chats(500, len(chats)):
+        chats.extend(page)
+    return chats
+
+
+@command
+async def sync(as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON.")) -> None:
+    """Copy every chat of the local SQLite store to Supabase (turns, titles, pins), then summarise
+    them there. Safe to repeat: what is already there is not copied twice."""
+    settings = load_settings()
+    copied = unchanged = turns_added = 0
+    async with SQLiteChatStore(settings.store_path) as local, await connect_supabase(settings) as remote:
+        mem = MemoryServices(settings, remote)
+        ids: list[str] = []
+        with progress_bar() as progress:
+            chats = await _all_chats(local)
+            task = progress.add_task("copying chats", total=len(chats))
+            for chat in chats:
+                history = await local.load_history(chat.id)
+                result = await remote.create_chat(
+                    chat_id=chat.id, title=chat.title, created_at=chat.created_at, turns=history.full_history
+                )
+                for pin in await local.list_pins(chat.id):
+                    await remote.add_pin(pin)
+                copied += result.added > 0
+                unchanged += result.added == 0
+                turns_added += result.added
+                if result.added:
+                    ids.append(chat.id)
+                progress.advance(task)
+            failed = await summarise(mem, ids, progress, "run `parla sync` again to retry")
+    report = {"copied": copied, "unchanged": unchanged, "turns_added": turns_added, "not_summarised": failed}
+    if as_json:
+        emit_json(report)
+        return
+    table = Table("", "", show_header=False)
+    for key, value in report.items():
+        table.add_row(key.replace("_", " "), str(value if not isinstance(value, list) else len(value)))
+    out.print(table)
