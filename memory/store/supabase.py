@@ -279,7 +279,8 @@ class SupabaseChatStore:
         """Send every queued write in order; returns how many were sent. Raises `StoreOffline`
         when the server is away (the rest stay queued)."""
         async with self._send_lock:
-            return len(await self._send_pending())
+            results = await self._send_pending()
+        return sum(isinstance(r, AppendResult) for r in results.values())
 
     async def _send_pending(self, own: int | None = None) -> dict[int, AppendResult | StoreError]:
         """Results by entry id. An entry refused for good cannot block those queued after it: the

@@ -103,6 +103,7 @@ class PostgrestShim:
             self._pool.put(psycopg.connect(dsn))
         self.drop: Literal["before", "after"] | None = None
         self.log: list[tuple[str, str, int]] = []
+        self._open: set[socket.socket] = set()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -133,11 +134,14 @@ class PostgrestShim:
         self._thread.start()
 
     def refuse(self) -> None:
-        """Close the listening socket: new connections are refused until `recover()`."""
+        """Close the listening socket and every open connection: connections are refused until
+        `recover()`, as when the network goes away."""
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        for conn in list(self._open):
+            _shutdown(conn)
 
     def close(self) -> None:
         self.refuse()
@@ -176,6 +180,8 @@ class PostgrestShim:
             raise PgError(404, "PGRST000", f"no route {req.path}")
         except PgError as e:
             return Response(e.status, e.body)
+        except Exception as e:  # noqa: BLE001 - a shim bug answers 500 like a server would, not a hang-up
+            return Response(500, {"code": "XX000", "message": f"shim error: {e!r}", "details": None, "hint": None})
 
     def _claims(self, req: Request) -> dict[str, Any]:
         header = req.headers.get("authorization", "")
@@ -261,7 +267,7 @@ class PostgrestShim:
         rows = self._run(
             None,
             "SELECT coalesce(json_agg(json_build_object('names', p.proargnames, 'modes', p.proargmodes, "
-            "'types', (SELECT array_agg(format_type(t, NULL) ORDER BY i) FROM unnest(coalesce(p.proallargtypes, "
+            "'types', (SELECT coalesce(array_agg(format_type(t, NULL) ORDER BY i), '{}') FROM unnest(coalesce(p.proallargtypes, "
             "p.proargtypes::oid[])) WITH ORDINALITY u(t, i)), 'defaults', p.pronargdefaults, 'nargs', p.pronargs, "
             "'set', p.proretset, 'void', p.prorettype = 'void'::regtype)), '[]') "
             "FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.proname = %s",
@@ -458,6 +464,13 @@ class PostgrestShim:
         return Response(status, {"code": status, "error_code": code, "msg": message})
 
 
+def _shutdown(conn: socket.socket) -> None:
+    try:
+        conn.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+
+
 class _Handler(BaseHTTPRequestHandler):
     shim: PostgrestShim
     protocol_version = "HTTP/1.1"
@@ -487,12 +500,17 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(resp)
 
+    def setup(self) -> None:
+        super().setup()
+        self.shim._open.add(self.connection)
+
+    def finish(self) -> None:
+        self.shim._open.discard(self.connection)
+        super().finish()
+
     def _drop(self) -> None:
         self.close_connection = True
-        try:
-            self.connection.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
+        _shutdown(self.connection)
 
     def _send(self, resp: Response) -> None:
         payload = b"" if resp.body is None and resp.status == 204 else json.dumps(resp.body).encode()

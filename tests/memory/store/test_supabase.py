@@ -1,0 +1,282 @@
+"""What only the Supabase store has: row-level security, the outbox under faults, the two auth
+modes, error messages, and the seed-shaped view. Real Postgres + pgvector behind the shim,
+supabase-py unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import stat
+
+import httpx
+import numpy as np
+import psycopg
+import pytest
+
+from memory.pins import Pin
+from memory.store import ChatNotFound, CompactionCommit, StoreError
+from memory.store.supabase import StoreOffline, SupabaseChatStore, parse_vector
+from memory.summary import MessageRange, SummaryLevel
+from tests.conftest import make_turns, signed_in_store
+from tests.memory.store.test_contract import emb
+from tests.peers.postgrest import ANON_KEY, SERVICE_KEY
+
+
+def rest(peer, token: str) -> httpx.Client:
+    return httpx.Client(
+        base_url=f"{peer.url}/rest/v1", headers={"apikey": ANON_KEY, "Authorization": f"Bearer {token}"}
+    )
+
+
+async def two_users(peer, tmp_path) -> tuple[SupabaseChatStore, SupabaseChatStore]:
+    return await signed_in_store(peer, tmp_path, "a@example.com"), await signed_in_store(peer, tmp_path, "b@x.org")
+
+
+def token_of(store: SupabaseChatStore) -> str:
+    return store._client.options.headers["Authorization"].removeprefix("Bearer ")
+
+
+# -- row-level security -----------------------------------------------------------------------
+
+
+async def test_a_user_cannot_reach_another_users_chats(supabase, tmp_path):
+    a, b = await two_users(supabase, tmp_path)
+    async with a, b:
+        chat = (await b.create_chat(title="B's secret", turns=make_turns(4))).chat
+        await b.set_description(chat.id, emb("about b", 1), 0)
+        await b.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=4), emb("b chunk", 2))
+        # Through every RPC the store uses: not found, nothing listed, nothing matched.
+        with pytest.raises(ChatNotFound):
+            await a.get_chat(chat.id)
+        with pytest.raises(ChatNotFound):
+            await a.append_turns(chat.id, make_turns(1, start=10))
+        with pytest.raises(ChatNotFound):
+            await a.create_chat(chat_id=chat.id, turns=make_turns(1, start=20))  # forged id of B's chat
+        with pytest.raises(ChatNotFound):
+            await a.rename_chat(chat.id, "mine now")
+        with pytest.raises(ChatNotFound):
+            await a.delete_chat(chat.id)
+        with pytest.raises(ChatNotFound):
+            await a.commit_compaction(CompactionCommit(chat.id, 0, 2, "x", emb("x", 3)))
+        assert await a.list_chats() == [] and await a.find_chats(chat.id) == []
+        assert await a.list_summaries(chat.id) == []
+        await a.create_chat(turns=make_turns(2))
+        own = (await a.list_chats())[0]
+        await a.set_description(own.id, emb("about a", 5), 0)
+        assert [m.chat_id for m in await a.search(emb("q", 1), 10)] == [own.id]  # B's identical vector unseen
+        assert (await a.stats()).total_messages == 2
+        # Table routes with A's JWT: reads see nothing of B, writes into B's chat fail.
+        b_id = await user_id(b)
+        with rest(supabase, token_of(a)) as http:
+            for table in ("chats", "chat_turns", "chat_summaries", "chat_facts", "chat_pins", "chat_histories"):
+                r = http.get(f"/{table}", params={"select": "*"})
+                assert r.status_code == 200 and chat.id not in r.text and b_id not in r.text
+            r = http.patch("/chats", params={"id": f"eq.{chat.id}"}, json={"title": "pwned"},
+                           headers={"Prefer": "return=representation"})
+            assert r.status_code == 200 and r.json() == []
+            r = http.post("/chat_pins", json={"chat_id": chat.id, "content": "injected"})
+            assert r.status_code in (403, 409), r.text  # RLS or the (chat, owner) foreign key
+            r = http.delete("/chats", params={"id": f"eq.{chat.id}"}, headers={"Prefer": "return=representation"})
+            assert r.json() == []
+            # p_user_id is only for the service role
+            r = http.post("/rpc/load_chat", json={"p_chat_id": chat.id, "p_user_id": b_id})
+            assert r.status_code == 403 and "service role" in r.json()["message"]
+        assert (await b.get_chat(chat.id)).title == "B's secret"
+        assert (await b.get_chat(chat.id)).turn_count == 4
+
+
+async def user_id(store: SupabaseChatStore) -> str:
+    session = await store._client.auth.get_session()
+    assert session is not None and session.user is not None
+    return session.user.id
+
+
+async def test_anon_sees_nothing_and_a_bad_token_is_refused(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = (await store.create_chat(turns=make_turns(2))).chat
+    with rest(supabase, ANON_KEY) as http:
+        for table in ("chats", "chat_turns", "chat_histories"):
+            r = http.get(f"/{table}")
+            assert r.status_code == 401 and r.json()["code"] == "42501"
+        r = http.post("/rpc/load_chat", json={"p_chat_id": chat.id})
+        assert r.status_code == 401
+        r = http.post("/rpc/search_chats_semantic", json={"query_embedding": [0.1] * 8, "match_count": 5})
+        assert r.status_code == 401
+    with rest(supabase, "not-a-jwt") as http:
+        r = http.get("/chats")
+        assert r.status_code == 401 and r.json()["code"] == "PGRST301"
+
+
+# -- the outbox under faults ------------------------------------------------------------------
+
+
+async def test_an_outage_loses_no_turn_and_replay_stores_each_once(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.replay_delay = (0.05, 0.2)
+        first = make_turns(2)
+        chat = (await store.create_chat(turns=first)).chat
+        supabase.shim.refuse()
+        waiting = make_turns(6, start=2)
+        for turn in waiting[:3]:
+            with pytest.raises(StoreOffline, match="outbox"):
+                await store.append_turns(chat.id, [turn])
+        supabase.shim.recover()
+        supabase.shim.drop = "after"  # the server commits but the answer is lost
+        with pytest.raises(StoreOffline):
+            await store.append_turns(chat.id, waiting[3:5])
+        assert (await store.outbox.depth())[0] == 4
+        supabase.shim.recover()
+        result = await store.append_turns(chat.id, waiting[5:])  # sends the queue first, in order
+        assert [t.seq for t in result.turns] == [8]
+        history = await store.load_history(chat.id)
+        assert [t.id for t in history.full_history] == [t.id for t in first + waiting]
+        assert (await store.stats()).outbox_depth == 0
+
+
+async def test_the_outbox_survives_a_restart_and_replays_at_start(supabase, tmp_path):
+    store = await signed_in_store(supabase, tmp_path)
+    async with store:
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        supabase.shim.drop = "before"
+        with pytest.raises(StoreOffline):
+            await store.append_turns(chat.id, make_turns(3, start=1))
+        assert await store.outbox.depth() == (1, 0)
+    supabase.shim.recover()
+    again = await SupabaseChatStore.connect(
+        supabase.url, supabase.anon_key, outbox_path=tmp_path / "outbox-ada@example.com.db",
+        session_file=tmp_path / "session-ada@example.com.json",
+    )
+    async with again:
+        for _ in range(100):  # the replay task runs at start
+            if (await again.outbox.depth())[0] == 0:
+                break
+            await asyncio.sleep(0.02)
+        assert (await again.get_chat(chat.id)).turn_count == 4
+
+
+async def test_a_refused_entry_does_not_block_the_queue(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        keep = (await store.create_chat(turns=make_turns(1))).chat
+        gone = (await store.create_chat(turns=make_turns(1, start=5))).chat
+        supabase.shim.refuse()
+        with pytest.raises(StoreOffline):
+            await store.append_turns(gone.id, make_turns(1, start=6))
+        with pytest.raises(StoreOffline):
+            await store.append_turns(keep.id, make_turns(1, start=1))
+        supabase.shim.recover()
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:  # deleted elsewhere meanwhile
+            conn.execute("DELETE FROM public.chats WHERE id = %s", (gone.id,))
+        assert await store.flush() == 1
+        stats = await store.stats()
+        assert (stats.outbox_depth, stats.outbox_failed) == (0, 1)  # kept, marked failed
+        assert (await store.get_chat(keep.id)).turn_count == 2
+
+
+async def test_two_clients_appending_while_a_compaction_commits_lose_nothing(supabase, tmp_path):
+    one = await signed_in_store(supabase, tmp_path)
+    session = tmp_path / "session-ada@example.com.json"
+    two = await SupabaseChatStore.connect(
+        supabase.url, supabase.anon_key, outbox_path=tmp_path / "second-device.db", session_file=session
+    )
+    async with one, two:
+        first = make_turns(20)
+        chat = (await one.create_chat(turns=first)).chat
+        left, right = make_turns(15, start=20, prefix="L"), make_turns(15, start=20, prefix="R")
+
+        async def feed(store, turns):
+            for t in turns:
+                await store.append_turns(chat.id, [t])
+
+        async def compact():
+            await asyncio.sleep(0.05)
+            return await one.commit_compaction(CompactionCommit(chat.id, 0, 12, "summary", emb("summary", 1)))
+
+        *_, committed = await asyncio.gather(feed(one, left), feed(two, right), compact())
+        history = await two.load_history(chat.id)
+    assert committed is not None and committed.summarized_through == 12
+    ids = [t.id for t in history.full_history]
+    assert sorted(ids) == sorted(t.id for t in first + left + right) and len(set(ids)) == 50
+    assert [t.seq for t in history.full_history] == list(range(1, 51))
+    assert [t.id for t in history.full_history if t.text.startswith("L")] == [t.id for t in left]
+    assert history.assistant_history[1:] == history.tail and history.tail[0].seq == 13
+
+
+# -- auth modes and messages ------------------------------------------------------------------
+
+
+async def test_session_file_is_private_and_a_refresh_rotates_it(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        path = tmp_path / "session-ada@example.com.json"
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        before = json.loads(path.read_text())
+        await store._client.auth.refresh_session()
+        after = json.loads(path.read_text())
+        assert before != after and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+        assert (await store.create_chat(turns=make_turns(1))).added == 1  # the new token works
+    # the old refresh token was revoked by the rotation
+    old = json.loads(next(iter(before.values())))["refresh_token"]
+    r = httpx.post(f"{supabase.url}/auth/v1/token?grant_type=refresh_token", json={"refresh_token": old},
+                   headers={"apikey": ANON_KEY})
+    assert r.status_code == 400
+
+
+async def test_without_a_session_or_with_a_wrong_password_the_message_says_login(supabase, tmp_path):
+    from memory.store.supabase import sign_in
+
+    with pytest.raises(StoreError, match="parla login"):
+        await SupabaseChatStore.connect(supabase.url, ANON_KEY, outbox_path=tmp_path / "o.db",
+                                        session_file=tmp_path / "none.json")
+    supabase.shim.create_user("c@example.com", "right")
+    with pytest.raises(StoreError, match="Invalid login credentials"):
+        await sign_in(supabase.url, ANON_KEY, "c@example.com", "wrong", tmp_path / "s.json")
+    assert not (tmp_path / "s.json").exists()
+
+
+async def test_service_role_mode_acts_for_the_named_user_only(supabase, tmp_path):
+    alice = supabase.shim.create_user("alice@example.com")
+    bob = supabase.shim.create_user("bob@example.com")
+    mk = lambda uid, name: SupabaseChatStore.connect(  # noqa: E731
+        supabase.url, SERVICE_KEY, user_id=uid, outbox_path=tmp_path / f"{name}.db"
+    )
+    async with await mk(alice, "a") as a, await mk(bob, "b") as b:
+        chat = (await a.create_chat(title="Alice's", turns=make_turns(3))).chat
+        await a.set_description(chat.id, emb("alice", 1), 0)
+        await a.add_pin(Pin(chat_id=chat.id, content="likes tea"))
+        assert await b.list_chats() == [] and await b.list_pins(chat.id) == []
+        assert await b.search(emb("alice", 1), 5) == []
+        with pytest.raises(ChatNotFound):
+            await b.append_turns(chat.id, make_turns(1, start=9))
+        assert [c.id for c in await a.list_chats()] == [chat.id]
+    with pytest.raises(StoreError, match="service-role key"):
+        await SupabaseChatStore.connect(supabase.url, ANON_KEY, user_id=alice, outbox_path=tmp_path / "x.db")
+
+
+async def test_a_missing_migration_says_what_to_apply(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+            conn.execute("DROP FUNCTION public.search_chats_semantic")
+        with pytest.raises(StoreError, match="parla db migrate"):
+            await store.search(emb("q", 1), 5)
+        assert await store.schema_version() == 1
+
+
+async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = (await store.create_chat(turns=make_turns(6))).chat
+        await store.commit_compaction(CompactionCommit(chat.id, 0, 4, "the summary", emb("the summary", 7)))
+        with rest(supabase, token_of(store)) as http:
+            (row,) = http.get("/chat_histories", params={"id": f"eq.{chat.id}"}).json()
+            (desc,) = http.get("/chats", params={"select": "summary_embedding", "id": f"eq.{chat.id}"}).json()
+    assert len(row["full_history"]) == 6 and set(row["full_history"][0]) == {"role", "parts"}
+    assert row["assistant_history"][0] == {"role": "model", "parts": [{"text": "the summary"}]}
+    assert len(row["assistant_history"]) == 3
+    assert isinstance(desc["summary_embedding"], str)
+    np.testing.assert_allclose(parse_vector(desc["summary_embedding"]), emb("x", 7).vector, rtol=1e-6)
+    with psycopg.connect(supabase.dsn) as conn:
+        published = {r[0] for r in conn.execute(
+            "SELECT tablename FROM pg_publication_tables WHERE pubname = 'supabase_realtime'")}
+        no_rls = conn.execute(
+            "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' "
+            "AND NOT relrowsecurity").fetchall()
+    assert published == {"chats", "chat_summaries", "chat_facts"} and no_rls == []
