@@ -41,10 +41,15 @@ class PostgresCluster:
     def dsn(self, database: str) -> str:
         return psycopg.conninfo.make_conninfo(self.admin_dsn, dbname=database)
 
-    def new_database(self) -> str:
+    def new_database(self, migrated: bool = True) -> str:
+        """A fresh database: a copy of the migrated template, or (migrated=False) a project that
+        has only Supabase's own objects, for `parla db migrate` to work on."""
         name = f"parla_test_{os.getpid()}_{next(self._names)}"
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE}")
+            conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE if migrated else 'template0'}")
+        if not migrated:
+            with psycopg.connect(self.dsn(name), autocommit=True) as conn:
+                conn.execute(STANDIN_SQL.read_text())
         return self.dsn(name)
 
     def close(self) -> None:

@@ -2,9 +2,14 @@
 -- reference: the API roles, auth.users, auth.uid()/auth.role() reading the request's JWT claims
 -- (set per request by the PostgREST shim, as PostgREST does), the extensions schema, the
 -- Realtime publication and Supabase's default grants on the public schema.
-create role anon nologin noinherit;
-create role authenticated nologin noinherit;
-create role service_role nologin noinherit bypassrls;
+do $$
+begin  -- roles are per cluster: created by the first database of a test session
+    if not exists (select 1 from pg_roles where rolname = 'anon') then
+        create role anon nologin noinherit;
+        create role authenticated nologin noinherit;
+        create role service_role nologin noinherit bypassrls;
+    end if;
+end $$;
 create schema auth;
 create schema extensions;
 grant usage on schema auth, extensions, public to anon, authenticated, service_role;
