@@ -126,7 +126,7 @@ async def main(quick: bool) -> None:
 def _fill(dsn: str, user: str, n: int, rng: np.random.Generator) -> None:
     """n chats with a description and two chunk summaries each, written in SQL for speed."""
     desc, chunks = vectors(n, rng), vectors(2 * n, rng)
-    lit = lambda v: "[" + ",".join(f"{x:.6f}" for x in v) + "]"  # noqa: E731
+    lit = lambda v: "[" + ",".join(f"{x:.6f}" for x in v) + "]"
     with psycopg.connect(dsn) as conn:
         conn.execute(
             "INSERT INTO public.memory_embedders (user_id, embedder, dim) VALUES (%s, 'bench-768', %s) "

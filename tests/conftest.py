@@ -3,9 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from memory.store.supabase import SupabaseChatStore
+    from tests.peers.supabase_peer import PostgresCluster, SupabasePeer
 
 from memory.compaction import Compactor
 from memory.config import MemoryConfig
@@ -15,7 +20,7 @@ from memory.summarizers.extractive import ExtractiveSummarizer
 from memory.turn import Turn
 from tests.peers.gemini_rest import GeminiRestEmulator
 
-T0 = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
 TOPICS = [
     "We compared two budget laptops with 16 GB of RAM for software development under 900 euros.",
@@ -70,7 +75,7 @@ def gemini() -> Iterator[GeminiRestEmulator]:
 
 
 @pytest.fixture(scope="session")
-def pg_cluster() -> Iterator["PostgresCluster"]:
+def pg_cluster() -> Iterator[PostgresCluster]:
     from tests.peers.supabase_peer import PostgresCluster
 
     cluster = PostgresCluster()
@@ -79,7 +84,7 @@ def pg_cluster() -> Iterator["PostgresCluster"]:
 
 
 @pytest.fixture
-def supabase(pg_cluster) -> Iterator["SupabasePeer"]:
+def supabase(pg_cluster) -> Iterator[SupabasePeer]:
     """A fresh Supabase stand-in: its own database with the migrations applied, behind the shim."""
     from tests.peers.postgrest import PostgrestShim
     from tests.peers.supabase_peer import SupabasePeer
@@ -89,7 +94,7 @@ def supabase(pg_cluster) -> Iterator["SupabasePeer"]:
         yield SupabasePeer(dsn, shim)
 
 
-async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> "SupabaseChatStore":
+async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> SupabaseChatStore:
     """A store signed in as a new user through the shim's GoTrue, as `parla login` does."""
     from memory.store.supabase import SupabaseChatStore, sign_in
 
@@ -99,12 +104,6 @@ async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> "Su
     return await SupabaseChatStore.connect(
         peer.url, peer.anon_key, outbox_path=tmp_path / f"outbox-{email}.db", session_file=session
     )
-
-
-@pytest.fixture
-async def supabase_store(supabase, tmp_path) -> AsyncIterator["SupabaseChatStore"]:
-    async with await signed_in_store(supabase, tmp_path) as s:
-        yield s
 
 
 @pytest.fixture(params=["sqlite", "supabase"])

@@ -30,7 +30,6 @@ from typing import Any, TypeVar
 import httpx
 import numpy as np
 from postgrest.exceptions import APIError
-from supabase import AsyncClient, AsyncClientOptions, acreate_client
 from supabase_auth.errors import AuthError, AuthRetryableError
 
 from memory.chat import Chat, ChatHistory
@@ -54,6 +53,7 @@ from memory.store.supabase_schema import SCHEMA_VERSION
 from memory.store.supabase_session import FileSessionStorage
 from memory.summary import MessageRange, Summary, SummaryLevel
 from memory.turn import Turn, new_id
+from supabase import AsyncClient, AsyncClientOptions, acreate_client
 
 log = logging.getLogger(__name__)
 
@@ -170,7 +170,7 @@ class SupabaseChatStore:
         user_id: str | None = None,
         session_file: Path | None = None,
         timeout: float = 10.0,
-    ) -> "SupabaseChatStore":
+    ) -> SupabaseChatStore:
         """A store for `url`: with `user_id`, `key` must be the service-role key; otherwise `key` is
         the project's anon (publishable) key and `session_file` holds the session of `parla login`."""
         if user_id is None and session_file is None:
@@ -189,7 +189,7 @@ class SupabaseChatStore:
         )
         try:
             client = await acreate_client(url, key, options)
-        except Exception as e:  # noqa: BLE001 - every failure of client creation becomes one message
+        except Exception as e:
             raise _error(e, "connect") from e
         store = cls(client, Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}"),
                     user_id=user_id, user_session=user_id is None)
@@ -199,7 +199,7 @@ class SupabaseChatStore:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> "SupabaseChatStore":
+    async def __aenter__(self) -> SupabaseChatStore:
         await self.open()
         return self
 
@@ -253,7 +253,7 @@ class SupabaseChatStore:
             return await request()
         except StoreError:
             raise
-        except Exception as e:  # noqa: BLE001 - mapped to the store's errors with a message
+        except Exception as e:
             raise _error(e, doing) from e
 
     async def _rpc(self, fn: str, doing: str, *, for_user: bool = True, **params: Any) -> Any:

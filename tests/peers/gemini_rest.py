@@ -84,14 +84,14 @@ class GeminiRestEmulator:
         host, port = self._server.server_address[:2]
         return f"http://{host}:{port}"
 
-    def start(self) -> "GeminiRestEmulator":
+    def start(self) -> GeminiRestEmulator:
         emulator = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
                 status, body = emulator._handle(self.command, self.path, dict(self.headers), raw)

@@ -148,7 +148,7 @@ class PostgrestShim:
         while not self._pool.empty():
             self._pool.get().close()
 
-    def __enter__(self) -> "PostgrestShim":
+    def __enter__(self) -> PostgrestShim:
         return self
 
     def __exit__(self, *exc: object) -> None:

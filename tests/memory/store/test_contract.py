@@ -4,7 +4,6 @@ behaves the same on both."""
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 

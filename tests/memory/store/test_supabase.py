@@ -236,7 +236,7 @@ async def test_without_a_session_or_with_a_wrong_password_the_message_says_login
 async def test_service_role_mode_acts_for_the_named_user_only(supabase, tmp_path):
     alice = supabase.shim.create_user("alice@example.com")
     bob = supabase.shim.create_user("bob@example.com")
-    mk = lambda uid, name: SupabaseChatStore.connect(  # noqa: E731
+    mk = lambda uid, name: SupabaseChatStore.connect(
         supabase.url, SERVICE_KEY, user_id=uid, outbox_path=tmp_path / f"{name}.db"
     )
     async with await mk(alice, "a") as a, await mk(bob, "b") as b:
