@@ -148,9 +148,16 @@ class SupabaseChatStore:
     `async with store:`; the context owns the outbox replay task."""
 
     def __init__(
-        self, client: AsyncClient, outbox: Outbox, *, user_id: str | None = None, user_session: bool = False
+        self,
+        client: AsyncClient,
+        outbox: Outbox,
+        http: httpx.AsyncClient,
+        *,
+        user_id: str | None = None,
+        user_session: bool = False,
     ) -> None:
         self._client = client
+        self._http = http
         self.outbox = outbox
         self._user_id = user_id
         self._user_session = user_session
@@ -180,8 +187,9 @@ class SupabaseChatStore:
                 "PARLA_SUPABASE_USER_ID is only for the service-role key, and PARLA_SUPABASE_KEY is the anon key: "
                 "set PARLA_SUPABASE_SERVICE_KEY, or unset the user id and run `parla login`"
             )
+        http = httpx.AsyncClient(timeout=timeout)  # the store owns it and closes it
         options = AsyncClientOptions(
-            postgrest_client_timeout=timeout,
+            httpx_client=http,
             postgrest_client_retry=False,  # the outbox retries writes; a read fails fast with a clear message
             auto_refresh_token=False,  # refreshed before each call instead: no timer outlives the store
             persist_session=user_id is None,
@@ -189,13 +197,15 @@ class SupabaseChatStore:
         )
         try:
             client = await acreate_client(url, key, options)
+            if user_id is None and await client.auth.get_session() is None:
+                raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
         except Exception as e:
+            await http.aclose()
+            if isinstance(e, StoreError):
+                raise
             raise _error(e, "connect") from e
-        store = cls(client, Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}"),
-                    user_id=user_id, user_session=user_id is None)
-        if store._user_session and await client.auth.get_session() is None:
-            raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
-        return store
+        outbox = Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}")
+        return cls(client, outbox, http, user_id=user_id, user_session=user_id is None)
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -220,6 +230,7 @@ class SupabaseChatStore:
                 pass
             self._replayer = None
         await self.outbox.close()
+        await self._http.aclose()
 
     async def _replay_loop(self) -> None:
         """Send the outbox whenever woken, retrying with backoff while the server is away."""
@@ -611,19 +622,20 @@ class SupabaseChatStore:
 async def sign_in(url: str, key: str, email: str, password: str, session_file: Path) -> str:
     """Sign in with email and password (`parla login`); the session goes to `session_file` (0600).
     Returns the user id."""
-    options = AsyncClientOptions(
-        persist_session=True, auto_refresh_token=False, storage=FileSessionStorage(session_file),
-        postgrest_client_retry=False,
-    )
-    try:
-        client = await acreate_client(url, key, options)
-        response = await client.auth.sign_in_with_password({"email": email, "password": password})
-    except AuthRetryableError as e:
-        raise StoreOffline(f"Supabase at {url} is unreachable: {e.message}") from e
-    except AuthError as e:
-        raise StoreError(f"Supabase refused the sign-in: {e.message}") from e
-    except httpx.TransportError as e:
-        raise StoreOffline(f"Supabase at {url} is unreachable: {e}") from e
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        options = AsyncClientOptions(
+            persist_session=True, auto_refresh_token=False, storage=FileSessionStorage(session_file),
+            postgrest_client_retry=False, httpx_client=http,
+        )
+        try:
+            client = await acreate_client(url, key, options)
+            response = await client.auth.sign_in_with_password({"email": email, "password": password})
+        except AuthRetryableError as e:
+            raise StoreOffline(f"Supabase at {url} is unreachable: {e.message}") from e
+        except AuthError as e:
+            raise StoreError(f"Supabase refused the sign-in: {e.message}") from e
+        except httpx.TransportError as e:
+            raise StoreOffline(f"Supabase at {url} is unreachable: {e}") from e
     if response.user is None or response.session is None:
         raise StoreError("Supabase answered the sign-in without a session: is the email confirmed?")
     return response.user.id
