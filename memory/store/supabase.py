@@ -166,6 +166,7 @@ class SupabaseChatStore:
         self._replayer: asyncio.Task[None] | None = None
         self.replay_delay = (0.5, 30.0)
         self.last_error: str | None = None
+        self._queued = True  # until a first flush: a previous run may have left turns queued
 
     @classmethod
     async def connect(
@@ -246,10 +247,9 @@ class SupabaseChatStore:
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, cap)
                 self._wake.set()
-            except StoreError as e:
-                # an auth failure: keep the turns, try again later
+            except Exception as e:  # an auth failure, or a bug: keep the turns, say so, try again later
                 self.last_error = str(e)
-                log.warning("outbox replay failed: %s", e)
+                log.warning("outbox replay failed, retrying in %.0f s: %s", cap, e, exc_info=not isinstance(e, StoreError))
                 await asyncio.sleep(cap)
                 self._wake.set()
             else:
@@ -291,6 +291,7 @@ class SupabaseChatStore:
         when the server is away (the rest stay queued)."""
         async with self._send_lock:
             results = await self._send_pending()
+        self._queued = False
         return sum(isinstance(r, AppendResult) for r in results.values())
 
     async def _send_pending(self, own: int | None = None) -> dict[int, AppendResult | StoreError]:
@@ -334,6 +335,7 @@ class SupabaseChatStore:
                 results = await self._send_pending(own=entry_id)
             except StoreOffline as e:
                 self.last_error = str(e)
+                self._queued = True
                 self._wake.set()
                 waiting, _ = await self.outbox.depth()
                 raise StoreOffline(f"{e}; {waiting} writes wait in the local outbox and will be sent when it is back") from e
@@ -379,6 +381,11 @@ class SupabaseChatStore:
     async def _load(self, chat_id: str, start: int, end: int | None) -> tuple[Chat, list[Turn]]:
         if not _is_uuid(chat_id):
             raise ChatNotFound(chat_id)
+        if self._queued:  # back online before the replay task noticed: send queued turns first
+            try:
+                await self.flush()
+            except StoreOffline:
+                pass  # the read below fails with the same cause
         data = await self._rpc("load_chat", "load a chat", p_chat_id=chat_id, p_from_seq=start, p_to_seq=end)
         return _chat(data["chat"]), [Turn.model_validate(t) for t in data["turns"]]
 

@@ -280,3 +280,18 @@ async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_pa
             "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' "
             "AND NOT relrowsecurity").fetchall()
     assert published == {"chats", "chat_summaries", "chat_facts"} and no_rls == []
+
+
+async def test_reading_a_chat_after_an_outage_sends_the_queue_first(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.replay_delay = (60.0, 60.0)  # the replay task will not get there first
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        supabase.shim.refuse()
+        queued = make_turns(2, start=1)
+        with pytest.raises(StoreOffline):
+            await store.append_turns(chat.id, queued)
+        with pytest.raises(StoreOffline, match="unreachable"):
+            await store.load_history(chat.id)
+        supabase.shim.recover()
+        history = await store.load_history(chat.id)
+        assert [t.id for t in history.full_history[1:]] == [t.id for t in queued]
