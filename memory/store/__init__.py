@@ -1,4 +1,4 @@
-"""The `ChatStore` protocol every store implements (SQLite now, Supabase next) and its errors.
+"""The `ChatStore` protocol every store implements (SQLite, Supabase) and its errors.
 
 Semantics every implementation keeps:
 - `append_turns` is atomic and idempotent by turn id: a turn already stored is not stored again,
