@@ -107,7 +107,7 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
                 copied += result.added > 0
                 unchanged += result.added == 0
                 turns_added += result.added
-                if result.added:
+                if result.added or not result.chat.summary_text:  # new there, or left unsummarised last time
                     ids.append(chat.id)
                 progress.advance(task)
             failed = await summarise(mem, ids, progress, "run `parla sync` again to retry")
