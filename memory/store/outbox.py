@@ -34,7 +34,6 @@ CREATE TABLE IF NOT EXISTS outbox (
     chat_id TEXT NOT NULL,
     payload TEXT NOT NULL,
     queued_at TEXT NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0,
     failed TEXT
 )
 """
@@ -46,7 +45,6 @@ class OutboxEntry:
     op: OutboxOp
     chat_id: str
     payload: dict[str, Any]
-    attempts: int
 
 
 class Outbox:
@@ -93,20 +91,15 @@ class Outbox:
     async def pending(self) -> list[OutboxEntry]:
         rows = await (
             await self._conn().execute(
-                "SELECT id, op, chat_id, payload, attempts FROM outbox WHERE remote = ? AND failed IS NULL ORDER BY id",
+                "SELECT id, op, chat_id, payload FROM outbox WHERE remote = ? AND failed IS NULL ORDER BY id",
                 (self.remote,),
             )
         ).fetchall()
-        return [OutboxEntry(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
+        return [OutboxEntry(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
 
     async def ack(self, entry_id: int) -> None:
         db = self._conn()
         await db.execute("DELETE FROM outbox WHERE id = ?", (entry_id,))
-        await db.commit()
-
-    async def attempted(self, entry_id: int) -> None:
-        db = self._conn()
-        await db.execute("UPDATE outbox SET attempts = attempts + 1 WHERE id = ?", (entry_id,))
         await db.commit()
 
     async def fail(self, entry_id: int, reason: str) -> None:

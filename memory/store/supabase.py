@@ -18,7 +18,6 @@ the queue, in order and idempotently, when the server answers again.
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import logging
 import uuid
@@ -30,7 +29,9 @@ from typing import Any, TypeVar
 import httpx
 import numpy as np
 from postgrest.exceptions import APIError
-from supabase_auth.errors import AuthError, AuthRetryableError
+from supabase import AsyncClient, AsyncClientOptions, acreate_client
+from supabase_auth.errors import AuthError, AuthInvalidJwtError, AuthRetryableError
+from supabase_auth.helpers import decode_jwt
 
 from memory.chat import Chat, ChatHistory
 from memory.embedding import EmbeddedText
@@ -53,7 +54,6 @@ from memory.store.supabase_schema import SCHEMA_VERSION
 from memory.store.supabase_session import FileSessionStorage
 from memory.summary import MessageRange, Summary, SummaryLevel
 from memory.turn import Turn, new_id
-from supabase import AsyncClient, AsyncClientOptions, acreate_client
 
 log = logging.getLogger(__name__)
 
@@ -93,14 +93,10 @@ def _turn_payload(turn: Turn) -> dict[str, Any]:
 
 def _jwt_role(key: str) -> str | None:
     """The role claim of a legacy JWT API key, None for other key formats."""
-    parts = key.split(".")
-    if len(parts) != 3:
-        return None
     try:
-        claims = json.loads(base64.urlsafe_b64decode(parts[1] + "=" * (-len(parts[1]) % 4)))
-    except ValueError:
+        return decode_jwt(key)["payload"].get("role")
+    except AuthInvalidJwtError:
         return None
-    return claims.get("role") if isinstance(claims, dict) else None
 
 
 def _error(e: Exception, doing: str) -> StoreError:
@@ -165,7 +161,6 @@ class SupabaseChatStore:
         self._wake = asyncio.Event()
         self._replayer: asyncio.Task[None] | None = None
         self.replay_delay = (0.5, 30.0)
-        self.last_error: str | None = None
         self._queued = True  # until a first flush: a previous run may have left turns queued
 
     @classmethod
@@ -243,12 +238,11 @@ class SupabaseChatStore:
             try:
                 await self.flush()
             except StoreOffline as e:
-                self.last_error = str(e)
+                log.info("outbox replay: %s; retrying in %.1f s", e, delay)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, cap)
                 self._wake.set()
             except Exception as e:  # an auth failure, or a bug: keep the turns, say so, try again later
-                self.last_error = str(e)
                 log.warning("outbox replay failed, retrying in %.0f s: %s", cap, e, exc_info=not isinstance(e, StoreError))
                 await asyncio.sleep(cap)
                 self._wake.set()
@@ -302,9 +296,6 @@ class SupabaseChatStore:
         for entry in await self.outbox.pending():
             try:
                 results[entry.id] = await self._send(entry)
-            except StoreOffline:
-                await self.outbox.attempted(entry.id)
-                raise
             except (ChatNotFound, TurnConflict, StoreRefused) as e:
                 results[entry.id] = e
                 if entry.id == own:
@@ -334,7 +325,6 @@ class SupabaseChatStore:
             try:
                 results = await self._send_pending(own=entry_id)
             except StoreOffline as e:
-                self.last_error = str(e)
                 self._queued = True
                 self._wake.set()
                 waiting, _ = await self.outbox.depth()

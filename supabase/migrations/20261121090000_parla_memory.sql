@@ -145,22 +145,19 @@ create view public.chat_histories with (security_invoker = true) as
 select
     c.id,
     c.user_id,
-    coalesce(full_h.turns, '[]'::jsonb) as full_history,
+    coalesce(h.full_history, '[]'::jsonb) as full_history,
     (case when c.rolling_summary = '' then '[]'::jsonb
           else jsonb_build_array(jsonb_build_object(
               'role', 'model', 'parts', jsonb_build_array(jsonb_build_object('text', c.rolling_summary))))
-     end) || coalesce(tail.turns, '[]'::jsonb) as assistant_history
+     end) || coalesce(h.tail, '[]'::jsonb) as assistant_history
 from public.chats c
 left join lateral (
-    select jsonb_agg(jsonb_strip_nulls(jsonb_build_object('role', t.role, 'parts', t.parts, 'thinking', t.thinking))
-                     order by t.seq) as turns
-    from public.chat_turns t where t.chat_id = c.id
-) full_h on true
-left join lateral (
-    select jsonb_agg(jsonb_strip_nulls(jsonb_build_object('role', t.role, 'parts', t.parts, 'thinking', t.thinking))
-                     order by t.seq) as turns
-    from public.chat_turns t where t.chat_id = c.id and t.seq > c.summarized_through
-) tail on true;
+    -- one scan of the chat's turns: all of them, and the unsummarised tail
+    select jsonb_agg(t.seed order by t.seq) as full_history,
+           jsonb_agg(t.seed order by t.seq) filter (where t.seq > c.summarized_through) as tail
+    from (select seq, jsonb_strip_nulls(jsonb_build_object('role', role, 'parts', parts, 'thinking', thinking)) as seed
+          from public.chat_turns where chat_id = c.id) t
+) h on true;
 revoke all on public.chat_histories from anon;
 
 -- Realtime (seed 000): the UI hears chats, summaries and facts change.
