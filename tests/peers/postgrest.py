@@ -104,6 +104,8 @@ class PostgrestShim:
         self.drop: Literal["before", "after"] | None = None
         self.log: list[tuple[str, str, int]] = []
         self._open: set[socket.socket] = set()
+        self._procs: dict[str, list[dict[str, Any]]] = {}
+        self._tables: dict[str, bool] = {}
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -264,16 +266,18 @@ class PostgrestShim:
 
     def _function(self, fn: str, given: set[str]) -> tuple[dict[str, str], bool, bool] | None:
         """The overload of public.fn whose IN arguments cover `given` and whose others have defaults."""
-        rows = self._run(
-            None,
-            "SELECT coalesce(json_agg(json_build_object('names', p.proargnames, 'modes', p.proargmodes, "
-            "'types', (SELECT coalesce(array_agg(format_type(t, NULL) ORDER BY i), '{}') FROM unnest(coalesce(p.proallargtypes, "
-            "p.proargtypes::oid[])) WITH ORDINALITY u(t, i)), 'defaults', p.pronargdefaults, 'nargs', p.pronargs, "
-            "'set', p.proretset, 'void', p.prorettype = 'void'::regtype)), '[]') "
-            "FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.proname = %s",
-            (fn,),
-        )
-        for row in rows:
+        if fn not in self._procs:  # a schema cache, as PostgREST keeps
+            self._procs[fn] = self._run(
+                None,
+                "SELECT coalesce(json_agg(json_build_object('names', p.proargnames, 'modes', p.proargmodes, "
+                "'types', (SELECT coalesce(array_agg(format_type(t, NULL) ORDER BY i), '{}') "
+                "FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY u(t, i)), "
+                "'defaults', p.pronargdefaults, 'nargs', p.pronargs, "
+                "'set', p.proretset, 'void', p.prorettype = 'void'::regtype)), '[]') "
+                "FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.proname = %s",
+                (fn,),
+            )
+        for row in self._procs[fn]:
             names = row["names"] or []
             modes = row["modes"] or ["i"] * len(names)
             ins = [(n, t) for n, m, t in zip(names, modes, row["types"]) if m in ("i", "b", "v")]
@@ -283,12 +287,14 @@ class PostgrestShim:
         return None
 
     def _table(self, claims: dict[str, Any], name: str, req: Request) -> Response:
-        exists = self._run(
-            None,
-            "SELECT exists (SELECT 1 FROM information_schema.tables WHERE table_schema = 'public' AND table_name = %s)",
-            (name,),
-        )
-        if not exists:
+        if name not in self._tables:
+            self._tables[name] = self._run(
+                None,
+                "SELECT exists (SELECT 1 FROM information_schema.tables WHERE table_schema = 'public' "
+                "AND table_name = %s)",
+                (name,),
+            )
+        if not self._tables[name]:
             raise PgError(404, "PGRST205", f"Could not find the table 'public.{name}' in the schema cache")
         table = sql.SQL("public.{}").format(sql.Identifier(name))
         where, params = self._filters(req.query)
