@@ -1,6 +1,7 @@
 """Settings: pydantic-settings with the `PARLA_` prefix, read (highest first) from arguments, the
 environment, a `.env` file in the working directory, then a TOML file (`config.toml` in the user
-config dir, or the file PARLA_CONFIG_FILE names). Every memory knob is a setting (MemoryConfig)."""
+config dir, or the file PARLA_CONFIG_FILE names). Every memory and voice knob is a setting
+(MemoryConfig, VoiceConfig)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pydantic_settings import (
 )
 
 from memory.config import MemoryConfig
+from voice.config import VoiceConfig
 
 APP = "parla"
 
@@ -34,7 +36,7 @@ def default_session_file() -> Path:
     return Path(platformdirs.user_config_dir(APP)) / "supabase-session.json"
 
 
-class Settings(MemoryConfig, BaseSettings):
+class Settings(MemoryConfig, VoiceConfig, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True)
 
     store: Literal["sqlite", "supabase"] = Field(
@@ -70,9 +72,6 @@ class Settings(MemoryConfig, BaseSettings):
     embedding_model: str = Field("gemini-embedding-001", description="Gemini embedding model.")
     embedding_dim: int = Field(768, ge=128, le=3072, description="Gemini embedding size.")
     summary_model: str = Field("gemini-2.5-flash-lite", description="Cheap Gemini model for summaries, facts, titles.")
-    live_model: str = Field(
-        "gemini-2.5-flash-native-audio-preview-09-2025", description="Gemini Live model for the voice loop."
-    )
     gemini_api_key: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("PARLA_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"),

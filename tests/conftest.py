@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
     from memory.store.supabase import SupabaseChatStore
+    from tests.peers.live_emulator import LiveEmulator
+    from tests.peers.pulse import PulseServer
     from tests.peers.supabase_peer import PostgresCluster, SupabasePeer
+    from voice.config import VoiceConfig
 
 from memory.compaction import Compactor
 from memory.config import MemoryConfig
@@ -115,3 +120,55 @@ async def any_store(request, tmp_path):
     else:
         async with await signed_in_store(request.getfixturevalue("supabase"), tmp_path) as s:
             yield s
+
+
+@pytest.fixture(scope="session")
+def pulse(tmp_path_factory) -> Iterator[PulseServer]:
+    """A headless PulseAudio with a virtual microphone and speaker, the default devices of this
+    test process (set before sounddevice is first imported)."""
+    from tests.peers.pulse import PulseServer
+
+    server = PulseServer(tmp_path_factory.mktemp("pulse")).start()
+    previous = os.environ.get("PULSE_SERVER")
+    os.environ["PULSE_SERVER"] = server.env["PULSE_SERVER"]
+    yield server
+    server.stop()
+    if previous is None:
+        os.environ.pop("PULSE_SERVER", None)
+    else:
+        os.environ["PULSE_SERVER"] = previous
+
+
+@pytest.fixture(scope="session")
+def live_certificate(tmp_path_factory) -> tuple[Path, Path]:
+    from tests.peers.live_emulator import make_certificate
+
+    return make_certificate(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.fixture
+async def live(live_certificate) -> AsyncIterator[LiveEmulator]:
+    """The Live-protocol emulator; a scripted assertion that failed inside it fails the test."""
+    from tests.peers.live_emulator import LiveEmulator
+
+    async with LiveEmulator(*live_certificate) as emulator:
+        yield emulator
+    if emulator.errors:
+        raise emulator.errors[0]
+
+
+@pytest.fixture
+def live_client(live, gemini):
+    """The real google-genai client, REST to the REST emulator, websockets to the Live emulator."""
+    from google import genai
+    from google.genai import types
+
+    options = types.HttpOptions(base_url=gemini.base_url, async_client_args={"ssl": live.client_ssl()})
+    return genai.Client(api_key=live.api_key, http_options=options)
+
+
+@pytest.fixture
+def voice_config(live) -> VoiceConfig:
+    from voice.config import VoiceConfig
+
+    return VoiceConfig(live_url=live.url, reconnect_delay=0.05, reconnect_max_delay=0.2, save_drain_s=5)

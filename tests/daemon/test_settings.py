@@ -7,6 +7,7 @@ from pydantic import ValidationError
 
 from daemon.settings import Settings
 from memory.config import MemoryConfig
+from voice.config import VoiceConfig
 
 
 @pytest.fixture
@@ -34,8 +35,8 @@ def test_defaults_are_the_seeds(clean):
     assert not s.has_gemini_key and isinstance(s, MemoryConfig)
 
 
-def test_every_memory_knob_is_a_setting():
-    assert set(MemoryConfig.model_fields) <= set(Settings.model_fields)
+def test_every_memory_and_voice_knob_is_a_setting():
+    assert set(MemoryConfig.model_fields) | set(VoiceConfig.model_fields) <= set(Settings.model_fields)
     assert all(f.description for f in Settings.model_fields.values())
 
 

@@ -1,0 +1,312 @@
+"""A local emulator of the Gemini Live API (BidiGenerateContent over TLS websockets on 127.0.0.1),
+so the real google-genai SDK runs unchanged against it.
+
+It checks what the real service checks that our code could get wrong (the path, the API key
+header, a `setup` first, the audio MIME type), accepts both key casings the SDK emits
+(`realtime_input` / `realtimeInput`, `turnComplete` / `turn_complete`), records every client frame
+in order, and answers in the service's own wire format (camelCase JSON in binary frames).
+
+Each test scripts the service: `emulator.script` is called once per connection with a
+`LiveConnection` whose helpers send what the service sends (setupComplete, audio, transcriptions,
+interrupted, turnComplete, toolCall, goAway, resumption updates, close codes) and wait for what the
+client sends. `utterance()` stands in for the service's voice activity detection: it returns the
+audio of one spoken utterance once it is followed by silence.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import datetime
+import ipaddress
+import json
+import re
+import ssl
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from websockets.asyncio.server import Server, ServerConnection, serve
+from websockets.exceptions import ConnectionClosed
+
+PATH = re.compile(r"/ws/google\.ai\.generativelanguage\.v1(alpha|beta)?\.GenerativeService\.BidiGenerateContent")
+IN_RATE = 16_000
+OUT_RATE = 24_000
+
+
+def make_certificate(directory: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for IP 127.0.0.1, made now; returns (cert, key) paths."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "parla-live-emulator")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = directory / "live-cert.pem", directory / "live-key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+def snake(value: Any) -> Any:
+    """Both casings in, one out: camelCase keys become snake_case, recursively."""
+    if isinstance(value, dict):
+        return {re.sub(r"(?<!^)(?=[A-Z])", "_", k).lower(): snake(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [snake(v) for v in value]
+    return value
+
+
+def tone(seconds: float, frequency: float = 440.0, rate: int = OUT_RATE, amplitude: int = 8000) -> bytes:
+    t = np.arange(int(seconds * rate)) / rate
+    return (np.sin(2 * np.pi * frequency * t) * amplitude).astype("<i2").tobytes()
+
+
+def rms(pcm: bytes) -> float:
+    samples = np.frombuffer(pcm, dtype="<i2").astype(np.float64)
+    return float(np.sqrt(np.mean(samples**2))) if samples.size else 0.0
+
+
+@dataclass
+class ClientFrame:
+    kind: str  # realtime_input, client_content, tool_response
+    body: dict[str, Any]
+    audio: bytes = b""
+
+
+class LiveConnection:
+    def __init__(self, index: int, ws: ServerConnection, setup: dict[str, Any]) -> None:
+        self.index = index
+        self.ws = ws
+        self.setup = setup
+        self.frames: list[ClientFrame] = []
+        self.sent: list[dict[str, Any]] = []
+        self._inbox: asyncio.Queue[ClientFrame | None] = asyncio.Queue()
+        self._audio = bytearray()
+        self._audio_changed = asyncio.Event()
+        self.closed = asyncio.Event()
+
+    # what the client sent
+
+    @property
+    def handle(self) -> str | None:
+        return (self.setup.get("session_resumption") or {}).get("handle")
+
+    @property
+    def system_instruction(self) -> str:
+        parts = (self.setup.get("system_instruction") or {}).get("parts") or []
+        return "".join(p.get("text", "") for p in parts)
+
+    @property
+    def audio(self) -> bytes:
+        return bytes(self._audio)
+
+    def of_kind(self, kind: str) -> list[ClientFrame]:
+        return [f for f in self.frames if f.kind == kind]
+
+    async def _read(self) -> None:
+        try:
+            async for raw in self.ws:
+                frame = self._parse(json.loads(raw))
+                self.frames.append(frame)
+                if frame.audio:
+                    self._audio += frame.audio
+                    self._audio_changed.set()
+                await self._inbox.put(frame)
+        except ConnectionClosed:
+            pass
+        finally:
+            self.closed.set()
+            await self._inbox.put(None)
+
+    @staticmethod
+    def _parse(message: dict[str, Any]) -> ClientFrame:
+        message = snake(message)
+        (kind, body), *rest = message.items()
+        assert not rest and kind in ("realtime_input", "client_content", "tool_response"), message
+        audio = b""
+        if kind == "realtime_input" and "audio" in body:
+            blob = body["audio"]
+            assert blob["mime_type"] == "audio/pcm;rate=16000", blob["mime_type"]
+            audio = base64.urlsafe_b64decode(blob["data"])
+        return ClientFrame(kind, body, audio)
+
+    async def expect(self, kind: str, timeout: float = 5.0) -> ClientFrame:
+        """The next frame of `kind` (frames of other kinds in between are skipped but recorded)."""
+        async with asyncio.timeout(timeout):
+            while True:
+                frame = await self._inbox.get()
+                if frame is None:
+                    raise AssertionError(f"the client closed before sending {kind}")
+                if frame.kind == kind:
+                    return frame
+
+    async def utterance(self, threshold: float = 300.0, silence_ms: int = 300, timeout: float = 15.0) -> bytes:
+        """Audio from the first block louder than `threshold` until `silence_ms` of quiet: what a
+        service VAD would take as one utterance. Consumes it, so the next call waits for new speech."""
+        block = IN_RATE * 2 // 50  # 20 ms
+        async with asyncio.timeout(timeout):
+            start = None
+            quiet = 0
+            pos = 0
+            while True:
+                while pos + block <= len(self._audio):
+                    loud = rms(self._audio[pos : pos + block]) > threshold
+                    if start is None and loud:
+                        start = pos
+                    elif start is not None:
+                        quiet = 0 if loud else quiet + 20
+                        if quiet >= silence_ms:
+                            speech = bytes(self._audio[start : pos + block])
+                            del self._audio[: pos + block]
+                            return speech
+                    pos += block
+                self._audio_changed.clear()
+                await self._audio_changed.wait()
+
+    # what the service sends
+
+    async def send(self, message: dict[str, Any]) -> None:
+        self.sent.append(message)
+        await self.ws.send(json.dumps(message).encode())
+
+    async def complete_setup(self) -> None:
+        await self.send({"setupComplete": {}})
+
+    async def content(self, **fields: Any) -> None:
+        await self.send({"serverContent": fields})
+
+    async def heard(self, text: str) -> None:
+        await self.content(inputTranscription={"text": text})
+
+    async def reply(self, text: str, audio: bytes, chunk_ms: int = 40, complete: bool = True) -> None:
+        """A spoken answer: audio in chunks, the transcript spread across them, then turnComplete."""
+        chunk = OUT_RATE * 2 * chunk_ms // 1000
+        pieces = [audio[i : i + chunk] for i in range(0, len(audio), chunk)] or [b""]
+        words = [" " + w for w in text.split()]
+        per = max(1, -(-len(words) // len(pieces)))
+        for i, piece in enumerate(pieces):
+            said = "".join(words[i * per : (i + 1) * per])
+            if piece:
+                data = base64.b64encode(piece).decode()
+                await self.content(modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]})
+            if said:
+                await self.content(outputTranscription={"text": said})
+        if complete:
+            await self.content(generationComplete=True)
+            await self.content(turnComplete=True)
+
+    async def interrupted(self) -> None:
+        await self.content(interrupted=True)
+
+    async def turn_complete(self) -> None:
+        await self.content(turnComplete=True)
+
+    async def resumption(self, handle: str, resumable: bool = True) -> None:
+        await self.send({"sessionResumptionUpdate": {"newHandle": handle, "resumable": resumable}})
+
+    async def go_away(self, seconds: float) -> None:
+        await self.send({"goAway": {"timeLeft": f"{seconds:g}s"}})
+
+    async def tool_call(self, *calls: dict[str, Any]) -> None:
+        await self.send({"toolCall": {"functionCalls": list(calls)}})
+
+    async def cancel_tool_calls(self, *ids: str) -> None:
+        await self.send({"toolCallCancellation": {"ids": list(ids)}})
+
+    async def close(self, code: int = 1000, reason: str = "") -> None:
+        await self.ws.close(code, reason)
+
+    async def drop(self) -> None:
+        """Vanish without a close frame: the client sees 1006."""
+        self.ws.transport.abort()
+
+
+Script = Callable[[LiveConnection], Awaitable[None]]
+
+
+async def _idle(conn: LiveConnection) -> None:
+    await conn.complete_setup()
+    await conn.closed.wait()
+
+
+@dataclass
+class LiveEmulator:
+    cert: Path
+    key: Path
+    api_key: str = "test-key"
+    script: Script = _idle
+    connections: list[LiveConnection] = field(default_factory=list)
+    errors: list[BaseException] = field(default_factory=list)
+    connected: asyncio.Condition = field(default_factory=asyncio.Condition)
+    _server: Server | None = None
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None
+        port = self._server.sockets[0].getsockname()[1]
+        return f"https://127.0.0.1:{port}"
+
+    def client_ssl(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.cert))
+
+    async def __aenter__(self) -> "LiveEmulator":
+        tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        tls.load_cert_chain(self.cert, self.key)
+        self._server = await serve(self._serve, "127.0.0.1", 0, ssl=tls, max_size=None)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        await self._server.wait_closed()
+
+    async def wait_connections(self, n: int, timeout: float = 10.0) -> LiveConnection:
+        async with asyncio.timeout(timeout), self.connected:
+            await self.connected.wait_for(lambda: len(self.connections) >= n)
+        return self.connections[n - 1]
+
+    async def _serve(self, ws: ServerConnection) -> None:
+        request = ws.request
+        assert request is not None
+        if not PATH.fullmatch(request.path):
+            await ws.close(1008, f"unknown method {request.path}")
+            return
+        if request.headers.get("x-goog-api-key") != self.api_key:
+            await ws.close(1007, "API key not valid. Please pass a valid API key.")
+            return
+        first = snake(json.loads(await ws.recv()))
+        if "setup" not in first:
+            await ws.close(1007, "the first message must be setup")
+            return
+        conn = LiveConnection(len(self.connections), ws, first["setup"])
+        reader = asyncio.create_task(conn._read())
+        async with self.connected:
+            self.connections.append(conn)
+            self.connected.notify_all()
+        try:
+            await self.script(conn)
+        except ConnectionClosed:
+            pass
+        except BaseException as e:  # a failed scripted assertion: report it to the test
+            self.errors.append(e)
+            await ws.close(1011, f"emulator script failed: {e!r}"[:120])
+        finally:
+            reader.cancel()

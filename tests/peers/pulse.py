@@ -1,0 +1,145 @@
+"""A headless PulseAudio with virtual devices, so sounddevice opens real streams in CI
+(TESTING-NOTES "Audio, headless"):
+
+- sink `spk` (24 kHz mono): the default output; its monitor `spk.monitor` is what was played;
+- sink `micfeed` (16 kHz mono) and the virtual source `mic` on its monitor: the default input, so
+  what a test plays into `micfeed` is what the microphone hears.
+
+`norewinds=1` keeps the first recorded callback on time. The server must be running before the
+first `import sounddevice` (PortAudio reads the sound configuration once); clients find it through
+PULSE_SERVER. Test speech comes from flite (16 kHz voices `slt` / `kal16`), which offline
+recognisers understand.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+import threading
+import time
+import wave
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+CONFIG = """\
+load-module module-native-protocol-unix auth-anonymous=1 auth-cookie-enabled=0
+load-module module-null-sink sink_name=spk rate=24000 channels=1 format=s16le norewinds=1
+load-module module-null-sink sink_name=micfeed rate=16000 channels=1 format=s16le norewinds=1
+load-module module-virtual-source source_name=mic master=micfeed.monitor format=s16le rate=16000 channels=1
+set-default-sink spk
+set-default-source mic
+"""
+
+MISSING = (
+    "the audio tests need PulseAudio, pacat and flite: run `bash scripts/test.sh` (it installs "
+    "pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite), or install them yourself"
+)
+
+
+class PulseServer:
+    def __init__(self, directory: Path) -> None:
+        self.dir = directory
+        self.runtime = directory / "run"
+        self.socket = self.runtime / "pulse" / "native"
+        self.env = {
+            **os.environ,
+            "HOME": str(directory),
+            "XDG_RUNTIME_DIR": str(self.runtime),
+            "PULSE_SERVER": f"unix:{self.socket}",
+        }
+
+    def start(self) -> "PulseServer":
+        for tool in ("pulseaudio", "pacat", "flite"):
+            if shutil.which(tool) is None:
+                raise RuntimeError(f"{tool} is missing: {MISSING}")
+        self.runtime.mkdir(parents=True, exist_ok=True)
+        script = self.dir / "parla-test.pa"
+        script.write_text(CONFIG)
+        subprocess.run(
+            ["pulseaudio", "--daemonize=yes", "--exit-idle-time=-1", "--disallow-exit", "-n", f"--file={script}"],
+            env=self.env,
+            check=True,
+            capture_output=True,
+        )
+        deadline = time.monotonic() + 5
+        while subprocess.run(["pactl", "info"], env=self.env, capture_output=True).returncode != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError("PulseAudio did not start within 5 s")
+            time.sleep(0.05)
+        return self
+
+    def stop(self) -> None:
+        subprocess.run(["pulseaudio", "--kill"], env=self.env, capture_output=True)
+
+    async def play_into_mic(self, pcm: bytes) -> None:
+        """Play 16 kHz mono int16 audio into `micfeed`, so the default microphone hears it."""
+        proc = await asyncio.create_subprocess_exec(
+            *_pacat("--playback", "micfeed", 16000), stdin=asyncio.subprocess.PIPE, env=self.env
+        )
+        await proc.communicate(pcm)
+        if proc.returncode != 0:
+            raise RuntimeError(f"pacat --playback exited with {proc.returncode}")
+
+    def record_speaker(self) -> "MonitorRecorder":
+        return MonitorRecorder(self.env).start()
+
+
+def _pacat(mode: str, device: str, rate: int) -> list[str]:
+    return ["pacat", mode, "-d", device, "--format=s16le", f"--rate={rate}", "--channels=1", "--raw", "--latency-msec=5"]
+
+
+@dataclass
+class MonitorRecorder:
+    """Records `spk.monitor` (what the speaker played) with the arrival time of every 5 ms piece,
+    so a test can tell when sound stopped on the wall clock the code under test also uses."""
+
+    env: dict[str, str]
+    chunks: list[tuple[float, bytes]] = field(default_factory=list)
+    _proc: subprocess.Popen[bytes] | None = None
+    _thread: threading.Thread | None = None
+
+    def start(self) -> "MonitorRecorder":
+        self._proc = subprocess.Popen(_pacat("--record", "spk.monitor", 24000), stdout=subprocess.PIPE, env=self.env)
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+        return self
+
+    def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        while piece := os.read(fd, 240):
+            self.chunks.append((time.monotonic(), piece))
+
+    def stop(self) -> "MonitorRecorder":
+        if self._proc is not None:
+            self._proc.terminate()
+            self._proc.wait()
+        if self._thread is not None:
+            self._thread.join()
+        return self
+
+    @property
+    def audio(self) -> bytes:
+        return b"".join(piece for _, piece in self.chunks)
+
+    def last_sound_at(self, threshold: int = 200) -> float | None:
+        loud = [t for t, piece in self.chunks if np.abs(np.frombuffer(piece, "<i2")).max(initial=0) > threshold]
+        return loud[-1] if loud else None
+
+
+def speech(text: str, voice: str = "slt", pad_ms: int = 300) -> bytes:
+    """`text` spoken by flite as 16 kHz mono int16, with silence around it."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "speech.wav"
+        subprocess.run(["flite", "-voice", voice, "-t", text, "-o", str(path)], check=True, capture_output=True)
+        with wave.open(str(path)) as w:
+            assert w.getframerate() == 16000 and w.getsampwidth() == 2 and w.getnchannels() == 1
+            pcm = w.readframes(w.getnframes())
+    pad = bytes(16 * 2 * pad_ms)
+    return pad + pcm + pad

@@ -1,0 +1,75 @@
+"""The voice knobs: audio devices and blocks, the Live session's configuration and its reconnect
+policy. `daemon.settings.Settings` extends this model, so each is also a `PARLA_*` setting."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Sensitivity = Literal["default", "high", "low"]
+
+# The wire formats of the Live API: 16 kHz in, 24 kHz out, 16-bit little-endian mono.
+MIC_RATE = 16_000
+SPEAKER_RATE = 24_000
+SAMPLE_BYTES = 2
+
+DEFAULT_INSTRUCTION = (
+    "You are Parla, a voice assistant on the user's desktop. Answer briefly and naturally, as in "
+    "a spoken conversation. The memory block below is what you know of this chat: treat its "
+    "summaries as settled truth and never invent what it does not say."
+)
+
+
+class VoiceConfig(BaseModel):
+    live_model: str = Field(
+        "gemini-2.5-flash-native-audio-preview-09-2025", description="Gemini Live model for the voice loop."
+    )
+    live_voice: str = Field("Puck", description="Prebuilt voice of the spoken answers (Puck, Charon, Kore, Aoede...).")
+    live_language: str | None = Field(None, description="BCP-47 language of the speech (default: the model's own).")
+    live_url: str | None = Field(
+        None, description="Override of the Live websocket address, wss://host[:port] (proxies, tests)."
+    )
+    instruction: str = Field(DEFAULT_INSTRUCTION, description="The opening of the live model's system instruction.")
+    input_device: str | int | None = Field(
+        None, description="Microphone: a device name (or part of it) or index; default: the system's."
+    )
+    output_device: str | int | None = Field(
+        None, description="Speaker: a device name (or part of it) or index; default: the system's."
+    )
+    audio_block_ms: int = Field(20, ge=20, le=50, description="Audio block length in milliseconds (capture and playback).")
+    mic_queue_ms: int = Field(
+        2000, ge=100, description="Captured audio held while the network stalls; older blocks are dropped and counted."
+    )
+    playback_buffer_s: float = Field(
+        300.0, gt=0, description="Model audio held for playback at most; beyond it blocks are dropped and counted."
+    )
+    vad_start_sensitivity: Sensitivity = Field("default", description="How readily the model hears speech start.")
+    vad_end_sensitivity: Sensitivity = Field("default", description="How readily the model decides speech ended.")
+    vad_silence_ms: int | None = Field(
+        None, ge=0, description="Silence that ends the user's turn, in ms (default: the model's own)."
+    )
+    vad_prefix_padding_ms: int | None = Field(
+        None, ge=0, description="Speech needed before a start of speech is committed, in ms (default: the model's)."
+    )
+    compression_trigger_tokens: int = Field(
+        64_000, ge=1000, description="Context size at which the Live session compresses its history (sliding window)."
+    )
+    compression_target_tokens: int = Field(
+        32_000, ge=500, description="Context size the sliding window compresses down to."
+    )
+    reconnect_attempts: int = Field(
+        5, ge=1, description="Consecutive failed connections before the session gives up and tells the user."
+    )
+    reconnect_delay: float = Field(0.5, ge=0, description="First reconnect delay in seconds; doubles per failure.")
+    reconnect_max_delay: float = Field(8.0, ge=0, description="Longest reconnect delay in seconds.")
+    reconnect_stable_s: float = Field(
+        60.0, ge=0, description="Seconds a connection must last before the failure count starts again."
+    )
+    goaway_margin_s: float = Field(
+        3.0, ge=0, description="After a GoAway, reconnect this long before the deadline unless the model is speaking."
+    )
+    resume_handle_max_age_s: float = Field(
+        6900.0, gt=0, description="Age after which a resumption handle is not tried (the API keeps them 2 h)."
+    )
+    save_drain_s: float = Field(10.0, gt=0, description="Seconds a closing session waits for its turns to be stored.")

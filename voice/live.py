@@ -1,0 +1,474 @@
+"""The conversation with the Gemini Live model: one websocket session at a time over
+`client.aio.live.connect`, reconnected as the connection demands, with one send task and one
+receive task per connection and a saver task for finished turns, all owned by `LiveConversation`
+(an async context manager).
+
+Reconnection policy (DESIGN §5):
+- The newest resumable handle is kept. A new connection resumes with it while it is younger than
+  `resume_handle_max_age_s`; otherwise, or after a 1007, the session starts fresh, seeded from the
+  store: the memory block in the system instruction and the tail turns as client content with
+  turn_complete false.
+- GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
+  before the deadline if the model is not speaking then. A reply is never cut by us.
+- Close 1006/1011 and other drops: reconnect with backoff (`reconnect_delay` doubling up to
+  `reconnect_max_delay`). After `reconnect_attempts` consecutive failures the conversation gives
+  up with `LiveSessionFailed`; a connection that lasted `reconnect_stable_s` resets the count.
+- Close 1007 (the server refused what we sent): never resend it. Start fresh from the store; a
+  second 1007 in a row starts with the memory block only (no tail turns); a third gives up.
+- Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
+  give up at once: retrying cannot help, and the message says what the server said.
+
+Turns: finished exchanges go to a queue that the saver task hands to `SessionMemory.save`, so the
+audio path never waits on the store; a failed save is retried with backoff, in order. Before a
+fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
+mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
+interrupted; the user's words heard before the model answered are kept open when the session
+resumes (the server heard them too) and stored when it starts fresh.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections import deque
+from collections.abc import Callable
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from google import genai
+from google.genai import errors, types
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from memory.turn import Turn
+from voice.config import MIC_RATE, VoiceConfig
+from voice.live_config import connect_config, system_instruction
+from voice.seed import Seed, SessionMemory
+from voice.tool_calls import ToolCalls, ToolHandler
+from voice.transcript import TranscriptAssembler
+
+log = logging.getLogger(__name__)
+
+MIC_MIME = f"audio/pcm;rate={MIC_RATE}"
+
+
+class AudioSource(Protocol):
+    async def read(self) -> bytes: ...
+
+
+class AudioSink(Protocol):
+    def play(self, pcm: bytes) -> None: ...
+    def flush(self) -> int: ...
+
+
+class LiveSessionFailed(RuntimeError):
+    """The conversation cannot go on; the message says why and what to do."""
+
+
+EventKind = Literal["connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed"]
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    kind: EventKind
+    detail: str = ""
+
+
+@dataclass
+class LiveStatus:
+    connected: bool = False
+    connected_at: float | None = None
+    connections: int = 0
+    resumed: int = 0
+    reconnects: int = 0
+    last_error: str | None = None
+    handle_age_s: float | None = None
+    unsaved_turns: int = 0
+
+
+@dataclass
+class _Handle:
+    value: str
+    received_at: float
+
+
+@dataclass
+class _Text:
+    """A typed turn waiting to be sent."""
+
+    text: str
+
+
+_Outgoing = _Text | types.FunctionResponse
+
+
+class _Reconnect(Exception):
+    """Internal: the current connection should end and a new one start (GoAway, restart)."""
+
+
+def close_code(exc: BaseException) -> int | None:
+    if isinstance(exc, errors.APIError):
+        return exc.code
+    if isinstance(exc, ConnectionClosed):
+        return exc.rcvd.code if exc.rcvd else 1006
+    return None
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, errors.APIError):
+        detail = exc.details if isinstance(exc.details, str) else exc.message
+        return f"close {exc.code}: {detail or 'no reason given'}"
+    if isinstance(exc, ConnectionClosed):
+        frame = exc.rcvd
+        return f"close {frame.code}: {frame.reason or 'no reason given'}" if frame else "connection lost (1006)"
+    if isinstance(exc, InvalidStatus):
+        return f"the server refused the connection with HTTP {exc.response.status_code}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _fatal(exc: BaseException) -> str | None:
+    """Why retrying cannot help, or None when it can."""
+    code = close_code(exc)
+    if code == 1008:
+        return (
+            f"the Live API refused the session ({_reason(exc)}); check the API key, the model name "
+            "(PARLA_LIVE_MODEL) and that the key may use the Live API"
+        )
+    if isinstance(exc, InvalidStatus) and exc.response.status_code in (400, 401, 403, 404):
+        return f"{_reason(exc)}; check the API key and PARLA_LIVE_URL"
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"the Live API's TLS certificate was not trusted ({exc.verify_message}); check PARLA_LIVE_URL"
+    return None
+
+
+_RETRYABLE = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError)
+
+
+def _parse_seconds(duration: str | None) -> float | None:
+    if not duration:
+        return None
+    try:
+        return float(duration.rstrip("s"))
+    except ValueError:
+        return None
+
+
+@dataclass
+class LiveConversation:
+    client: genai.Client
+    config: VoiceConfig
+    memory: SessionMemory
+    tools: ToolHandler | None = None
+    microphone: AudioSource | None = None
+    speaker: AudioSink | None = None
+    on_event: Callable[[SessionEvent], None] | None = None
+    status: LiveStatus = field(default_factory=LiveStatus)
+
+    def __post_init__(self) -> None:
+        self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
+        self._tool_calls = ToolCalls(self.tools)
+        self._outgoing: deque[_Outgoing] = deque()
+        self._outgoing_ready = asyncio.Event()
+        self._saves: asyncio.Queue[tuple[SessionMemory, list[Turn]]] = asyncio.Queue()
+        self._handle: _Handle | None = None
+        self._instruction: str | None = None
+        self._reconnect = asyncio.Event()
+        self._draining = False
+        self._run_task: asyncio.Task[None] | None = None
+        self._saver_task: asyncio.Task[None] | None = None
+
+    # lifecycle
+
+    async def __aenter__(self) -> "LiveConversation":
+        self._saver_task = asyncio.create_task(self._saver(), name="live:saver")
+        self._run_task = asyncio.create_task(self._run(), name="live:run")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        run = self._run_task
+        if run is not None:
+            run.cancel()
+            with suppress(asyncio.CancelledError, LiveSessionFailed):
+                await run
+        await self._tool_calls.cancel_all()
+        self._queue_save(self.assembler.flush())
+        await self._drain_saves()
+        if self._saver_task is not None:
+            self._saver_task.cancel()
+            with suppress(asyncio.CancelledError):
+                await self._saver_task
+
+    async def wait(self) -> None:
+        """Until the conversation ends on its own: it only does so by giving up (LiveSessionFailed)."""
+        assert self._run_task is not None, "use LiveConversation inside `async with`"
+        await asyncio.shield(self._run_task)
+
+    def say(self, text: str) -> None:
+        """A typed turn in this conversation, answered by voice; sent as soon as a session is open."""
+        if not text.strip():
+            raise ValueError("say() needs some text")
+        self._send_later(_Text(text.strip()))
+
+    # turns
+
+    def _queue_save(self, turns: list[Turn]) -> None:
+        if turns:
+            self._saves.put_nowait((self.memory, turns))
+            self.status.unsaved_turns += len(turns)
+
+    async def _saver(self) -> None:
+        while True:
+            memory, turns = await self._saves.get()
+            delay = 0.5
+            while True:
+                try:
+                    await memory.save(turns)
+                    break
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - keep the turns and try again; say so
+                    log.error("storing %d turns failed: %s; retrying in %.1fs", len(turns), e, delay)
+                    self._emit("save_failed", f"{type(e).__name__}: {e}")
+                    await asyncio.sleep(delay)
+                    delay = min(delay * 2, 30.0)
+            self.status.unsaved_turns -= len(turns)
+            self._saves.task_done()
+
+    async def _drain_saves(self) -> None:
+        try:
+            await asyncio.wait_for(self._saves.join(), self.config.save_drain_s)
+        except TimeoutError:
+            log.error(
+                "%d turns are not stored yet after %.0fs; they are kept only in memory",
+                self.status.unsaved_turns,
+                self.config.save_drain_s,
+                extra={"event": "turns_unsaved", "count": self.status.unsaved_turns},
+            )
+
+    # the connection loop
+
+    def _emit(self, kind: EventKind, detail: str = "") -> None:
+        if self.on_event is not None:
+            self.on_event(SessionEvent(kind, detail))
+
+    def _usable_handle(self) -> str | None:
+        h = self._handle
+        if h is None or time.monotonic() - h.received_at > self.config.resume_handle_max_age_s:
+            return None
+        return h.value
+
+    async def _fresh_seed(self, with_history: bool) -> Seed:
+        # Turns still on their way to the store belong in the seed.
+        self._queue_save(self.assembler.flush())
+        await self._drain_saves()
+        seed = await self.memory.seed()
+        self._instruction = system_instruction(self.config, seed.memory_block)
+        return seed if with_history else Seed(seed.memory_block)
+
+    async def _run(self) -> None:
+        failures = 0
+        refused = 0  # consecutive 1007s
+        while True:
+            handle = self._usable_handle()
+            started: float | None = None
+            try:
+                seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
+                assert self._instruction is not None
+                cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle)
+                async with self.client.aio.live.connect(model=self.config.live_model, config=cfg) as session:
+                    started = time.monotonic()
+                    if seed is not None and seed.history:
+                        history = [
+                            types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history
+                        ]
+                        await session.send_client_content(turns=history, turn_complete=False)
+                    self._connected(started, resumed=seed is None)
+                    await self._serve(session)
+                # _serve returns only when a reconnect was asked for (GoAway, restart).
+                failures = refused = 0
+            except asyncio.CancelledError:
+                raise
+            except _RETRYABLE as e:
+                self._disconnected(e)
+                fatal = _fatal(e)
+                if fatal:
+                    self._give_up(fatal)
+                if started is not None and time.monotonic() - started >= self.config.reconnect_stable_s:
+                    failures = 0
+                failures += 1
+                if close_code(e) == 1007:
+                    # Whatever the handle or the seed carried was refused: do not send it again.
+                    refused += 1
+                    self._handle = None
+                    if refused >= 3:
+                        self._give_up(f"the Live API refused the session three times ({_reason(e)})")
+                else:
+                    refused = 0
+                if failures > self.config.reconnect_attempts:
+                    self._give_up(
+                        f"the Live API connection failed {failures} times in a row (last: {_reason(e)}); "
+                        "check the network, then start the conversation again"
+                    )
+                delay = min(self.config.reconnect_delay * 2 ** (failures - 1), self.config.reconnect_max_delay)
+                self._emit("reconnecting", f"attempt {failures} in {delay:.1f}s after {_reason(e)}")
+                log.warning(
+                    "live session lost (%s); reconnect %d/%d in %.1fs",
+                    _reason(e),
+                    failures,
+                    self.config.reconnect_attempts,
+                    delay,
+                    extra={"event": "live_reconnect", "code": close_code(e), "attempt": failures},
+                )
+                await asyncio.sleep(delay)
+
+    def _connected(self, at: float, resumed: bool) -> None:
+        self.status.connected = True
+        self.status.connected_at = at
+        self.status.connections += 1
+        self.status.resumed += int(resumed)
+        self._emit("resumed" if resumed else "connected")
+        log.info(
+            "live session %s",
+            "resumed" if resumed else "started",
+            extra={"event": "live_connected", "resumed": resumed},
+        )
+
+    def _disconnected(self, exc: BaseException) -> None:
+        self.status.connected = False
+        self.status.reconnects += 1
+        self.status.last_error = _reason(exc)
+        # A reply cut by the drop is stored as far as it came (its audio still plays out).
+        if self.assembler.model_speaking:
+            self._queue_save(self.assembler.flush())
+
+    def _give_up(self, message: str) -> None:
+        self.status.last_error = message
+        self._emit("gave_up", message)
+        log.error("live session ended: %s", message, extra={"event": "live_gave_up"})
+        raise LiveSessionFailed(message)
+
+    async def _serve(self, session: Any) -> None:
+        self._reconnect.clear()
+        self._draining = False
+        sender = asyncio.create_task(self._send_loop(session), name="live:send")
+        receiver = asyncio.create_task(self._receive_loop(session), name="live:receive")
+        restart = asyncio.create_task(self._reconnect.wait(), name="live:restart")
+        tasks = {sender, receiver, restart}
+        try:
+            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self._tool_calls.cancel_all()
+        for task in done:
+            if task is not restart and task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+
+    # sending
+
+    def _send_later(self, item: _Outgoing, first: bool = False) -> None:
+        if first:
+            self._outgoing.appendleft(item)
+        else:
+            self._outgoing.append(item)
+        self._outgoing_ready.set()
+
+    async def _send_loop(self, session: Any) -> None:
+        mic_read: asyncio.Task[bytes] | None = None
+        control: asyncio.Task[bool] | None = None
+        try:
+            while True:
+                while self._outgoing:
+                    item = self._outgoing.popleft()
+                    try:
+                        await self._send(session, item)
+                    except BaseException:
+                        if isinstance(item, _Text):  # resent on the next connection
+                            self._send_later(item, first=True)
+                        raise
+                self._outgoing_ready.clear()
+                if self.microphone is not None and mic_read is None:
+                    mic_read = asyncio.create_task(self.microphone.read())
+                control = asyncio.create_task(self._outgoing_ready.wait())
+                waiting = {control} | ({mic_read} if mic_read else set())
+                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                control.cancel()
+                if mic_read is not None and mic_read in done:
+                    block = mic_read.result()
+                    mic_read = None
+                    await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
+        finally:
+            for task in (mic_read, control):
+                if task is not None:
+                    task.cancel()
+
+    async def _send(self, session: Any, item: _Outgoing) -> None:
+        if isinstance(item, _Text):
+            turn = types.Content(role="user", parts=[types.Part(text=item.text)])
+            await session.send_client_content(turns=turn, turn_complete=True)
+            self.assembler.user_text(item.text, source="text")
+        else:
+            await session.send_tool_response(function_responses=item)
+
+    # receiving
+
+    async def _receive_loop(self, session: Any) -> None:
+        while True:
+            async for message in session.receive():
+                self._on_message(message)
+
+    def _on_message(self, message: types.LiveServerMessage) -> None:
+        update = message.session_resumption_update
+        if update is not None and update.resumable and update.new_handle:
+            self._handle = _Handle(update.new_handle, time.monotonic())
+        if message.go_away is not None:
+            self._on_go_away(_parse_seconds(message.go_away.time_left))
+        if message.tool_call is not None:
+            for call in message.tool_call.function_calls or []:
+                self._tool_calls.start(call, self._reply_tool)
+        if message.tool_call_cancellation is not None:
+            self._tool_calls.cancel(message.tool_call_cancellation.ids or [])
+        content = message.server_content
+        if content is not None:
+            self._on_content(content)
+
+    async def _reply_tool(self, response: types.FunctionResponse) -> None:
+        self._send_later(response)
+
+    def _on_content(self, content: types.LiveServerContent) -> None:
+        if content.input_transcription is not None and content.input_transcription.text:
+            self.assembler.user_text(content.input_transcription.text)
+        if content.model_turn is not None:
+            for part in content.model_turn.parts or []:
+                blob = part.inline_data
+                if blob is not None and blob.data:
+                    self.assembler.model_audio(len(blob.data))
+                    if self.speaker is not None:
+                        self.speaker.play(blob.data)
+        if content.output_transcription is not None and content.output_transcription.text:
+            self.assembler.model_text(content.output_transcription.text)
+        if content.interrupted:
+            unplayed = self.speaker.flush() if self.speaker is not None else 0
+            self._queue_save(self.assembler.interrupt(unplayed))
+        if content.turn_complete:
+            self._queue_save(self.assembler.complete())
+            if self._draining and not self.assembler.model_speaking:
+                self._reconnect.set()
+
+    def _on_go_away(self, time_left: float | None) -> None:
+        self._emit("goaway", f"{time_left}s left" if time_left is not None else "")
+        log.info("live goAway, %s s left", time_left, extra={"event": "live_goaway", "time_left": time_left})
+        self._draining = True
+        if not self.assembler.model_speaking and not self._tool_calls.pending:
+            self._reconnect.set()
+            return
+        if time_left is not None:
+            delay = max(0.0, time_left - self.config.goaway_margin_s)
+            asyncio.get_running_loop().call_later(delay, self._goaway_deadline)
+
+    def _goaway_deadline(self) -> None:
+        if self._draining and not self.assembler.model_speaking:
+            self._reconnect.set()

@@ -1,0 +1,53 @@
+"""The Live session's setup, built from the voice settings: model voice, system instruction (the
+fixed opening, then the chat's memory block), tools, transcription both ways, session resumption,
+context window compression and voice activity detection."""
+
+from __future__ import annotations
+
+from google.genai import types
+
+from voice.config import VoiceConfig
+
+# "default" is absent on purpose: the field stays unset and the model's own default applies.
+_START = {"high": types.StartSensitivity.START_SENSITIVITY_HIGH, "low": types.StartSensitivity.START_SENSITIVITY_LOW}
+_END = {"high": types.EndSensitivity.END_SENSITIVITY_HIGH, "low": types.EndSensitivity.END_SENSITIVITY_LOW}
+
+
+def system_instruction(config: VoiceConfig, memory_block: str) -> str:
+    if not memory_block.strip():
+        return config.instruction
+    return f"{config.instruction}\n\n{memory_block.strip()}"
+
+
+def connect_config(
+    config: VoiceConfig,
+    instruction: str,
+    declarations: list[types.FunctionDeclaration],
+    handle: str | None,
+) -> types.LiveConnectConfig:
+    speech = types.SpeechConfig(
+        voice_config=types.VoiceConfig(prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=config.live_voice)),
+        language_code=config.live_language,
+    )
+    vad = types.AutomaticActivityDetection(
+        disabled=False,
+        start_of_speech_sensitivity=_START.get(config.vad_start_sensitivity),
+        end_of_speech_sensitivity=_END.get(config.vad_end_sensitivity),
+        silence_duration_ms=config.vad_silence_ms,
+        prefix_padding_ms=config.vad_prefix_padding_ms,
+    )
+    return types.LiveConnectConfig(
+        response_modalities=[types.Modality.AUDIO],
+        speech_config=speech,
+        system_instruction=types.Content(parts=[types.Part(text=instruction)]),
+        tools=[types.Tool(function_declarations=declarations)] if declarations else None,
+        input_audio_transcription=types.AudioTranscriptionConfig(),
+        output_audio_transcription=types.AudioTranscriptionConfig(),
+        session_resumption=types.SessionResumptionConfig(handle=handle),
+        context_window_compression=types.ContextWindowCompressionConfig(
+            trigger_tokens=config.compression_trigger_tokens,
+            sliding_window=types.SlidingWindow(target_tokens=config.compression_target_tokens),
+        ),
+        realtime_input_config=types.RealtimeInputConfig(automatic_activity_detection=vad),
+        http_options=types.HttpOptions(base_url=config.live_url) if config.live_url else None,
+    )
