@@ -172,3 +172,20 @@ def voice_config(live) -> VoiceConfig:
     from voice.config import VoiceConfig
 
     return VoiceConfig(live_url=live.url, reconnect_delay=0.05, reconnect_max_delay=0.2, save_drain_s=5)
+
+
+async def eventually(predicate, timeout: float = 5.0, what: str = "the condition"):
+    """Poll an async or plain predicate until it is truthy; fail with `what` after `timeout`."""
+    import asyncio
+    import inspect
+
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = predicate()
+        if inspect.isawaitable(value):
+            value = await value
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.02)

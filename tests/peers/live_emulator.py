@@ -99,7 +99,7 @@ class LiveConnection:
         self.frames: list[ClientFrame] = []
         self.sent: list[dict[str, Any]] = []
         self._inbox: asyncio.Queue[ClientFrame | None] = asyncio.Queue()
-        self._audio = bytearray()
+        self._unheard = bytearray()  # audio not yet taken by utterance()
         self._audio_changed = asyncio.Event()
         self.closed = asyncio.Event()
 
@@ -116,7 +116,8 @@ class LiveConnection:
 
     @property
     def audio(self) -> bytes:
-        return bytes(self._audio)
+        """Every audio byte the client sent, in order."""
+        return b"".join(f.audio for f in self.frames)
 
     def of_kind(self, kind: str) -> list[ClientFrame]:
         return [f for f in self.frames if f.kind == kind]
@@ -127,7 +128,7 @@ class LiveConnection:
                 frame = self._parse(json.loads(raw))
                 self.frames.append(frame)
                 if frame.audio:
-                    self._audio += frame.audio
+                    self._unheard += frame.audio
                     self._audio_changed.set()
                 await self._inbox.put(frame)
         except ConnectionClosed:
@@ -167,15 +168,15 @@ class LiveConnection:
             quiet = 0
             pos = 0
             while True:
-                while pos + block <= len(self._audio):
-                    loud = rms(self._audio[pos : pos + block]) > threshold
+                while pos + block <= len(self._unheard):
+                    loud = rms(self._unheard[pos : pos + block]) > threshold
                     if start is None and loud:
                         start = pos
                     elif start is not None:
                         quiet = 0 if loud else quiet + 20
                         if quiet >= silence_ms:
-                            speech = bytes(self._audio[start : pos + block])
-                            del self._audio[: pos + block]
+                            speech = bytes(self._unheard[start : pos + block])
+                            del self._unheard[: pos + block]
                             return speech
                     pos += block
                 self._audio_changed.clear()

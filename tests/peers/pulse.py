@@ -78,7 +78,7 @@ class PulseServer:
     async def play_into_mic(self, pcm: bytes) -> None:
         """Play 16 kHz mono int16 audio into `micfeed`, so the default microphone hears it."""
         proc = await asyncio.create_subprocess_exec(
-            *_pacat("--playback", "micfeed", 16000), stdin=asyncio.subprocess.PIPE, env=self.env
+            *_pacat("--playback", "micfeed", 16000, latency_ms=100), stdin=asyncio.subprocess.PIPE, env=self.env
         )
         await proc.communicate(pcm)
         if proc.returncode != 0:
@@ -88,8 +88,13 @@ class PulseServer:
         return MonitorRecorder(self.env).start()
 
 
-def _pacat(mode: str, device: str, rate: int) -> list[str]:
-    return ["pacat", mode, "-d", device, "--format=s16le", f"--rate={rate}", "--channels=1", "--raw", "--latency-msec=5"]
+def _pacat(mode: str, device: str, rate: int, latency_ms: int = 5) -> list[str]:
+    # A playback with a tiny buffer underruns, and the server fills the gap with silence: the
+    # player gets 100 ms; the recorder 5 ms, so arrival times are close to play times.
+    return [
+        "pacat", mode, "-d", device, "--format=s16le", f"--rate={rate}", "--channels=1", "--raw",
+        f"--latency-msec={latency_ms}",
+    ]
 
 
 @dataclass

@@ -1,0 +1,354 @@
+"""The Live conversation against the Live-protocol emulator, through the real google-genai SDK:
+typed and tool-call exchanges, GoAway and resumption, close codes, re-seeding from the store."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from google.genai import types
+
+from daemon.chat_memory import ChatMemory
+from memory.config import MemoryConfig
+from tests.conftest import eventually, make_turns
+from tests.peers.live_emulator import tone
+from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
+
+
+async def new_chat(store, turns=()):
+    return (await store.create_chat(title="Lisbon trip", turns=turns)).chat
+
+
+async def stored(store, chat_id) -> list[tuple[str, str]]:
+    return [(t.role, t.text) for t in (await store.load_history(chat_id)).full_history]
+
+
+def conversation(live_client, voice_config, store, chat_id, **kw) -> LiveConversation:
+    return LiveConversation(live_client, voice_config, ChatMemory(store, MemoryConfig(), chat_id), **kw)
+
+
+async def has_turns(store, chat_id, n):
+    return (await store.get_chat(chat_id)).turn_count >= n
+
+
+async def test_typed_turn_is_answered_and_stored(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.complete_setup()
+        frame = await conn.expect("client_content")
+        assert frame.body == {"turns": [{"role": "user", "parts": [{"text": "Hi, I am Ada"}]}], "turn_complete": True}
+        await conn.reply("Hello Ada, nice to meet you.", tone(0.2))
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id) as conv:
+        conv.say("Hi, I am Ada")
+        await eventually(lambda: has_turns(store, chat.id, 2), what="two stored turns")
+    history = (await store.load_history(chat.id)).full_history
+    assert [(t.role, t.text, t.source) for t in history] == [
+        ("user", "Hi, I am Ada", "text"),
+        ("model", "Hello Ada, nice to meet you.", "voice"),
+    ]
+    setup = live.connections[0].setup
+    assert setup["model"] == f"models/{voice_config.live_model}"
+    assert setup["input_audio_transcription"] == {} and setup["output_audio_transcription"] == {}
+    assert setup["context_window_compression"]["sliding_window"] == {"target_tokens": 32000}
+    assert setup["generation_config"]["speech_config"]["voice_config"]["prebuilt_voice_config"]["voice_name"] == "Puck"
+
+
+class Clock:
+    """A real tool for the session tests: the time, or a slow answer that can be cancelled."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.cancelled = asyncio.Event()
+
+    def declarations(self) -> list[types.FunctionDeclaration]:
+        return [
+            types.FunctionDeclaration(
+                name="get_time",
+                description="The current time in a city.",
+                parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}}},
+            ),
+            types.FunctionDeclaration(name="slow", description="Takes long.", parameters_json_schema={"type": "object"}),
+        ]
+
+    async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((name, args))
+        if name == "slow":
+            try:
+                await asyncio.sleep(30)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+        return {"city": args.get("city"), "time": "14:05"}
+
+
+async def test_tool_call_round_trip_and_cancellation(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+    clock = Clock()
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.tool_call({"id": "call-1", "name": "get_time", "args": {"city": "Lisbon"}})
+        frame = await conn.expect("tool_response")
+        assert frame.body["function_responses"] == [
+            {"id": "call-1", "name": "get_time", "response": {"city": "Lisbon", "time": "14:05"}}
+        ]
+        await conn.tool_call({"id": "call-2", "name": "slow", "args": {}})
+        await asyncio.sleep(0.2)
+        await conn.cancel_tool_calls("call-2")
+        await conn.tool_call({"id": "call-3", "name": "get_time", "args": {"city": "Rome"}})
+        frame = await conn.expect("tool_response")
+        assert frame.body["function_responses"][0]["id"] == "call-3"
+        await conn.reply("It is five past two in Rome.", tone(0.1))
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id, tools=clock) as conv:
+        await eventually(lambda: has_turns(store, chat.id, 1), what="the answer")
+        await asyncio.wait_for(clock.cancelled.wait(), 2)
+    conn = live.connections[0]
+    names = [d["name"] for d in conn.setup["tools"][0]["function_declarations"]]
+    assert names == ["get_time", "slow"]
+    assert [f.body["function_responses"][0]["id"] for f in conn.of_kind("tool_response")] == ["call-1", "call-3"]
+    assert await stored(store, chat.id) == [("model", "It is five past two in Rome.")]
+
+
+async def test_goaway_waits_for_the_reply_then_resumes_with_the_newest_handle(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+    events: list[SessionEvent] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.resumption("handle-1")
+            await conn.expect("client_content")
+            await conn.reply("Lisbon has seven", tone(0.1), complete=False)
+            await conn.go_away(30)
+            await conn.resumption("handle-2")
+            await conn.resumption("not-yet", resumable=False)
+            await asyncio.sleep(0.3)
+            assert not conn.closed.is_set(), "the client left in the middle of a reply"
+            await conn.reply("hills and a river.", tone(0.1))
+            await conn.closed.wait()
+        else:
+            frame = await conn.expect("client_content")
+            await conn.reply("Yes, trams too.", tone(0.1))
+            await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id, on_event=events.append) as conv:
+        conv.say("Tell me about Lisbon")
+        second = await live.wait_connections(2)
+        conv.say("Are there trams?")
+        await eventually(lambda: has_turns(store, chat.id, 4), what="four turns")
+    assert second.handle == "handle-2"
+    assert second.of_kind("client_content")[0].body["turns"][0]["parts"][0]["text"] == "Are there trams?"
+    assert await stored(store, chat.id) == [
+        ("user", "Tell me about Lisbon"),
+        ("model", "Lisbon has seven hills and a river."),
+        ("user", "Are there trams?"),
+        ("model", "Yes, trams too."),
+    ]
+    assert [e.kind for e in events][:3] == ["connected", "goaway", "resumed"]
+    assert conv.status.resumed == 1
+
+
+async def test_goaway_deadline_reconnects_while_the_user_is_silent(live, live_client, store):
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, goaway_margin_s=0.5)
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.resumption("h")
+            frame = await conn.expect("client_content")
+            await conn.reply("A long", tone(0.1), complete=False)
+            await conn.go_away(0.8)
+            await conn.interrupted()  # the model stopped: nothing is speaking any more
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, config, store, chat.id) as conv:
+        conv.say("hello")
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        second = await live.wait_connections(2, timeout=3)
+        assert loop.time() - started < 1.0
+    assert second.handle == "h"
+
+
+@pytest.mark.parametrize("close", [1011, 1006])
+async def test_dropped_connection_retries_with_the_handle_and_loses_nothing(
+    live, live_client, voice_config, store, close
+):
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.resumption(f"h{conn.index}")
+        frame = await conn.expect("client_content")
+        text = frame.body["turns"][0]["parts"][0]["text"]
+        if conn.index == 0:
+            await conn.reply(f"You said {text} and then", tone(0.1), complete=False)
+            if close == 1006:
+                await conn.drop()
+            else:
+                await conn.close(1011, "Internal error encountered.")
+            return
+        await conn.reply(f"You said {text}.", tone(0.1))
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id) as conv:
+        conv.say("one")
+        second = await live.wait_connections(2)
+        conv.say("two")
+        await eventually(lambda: has_turns(store, chat.id, 4), what="four turns")
+    assert second.handle == "h0" and not second.of_kind("client_content")[1:]
+    history = (await store.load_history(chat.id)).full_history
+    assert [(t.role, t.text, t.interrupted) for t in history] == [
+        ("user", "one", False),
+        ("model", "You said one and then", True),
+        ("user", "two", False),
+        ("model", "You said two.", False),
+    ]
+    assert conv.status.reconnects == 1 and "close" in (conv.status.last_error or "")
+
+
+async def compacted_chat(store, compactor):
+    """A chat with a rolling summary and a tail, as the store holds it after compaction."""
+    chat = await new_chat(store, make_turns(40))
+    await compactor.compact(chat.id)
+    return await store.get_chat(chat.id)
+
+
+async def test_without_a_handle_the_new_session_is_seeded_from_the_store(
+    live, live_client, voice_config, store, compactor
+):
+    chat = await compacted_chat(store, compactor)
+    assert chat.rolling_summary and chat.summarized_through > 0
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            frame = await conn.expect("client_content")  # the seed
+            await conn.expect("client_content")  # the typed turn
+            await conn.reply("Noted.", tone(0.1))
+            await conn.drop()  # no handle was ever given
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id) as conv:
+        conv.say("Remember the tomatoes")
+        second = await live.wait_connections(2)
+        await asyncio.sleep(0.1)
+    tail = (await store.load_history(chat.id)).tail
+    for conn, expected_tail in ((live.connections[0], tail[:-2]), (second, tail)):
+        assert conn.handle is None
+        assert chat.rolling_summary[:200] in conn.system_instruction
+        seed = conn.of_kind("client_content")[0].body
+        assert seed["turn_complete"] is False
+        assert [(t["role"], t["parts"][0]["text"]) for t in seed["turns"]] == [(t.role, t.text) for t in expected_tail]
+    assert [t.text for t in tail[-2:]] == ["Remember the tomatoes", "Noted."]
+
+
+async def test_1007_never_resends_the_same_thing(live, live_client, voice_config, store, compactor):
+    chat = await compacted_chat(store, compactor)
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.resumption("poisoned")
+            await conn.close(1007, "Request contains an invalid argument.")
+        elif conn.index == 1:
+            await conn.expect("client_content")  # the fresh seed, then refused again
+
+            await conn.close(1007, "Request contains an invalid argument.")
+        else:
+            await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id):
+        third = await live.wait_connections(3)
+        await asyncio.sleep(0.1)
+    first, second = live.connections[0], live.connections[1]
+    assert second.handle is None and third.handle is None
+    # After one refusal: a fresh seed with the tail; after a second: the memory block only.
+    assert second.of_kind("client_content") and second.of_kind("client_content")[0].body["turn_complete"] is False
+    assert third.of_kind("client_content") == []
+    assert chat.rolling_summary[:200] in third.system_instruction
+    assert first.handle is None
+
+
+async def test_gives_up_after_consecutive_failures_and_says_why(live, live_client, store):
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, reconnect_attempts=3, reconnect_delay=0.01, reconnect_max_delay=0.02)
+    chat = await new_chat(store)
+    events: list[SessionEvent] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.close(1011, "Internal error encountered.")
+
+    live.script = script
+    async with conversation(live_client, config, store, chat.id, on_event=events.append) as conv:
+        with pytest.raises(LiveSessionFailed, match=r"failed 4 times in a row \(last: close 1011: Internal error"):
+            await asyncio.wait_for(conv.wait(), 5)
+    assert len(live.connections) == 4
+    assert [e.kind for e in events].count("reconnecting") == 3 and events[-1].kind == "gave_up"
+
+
+async def test_policy_close_and_a_bad_key_give_up_with_the_servers_reason(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.close(1008, "models/nope is not found for API version v1beta")
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id) as conv:
+        with pytest.raises(LiveSessionFailed, match="models/nope is not found.*PARLA_LIVE_MODEL"):
+            await asyncio.wait_for(conv.wait(), 5)
+    assert len(live.connections) == 1
+
+    live.api_key = "another-key"
+    async with conversation(live_client, voice_config, store, chat.id) as conv:
+        with pytest.raises(LiveSessionFailed, match="refused the session three times.*API key not valid"):
+            await asyncio.wait_for(conv.wait(), 5)
+
+
+async def test_a_failing_store_keeps_the_turns_and_retries(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+    memory = ChatMemory(store, MemoryConfig(), chat.id)
+    failures = []
+    real_save = memory.save
+
+    class Flaky:
+        async def seed(self):
+            return await memory.seed()
+
+        async def save(self, turns):
+            if len(failures) < 2:
+                failures.append(len(turns))
+                raise OSError("disk I/O error")
+            await real_save(turns)
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.expect("client_content")
+        await conn.reply("Fine.", tone(0.05))
+        await conn.closed.wait()
+
+    live.script = script
+    events: list[SessionEvent] = []
+    async with LiveConversation(live_client, voice_config, Flaky(), on_event=events.append) as conv:
+        conv.say("How are you?")
+        await eventually(lambda: has_turns(store, chat.id, 2), timeout=5, what="the turns after two failures")
+    assert failures == [2, 2] and [e.kind for e in events].count("save_failed") == 2
+    assert await stored(store, chat.id) == [("user", "How are you?"), ("model", "Fine.")]
