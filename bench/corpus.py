@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 SUBJECTS = [
@@ -65,7 +65,7 @@ def chat_record(rng: random.Random, index: int, turns: int, start: datetime) -> 
 
 def write_jsonl(path: Path, chats: int, turns: tuple[int, int] = (4, 60), seed: int = 7) -> Path:
     rng = random.Random(seed)
-    start = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
     with path.open("w", encoding="utf-8") as f:
         for i in range(chats):
             record = chat_record(rng, i, rng.randint(*turns), start + timedelta(hours=7 * i))

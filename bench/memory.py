@@ -15,7 +15,7 @@ import random
 import statistics
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.corpus import chat_record
@@ -48,7 +48,7 @@ def synthetic_turns(rng: random.Random, n: int, index: int) -> list[Turn]:
 
 
 def time_start() -> datetime:
-    return datetime(2026, 1, 1, tzinfo=timezone.utc)
+    return datetime(2026, 1, 1, tzinfo=UTC)
 
 
 async def bench_sizes(tmp: Path, sizes: list[int]) -> None:

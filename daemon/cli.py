@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from daemon import cli_supabase
+from daemon import cli_supabase, cli_voice
 from daemon.cli_support import command, emit_json, err, iso, load_settings, out, progress_bar, summarise, when
 from daemon.memory_services import MemoryServices, open_memory
 from daemon.settings import Settings
@@ -26,12 +26,14 @@ from memory.summary import MessageRange
 from memory.tokens import estimate_tokens
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parla: a voice assistant that remembers.")
+app.command("converse")(cli_voice.converse)
 app.command("login")(cli_supabase.login)
 app.command("logout")(cli_supabase.logout)
 app.command("sync")(cli_supabase.sync)
 app.add_typer(cli_supabase.db_app, name="db")
 memory_app = typer.Typer(no_args_is_help=True, help="Maintain the memory: regenerate summaries, rebuild embeddings.")
 app.add_typer(memory_app, name="memory")
+
 
 async def _resolve(mem: MemoryServices, ref: str) -> str:
     chats = await mem.store.find_chats(ref) or await mem.store.find_chats(external_chat_id(ref))

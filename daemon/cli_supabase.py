@@ -70,8 +70,13 @@ async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSO
     async with await connect_supabase(settings) as store:
         version = await store.schema_version()
         stats = await store.stats()
-    data = {"url": settings.supabase_url, "schema_version": version, "expected": SCHEMA_VERSION,
-            "chats": stats.total_chats, "outbox_depth": stats.outbox_depth}
+    data = {
+        "url": settings.supabase_url,
+        "schema_version": version,
+        "expected": SCHEMA_VERSION,
+        "chats": stats.total_chats,
+        "outbox_depth": stats.outbox_depth,
+    }
     if as_json:
         emit_json(data)
         return

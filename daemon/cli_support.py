@@ -22,6 +22,8 @@ from daemon.settings import Settings
 from memory.compaction import CompactionWorker, RangeError
 from memory.embedding import ModelError
 from memory.store import StoreError
+from voice.audio import AudioDeviceError
+from voice.live import LiveSessionFailed
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -47,7 +49,16 @@ def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
     def run(*args: Any, **kwargs: Any) -> T:
         try:
             return asyncio.run(fn(*args, **kwargs))
-        except (StoreError, ConfigError, ModelError, RangeError, ValueError, OSError) as e:
+        except (
+            StoreError,
+            ConfigError,
+            ModelError,
+            RangeError,
+            AudioDeviceError,
+            LiveSessionFailed,
+            ValueError,
+            OSError,
+        ) as e:
             err.print(f"parla: error: {e}", markup=False)
             raise typer.Exit(1) from None
         except KeyboardInterrupt:
@@ -78,8 +89,6 @@ def when(value: datetime) -> str:
 
 def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
-
-
 
 
 async def summarise(mem: MemoryServices, ids: list[str], progress: Progress, retry: str) -> list[str]:

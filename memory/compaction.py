@@ -297,7 +297,7 @@ class CompactionWorker:
     _again: set[str] = field(default_factory=set)
     _slots: asyncio.Semaphore | None = None
 
-    async def __aenter__(self) -> "CompactionWorker":
+    async def __aenter__(self) -> CompactionWorker:
         self._slots = asyncio.Semaphore(self.concurrency)
         return self
 

@@ -37,7 +37,7 @@ class MemoryConfig(BaseModel):
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "MemoryConfig":
+    def _consistent(self) -> MemoryConfig:
         if self.tail >= self.summary_window_size:
             raise ValueError(
                 f"tail ({self.tail}) must be smaller than summary_window_size ({self.summary_window_size}), "

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -38,7 +38,7 @@ class ImportTurn(BaseModel):
     created_at: datetime | None = None
 
     @model_validator(mode="after")
-    def _one_text(self) -> "ImportTurn":
+    def _one_text(self) -> ImportTurn:
         if (self.text is None) == (self.parts is None):
             raise ValueError('give the turn either "text" or "parts", not both or neither')
         if not self.joined.strip():
@@ -60,7 +60,7 @@ class ImportChat(BaseModel):
 
 
 def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _describe(error: ValidationError) -> str:

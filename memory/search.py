@@ -57,7 +57,7 @@ class Thresholds(BaseModel):
     half_life_days: float
 
     @classmethod
-    def of(cls, config: MemoryConfig, embedder: Embedder) -> "Thresholds":
+    def of(cls, config: MemoryConfig, embedder: Embedder) -> Thresholds:
         return cls(
             min_similarity=(
                 config.search_min_similarity

@@ -25,7 +25,7 @@ class MessageRange(BaseModel):
     def __str__(self) -> str:
         return f"{self.start}-{self.end}"
 
-    def contains(self, other: "MessageRange") -> bool:
+    def contains(self, other: MessageRange) -> bool:
         return self.start <= other.start and other.end <= self.end
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -13,7 +13,7 @@ Source = Literal["voice", "text", "tool", "import"]
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def new_id() -> str:
@@ -46,10 +46,10 @@ class Turn(BaseModel):
     @field_validator("created_at")
     @classmethod
     def _aware(cls, value: datetime) -> datetime:
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
 
     @classmethod
-    def of(cls, role: Role, text: str, **fields: Any) -> "Turn":
+    def of(cls, role: Role, text: str, **fields: Any) -> Turn:
         return cls(role=role, parts=[Part(text=text)], **fields)
 
     @property

@@ -1,6 +1,20 @@
 #!/usr/bin/env bash
-# Installs everything the tests need into the current Python and runs the whole suite.
+# Installs everything the tests need and runs the whole suite: the Python packages into the
+# current Python, and (as root, on Debian/Ubuntu) the headless audio stack the voice tests use.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+AUDIO_PACKAGES=(pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite)
+missing=()
+for pkg in "${AUDIO_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+done
+if ((${#missing[@]})); then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        apt-get update -qq
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+    else
+        echo "The voice tests need: ${missing[*]} (install them with your package manager, as root)" >&2
+    fi
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 exec python3 -m pytest "$@"

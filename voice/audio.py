@@ -114,7 +114,7 @@ class Microphone:
         self.dropped = 0
         self.overflows = 0
 
-    async def __aenter__(self) -> "Microphone":
+    async def __aenter__(self) -> Microphone:
         sd = _sounddevice()
         self._loop = asyncio.get_running_loop()
         self._stream = sd.RawInputStream(
@@ -184,7 +184,7 @@ class Speaker:
         # monotonic time of the first block that carried queued audio, for latency figures
         self.first_sound_at: float | None = None
 
-    async def __aenter__(self) -> "Speaker":
+    async def __aenter__(self) -> Speaker:
         self._stream = self._open()
         self._stream.start()
         return self

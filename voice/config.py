@@ -37,7 +37,9 @@ class VoiceConfig(BaseModel):
     output_device: str | int | None = Field(
         None, description="Speaker: a device name (or part of it) or index; default: the system's."
     )
-    audio_block_ms: int = Field(20, ge=20, le=50, description="Audio block length in milliseconds (capture and playback).")
+    audio_block_ms: int = Field(
+        20, ge=20, le=50, description="Audio block length in milliseconds (capture and playback)."
+    )
     mic_queue_ms: int = Field(
         2000, ge=100, description="Captured audio held while the network stalls; older blocks are dropped and counted."
     )

@@ -67,7 +67,7 @@ class LiveSessionFailed(RuntimeError):
     """The conversation cannot go on; the message says why and what to do."""
 
 
-EventKind = Literal["connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed"]
+EventKind = Literal["connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "turn"]
 
 
 @dataclass(frozen=True)
@@ -181,7 +181,7 @@ class LiveConversation:
 
     # lifecycle
 
-    async def __aenter__(self) -> "LiveConversation":
+    async def __aenter__(self) -> LiveConversation:
         self._saver_task = asyncio.create_task(self._saver(), name="live:saver")
         self._run_task = asyncio.create_task(self._run(), name="live:run")
         return self
@@ -217,6 +217,8 @@ class LiveConversation:
         if turns:
             self._saves.put_nowait((self.memory, turns))
             self.status.unsaved_turns += len(turns)
+            for turn in turns:
+                self._emit("turn", turn.transcript_line() + (" [cut off]" if turn.interrupted else ""))
 
     async def _saver(self) -> None:
         while True:
@@ -280,9 +282,7 @@ class LiveConversation:
                 async with self.client.aio.live.connect(model=self.config.live_model, config=cfg) as session:
                     started = time.monotonic()
                     if seed is not None and seed.history:
-                        history = [
-                            types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history
-                        ]
+                        history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
                         await session.send_client_content(turns=history, turn_complete=False)
                     self._connected(started, resumed=seed is None)
                     await self._serve(session)

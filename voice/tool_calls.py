@@ -51,7 +51,7 @@ class ToolCalls:
             await reply(types.FunctionResponse(id=call.id, name=name, response=response))
         except asyncio.CancelledError:
             raise
-        except Exception:  # noqa: BLE001 - a broken handler must not take the session down
+        except Exception:
             log.exception("tool %s failed", name, extra={"event": "tool_failed", "tool": name})
             await reply(types.FunctionResponse(id=call.id, name=name, response={"error": f"{name} failed"}))
         finally:

@@ -33,7 +33,7 @@ def spoken_prefix(text: str, played: float) -> str:
     cut = round(len(text) * played)
     if cut < len(text) and not text[cut].isspace():
         space = text.rfind(" ", 0, cut)
-        cut = space if space >= 0 else 0
+        cut = max(space, 0)
     return text[:cut].rstrip()
 
 

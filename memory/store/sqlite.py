@@ -14,7 +14,7 @@ import sqlite3
 from collections.abc import AsyncIterator, Iterable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ _LEVEL_OF_KIND = {v: k for k, v in _KIND_OF_LEVEL.items()}
 
 
 def _ts(value: datetime) -> str:
-    return value.astimezone(timezone.utc).isoformat(timespec="microseconds")
+    return value.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def _dt(value: str) -> datetime:
@@ -96,7 +96,7 @@ class _VectorIndex:
     refs: list[TextRef]
 
     @classmethod
-    def build(cls, generation: int, rows: Iterable[tuple[TextRef, bytes]], dim: int) -> "_VectorIndex":
+    def build(cls, generation: int, rows: Iterable[tuple[TextRef, bytes]], dim: int) -> _VectorIndex:
         ordered = sorted(rows, key=lambda r: r[0].chat_id)
         refs = [ref for ref, _ in ordered]
         matrix = (
@@ -140,7 +140,7 @@ class SQLiteChatStore:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> "SQLiteChatStore":
+    async def __aenter__(self) -> SQLiteChatStore:
         await self.open()
         return self
 

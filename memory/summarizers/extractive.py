@@ -14,11 +14,7 @@ from memory.tokens import estimate_tokens, truncate_to_tokens
 from memory.turn import Turn
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_MONTHS = (
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec monday tuesday wednesday thursday friday "
-    "saturday sunday today tomorrow yesterday tonight weekend"
-).split()
+_MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "today", "tomorrow", "yesterday", "tonight", "weekend"]
 _DATE = re.compile(
     r"\b(?:" + "|".join(_MONTHS) + r")\b|\b\d{4}\b|\b\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?\b|\b\d{1,2}(?:st|nd|rd|th)\b",
     re.IGNORECASE,

@@ -53,8 +53,10 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
         assert not_yet.exit_code == 1 and "parla login" in not_yet.output
         wrong = parla("login", "--email", "ada@example.com", "--password", "nope", ok=False)
         assert wrong.exit_code == 1 and "Invalid login credentials" in wrong.output
-        assert "Signed in as ada@example.com" in parla("login", "--email", "ada@example.com",
-                                                       "--password", "correct horse").output
+        assert (
+            "Signed in as ada@example.com"
+            in parla("login", "--email", "ada@example.com", "--password", "correct horse").output
+        )
         session = tmp_path / "cfg" / "session.json"
         assert stat.S_IMODE(os.stat(session).st_mode) == 0o600
 

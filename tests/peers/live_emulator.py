@@ -44,7 +44,7 @@ def make_certificate(directory: Path) -> tuple[Path, Path]:
     """A self-signed certificate for IP 127.0.0.1, made now; returns (cert, key) paths."""
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "parla-live-emulator")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -207,7 +207,9 @@ class LiveConnection:
             said = "".join(words[i * per : (i + 1) * per])
             if piece:
                 data = base64.b64encode(piece).decode()
-                await self.content(modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]})
+                await self.content(
+                    modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]}
+                )
             if said:
                 await self.content(outputTranscription={"text": said})
         if complete:
@@ -268,7 +270,7 @@ class LiveEmulator:
     def client_ssl(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.cert))
 
-    async def __aenter__(self) -> "LiveEmulator":
+    async def __aenter__(self) -> LiveEmulator:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(self.cert, self.key)
         self._server = await serve(self._serve, "127.0.0.1", 0, ssl=tls, max_size=None)
@@ -306,7 +308,7 @@ class LiveEmulator:
             await self.script(conn)
         except ConnectionClosed:
             pass
-        except BaseException as e:  # a failed scripted assertion: report it to the test
+        except BaseException as e:  # noqa: BLE001 - a failed scripted assertion: report it to the test
             self.errors.append(e)
             await ws.close(1011, f"emulator script failed: {e!r}"[:120])
         finally:

@@ -67,9 +67,28 @@ def status_of(sqlstate: str, role: str) -> int:
         return exact[sqlstate]
     if sqlstate == "42501":
         return 401 if role == "anon" else 403
-    by_class = {"08": 503, "09": 500, "0L": 403, "0P": 403, "25": 500, "28": 403, "2D": 500, "38": 500,
-                "39": 500, "3B": 500, "40": 500, "53": 503, "54": 500, "55": 500, "57": 500, "58": 500,
-                "F0": 500, "HV": 500, "P0": 500, "XX": 500}
+    by_class = {
+        "08": 503,
+        "09": 500,
+        "0L": 403,
+        "0P": 403,
+        "25": 500,
+        "28": 403,
+        "2D": 500,
+        "38": 500,
+        "39": 500,
+        "3B": 500,
+        "40": 500,
+        "53": 503,
+        "54": 500,
+        "55": 500,
+        "57": 500,
+        "58": 500,
+        "F0": 500,
+        "HV": 500,
+        "P0": 500,
+        "XX": 500,
+    }
     return by_class.get(sqlstate[:2], 400)
 
 
@@ -168,8 +187,10 @@ class PostgrestShim:
         return str(row[0])
 
     def user_token(self, user_id: str, ttl: int = 3600) -> str:
-        return sign({"role": "authenticated", "sub": user_id, "aud": "authenticated", "exp": int(time.time()) + ttl},
-                    self.secret)
+        return sign(
+            {"role": "authenticated", "sub": user_id, "aud": "authenticated", "exp": int(time.time()) + ttl},
+            self.secret,
+        )
 
     # -- request handling ---------------------------------------------------------------------
 
@@ -215,8 +236,9 @@ class PostgrestShim:
         except psycopg.Error as e:
             diag = e.diag
             state = diag.sqlstate or "XX000"
-            raise PgError(status_of(state, role), state, diag.message_primary or str(e), diag.message_detail,
-                          diag.message_hint) from None
+            raise PgError(
+                status_of(state, role), state, diag.message_primary or str(e), diag.message_detail, diag.message_hint
+            ) from None
         finally:
             if conn.closed:
                 conn = psycopg.connect(self.dsn)
@@ -239,8 +261,13 @@ class PostgrestShim:
         signature = self._function(fn, set(args))
         if signature is None:
             listed = ", ".join(sorted(args))
-            raise PgError(404, "PGRST202", f"Could not find the function public.{fn}({listed}) in the schema cache",
-                          None, "Apply the migrations in supabase/migrations")
+            raise PgError(
+                404,
+                "PGRST202",
+                f"Could not find the function public.{fn}({listed}) in the schema cache",
+                None,
+                "Apply the migrations in supabase/migrations",
+            )
         arg_types, returns_set, returns_void = signature
         record = (
             sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(a), sql.SQL(arg_types[a])) for a in args)
@@ -333,9 +360,9 @@ class PostgrestShim:
             rows = self._run(claims, query, (json.dumps(body[0]), *params))
             return Response(200 if returning else 204, rows if returning else None)
         if req.method == "DELETE":
-            query = sql.SQL("WITH w AS (DELETE FROM {} {} RETURNING *) SELECT coalesce(json_agg(w), '[]') FROM w").format(
-                table, where
-            )
+            query = sql.SQL(
+                "WITH w AS (DELETE FROM {} {} RETURNING *) SELECT coalesce(json_agg(w), '[]') FROM w"
+            ).format(table, where)
             rows = self._run(claims, query, params)
             return Response(200 if returning else 204, rows if returning else None)
         raise PgError(405, "PGRST117", f"unsupported HTTP method {req.method}")
@@ -357,8 +384,11 @@ class PostgrestShim:
             op, _, operand = value.partition(".")
             col = sql.Identifier(key)
             if op in _OPS:
-                parts.append(sql.SQL("{}::text {} %s").format(col, sql.SQL(_OPS[op])) if op in ("like", "ilike")
-                             else sql.SQL("{} {} %s").format(col, sql.SQL(_OPS[op])))
+                parts.append(
+                    sql.SQL("{}::text {} %s").format(col, sql.SQL(_OPS[op]))
+                    if op in ("like", "ilike")
+                    else sql.SQL("{} {} %s").format(col, sql.SQL(_OPS[op]))
+                )
                 params.append(operand.replace("*", "%") if op in ("like", "ilike") else operand)
             elif op == "is" and operand in ("null", "true", "false"):
                 parts.append(sql.SQL("{} IS {}").format(col, sql.SQL(operand.upper())))
@@ -421,19 +451,25 @@ class PostgrestShim:
                 (token,),
             )
             if row is None:
-                return self._auth_error(400, "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found")
+                return self._auth_error(
+                    400, "refresh_token_not_found", "Invalid Refresh Token: Refresh Token Not Found"
+                )
             return self._session(row)
         if route == "user" and req.method == "GET":
             claims = self._claims(req)
-            row = self._run(None, "SELECT row_to_json(u) FROM auth.users u WHERE id::text = %s",
-                            (str(claims.get("sub", "")),))
+            row = self._run(
+                None, "SELECT row_to_json(u) FROM auth.users u WHERE id::text = %s", (str(claims.get("sub", "")),)
+            )
             if row is None:
                 return self._auth_error(401, "no_authorization", "This endpoint requires a valid Bearer token")
             return Response(200, self._user(row))
         if route == "logout":
             claims = self._claims(req)
-            self._run(None, "UPDATE auth.refresh_tokens SET revoked = true WHERE user_id::text = %s",
-                      (str(claims.get("sub", "")),))
+            self._run(
+                None,
+                "UPDATE auth.refresh_tokens SET revoked = true WHERE user_id::text = %s",
+                (str(claims.get("sub", "")),),
+            )
             return Response(204)
         return self._auth_error(404, "not_found", f"no auth route {route}")
 
@@ -491,14 +527,20 @@ class _Handler(BaseHTTPRequestHandler):
         try:
             body = json.loads(raw) if raw else None
         except json.JSONDecodeError:
-            self._send(Response(400, {"code": "PGRST102", "message": "Empty or invalid json", "details": None,
-                                      "hint": None}))
+            self._send(
+                Response(400, {"code": "PGRST102", "message": "Empty or invalid json", "details": None, "hint": None})
+            )
             return
         if self.shim.drop == "before":
             self._drop()
             return
-        req = Request(self.command, parts.path, parse_qsl(parts.query, keep_blank_values=True),
-                      {k.lower(): v for k, v in self.headers.items()}, body)
+        req = Request(
+            self.command,
+            parts.path,
+            parse_qsl(parts.query, keep_blank_values=True),
+            {k.lower(): v for k, v in self.headers.items()},
+            body,
+        )
         resp = self.shim.handle(req)
         self.shim.log.append((self.command, parts.path, resp.status))
         if self.shim.drop == "after":

@@ -52,7 +52,7 @@ class PulseServer:
             "PULSE_SERVER": f"unix:{self.socket}",
         }
 
-    def start(self) -> "PulseServer":
+    def start(self) -> PulseServer:
         for tool in ("pulseaudio", "pacat", "flite"):
             if shutil.which(tool) is None:
                 raise RuntimeError(f"{tool} is missing: {MISSING}")
@@ -66,14 +66,14 @@ class PulseServer:
             capture_output=True,
         )
         deadline = time.monotonic() + 5
-        while subprocess.run(["pactl", "info"], env=self.env, capture_output=True).returncode != 0:
+        while subprocess.run(["pactl", "info"], env=self.env, capture_output=True, check=False).returncode != 0:
             if time.monotonic() > deadline:
                 raise RuntimeError("PulseAudio did not start within 5 s")
             time.sleep(0.05)
         return self
 
     def stop(self) -> None:
-        subprocess.run(["pulseaudio", "--kill"], env=self.env, capture_output=True)
+        subprocess.run(["pulseaudio", "--kill"], env=self.env, capture_output=True, check=False)
 
     async def play_into_mic(self, pcm: bytes) -> None:
         """Play 16 kHz mono int16 audio into `micfeed`, so the default microphone hears it."""
@@ -84,7 +84,7 @@ class PulseServer:
         if proc.returncode != 0:
             raise RuntimeError(f"pacat --playback exited with {proc.returncode}")
 
-    def record_speaker(self) -> "MonitorRecorder":
+    def record_speaker(self) -> MonitorRecorder:
         return MonitorRecorder(self.env).start()
 
 
@@ -92,7 +92,14 @@ def _pacat(mode: str, device: str, rate: int, latency_ms: int = 5) -> list[str]:
     # A playback with a tiny buffer underruns, and the server fills the gap with silence: the
     # player gets 100 ms; the recorder 5 ms, so arrival times are close to play times.
     return [
-        "pacat", mode, "-d", device, "--format=s16le", f"--rate={rate}", "--channels=1", "--raw",
+        "pacat",
+        mode,
+        "-d",
+        device,
+        "--format=s16le",
+        f"--rate={rate}",
+        "--channels=1",
+        "--raw",
         f"--latency-msec={latency_ms}",
     ]
 
@@ -107,7 +114,7 @@ class MonitorRecorder:
     _proc: subprocess.Popen[bytes] | None = None
     _thread: threading.Thread | None = None
 
-    def start(self) -> "MonitorRecorder":
+    def start(self) -> MonitorRecorder:
         self._proc = subprocess.Popen(_pacat("--record", "spk.monitor", 24000), stdout=subprocess.PIPE, env=self.env)
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
@@ -119,7 +126,7 @@ class MonitorRecorder:
         while piece := os.read(fd, 240):
             self.chunks.append((time.monotonic(), piece))
 
-    def stop(self) -> "MonitorRecorder":
+    def stop(self) -> MonitorRecorder:
         if self._proc is not None:
             self._proc.terminate()
             self._proc.wait()

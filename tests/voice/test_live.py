@@ -72,7 +72,9 @@ class Clock:
                 description="The current time in a city.",
                 parameters_json_schema={"type": "object", "properties": {"city": {"type": "string"}}},
             ),
-            types.FunctionDeclaration(name="slow", description="Takes long.", parameters_json_schema={"type": "object"}),
+            types.FunctionDeclaration(
+                name="slow", description="Takes long.", parameters_json_schema={"type": "object"}
+            ),
         ]
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +109,7 @@ async def test_tool_call_round_trip_and_cancellation(live, live_client, voice_co
         await conn.closed.wait()
 
     live.script = script
-    async with conversation(live_client, voice_config, store, chat.id, tools=clock) as conv:
+    async with conversation(live_client, voice_config, store, chat.id, tools=clock):
         await eventually(lambda: has_turns(store, chat.id, 1), what="the answer")
         await asyncio.wait_for(clock.cancelled.wait(), 2)
     conn = live.connections[0]
@@ -135,7 +137,7 @@ async def test_goaway_waits_for_the_reply_then_resumes_with_the_newest_handle(li
             await conn.reply("hills and a river.", tone(0.1))
             await conn.closed.wait()
         else:
-            frame = await conn.expect("client_content")
+            await conn.expect("client_content")
             await conn.reply("Yes, trams too.", tone(0.1))
             await conn.closed.wait()
 
@@ -167,7 +169,7 @@ async def test_goaway_deadline_reconnects_while_the_user_is_silent(live, live_cl
         await conn.complete_setup()
         if conn.index == 0:
             await conn.resumption("h")
-            frame = await conn.expect("client_content")
+            await conn.expect("client_content")
             await conn.reply("A long", tone(0.1), complete=False)
             await conn.go_away(0.8)
             await conn.interrupted()  # the model stopped: nothing is speaking any more
@@ -237,7 +239,7 @@ async def test_without_a_handle_the_new_session_is_seeded_from_the_store(
     async def script(conn):
         await conn.complete_setup()
         if conn.index == 0:
-            frame = await conn.expect("client_content")  # the seed
+            await conn.expect("client_content")  # the seed
             await conn.expect("client_content")  # the typed turn
             await conn.reply("Noted.", tone(0.1))
             await conn.drop()  # no handle was ever given

@@ -16,7 +16,10 @@ def test_fragments_make_one_turn_each():
     for piece in [" It is", " sunny", " and warm."]:
         a.model_text(piece)
     turns = a.complete()
-    assert texts(turns) == [("user", "What is the weather in Lisbon?", False), ("model", "It is sunny and warm.", False)]
+    assert texts(turns) == [
+        ("user", "What is the weather in Lisbon?", False),
+        ("model", "It is sunny and warm.", False),
+    ]
     assert turns[1].model_variant == "m" and not a.in_progress
 
 

@@ -179,5 +179,3 @@ async def test_delete_cascades(any_store):
     await any_store.delete_chat(chat.id)
     stats = await any_store.stats()
     assert (stats.total_chats, stats.total_messages, stats.total_summaries, stats.total_pins) == (0, 0, 0, 0)
-
-

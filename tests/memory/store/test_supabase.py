@@ -72,8 +72,12 @@ async def test_a_user_cannot_reach_another_users_chats(supabase, tmp_path):
             for table in ("chats", "chat_turns", "chat_summaries", "chat_facts", "chat_pins", "chat_histories"):
                 r = http.get(f"/{table}", params={"select": "*"})
                 assert r.status_code == 200 and chat.id not in r.text and b_id not in r.text
-            r = http.patch("/chats", params={"id": f"eq.{chat.id}"}, json={"title": "pwned"},
-                           headers={"Prefer": "return=representation"})
+            r = http.patch(
+                "/chats",
+                params={"id": f"eq.{chat.id}"},
+                json={"title": "pwned"},
+                headers={"Prefer": "return=representation"},
+            )
             assert r.status_code == 200 and r.json() == []
             r = http.post("/chat_pins", json={"chat_id": chat.id, "content": "injected"})
             assert r.status_code in (403, 409), r.text  # RLS or the (chat, owner) foreign key
@@ -144,7 +148,9 @@ async def test_the_outbox_survives_a_restart_and_replays_at_start(supabase, tmp_
         assert await store.outbox.depth() == (1, 0)
     supabase.shim.recover()
     again = await SupabaseChatStore.connect(
-        supabase.url, supabase.anon_key, outbox_path=tmp_path / "outbox-ada@example.com.db",
+        supabase.url,
+        supabase.anon_key,
+        outbox_path=tmp_path / "outbox-ada@example.com.db",
         session_file=tmp_path / "session-ada@example.com.json",
     )
     async with again:
@@ -216,8 +222,11 @@ async def test_session_file_is_private_and_a_refresh_rotates_it(supabase, tmp_pa
         assert (await store.create_chat(turns=make_turns(1))).added == 1  # the new token works
     # the old refresh token was revoked by the rotation
     old = json.loads(next(iter(before.values())))["refresh_token"]
-    r = httpx.post(f"{supabase.url}/auth/v1/token?grant_type=refresh_token", json={"refresh_token": old},
-                   headers={"apikey": ANON_KEY})
+    r = httpx.post(
+        f"{supabase.url}/auth/v1/token?grant_type=refresh_token",
+        json={"refresh_token": old},
+        headers={"apikey": ANON_KEY},
+    )
     assert r.status_code == 400
 
 
@@ -225,8 +234,9 @@ async def test_without_a_session_or_with_a_wrong_password_the_message_says_login
     from memory.store.supabase import sign_in
 
     with pytest.raises(StoreError, match="parla login"):
-        await SupabaseChatStore.connect(supabase.url, ANON_KEY, outbox_path=tmp_path / "o.db",
-                                        session_file=tmp_path / "none.json")
+        await SupabaseChatStore.connect(
+            supabase.url, ANON_KEY, outbox_path=tmp_path / "o.db", session_file=tmp_path / "none.json"
+        )
     supabase.shim.create_user("c@example.com", "right")
     with pytest.raises(StoreError, match="Invalid login credentials"):
         await sign_in(supabase.url, ANON_KEY, "c@example.com", "wrong", tmp_path / "s.json")
@@ -274,11 +284,14 @@ async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_pa
     assert isinstance(desc["summary_embedding"], str)
     np.testing.assert_allclose(parse_vector(desc["summary_embedding"]), emb("x", 7).vector, rtol=1e-6)
     with psycopg.connect(supabase.dsn) as conn:
-        published = {r[0] for r in conn.execute(
-            "SELECT tablename FROM pg_publication_tables WHERE pubname = 'supabase_realtime'")}
+        published = {
+            r[0]
+            for r in conn.execute("SELECT tablename FROM pg_publication_tables WHERE pubname = 'supabase_realtime'")
+        }
         no_rls = conn.execute(
             "SELECT relname FROM pg_class WHERE relnamespace = 'public'::regnamespace AND relkind = 'r' "
-            "AND NOT relrowsecurity").fetchall()
+            "AND NOT relrowsecurity"
+        ).fetchall()
     assert published == {"chats", "chat_summaries", "chat_facts"} and no_rls == []
 
 

@@ -1,0 +1,66 @@
+"""A spoken conversation wired from settings as the daemon wires it (store, compaction worker,
+microphone, speaker, Live session through the real SDK), against the Live emulator and the
+virtual audio devices: three spoken exchanges end up as six turns of the chat."""
+
+from __future__ import annotations
+
+import asyncio
+
+from daemon.conversation import spoken_conversation
+from daemon.memory_services import open_memory
+from daemon.settings import Settings
+from tests.conftest import eventually
+from tests.peers.live_emulator import tone
+from tests.peers.pulse import speech
+
+EXCHANGES = [
+    ("I want to plan a trip to Japan in April", "April is cherry blossom season, a lovely time to go."),
+    ("How many days should I spend in Kyoto", "Three days in Kyoto is enough for the main temples."),
+    ("Book a reminder to buy a rail pass", "I will remind you to buy a Japan Rail Pass."),
+]
+
+
+async def test_three_spoken_exchanges_become_six_turns(pulse, live, gemini, live_certificate, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))  # how a daemon trusts a private CA too
+    settings = Settings(
+        store_path=tmp_path / "parla.db",
+        gemini_api_key=live.api_key,
+        gemini_base_url=gemini.base_url,
+        live_url=live.url,
+        summarizer="offline",
+    )
+    utterances: list[bytes] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        for question, answer in EXCHANGES:
+            utterances.append(await conn.utterance())
+            await conn.heard(" " + question + "?")
+            await conn.reply(answer, tone(0.3, 500.0 + 50 * len(utterances)))
+        await conn.closed.wait()
+
+    live.script = script
+    spoken = [speech(question) for question, _ in EXCHANGES]
+    async with open_memory(settings) as mem:
+        chat_id = (await mem.store.create_chat(title="Japan")).chat.id
+        async with spoken_conversation(mem, chat_id) as conversation:
+            for n, audio in enumerate(spoken, start=1):
+                await pulse.play_into_mic(audio)
+                await eventually(
+                    lambda n=n: _turns(mem.store, chat_id, 2 * n), timeout=10, what=f"exchange {n} to be stored"
+                )
+                await asyncio.sleep(0.4)  # the answer plays before the next question
+        history = (await mem.store.load_history(chat_id)).full_history
+    assert [(t.role, t.text) for t in history] == [
+        turn for question, answer in EXCHANGES for turn in (("user", question + "?"), ("model", answer))
+    ]
+    assert [t.seq for t in history] == [1, 2, 3, 4, 5, 6]
+    received = live.connections[0].audio
+    positions = [received.find(audio[9600:-9600]) for audio in spoken]
+    assert -1 not in positions and positions == sorted(positions), "the spoken questions did not arrive in order"
+    assert all(u in a for u, a in zip(utterances, spoken, strict=True))
+    assert conversation.status.connections == 1 and conversation.status.unsaved_turns == 0
+
+
+async def _turns(store, chat_id, n):
+    return (await store.get_chat(chat_id)).turn_count >= n
