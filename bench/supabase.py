@@ -81,7 +81,9 @@ async def main(quick: bool) -> None:
                 small = (await store.create_chat(turns=[Turn.of("user", f"t{i}") for i in range(10)])).chat
                 big = (await store.create_chat()).chat
                 for start in range(0, 5000, 500):
-                    await store.append_turns(big.id, [Turn.of("user", f"turn {i} " * 20) for i in range(start, start + 500)])
+                    await store.append_turns(
+                        big.id, [Turn.of("user", f"turn {i} " * 20) for i in range(start, start + 500)]
+                    )
                 results = {}
                 for name, chat in (("10 turns", small), ("5,000 turns", big)):
                     results[f"shim {name}"] = await timed(
@@ -90,9 +92,17 @@ async def main(quick: bool) -> None:
                     results[f"sql {name}"] = [
                         ms
                         for _ in range(runs)
-                        for ms in direct(conn, user, "SELECT public.append_turns(%s, %s)",
-                                         (chat.id, json.dumps([Turn.of("model", "a reply " * 30).model_dump(
-                                             mode="json", exclude={"seq"})])))
+                        for ms in direct(
+                            conn,
+                            user,
+                            "SELECT public.append_turns(%s, %s)",
+                            (
+                                chat.id,
+                                json.dumps(
+                                    [Turn.of("model", "a reply " * 30).model_dump(mode="json", exclude={"seq"})]
+                                ),
+                            ),
+                        )
                     ]
                 base_sql = percentile(results["sql 10 turns"], 0.5)
                 base_shim = percentile(results["shim 10 turns"], 0.5)
@@ -106,14 +116,16 @@ async def main(quick: bool) -> None:
                 _fill(dsn, user, n_chats, rng)
                 queries = vectors(runs, rng)
                 it = iter(queries)
-                shim_ms = await timed(
-                    lambda: store.search(EmbeddedText("q", next(it), "bench-768"), 10), runs
-                )
+                shim_ms = await timed(lambda: store.search(EmbeddedText("q", next(it), "bench-768"), 10), runs)
                 sql_ms = [
                     ms
                     for q in queries
-                    for ms in direct(conn, user, "SELECT * FROM public.search_chats_semantic(%s::extensions.vector, 10)",
-                                     (json.dumps(q.tolist()),))
+                    for ms in direct(
+                        conn,
+                        user,
+                        "SELECT * FROM public.search_chats_semantic(%s::extensions.vector, 10)",
+                        (json.dumps(q.tolist()),),
+                    )
                 ]
                 base = percentile(sql_ms, 0.5)
                 row("direct SQL", sql_ms, base)
@@ -133,11 +145,14 @@ def _fill(dsn: str, user: str, n: int, rng: np.random.Generator) -> None:
             "ON CONFLICT (user_id) DO UPDATE SET embedder = excluded.embedder, dim = excluded.dim",
             (user, DIM),
         )
-        ids = [r[0] for r in conn.execute(
-            "INSERT INTO public.chats (user_id, title, summary_text, summary_embedding, summary_embedder, turn_count) "
-            "SELECT %s, 'chat ' || g, 'description ' || g, NULL, NULL, 20 FROM generate_series(1, %s) g RETURNING id",
-            (user, n),
-        ).fetchall()]
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "INSERT INTO public.chats (user_id, title, summary_text, summary_embedding, summary_embedder, turn_count) "
+                "SELECT %s, 'chat ' || g, 'description ' || g, NULL, NULL, 20 FROM generate_series(1, %s) g RETURNING id",
+                (user, n),
+            ).fetchall()
+        ]
         with conn.cursor() as cur:
             cur.executemany(
                 "UPDATE public.chats SET summary_embedding = %s::extensions.vector, summary_embedder = 'bench-768' "

@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
 # Installs Parla into the current Python and starts it on the embedded SQLite store.
+# Without arguments it runs `parla stats`; `bash scripts/run.sh converse` talks (needs a key).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The voice loop needs PortAudio; sounddevice's Linux wheels do not bundle it.
+if command -v dpkg-query >/dev/null && ! dpkg-query -W -f='${Status}' libportaudio2 2>/dev/null | grep -q "install ok installed"; then
+    if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libportaudio2 >/dev/null
+    else
+        echo "note: voice needs PortAudio: sudo apt install libportaudio2" >&2
+    fi
+fi
 python3 -m pip install --quiet --disable-pip-version-check -e .
 exec parla "${@:-stats}"

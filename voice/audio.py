@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import threading
-import time
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
 
@@ -101,28 +99,26 @@ def resolve_device(spec: str | int | None, kind: Kind) -> int | None:
     return matches[0].index
 
 
-class Microphone:
-    """16 kHz mono int16 capture in blocks of `block_ms`, held in a queue of at most `queue_ms`."""
+class _AudioStream:
+    """A sounddevice callback stream of 16-bit mono blocks, opened on `async with`."""
 
-    def __init__(self, device: str | int | None = None, block_ms: int = 20, queue_ms: int = 2000) -> None:
+    kind: Kind
+    rate: int
+
+    def __init__(self, device: str | int | None, block_ms: int) -> None:
         self.device = device
-        self.block_frames = MIC_RATE * block_ms // 1000
-        self._queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=max(1, queue_ms // block_ms))
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self.block_frames = self.rate * block_ms // 1000
         self._stream: Any = None
-        self.captured = 0
-        self.dropped = 0
-        self.overflows = 0
 
-    async def __aenter__(self) -> Microphone:
+    async def __aenter__(self) -> Self:
         sd = _sounddevice()
-        self._loop = asyncio.get_running_loop()
-        self._stream = sd.RawInputStream(
-            samplerate=MIC_RATE,
+        stream_type = sd.RawInputStream if self.kind == "input" else sd.RawOutputStream
+        self._stream = stream_type(
+            samplerate=self.rate,
             channels=1,
             dtype="int16",
             blocksize=self.block_frames,
-            device=resolve_device(self.device, "input"),
+            device=resolve_device(self.device, self.kind),
             latency="low",
             callback=self._callback,
         )
@@ -135,11 +131,33 @@ class Microphone:
             stream.abort()
             stream.close()
 
-    def _callback(self, indata: Any, frames: int, when: Any, status: Any) -> None:
+    def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
+        raise NotImplementedError
+
+
+class Microphone(_AudioStream):
+    """16 kHz mono int16 capture in blocks of `block_ms`, held in a queue of at most `queue_ms`."""
+
+    kind = "input"
+    rate = MIC_RATE
+
+    def __init__(self, device: str | int | None = None, block_ms: int = 20, queue_ms: int = 2000) -> None:
+        super().__init__(device, block_ms)
+        self._queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=max(1, queue_ms // block_ms))
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.captured = 0
+        self.dropped = 0
+        self.overflows = 0
+
+    async def __aenter__(self) -> Self:
+        self._loop = asyncio.get_running_loop()
+        return await super().__aenter__()
+
+    def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
         if status.input_overflow:
             self.overflows += 1
         assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._offer, bytes(indata))
+        self._loop.call_soon_threadsafe(self._offer, bytes(data))
 
     def _offer(self, block: bytes) -> None:
         self.captured += 1
@@ -151,85 +169,47 @@ class Microphone:
     async def read(self) -> bytes:
         return await self._queue.get()
 
-    def discard(self) -> int:
-        """Drop what is queued (e.g. audio heard while no session was open); returns how many blocks."""
-        n = 0
-        while not self._queue.empty():
-            self._queue.get_nowait()
-            n += 1
-        return n
 
-    async def blocks(self) -> AsyncIterator[bytes]:
-        while True:
-            yield await self._queue.get()
-
-
-class Speaker:
+class Speaker(_AudioStream):
     """24 kHz mono int16 playback. `play` never blocks; `flush` silences at once and reports how
     much of what was queued was never played, which is how a cut-off reply's spoken part is known."""
 
+    kind = "output"
+    rate = SPEAKER_RATE
+
     def __init__(self, device: str | int | None = None, block_ms: int = 20, buffer_s: float = 300.0) -> None:
-        self.device = device
-        self.block_frames = SPEAKER_RATE * block_ms // 1000
+        super().__init__(device, block_ms)
         self.max_bytes = int(buffer_s * SPEAKER_RATE) * SAMPLE_BYTES
         self._buffer = bytearray()
         self._lock = threading.Lock()
-        self._stream: Any = None
         self._idle = threading.Event()
         self._idle.set()
         self.received_bytes = 0
         self.played_bytes = 0
         self.dropped_bytes = 0
         self.underruns = 0
-        # monotonic time of the first block that carried queued audio, for latency figures
-        self.first_sound_at: float | None = None
 
-    async def __aenter__(self) -> Speaker:
-        self._stream = self._open()
-        self._stream.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        stream, self._stream = self._stream, None
-        if stream is not None:
-            stream.abort()
-            stream.close()
-
-    def _open(self) -> Any:
-        sd = _sounddevice()
-        return sd.RawOutputStream(
-            samplerate=SPEAKER_RATE,
-            channels=1,
-            dtype="int16",
-            blocksize=self.block_frames,
-            device=resolve_device(self.device, "output"),
-            latency="low",
-            callback=self._callback,
-        )
-
-    def _callback(self, outdata: Any, frames: int, when: Any, status: Any) -> None:
+    def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
         if status.output_underflow:
             self.underruns += 1
-        n = len(outdata)
+        n = len(data)
         with self._lock:
             chunk = bytes(self._buffer[:n])
             del self._buffer[:n]
             self.played_bytes += len(chunk)
-            if chunk and self.first_sound_at is None:
-                self.first_sound_at = time.monotonic()
             if not self._buffer:
                 self._idle.set()
-        outdata[: len(chunk)] = chunk
+        data[: len(chunk)] = chunk
         if len(chunk) < n:
-            outdata[len(chunk) :] = bytes(n - len(chunk))
+            data[len(chunk) :] = bytes(n - len(chunk))
 
     def play(self, pcm: bytes) -> None:
         with self._lock:
             self.received_bytes += len(pcm)
-            room = self.max_bytes - len(self._buffer)
+            room = max(self.max_bytes - len(self._buffer), 0)
             if len(pcm) > room:
-                self.dropped_bytes += len(pcm) - max(room, 0)
-                pcm = pcm[: max(room, 0)]
+                self.dropped_bytes += len(pcm) - room
+                pcm = pcm[:room]
             self._buffer += pcm
             if self._buffer:
                 self._idle.clear()
@@ -246,15 +226,6 @@ class Speaker:
             stream.abort()
             stream.start()
         return discarded
-
-    @property
-    def pending_bytes(self) -> int:
-        with self._lock:
-            return len(self._buffer)
-
-    @property
-    def playing(self) -> bool:
-        return not self._idle.is_set()
 
     async def drained(self, timeout: float | None = None) -> bool:
         """Wait until everything queued has been handed to the device."""

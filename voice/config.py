@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 Sensitivity = Literal["default", "high", "low"]
 
@@ -75,3 +75,12 @@ class VoiceConfig(BaseModel):
         6900.0, gt=0, description="Age after which a resumption handle is not tried (the API keeps them 2 h)."
     )
     save_drain_s: float = Field(10.0, gt=0, description="Seconds a closing session waits for its turns to be stored.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "VoiceConfig":
+        if self.compression_target_tokens >= self.compression_trigger_tokens:
+            raise ValueError(
+                f"compression_target_tokens ({self.compression_target_tokens}) must be below "
+                f"compression_trigger_tokens ({self.compression_trigger_tokens}), or compression would not shrink anything"
+            )
+        return self

@@ -22,6 +22,7 @@ import ipaddress
 import json
 import re
 import ssl
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -89,6 +90,7 @@ class ClientFrame:
     kind: str  # realtime_input, client_content, tool_response
     body: dict[str, Any]
     audio: bytes = b""
+    received_at: float = field(default_factory=time.monotonic)
 
 
 class LiveConnection:
