@@ -77,7 +77,7 @@ class VoiceConfig(BaseModel):
     save_drain_s: float = Field(10.0, gt=0, description="Seconds a closing session waits for its turns to be stored.")
 
     @model_validator(mode="after")
-    def _consistent(self) -> "VoiceConfig":
+    def _consistent(self) -> VoiceConfig:
         if self.compression_target_tokens >= self.compression_trigger_tokens:
             raise ValueError(
                 f"compression_target_tokens ({self.compression_target_tokens}) must be below "

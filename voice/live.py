@@ -84,7 +84,6 @@ class LiveStatus:
     resumed: int = 0
     reconnects: int = 0
     last_error: str | None = None
-    handle_age_s: float | None = None
     unsaved_turns: int = 0
 
 
@@ -176,6 +175,9 @@ class LiveConversation:
         self._instruction: str | None = None
         self._reconnect = asyncio.Event()
         self._draining = False
+        self._goaway_timer: asyncio.TimerHandle | None = None
+        # A captured block taken off the microphone queue when a connection ended: sent first next time.
+        self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
         self._saver_task: asyncio.Task[None] | None = None
 
@@ -363,6 +365,9 @@ class LiveConversation:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await self._tool_calls.cancel_all()
+            if self._goaway_timer is not None:
+                self._goaway_timer.cancel()
+                self._goaway_timer = None
         for task in done:
             if task is not restart and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
@@ -380,6 +385,9 @@ class LiveConversation:
         mic_read: asyncio.Task[bytes] | None = None
         control: asyncio.Task[bool] | None = None
         try:
+            if self._held_block is not None:
+                await self._send_audio(session, self._held_block)
+                self._held_block = None
             while True:
                 while self._outgoing:
                     item = self._outgoing.popleft()
@@ -399,11 +407,18 @@ class LiveConversation:
                 if mic_read is not None and mic_read in done:
                     block = mic_read.result()
                     mic_read = None
-                    await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
+                    self._held_block = block
+                    await self._send_audio(session, block)
+                    self._held_block = None
         finally:
+            if mic_read is not None and mic_read.done() and not mic_read.cancelled():
+                self._held_block = mic_read.result()
             for task in (mic_read, control):
                 if task is not None:
                     task.cancel()
+
+    async def _send_audio(self, session: Any, block: bytes) -> None:
+        await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
 
     async def _send(self, session: Any, item: _Outgoing) -> None:
         if isinstance(item, _Text):
@@ -467,7 +482,7 @@ class LiveConversation:
             return
         if time_left is not None:
             delay = max(0.0, time_left - self.config.goaway_margin_s)
-            asyncio.get_running_loop().call_later(delay, self._goaway_deadline)
+            self._goaway_timer = asyncio.get_running_loop().call_later(delay, self._goaway_deadline)
 
     def _goaway_deadline(self) -> None:
         if self._draining and not self.assembler.model_speaking:
