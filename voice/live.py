@@ -67,7 +67,7 @@ class LiveSessionFailed(RuntimeError):
     """The conversation cannot go on; the message says why and what to do."""
 
 
-EventKind = Literal["connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "turn"]
+EventKind = Literal["connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "turn", "switched"]
 
 
 @dataclass(frozen=True)
@@ -176,6 +176,7 @@ class LiveConversation:
         self._reconnect = asyncio.Event()
         self._draining = False
         self._goaway_timer: asyncio.TimerHandle | None = None
+        self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
@@ -206,6 +207,15 @@ class LiveConversation:
         """Until the conversation ends on its own: it only does so by giving up (LiveSessionFailed)."""
         assert self._run_task is not None, "use LiveConversation inside `async with`"
         await asyncio.shield(self._run_task)
+
+    def switch_to(self, memory: SessionMemory) -> None:
+        """Carry on in another chat: once the model's current turn completes (a tool that asks
+        for the switch lets the model announce it first), what is pending is stored in this
+        chat, the session closes, and a fresh one opens seeded with `memory`. With no turn under
+        way the switch happens at once."""
+        self._next_memory = memory
+        if not self.assembler.model_speaking and not self._tool_calls.pending:
+            self._reconnect.set()
 
     def say(self, text: str) -> None:
         """A typed turn in this conversation, answered by voice; sent as soon as a session is open."""
@@ -275,6 +285,8 @@ class LiveConversation:
         failures = 0
         refused = 0  # consecutive 1007s
         while True:
+            if self._next_memory is not None:
+                await self._change_memory(self._next_memory)
             handle = self._usable_handle()
             started: float | None = None
             try:
@@ -324,6 +336,15 @@ class LiveConversation:
                     extra={"event": "live_reconnect", "code": close_code(e), "attempt": failures},
                 )
                 await asyncio.sleep(delay)
+
+    async def _change_memory(self, memory: SessionMemory) -> None:
+        self._queue_save(self.assembler.flush())  # stored in the chat they belong to
+        await self._drain_saves()
+        self.memory = memory
+        self._next_memory = None
+        self._handle = None  # the old session's context is the old chat's
+        self._instruction = None
+        self._emit("switched")
 
     def _connected(self, at: float, resumed: bool) -> None:
         self.status.connected = True
@@ -470,7 +491,7 @@ class LiveConversation:
             self._queue_save(self.assembler.interrupt(unplayed))
         if content.turn_complete:
             self._queue_save(self.assembler.complete())
-            if self._draining and not self.assembler.model_speaking:
+            if (self._draining or self._next_memory is not None) and not self.assembler.model_speaking:
                 self._reconnect.set()
 
     def _on_go_away(self, time_left: float | None) -> None:

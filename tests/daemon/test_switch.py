@@ -1,0 +1,137 @@
+"""Switching chats by meaning inside a spoken conversation wired as the daemon wires it: the
+emulator's model calls switch_chat, the answer is spoken, the session closes and a new one opens
+seeded with the target chat's memory, and later turns are stored in that chat."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from daemon.conversation import spoken_conversation
+from daemon.memory_services import MemoryServices, open_memory
+from daemon.settings import Settings
+from memory.importer import chat_id_of, parse_line, turns_of
+from memory.turn import Turn
+from tests.conftest import eventually
+from tests.peers.live_emulator import tone
+
+DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
+
+
+def settings_for(live, gemini, tmp_path) -> Settings:
+    return Settings(
+        store_path=tmp_path / "parla.db",
+        gemini_api_key=live.api_key,
+        gemini_base_url=gemini.base_url,
+        live_url=live.url,
+        summarizer="offline",
+    )
+
+
+async def load_chats(mem: MemoryServices, titles: dict[str, str]) -> dict[str, str]:
+    """The search set's chats, described for search as an import leaves them; returns id by name."""
+    ids = {}
+    for n, line in enumerate(DATA.read_text().splitlines(), start=1):
+        chat = parse_line(n, line)
+        chat_id = chat_id_of(chat)
+        await mem.store.create_chat(chat_id=chat_id, title=titles.get(chat.id or ""), turns=turns_of(chat, chat_id))
+        await mem.compactor.compact(chat_id)
+        ids[chat.id or ""] = chat_id
+    return ids
+
+
+def response_of(frame) -> dict:
+    return frame.body["function_responses"][0]["response"]
+
+
+async def test_switch_by_meaning_reconnects_into_the_target_chat(
+    pulse, live, gemini, live_certificate, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    answers: list[dict] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.expect("client_content")  # the seed of the sourdough chat
+            await conn.tool_call({"id": "s1", "name": "switch_chat", "args": {"query": "the Japan trip"}})
+            answers.append(response_of(await conn.expect("tool_response")))
+            await conn.reply(answers[-1]["say"], tone(0.2))
+        else:
+            await conn.expect("client_content")  # the Japan chat's tail
+            frame = await conn.expect("client_content")
+            assert frame.body["turns"][0]["parts"][0]["text"] == "How long in Kyoto?"
+            await conn.reply("Three days in Kyoto.", tone(0.1))
+        await conn.closed.wait()
+
+    live.script = script
+    async with open_memory(settings_for(live, gemini, tmp_path)) as mem:
+        ids = await load_chats(mem, {"japan-trip": "Japan trip"})
+        japan, sourdough = ids["japan-trip"], ids["sourdough"]
+        async with spoken_conversation(mem, sourdough) as conversation:
+            second = await live.wait_connections(2)
+            conversation.say("How long in Kyoto?")
+            await eventually(lambda: _turns(mem, japan, 8), what="the new exchange in the Japan chat")
+        japan_history = (await mem.store.load_history(japan)).full_history
+        sourdough_history = (await mem.store.load_history(sourdough)).full_history
+
+    assert answers[0]["result"] == "switching" and answers[0]["title"] == "Japan trip"
+    assert answers[0]["say"].startswith("Switching to Japan trip, last talked ")
+    # The announcement belongs to the chat it was said in; the new exchange to the Japan chat.
+    assert sourdough_history[-1].text == answers[0]["say"]
+    assert [t.text for t in japan_history[-2:]] == ["How long in Kyoto?", "Three days in Kyoto."]
+    # The new session starts fresh from the Japan chat's memory, not from the old session.
+    assert second.handle is None
+    seed = second.of_kind("client_content")[0].body
+    assert seed["turn_complete"] is False
+    assert [t["parts"][0]["text"] for t in seed["turns"]] == [t.text for t in japan_history[:6]]
+    assert "switch_chat" in second.system_instruction and "settled truth" in second.system_instruction
+
+
+async def test_ambiguous_then_chat_id_and_tool_errors(pulse, live, gemini, live_certificate, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    replies: list[dict] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            calls = [
+                {"id": "a", "name": "switch_chat", "args": {"query": "Japan"}},
+                {"id": "b", "name": "switch_chat", "args": {}},
+                {"id": "c", "name": "switch_chat", "args": {"query": "the quantum chromodynamics lecture"}},
+                {"id": "d", "name": "teleport", "args": {}},
+                {"id": "e", "name": "list_chats", "args": {"limit": 50}},
+            ]
+            for call in calls:
+                await conn.tool_call(call)
+                replies.append(response_of(await conn.expect("tool_response")))
+            chosen = replies[0]["candidates"][1]["chat_id"]
+            await conn.tool_call({"id": "f", "name": "switch_chat", "args": {"chat_id": chosen}})
+            replies.append(response_of(await conn.expect("tool_response")))
+            await conn.reply("Switching.", tone(0.1))
+        await conn.closed.wait()
+
+    live.script = script
+    async with open_memory(settings_for(live, gemini, tmp_path)) as mem:
+        ids = await load_chats(mem, {})
+        # A second trip to Japan makes "Japan" ambiguous.
+        may = [
+            Turn.of("user", "Planning another trip to Japan in May, Osaka and Kyoto this time."),
+            Turn.of("model", "May has fewer crowds than April in Kyoto."),
+        ]
+        second_japan = (await mem.store.create_chat(title="Japan in May", turns=may)).chat.id
+        await mem.compactor.compact(second_japan)
+        async with spoken_conversation(mem, ids["piano"]):
+            await live.wait_connections(2)
+
+    ambiguous, missing, none, unknown, too_many, switched = replies
+    assert ambiguous["result"] == "ambiguous"
+    assert {c["chat_id"] for c in ambiguous["candidates"]} >= {ids["japan-trip"], second_japan}
+    assert "give either query" in missing["error"]
+    assert none["result"] == "none" and "new_chat" in none["say"]
+    assert "there is no tool 'teleport'" in unknown["error"] and "switch_chat" in unknown["error"]
+    assert "bad arguments for list_chats: limit" in too_many["error"]
+    assert switched["result"] == "switching" and switched["chat_id"] == ambiguous["candidates"][1]["chat_id"]
+
+
+async def _turns(mem, chat_id, n):
+    return (await mem.store.get_chat(chat_id)).turn_count >= n

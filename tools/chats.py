@@ -1,0 +1,205 @@
+"""The chat tools: switch_chat (by meaning or by id), new_chat, list_chats, rename_chat, and the
+memory tools remember and recall. Each answers the model with what happened and, where the model
+has to say something, what to say."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Protocol
+
+import numpy as np
+from pydantic import BaseModel, Field, model_validator
+
+from memory.chat import Chat
+from memory.embedding import Embedder, normalize_rows
+from memory.pins import Pin
+from memory.search import ChatSearch
+from memory.store import ChatStore
+from memory.turn import utcnow
+from tools.registry import Tool, ToolError
+
+
+class ChatSession(Protocol):
+    """The conversation as the tools see it: which chat it is in, and how to move it."""
+
+    @property
+    def chat_id(self) -> str: ...
+
+    def switch(self, chat_id: str) -> None:
+        """Carry on in `chat_id` once the current turn is over; the chat left is summarised in
+        the background."""
+        ...
+
+
+def spoken_when(moment: datetime, now: datetime | None = None) -> str:
+    days = ((now or utcnow()).date() - moment.date()).days
+    if days <= 0:
+        return "today"
+    if days == 1:
+        return "yesterday"
+    if days < 7:
+        return f"{days} days ago"
+    if days < 60:
+        return f"{days // 7} weeks ago"
+    return f"on {moment.day} {moment:%B %Y}"
+
+
+def _chat_card(chat_id: str, title: str | None, last: datetime) -> dict[str, Any]:
+    return {"chat_id": chat_id, "title": title or "(untitled)", "last_talked": spoken_when(last)}
+
+
+class SwitchArgs(BaseModel):
+    query: str | None = Field(None, description="What the chat was about, in the user's words (e.g. 'the Japan trip').")
+    chat_id: str | None = Field(None, description="A chat_id from the candidates of an earlier switch_chat.")
+
+    @model_validator(mode="after")
+    def _one(self) -> SwitchArgs:
+        if bool(self.query and self.query.strip()) == bool(self.chat_id):
+            raise ValueError("give either query (what the chat was about) or chat_id, not both and not neither")
+        return self
+
+
+class NewChatArgs(BaseModel):
+    topic: str | None = Field(None, description="What the new chat is about, if the user said.")
+
+
+class ListChatsArgs(BaseModel):
+    limit: int = Field(5, ge=1, le=20, description="How many recent chats.")
+
+
+class RenameArgs(BaseModel):
+    title: str = Field(min_length=1, max_length=120, description="The new title of the current chat.")
+
+
+class RememberArgs(BaseModel):
+    fact: str = Field(min_length=1, max_length=500, description="The fact to keep, as a short sentence.")
+    importance: float = Field(5.0, ge=0, le=10, description="0-10; how much it matters (default 5).")
+
+
+class RecallArgs(BaseModel):
+    query: str = Field(min_length=1, description="What to look for.")
+    all_chats: bool = Field(False, description="Search every chat instead of only the current one.")
+
+
+class ChatTools:
+    def __init__(self, store: ChatStore, search: ChatSearch, embedder: Embedder, session: ChatSession) -> None:
+        self.store = store
+        self.search = search
+        self.embedder = embedder
+        self.session = session
+
+    def tools(self) -> list[Tool]:
+        return [
+            Tool(
+                "switch_chat",
+                "Go to another chat when the user asks to (e.g. 'switch to the chat about the Japan trip'). "
+                "Pass the user's description as query, or a chat_id the user picked from candidates. "
+                "On 'switching', tell the user in one short sentence; on 'ambiguous', ask which candidate; "
+                "on 'none', say so and offer to start a new chat on that topic.",
+                SwitchArgs,
+                self.switch_chat,
+            ),
+            Tool(
+                "new_chat",
+                "Start a new chat when the user wants to talk about something new; the current chat is kept.",
+                NewChatArgs,
+                self.new_chat,
+            ),
+            Tool(
+                "list_chats",
+                "The user's recent chats with their titles and when they were last used.",
+                ListChatsArgs,
+                self.list_chats,
+            ),
+            Tool("rename_chat", "Give the current chat a new title the user chose.", RenameArgs, self.rename_chat),
+            Tool(
+                "remember",
+                "Pin a fact the user asks you to remember; it stays in this chat's memory for good.",
+                RememberArgs,
+                self.remember,
+            ),
+            Tool(
+                "recall",
+                "Look up what was said or pinned about something, in this chat or (all_chats) in every chat.",
+                RecallArgs,
+                self.recall,
+            ),
+        ]
+
+    async def _switch(self, chat: Chat) -> dict[str, Any]:
+        card = _chat_card(chat.id, chat.title, chat.last_activity_at)
+        if chat.id == self.session.chat_id:
+            return {"result": "already_here", **card, "say": f"We are already in {card['title']}."}
+        self.session.switch(chat.id)
+        return {
+            "result": "switching",
+            **card,
+            "say": f"Switching to {card['title']}, last talked {card['last_talked']}.",
+        }
+
+    async def switch_chat(self, args: SwitchArgs) -> dict[str, Any]:
+        if args.chat_id:
+            chats = await self.store.find_chats(args.chat_id)
+            if len(chats) != 1:
+                raise ToolError(f"no single chat has the id {args.chat_id!r}; search by what it was about instead")
+            return await self._switch(chats[0])
+        assert args.query is not None
+        result = await self.search.search(args.query, limit=5)
+        if result.decision == "switch":
+            winner = result.candidates[0]
+            return await self._switch(await self.store.get_chat(winner.chat_id))
+        if result.decision == "ambiguous":
+            return {
+                "result": "ambiguous",
+                "candidates": [_chat_card(c.chat_id, c.title, c.last_activity_at) for c in result.candidates],
+                "say": "Ask the user which of these chats they mean, then call switch_chat with its chat_id.",
+            }
+        return {
+            "result": "none",
+            "say": f"No chat is about {args.query!r}. Offer to start a new chat about it (new_chat).",
+        }
+
+    async def new_chat(self, args: NewChatArgs) -> dict[str, Any]:
+        topic = args.topic.strip() if args.topic else None
+        chat = (await self.store.create_chat(title=topic or None)).chat
+        self.session.switch(chat.id)
+        return {"result": "switching", "chat_id": chat.id, "title": topic or "(untitled)", "say": "A new chat is open."}
+
+    async def list_chats(self, args: ListChatsArgs) -> dict[str, Any]:
+        chats = await self.store.list_chats(limit=args.limit)
+        return {
+            "chats": [
+                {**_chat_card(c.id, c.title, c.last_activity_at), "current": c.id == self.session.chat_id}
+                for c in chats
+            ]
+        }
+
+    async def rename_chat(self, args: RenameArgs) -> dict[str, Any]:
+        chat = await self.store.rename_chat(self.session.chat_id, args.title.strip())
+        return {"result": "renamed", "title": chat.title}
+
+    async def remember(self, args: RememberArgs) -> dict[str, Any]:
+        pin = await self.store.add_pin(
+            Pin(chat_id=self.session.chat_id, content=args.fact.strip(), importance=args.importance)
+        )
+        return {"result": "remembered", "pin_id": pin.id, "fact": pin.content}
+
+    async def recall(self, args: RecallArgs) -> dict[str, Any]:
+        if args.all_chats:
+            result = await self.search.search(args.query, limit=5)
+            return {
+                "matches": [
+                    {**_chat_card(c.chat_id, c.title, c.last_activity_at), "text": c.matched_text}
+                    for c in result.candidates
+                ]
+            }
+        chat_id = self.session.chat_id
+        texts = [f"(pinned) {p.content}" for p in await self.store.list_pins(chat_id)]
+        texts += [line for block in await self.store.list_facts(chat_id) for line in block.lines]
+        texts += [s.text for s in await self.store.list_summaries(chat_id)]
+        if not texts:
+            return {"matches": [], "say": "Nothing is stored about this chat yet beyond the recent turns."}
+        query = normalize_rows(await self.embedder.embed([args.query], "query"))[0]
+        items = normalize_rows(await self.embedder.embed(texts, "document"))
+        best = np.argsort(-(items @ query))[:5]
+        return {"matches": [texts[i] for i in best]}
