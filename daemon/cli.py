@@ -15,13 +15,23 @@ from rich.markup import escape
 from rich.table import Table
 
 from daemon import cli_supabase, cli_voice
-from daemon.cli_support import command, emit_json, err, iso, load_settings, out, progress_bar, summarise, when
-from daemon.memory_services import MemoryServices, open_memory
+from daemon.cli_support import (
+    command,
+    emit_json,
+    err,
+    iso,
+    load_settings,
+    out,
+    progress_bar,
+    resolve_chat,
+    summarise,
+    when,
+)
+from daemon.memory_services import open_memory
 from daemon.settings import Settings
 from memory.compaction import RangeError
 from memory.context import load_context
-from memory.importer import ImportChat, ImportLineError, chat_id_of, external_chat_id, parse_line, turns_of
-from memory.store import ChatNotFound, StoreError
+from memory.importer import ImportChat, ImportLineError, chat_id_of, parse_line, turns_of
 from memory.summary import MessageRange
 from memory.tokens import estimate_tokens
 
@@ -33,16 +43,6 @@ app.command("sync")(cli_supabase.sync)
 app.add_typer(cli_supabase.db_app, name="db")
 memory_app = typer.Typer(no_args_is_help=True, help="Maintain the memory: regenerate summaries, rebuild embeddings.")
 app.add_typer(memory_app, name="memory")
-
-
-async def _resolve(mem: MemoryServices, ref: str) -> str:
-    chats = await mem.store.find_chats(ref) or await mem.store.find_chats(external_chat_id(ref))
-    if not chats:
-        raise ChatNotFound(ref)
-    if len(chats) > 1:
-        names = ", ".join(f"{c.id[:8]} ({c.display_title})" for c in chats[:5])
-        raise StoreError(f"{ref!r} matches {len(chats)} chats: {names}; give more of the id")
-    return chats[0].id
 
 
 def _store_name(settings: Settings) -> str:
@@ -170,7 +170,7 @@ async def show(
     """Show one chat: full vs assistant history, summaries, facts, pins, token counts."""
     settings = load_settings()
     async with open_memory(settings) as mem:
-        cid = await _resolve(mem, chat)
+        cid = await resolve_chat(mem, chat)
         history = await mem.store.load_history(cid)
         summaries = await mem.store.list_summaries(cid)
         facts = await mem.store.list_facts(cid)
@@ -320,7 +320,7 @@ async def regenerate(
     """Redo the chunk summaries and facts of a range, and the meta summaries that cover it."""
     rng = _parse_range(range_) if range_ else None
     async with open_memory(load_settings()) as mem:
-        cid = await _resolve(mem, chat)
+        cid = await resolve_chat(mem, chat)
         report = await mem.compactor.regenerate(cid, rng)
     out.print(
         f"Regenerated {report.chunk_summaries} chunk summaries, {report.fact_blocks} fact blocks and "

@@ -21,7 +21,8 @@ from daemon.memory_services import ConfigError, MemoryServices
 from daemon.settings import Settings
 from memory.compaction import CompactionWorker, RangeError
 from memory.embedding import ModelError
-from memory.store import StoreError
+from memory.importer import external_chat_id
+from memory.store import ChatNotFound, StoreError
 from voice.audio import AudioDeviceError
 from voice.live import LiveSessionFailed
 
@@ -66,6 +67,17 @@ def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
             raise typer.Exit(130) from None
 
     return run
+
+
+async def resolve_chat(mem: MemoryServices, ref: str) -> str:
+    """The chat an id, the start of one, or an imported chat's own id names."""
+    chats = await mem.store.find_chats(ref) or await mem.store.find_chats(external_chat_id(ref))
+    if not chats:
+        raise ChatNotFound(ref)
+    if len(chats) > 1:
+        names = ", ".join(f"{c.id[:8]} ({c.display_title})" for c in chats[:5])
+        raise StoreError(f"{ref!r} matches {len(chats)} chats: {names}; give more of the id")
+    return chats[0].id
 
 
 def progress_bar() -> Progress:

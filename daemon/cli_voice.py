@@ -5,10 +5,9 @@ from __future__ import annotations
 import typer
 from rich.markup import escape
 
-from daemon.cli_support import command, err, load_settings, out
+from daemon.cli_support import command, err, load_settings, out, resolve_chat
 from daemon.conversation import spoken_conversation
 from daemon.memory_services import MemoryServices, open_memory
-from memory.store import ChatNotFound, StoreError
 from voice.live import SessionEvent
 
 
@@ -22,12 +21,8 @@ async def _chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[st
             chat = (await mem.store.create_chat()).chat
             return chat.id, "a new chat"
         return recent[0].id, recent[0].display_title
-    chats = await mem.store.find_chats(ref)
-    if not chats:
-        raise ChatNotFound(ref)
-    if len(chats) > 1:
-        raise StoreError(f"{ref!r} matches {len(chats)} chats; give more of the id (`parla chats` lists them)")
-    return chats[0].id, chats[0].display_title
+    chat_id = await resolve_chat(mem, ref)
+    return chat_id, (await mem.store.get_chat(chat_id)).display_title
 
 
 def _show(event: SessionEvent) -> None:

@@ -32,7 +32,8 @@ class ChatSession(Protocol):
 
 
 def spoken_when(moment: datetime, now: datetime | None = None) -> str:
-    days = ((now or utcnow()).date() - moment.date()).days
+    # Days as the user counts them, in their local time zone.
+    days = ((now or utcnow()).astimezone().date() - moment.astimezone().date()).days
     if days <= 0:
         return "today"
     if days == 1:
