@@ -26,6 +26,7 @@ from memory.embedders.offline import OfflineEmbedder
 from memory.embedding import embed_texts
 from memory.importer import ImportChat, chat_id_of, turns_of
 from memory.search import ChatSearch
+from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
 from memory.summarizers.extractive import ExtractiveSummarizer
 from memory.summary import MessageRange, SummaryLevel
@@ -74,7 +75,7 @@ async def bench_sizes(tmp: Path, sizes: list[int]) -> None:
             print(f"{n:>6} {full:>9} {context:>11} {context / full:>7.3f} {append:>9.3f} {append / baseline:>6.2f}")
 
 
-async def populate(store: SQLiteChatStore, first: int, last: int, rng: random.Random) -> None:
+async def populate(store: ChatStore, first: int, last: int, rng: random.Random) -> None:
     """Chats with what compaction would leave: a description, chunk summaries and facts."""
     for i in range(first, last):
         record = chat_record(rng, i, 6, time_start())
