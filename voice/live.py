@@ -18,6 +18,10 @@ Reconnection policy (DESIGN §5):
 - Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
   give up at once: retrying cannot help, and the message says what the server said.
 
+Switching chats (`switch_to`): after the model's current turn completes, pending turns are stored
+in the chat they belong to, the handle is dropped and a fresh session opens seeded from the new
+chat's memory.
+
 Turns: finished exchanges go to a queue that the saver task hands to `SessionMemory.save`, so the
 audio path never waits on the store; a failed save is retried with backoff, in order. Before a
 fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
