@@ -34,6 +34,15 @@ from memory.tokens import estimate_tokens
 from memory.turn import Turn
 
 CONFIG = MemoryConfig()
+# Spoken switch requests for the search and switch benchmarks.
+REQUESTS = [
+    "the chat about my trip to Japan",
+    "my Python service that deadlocks",
+    "training for the half marathon",
+    "cooking risotto for friends",
+    "renovating the kitchen budget",
+    "the beagle that keeps barking",
+]
 EMBEDDER = OfflineEmbedder()
 
 
@@ -93,14 +102,6 @@ async def populate(store: ChatStore, first: int, last: int, rng: random.Random) 
 async def bench_search(tmp: Path, sizes: list[int], queries: int) -> None:
     print("\n== search latency (embed query + store search + ranking), ms")
     print(f"{'chats':>6} {'texts':>6} {'cold':>8} {'p50':>8} {'p95':>8} {'p50 vs 100':>10}")
-    requests = [
-        "the chat about my trip to Japan",
-        "my Python service that deadlocks",
-        "training for the half marathon",
-        "cooking risotto for friends",
-        "renovating the kitchen budget",
-        "the beagle that keeps barking",
-    ]
     baseline = None
     rng = random.Random(2)
     async with SQLiteChatStore(tmp / "search.db") as store:
@@ -110,12 +111,12 @@ async def bench_search(tmp: Path, sizes: list[int], queries: int) -> None:
             await populate(store, have, n, rng)
             have = n
             started = time.perf_counter()
-            await search.search(requests[0])
+            await search.search(REQUESTS[0])
             cold = (time.perf_counter() - started) * 1000
             timings = []
             for i in range(queries):
                 started = time.perf_counter()
-                await search.search(requests[i % len(requests)])
+                await search.search(REQUESTS[i % len(REQUESTS)])
                 timings.append((time.perf_counter() - started) * 1000)
             p50, p95 = percentile(timings, 0.5), percentile(timings, 0.95)
             baseline = baseline or p50

@@ -18,7 +18,7 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from bench.memory import CONFIG, EMBEDDER, percentile, populate
+from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
 from daemon.chat_memory import ChatMemory
 from memory.embedding import embed_texts
 from memory.search import ChatSearch
@@ -28,15 +28,6 @@ from memory.store.supabase import SupabaseChatStore, sign_in
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 from tools.chats import ChatTools, SwitchArgs
-
-REQUESTS = [
-    "the chat about my trip to Japan",
-    "my Python service that deadlocks",
-    "training for the half marathon",
-    "cooking risotto for friends",
-    "renovating the kitchen budget",
-    "the beagle that keeps barking",
-]
 
 
 class Session:

@@ -147,15 +147,12 @@ class Microphone(_AudioStream):
         self._loop: asyncio.AbstractEventLoop | None = None
         self.captured = 0
         self.dropped = 0
-        self.overflows = 0
 
     async def __aenter__(self) -> Self:
         self._loop = asyncio.get_running_loop()
         return await super().__aenter__()
 
     def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
-        if status.input_overflow:
-            self.overflows += 1
         assert self._loop is not None
         self._loop.call_soon_threadsafe(self._offer, bytes(data))
 
@@ -184,14 +181,10 @@ class Speaker(_AudioStream):
         self._lock = threading.Lock()
         self._idle = threading.Event()
         self._idle.set()
-        self.received_bytes = 0
         self.played_bytes = 0
         self.dropped_bytes = 0
-        self.underruns = 0
 
     def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
-        if status.output_underflow:
-            self.underruns += 1
         n = len(data)
         with self._lock:
             chunk = bytes(self._buffer[:n])
@@ -205,7 +198,6 @@ class Speaker(_AudioStream):
 
     def play(self, pcm: bytes) -> None:
         with self._lock:
-            self.received_bytes += len(pcm)
             room = max(self.max_bytes - len(self._buffer), 0)
             if len(pcm) > room:
                 self.dropped_bytes += len(pcm) - room

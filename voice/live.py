@@ -83,7 +83,6 @@ class SessionEvent:
 @dataclass
 class LiveStatus:
     connected: bool = False
-    connected_at: float | None = None
     connections: int = 0
     resumed: int = 0
     reconnects: int = 0
@@ -105,10 +104,6 @@ class _Text:
 
 
 _Outgoing = _Text | types.FunctionResponse
-
-
-class _Reconnect(Exception):
-    """Internal: the current connection should end and a new one start (GoAway, restart)."""
 
 
 def close_code(exc: BaseException) -> int | None:
@@ -302,7 +297,7 @@ class LiveConversation:
                     if seed is not None and seed.history:
                         history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
                         await session.send_client_content(turns=history, turn_complete=False)
-                    self._connected(started, resumed=seed is None)
+                    self._connected(resumed=seed is None)
                     await self._serve(session)
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
                 failures = refused = 0
@@ -350,9 +345,8 @@ class LiveConversation:
         self._instruction = None
         self._emit("switched")
 
-    def _connected(self, at: float, resumed: bool) -> None:
+    def _connected(self, resumed: bool) -> None:
         self.status.connected = True
-        self.status.connected_at = at
         self.status.connections += 1
         self.status.resumed += int(resumed)
         self._emit("resumed" if resumed else "connected")
@@ -425,10 +419,12 @@ class LiveConversation:
                 self._outgoing_ready.clear()
                 if self.microphone is not None and mic_read is None:
                     mic_read = asyncio.create_task(self.microphone.read())
-                control = asyncio.create_task(self._outgoing_ready.wait())
+                if control is None:  # one waiter until it fires, not one per audio block
+                    control = asyncio.create_task(self._outgoing_ready.wait())
                 waiting = {control} | ({mic_read} if mic_read else set())
                 done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                control.cancel()
+                if control in done:
+                    control = None
                 if mic_read is not None and mic_read in done:
                     block = mic_read.result()
                     mic_read = None

@@ -331,19 +331,6 @@ async def test_policy_close_and_a_bad_key_give_up_with_the_servers_reason(live, 
 
 async def test_a_failing_store_keeps_the_turns_and_retries(live, live_client, voice_config, store):
     chat = await new_chat(store)
-    memory = ChatMemory(store, MemoryConfig(), chat.id)
-    failures = []
-    real_save = memory.save
-
-    class Flaky:
-        async def seed(self):
-            return await memory.seed()
-
-        async def save(self, turns):
-            if len(failures) < 2:
-                failures.append(len(turns))
-                raise OSError("disk I/O error")
-            await real_save(turns)
 
     async def script(conn):
         await conn.complete_setup()
@@ -353,8 +340,15 @@ async def test_a_failing_store_keeps_the_turns_and_retries(live, live_client, vo
 
     live.script = script
     events: list[SessionEvent] = []
-    async with LiveConversation(live_client, voice_config, Flaky(), on_event=events.append) as conv:
+    async with conversation(live_client, voice_config, store, chat.id, on_event=events.append) as conv:
+        await live.wait_connections(1)
+        await store.delete_chat(chat.id)  # every write to it fails now: a real store error
         conv.say("How are you?")
-        await eventually(lambda: has_turns(store, chat.id, 2), timeout=5, what="the turns after two failures")
-    assert failures == [2, 2] and [e.kind for e in events].count("save_failed") == 2
+        await eventually(lambda: any(e.kind == "save_failed" for e in events), what="a failed save")
+        assert conv.status.unsaved_turns == 2
+        await store.create_chat(chat_id=chat.id, title="back")
+        await eventually(lambda: has_turns(store, chat.id, 2), timeout=5, what="the turns once the chat is back")
+    failed = [e.detail for e in events if e.kind == "save_failed"]
+    assert failed and all(d.startswith("ChatNotFound") for d in failed)
     assert await stored(store, chat.id) == [("user", "How are you?"), ("model", "Fine.")]
+    assert conv.status.unsaved_turns == 0
