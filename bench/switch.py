@@ -55,7 +55,7 @@ async def measure(name: str, store: ChatStore, chats: int, runs: int) -> None:
     filled = time.perf_counter() - started
     first = (await store.list_chats(limit=1))[0].id
     session = Session(first)
-    tools = ChatTools(store, ChatSearch(store, EMBEDDER, CONFIG), EMBEDDER, session)
+    tools = ChatTools(store, ChatSearch(store, EMBEDDER, CONFIG), EMBEDDER, session, CONFIG.forget_margin)
     queries = await embed_texts(EMBEDDER, REQUESTS, "query")
 
     async def switch(i: int) -> None:

@@ -31,6 +31,7 @@ from daemon.memory_services import open_memory
 from daemon.settings import Settings
 from memory.compaction import RangeError
 from memory.context import load_context
+from memory.forgetting import memory_items, set_forgotten
 from memory.importer import ImportChat, ImportLineError, chat_id_of, parse_line, turns_of
 from memory.summary import MessageRange
 from memory.tokens import estimate_tokens
@@ -41,7 +42,10 @@ app.command("login")(cli_supabase.login)
 app.command("logout")(cli_supabase.logout)
 app.command("sync")(cli_supabase.sync)
 app.add_typer(cli_supabase.db_app, name="db")
-memory_app = typer.Typer(no_args_is_help=True, help="Maintain the memory: regenerate summaries, rebuild embeddings.")
+memory_app = typer.Typer(
+    no_args_is_help=True,
+    help="Maintain the memory: regenerate summaries, rebuild embeddings, restore what was forgotten.",
+)
 app.add_typer(memory_app, name="memory")
 
 
@@ -343,6 +347,48 @@ async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding
                 progress.advance(task, len(chunk))
         await mem.store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors, strict=True)], mem.embedder.name)
     out.print(f"Re-embedded {len(texts)} texts with {mem.embedder.name}.")
+
+
+@memory_app.command("forgotten")
+@command
+async def forgotten(
+    chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """The pins and facts of a chat that were forgotten, numbered for `parla memory restore`."""
+    async with open_memory(load_settings()) as mem:
+        items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
+    if as_json:
+        emit_json(
+            [
+                {"number": n, "kind": i.kind, "text": i.content, "forgotten_at": iso(i.forgotten_at)}
+                for n, i in enumerate(items, start=1)
+            ]
+        )
+        return
+    if not items:
+        out.print("Nothing was forgotten in this chat.")
+    for n, i in enumerate(items, start=1):
+        moment = when(i.forgotten_at) if i.forgotten_at else "-"
+        out.print(f"{n:>3}. [{i.kind}] {escape(i.content)}  [dim](forgotten {moment})[/dim]")
+
+
+@memory_app.command("restore")
+@command
+async def restore(
+    chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
+    number: int = typer.Argument(..., min=1, help="The item's number in `parla memory forgotten CHAT`."),
+) -> None:
+    """Bring a forgotten pin or fact back into the chat's memory."""
+    async with open_memory(load_settings()) as mem:
+        items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
+        if number > len(items):
+            raise ValueError(
+                f"the chat has {len(items)} forgotten items, not {number}: `parla memory forgotten {chat}` lists them"
+            )
+        item = items[number - 1]
+        await set_forgotten(mem.store, mem.embedder, item, forgotten=False)
+    out.print(f"Restored the {item.kind}: {escape(item.content)}")
 
 
 def main() -> None:

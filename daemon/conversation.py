@@ -51,7 +51,7 @@ async def spoken_conversation(
     live_client = client or mem.client  # fails first, with how to set a key, when there is none
     worker = CompactionWorker(mem.compactor, s.compaction_concurrency, s.model_retries, s.model_retry_delay)
     current = CurrentChat(mem, worker, chat_id)
-    tools = ToolRegistry(ChatTools(mem.store, mem.search, mem.embedder, current).tools())
+    tools = ToolRegistry(ChatTools(mem.store, mem.search, mem.embedder, current, mem.settings.forget_margin).tools())
     async with (
         worker,
         Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms) as microphone,

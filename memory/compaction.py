@@ -207,7 +207,8 @@ class Compactor:
         chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
         # Chunk texts by range; the jobs below add what they write, for the meta summaries.
         chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
-        extracted = {f.range for f in await self.store.list_facts(chat.id)}
+        # ranges already extracted, with the lines the user asked to forget there
+        extracted = {f.range: set(f.forgotten) for f in await self.store.list_facts(chat.id)}
         jobs: list[Callable[[], Awaitable[None]]] = []
         for rng in chunks:
             forced = only is not None and only.contains(rng)
@@ -215,7 +216,9 @@ class Compactor:
             need_facts = forced or rng not in extracted
             if need_summary or need_facts:
                 jobs.append(
-                    lambda rng=rng, s=need_summary, f=need_facts: self._chunk(chat.id, rng, s, f, report, chunk_text)
+                    lambda rng=rng, s=need_summary, f=need_facts: self._chunk(
+                        chat.id, rng, s, f, report, chunk_text, extracted.get(rng, set())
+                    )
                 )
         await _bounded(jobs, self.config.compaction_concurrency * 2)
 
@@ -239,6 +242,7 @@ class Compactor:
         need_facts: bool,
         report: CompactionReport,
         chunk_text: dict[MessageRange, str],
+        forgotten: set[str],
     ) -> None:
         turns = await self.store.load_turns(chat_id, rng.start, rng.end)
         summary_call = (
@@ -246,6 +250,8 @@ class Compactor:
         )
         facts_call = self.summarizer.facts(turns) if need_facts else _none()
         summary, facts = await asyncio.gather(summary_call, facts_call)
+        if facts:
+            facts = [line for line in facts if line not in forgotten]
         texts = []
         if summary is not None:
             summary = truncate_to_tokens(summary, self.config.chunk_summary_token_cap)

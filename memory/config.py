@@ -34,6 +34,11 @@ class MemoryConfig(BaseModel):
     search_max_candidates: int = Field(3, ge=1, description="Candidates returned when the result is ambiguous.")
     search_recency_weight: float = Field(0.03, ge=0, description="Weight of recency in the chat score.")
     search_recency_half_life_days: float = Field(30.0, gt=0, description="Days after which recency counts half.")
+    forget_margin: float = Field(
+        0.25,
+        ge=0,
+        description="Similarity lead the best pin or fact needs over the next for `forget` to act without asking.",
+    )
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
 
     @model_validator(mode="after")

@@ -56,3 +56,11 @@ async def embed_texts(embedder: Embedder, texts: list[str], task: TaskType = "do
         return []
     vectors = await embedder.embed(texts, task)
     return [EmbeddedText(text, vector, embedder.name) for text, vector in zip(texts, vectors, strict=True)]
+
+
+async def similarities(embedder: Embedder, query: str, texts: list[str]) -> np.ndarray:
+    """Cosine similarity of a query to each text (for ranking a chat's own memory items)."""
+    if not texts:
+        return np.zeros(0, dtype=np.float32)
+    query_vector = normalize_rows(await embedder.embed([query], "query"))[0]
+    return normalize_rows(await embedder.embed(texts, "document")) @ query_vector

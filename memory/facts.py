@@ -23,6 +23,8 @@ class FactBlock(BaseModel):
     range: MessageRange
     lines: list[str]
     updated_at: datetime
+    # lines the user asked to forget: kept out of `lines` (and of re-extractions of this range)
+    forgotten: list[str] = []
 
     @property
     def text(self) -> str:

@@ -22,3 +22,5 @@ class Pin(BaseModel):
     pin_type: PinType = "manual"
     source_turn_id: str | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    # set when the user asked to forget it: out of every prompt, restorable from the CLI
+    forgotten_at: datetime | None = None

@@ -1,5 +1,5 @@
 """The chat tools: switch_chat (by meaning or by id), new_chat, list_chats, rename_chat, and the
-memory tools remember and recall. Each answers the model with what happened and, where the model
+memory tools remember, recall and forget. Each answers the model with what happened and, where the model
 has to say something, what to say."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
-import numpy as np
 from pydantic import BaseModel, Field, model_validator
 
 from memory.chat import Chat
-from memory.embedding import Embedder, normalize_rows
+from memory.embedding import Embedder, similarities
+from memory.forgetting import MemoryItem, memory_items, set_forgotten
 from memory.pins import Pin
 from memory.search import ChatSearch
 from memory.store import ChatStore
@@ -82,9 +82,18 @@ class RecallArgs(BaseModel):
     all_chats: bool = Field(False, description="Search every chat instead of only the current one.")
 
 
+class ForgetArgs(BaseModel):
+    item: str = Field(
+        min_length=1, description="The pinned or remembered fact to forget, in the user's words or exactly as recalled."
+    )
+
+
 class ChatTools:
-    def __init__(self, store: ChatStore, search: ChatSearch, embedder: Embedder, session: ChatSession) -> None:
+    def __init__(
+        self, store: ChatStore, search: ChatSearch, embedder: Embedder, session: ChatSession, forget_margin: float
+    ) -> None:
         self.store = store
+        self.forget_margin = forget_margin
         self.search = search
         self.embedder = embedder
         self.session = session
@@ -124,6 +133,13 @@ class ChatTools:
                 "Look up what was said or pinned about something, in this chat or (all_chats) in every chat.",
                 RecallArgs,
                 self.recall,
+            ),
+            Tool(
+                "forget",
+                "Forget a pinned or remembered fact of this chat when the user asks to. On 'ambiguous', ask "
+                "which candidate and call forget again with its exact text.",
+                ForgetArgs,
+                self.forget,
             ),
         ]
 
@@ -195,12 +211,42 @@ class ChatTools:
                 ]
             }
         chat_id = self.session.chat_id
-        texts = [f"(pinned) {p.content}" for p in await self.store.list_pins(chat_id)]
-        texts += [line for block in await self.store.list_facts(chat_id) for line in block.lines]
+        texts = [
+            f"(pinned) {i.content}" if i.kind == "pin" else i.content for i in await memory_items(self.store, chat_id)
+        ]
         texts += [s.text for s in await self.store.list_summaries(chat_id)]
         if not texts:
             return {"matches": [], "say": "Nothing is stored about this chat yet beyond the recent turns."}
-        query = normalize_rows(await self.embedder.embed([args.query], "query"))[0]
-        items = normalize_rows(await self.embedder.embed(texts, "document"))
-        best = np.argsort(-(items @ query))[:5]
-        return {"matches": [texts[i] for i in best]}
+        scores = await similarities(self.embedder, args.query, texts)
+        return {"matches": [texts[i] for i in scores.argsort()[::-1][:5]]}
+
+    async def forget(self, args: ForgetArgs) -> dict[str, Any]:
+        wanted = args.item.strip()
+        items = await memory_items(self.store, self.session.chat_id)
+        if not items:
+            return {"result": "none", "say": "Nothing is pinned or recorded as a fact in this chat."}
+        exact = [i for i in items if i.content.casefold() == wanted.casefold()]
+        if exact:
+            return await self._forget(exact[0])
+        scores = await similarities(self.embedder, wanted, [i.content for i in items])
+        order = scores.argsort()[::-1]
+        limits = self.search.thresholds
+        # Forgetting the wrong thing is worse than asking, so the lead needed is the larger forget_margin.
+        close = [
+            items[i]
+            for i in order
+            if scores[i] >= limits.min_similarity and scores[order[0]] - scores[i] < self.forget_margin
+        ]
+        if len(close) == 1:
+            return await self._forget(close[0])
+        if close:
+            return {
+                "result": "ambiguous",
+                "candidates": [i.content for i in close[: limits.max_candidates]],
+                "say": "Ask which one to forget, then call forget with its exact text.",
+            }
+        return {"result": "none", "say": f"Nothing in this chat's memory matches {wanted!r}."}
+
+    async def _forget(self, item: MemoryItem) -> dict[str, Any]:
+        await set_forgotten(self.store, self.embedder, item, forgotten=True)
+        return {"result": "forgotten", "kind": item.kind, "text": item.content}

@@ -6,6 +6,8 @@ Semantics every implementation keeps:
 - `commit_compaction` applies only if the chat's `compaction_version` is still the one the
   compaction read; turns that arrived meanwhile have higher sequence numbers and stay in the tail.
 - Summaries and facts are upserted per (chat, level, range), so regenerating a range replaces it.
+- Forgetting is soft: a forgotten pin or fact line leaves every listing the prompt is built from
+  but stays stored until restored.
 - Every embedding is written with its text and its embedder; vectors of another embedder or
   dimension are refused (`EmbedderMismatch`) until `replace_embeddings` rebuilds them all.
 """
@@ -133,9 +135,19 @@ class ChatStore(Protocol):
         self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
     ) -> FactBlock: ...
     async def list_facts(self, chat_id: str) -> list[FactBlock]: ...
+    async def set_fact_lines(
+        self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
+    ) -> FactBlock:
+        """Rewrite an existing range's lines and forgotten lines (forget or restore a fact);
+        `upsert_facts` leaves the forgotten lines as they are."""
+        ...
 
     async def add_pin(self, pin: Pin) -> Pin: ...
-    async def list_pins(self, chat_id: str) -> list[Pin]: ...
+    async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
+        """The chat's pins, most important first; with `forgotten`, the forgotten ones instead."""
+        ...
+
+    async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin: ...
     async def delete_pin(self, pin_id: str) -> None: ...
 
     async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:

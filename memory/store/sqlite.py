@@ -488,20 +488,42 @@ class SQLiteChatStore:
         async with self._read() as db:
             rows = await (
                 await db.execute(
-                    "SELECT chat_id, start_seq, end_seq, text, updated_at FROM facts WHERE chat_id = ? "
+                    "SELECT chat_id, start_seq, end_seq, text, forgotten, updated_at FROM facts WHERE chat_id = ? "
                     "ORDER BY start_seq",
                     (chat_id,),
                 )
             ).fetchall()
-        return [
-            FactBlock(
-                chat_id=r["chat_id"],
-                range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
-                lines=stored_fact_lines(r["text"]),
-                updated_at=_dt(r["updated_at"]),
-            )
-            for r in rows
-        ]
+        return [_fact_block(r) for r in rows]
+
+    async def set_fact_lines(
+        self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
+    ) -> FactBlock:
+        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
+            raise StoreError("facts with lines need the embedding of exactly their text")
+        async with self._tx() as db:
+            if embedded is not None:
+                await self._check_embedder(db, embedded)
+            row = await (
+                await db.execute(
+                    "UPDATE facts SET text = ?, forgotten = ?, embedding = ?, embedder = ?, updated_at = ? "
+                    "WHERE chat_id = ? AND start_seq = ? AND end_seq = ? "
+                    "RETURNING chat_id, start_seq, end_seq, text, forgotten, updated_at",
+                    (
+                        format_fact_lines(lines),
+                        format_fact_lines(forgotten),
+                        _blob(embedded.vector) if embedded else None,
+                        embedded.embedder if embedded else None,
+                        _ts(utcnow()),
+                        chat_id,
+                        rng.start,
+                        rng.end,
+                    ),
+                )
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"no facts for messages {rng} of chat {chat_id}")
+            await self._bump_generation(db)
+        return _fact_block(row)
 
     # -- pins ------------------------------------------------------------------------------
 
@@ -524,25 +546,28 @@ class SQLiteChatStore:
             )
         return pin
 
-    async def list_pins(self, chat_id: str) -> list[Pin]:
+    async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         async with self._read() as db:
             rows = await (
                 await db.execute(
-                    "SELECT * FROM pins WHERE chat_id = ? ORDER BY importance DESC, created_at, id", (chat_id,)
+                    "SELECT * FROM pins WHERE chat_id = ? AND (forgotten_at IS NOT NULL) = ? "
+                    "ORDER BY importance DESC, created_at, id",
+                    (chat_id, forgotten),
                 )
             ).fetchall()
-        return [
-            Pin(
-                id=r["id"],
-                chat_id=r["chat_id"],
-                content=r["content"],
-                importance=r["importance"],
-                pin_type=r["pin_type"],
-                source_turn_id=r["source_turn_id"],
-                created_at=_dt(r["created_at"]),
-            )
-            for r in rows
-        ]
+        return [_pin(r) for r in rows]
+
+    async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin:
+        async with self._tx() as db:
+            row = await (
+                await db.execute(
+                    "UPDATE pins SET forgotten_at = ? WHERE id = ? RETURNING *",
+                    (_ts(utcnow()) if forgotten else None, pin_id),
+                )
+            ).fetchone()
+            if row is None:
+                raise StoreError(f"no pin with id {pin_id!r}")
+        return _pin(row)
 
     async def delete_pin(self, pin_id: str) -> None:
         async with self._tx() as db:
@@ -727,8 +752,8 @@ class SQLiteChatStore:
                 await db.execute(
                     "SELECT (SELECT count(*) FROM chats), (SELECT count(*) FROM turns), "
                     "(SELECT count(*) FROM summaries), (SELECT count(*) FROM facts WHERE text != ''), "
-                    "(SELECT count(*) FROM pins), (SELECT min(created_at) FROM turns), "
-                    "(SELECT max(created_at) FROM turns), (SELECT avg(importance) FROM pins)"
+                    "(SELECT count(*) FROM pins WHERE forgotten_at IS NULL), (SELECT min(created_at) FROM turns), "
+                    "(SELECT max(created_at) FROM turns), (SELECT avg(importance) FROM pins WHERE forgotten_at IS NULL)"
                 )
             ).fetchone()
             info = await self._embedder_info(db)
@@ -746,3 +771,26 @@ class SQLiteChatStore:
             embedding_dim=info[1] if info else None,
             embedded_texts=vectors,
         )
+
+
+def _pin(r: aiosqlite.Row) -> Pin:
+    return Pin(
+        id=r["id"],
+        chat_id=r["chat_id"],
+        content=r["content"],
+        importance=r["importance"],
+        pin_type=r["pin_type"],
+        source_turn_id=r["source_turn_id"],
+        created_at=_dt(r["created_at"]),
+        forgotten_at=_dt(r["forgotten_at"]) if r["forgotten_at"] else None,
+    )
+
+
+def _fact_block(r: aiosqlite.Row) -> FactBlock:
+    return FactBlock(
+        chat_id=r["chat_id"],
+        range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
+        lines=stored_fact_lines(r["text"]),
+        forgotten=stored_fact_lines(r["forgotten"]),
+        updated_at=_dt(r["updated_at"]),
+    )

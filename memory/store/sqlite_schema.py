@@ -66,4 +66,9 @@ CREATE TABLE pins (
 );
 CREATE INDEX pins_by_chat ON pins (chat_id)
 """,
+    # forgetting: a forgotten pin keeps its row; a forgotten fact line moves to `forgotten`
+    """
+ALTER TABLE pins ADD COLUMN forgotten_at TEXT;
+ALTER TABLE facts ADD COLUMN forgotten TEXT NOT NULL DEFAULT ''
+""",
 ]

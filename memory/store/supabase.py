@@ -22,7 +22,7 @@ import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -59,6 +59,7 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+_PIN_COLUMNS = "id,chat_id,content,importance,pin_type,source_turn_id,created_at,forgotten_at"
 _CHAT_COLUMNS = (
     "id,title,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
 )
@@ -499,10 +500,28 @@ class SupabaseChatStore:
             return []
         rows = await self._select(
             "list facts",
-            lambda c: c.table("chat_facts").select("chat_id,start_seq,end_seq,facts,updated_at")
+            lambda c: c.table("chat_facts").select("chat_id,start_seq,end_seq,facts,forgotten,updated_at")
             .eq("chat_id", chat_id).order("start_seq"),
         )
         return [_facts(r) for r in rows]
+
+    async def set_fact_lines(
+        self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
+    ) -> FactBlock:
+        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
+            raise StoreError("facts with lines need the embedding of exactly their text")
+        row = await self._rpc(
+            "set_fact_lines",
+            "change facts",
+            p_chat_id=chat_id,
+            p_start_seq=rng.start,
+            p_end_seq=rng.end,
+            p_facts=format_fact_lines(lines),
+            p_forgotten=format_fact_lines(forgotten),
+            p_embedding=_vector(embedded.vector) if embedded else None,
+            p_embedder=embedded.embedder if embedded else None,
+        )
+        return _facts(row)
 
     # -- pins ------------------------------------------------------------------------------
 
@@ -523,19 +542,34 @@ class SupabaseChatStore:
             raise
         return pin
 
-    async def list_pins(self, chat_id: str) -> list[Pin]:
+    async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         if not _is_uuid(chat_id):
             return []
         rows = await self._select(
             "list pins",
             lambda c: c.table("chat_pins")
-            .select("id,chat_id,content,importance,pin_type,source_turn_id,created_at")
+            .select(_PIN_COLUMNS)
             .eq("chat_id", chat_id)
+            .filter("forgotten_at", "not.is" if forgotten else "is", "null")
             .order("importance", desc=True)
             .order("created_at")
             .order("id"),
         )
         return [Pin.model_validate(r) for r in rows]
+
+    async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin:
+        moment = datetime.now(UTC).isoformat() if forgotten else None
+        rows = (
+            await self._select(
+                "forget a pin" if forgotten else "restore a pin",
+                lambda c: c.table("chat_pins").update({"forgotten_at": moment}).eq("id", pin_id),
+            )
+            if _is_uuid(pin_id)
+            else []
+        )
+        if not rows:
+            raise StoreError(f"no pin with id {pin_id!r}")
+        return Pin.model_validate(rows[0])
 
     async def delete_pin(self, pin_id: str) -> None:
         rows = (
@@ -661,5 +695,6 @@ def _facts(row: dict[str, Any]) -> FactBlock:
         chat_id=row["chat_id"],
         range=MessageRange(start=row["start_seq"], end=row["end_seq"]),
         lines=stored_fact_lines(row["facts"]),
+        forgotten=stored_fact_lines(row.get("forgotten", "")),
         updated_at=datetime.fromisoformat(row["updated_at"]),
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -13,6 +14,10 @@ from typer.testing import CliRunner
 
 from bench.corpus import write_jsonl
 from daemon.cli import app
+from daemon.memory_services import open_memory
+from daemon.settings import Settings
+from memory.forgetting import memory_items, set_forgotten
+from memory.pins import Pin
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -106,6 +111,33 @@ def test_regenerate_a_range(parla, tmp_path):
     bad = parla("memory", "regenerate", chat["id"], "--range", "5-14", ok=False)
     assert bad.exit_code == 1 and "not a run of whole chunks" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_forgotten_items_are_listed_and_restored(parla, tmp_path):
+    write_jsonl(tmp_path / "long.jsonl", 1, turns=(20, 20))
+    parla("import", str(tmp_path / "long.jsonl"))
+    (chat,) = json.loads(parla("chats", "--json").stdout)
+
+    async def forget_two() -> str:
+        async with open_memory(Settings()) as mem:
+            await mem.store.add_pin(Pin(chat_id=chat["id"], content="Keys are under the mat"))
+            pin, fact = (await memory_items(mem.store, chat["id"]))[:2]
+            for item in (pin, fact):
+                await set_forgotten(mem.store, mem.embedder, item, forgotten=True)
+            return fact.content
+
+    fact = asyncio.run(forget_two())
+    listed = json.loads(parla("memory", "forgotten", chat["id"][:8], "--json").stdout)
+    assert [(i["number"], i["kind"], i["text"]) for i in listed] == [
+        (1, "pin", "Keys are under the mat"),
+        (2, "fact", fact),
+    ]
+    assert f"Restored the fact: {fact}" in parla("memory", "restore", chat["id"][:8], "2").stdout
+    assert [i["kind"] for i in json.loads(parla("memory", "forgotten", chat["id"], "--json").stdout)] == ["pin"]
+    shown = json.loads(parla("show", chat["id"], "--json").stdout)
+    assert any(fact in block["lines"] for block in shown["facts"]) and shown["pins"] == []
+    bad = parla("memory", "restore", chat["id"], "5", ok=False)
+    assert "has 1 forgotten items, not 5: `parla memory forgotten" in bad.stderr
 
 
 @pytest.mark.parametrize(

@@ -75,7 +75,7 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
         assert remote["decision"] == local["decision"]
         assert [c["chat_id"] for c in remote["candidates"]] == [c["chat_id"] for c in local["candidates"]]
         check = json.loads(parla("db", "check", "--json").stdout)
-        assert check["schema_version"] == check["expected"] == 1
+        assert check["schema_version"] == check["expected"] == 2
 
         assert "Signed out" in parla("logout").output
         gone = parla("stats", ok=False)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from pydantic import ValidationError
 
@@ -60,3 +62,9 @@ def test_inconsistent_knobs_are_refused(clean, monkeypatch):
     monkeypatch.setenv("PARLA_SUMMARY_TOKEN_CAP", "4000")
     with pytest.raises(ValidationError, match="at most half of chunk_summarize_threshold"):
         Settings()
+
+
+def test_every_setting_is_in_the_readme():
+    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
+    missing = [name for name in Settings.model_fields if f"`PARLA_{name.upper()}`" not in readme]
+    assert missing == []

@@ -381,8 +381,10 @@ class PostgrestShim:
         for key, value in query:
             if key in _RESERVED:
                 continue
-            op, _, operand = value.partition(".")
+            negate = value.startswith("not.")  # PostgREST's negation of any operator
+            op, _, operand = value.removeprefix("not.").partition(".")
             col = sql.Identifier(key)
+            start = len(parts)
             if op in _OPS:
                 parts.append(
                     sql.SQL("{}::text {} %s").format(col, sql.SQL(_OPS[op]))
@@ -398,6 +400,8 @@ class PostgrestShim:
                 params.append(items)
             else:
                 raise PgError(400, "PGRST100", f'"failed to parse filter ({value})" (line 1, column 1)')
+            if negate:
+                parts[start] = sql.SQL("NOT ({})").format(parts[start])
         if not parts:
             return sql.SQL(""), params
         return sql.SQL("WHERE ") + sql.SQL(" AND ").join(parts), params

@@ -4,9 +4,19 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from memory.context import load_context
 from memory.search import ChatSearch
 from memory.turn import Turn, utcnow
-from tools.chats import ChatTools, ListChatsArgs, NewChatArgs, RecallArgs, RememberArgs, RenameArgs, spoken_when
+from tools.chats import (
+    ChatTools,
+    ForgetArgs,
+    ListChatsArgs,
+    NewChatArgs,
+    RecallArgs,
+    RememberArgs,
+    RenameArgs,
+    spoken_when,
+)
 
 
 class Session:
@@ -29,7 +39,7 @@ async def setup(store, embedder, config, compactor):
     chat = (await store.create_chat(title="Travel papers", turns=turns)).chat
     await compactor.compact(chat.id)
     session = Session(chat.id)
-    return ChatTools(store, ChatSearch(store, embedder, config), embedder, session), session, chat
+    return ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config.forget_margin), session, chat
 
 
 async def test_remember_recall_rename_list_and_new_chat(store, embedder, config, compactor):
@@ -56,3 +66,35 @@ def test_spoken_when():
     assert spoken_when(now - timedelta(days=3), now) == "3 days ago"
     assert spoken_when(now - timedelta(days=20), now) == "2 weeks ago"
     assert spoken_when(now.replace(year=2025, month=1, day=5), now) == "on 5 January 2025"
+
+
+async def test_forget_takes_a_pin_or_a_fact_out_and_regeneration_keeps_it_out(store, embedder, config, compactor):
+    tools, _, chat = await setup(store, embedder, config, compactor)
+    chatter = [Turn.of("user" if i % 2 == 0 else "model", f"Packing note {i}: bring the charger.") for i in range(8)]
+    await store.append_turns(chat.id, chatter)  # a whole chunk, so facts get extracted
+    await compactor.compact(chat.id)
+    (block,) = await store.list_facts(chat.id)
+    assert any("4471" in line for line in block.lines)
+    await tools.remember(RememberArgs(fact="The dog is called Miso"))
+    await tools.remember(RememberArgs(fact="My sister's birthday is on May 3"))
+    await tools.remember(RememberArgs(fact="My sister's birthday party is at Luigi's"))
+    await tools.remember(RememberArgs(fact="Dentist appointment on Friday at nine"))
+
+    forgot = await tools.forget(ForgetArgs(item="the dentist appointment"))
+    assert (forgot["result"], forgot["kind"], forgot["text"]) == ("forgotten", "pin", "Dentist appointment on Friday at nine")
+    assert "Dentist" not in str(await tools.recall(RecallArgs(query="dentist")))
+    assert [p.content for p in await store.list_pins(chat.id, forgotten=True)] == [forgot["text"]]
+
+    birthday = await tools.forget(ForgetArgs(item="my sister's birthday"))
+    assert birthday["result"] == "ambiguous"
+    assert set(birthday["candidates"]) == {"My sister's birthday is on May 3", "My sister's birthday party is at Luigi's"}
+    assert (await tools.forget(ForgetArgs(item="my sister's birthday party is at luigi's")))["result"] == "forgotten"
+    assert (await tools.forget(ForgetArgs(item="quantum chromodynamics lecture")))["result"] == "none"
+
+    passport = next(line for line in block.lines if "4471" in line)
+    assert (await tools.forget(ForgetArgs(item=passport)))["kind"] == "fact"
+    await compactor.regenerate(chat.id, None)  # re-extraction must not bring the line back
+    (block,) = await store.list_facts(chat.id)
+    assert passport not in block.lines and block.forgotten == [passport]
+    memory_block = (await load_context(store, chat.id, config)).render(include_tail=False)
+    assert "Luigi" not in memory_block and "Dentist" not in memory_block and "Miso" in memory_block

@@ -172,6 +172,40 @@ async def test_pins_crud_and_stats(any_store):
         Pin(chat_id=chat.id, content="x", importance=11)
 
 
+async def test_forgotten_pins_leave_the_listing_and_come_back(any_store):
+    chat = (await any_store.create_chat(turns=make_turns(3))).chat
+    tea = await any_store.add_pin(Pin(chat_id=chat.id, content="likes tea", importance=2))
+    await any_store.add_pin(Pin(chat_id=chat.id, content="allergic to penicillin", importance=10))
+    gone = await any_store.set_pin_forgotten(tea.id, True)
+    assert gone.forgotten_at is not None and gone.content == "likes tea"
+    assert [p.content for p in await any_store.list_pins(chat.id)] == ["allergic to penicillin"]
+    assert [p.id for p in await any_store.list_pins(chat.id, forgotten=True)] == [tea.id]
+    stats = await any_store.stats()
+    assert (stats.total_pins, stats.average_importance) == (1, 10.0)
+    back = await any_store.set_pin_forgotten(tea.id, False)
+    assert back.forgotten_at is None
+    assert len(await any_store.list_pins(chat.id)) == 2 and await any_store.list_pins(chat.id, forgotten=True) == []
+    with pytest.raises(StoreError, match="no pin"):
+        await any_store.set_pin_forgotten("9d9d9d9d-0000-4000-8000-000000000009", True)
+
+
+async def test_forgotten_fact_lines_survive_a_regeneration(any_store):
+    chat = (await any_store.create_chat(turns=make_turns(10))).chat
+    rng = MessageRange(start=1, end=10)
+    await any_store.upsert_facts(chat.id, rng, ["a", "b"], emb("- a\n- b", 1))
+    changed = await any_store.set_fact_lines(chat.id, rng, ["a"], ["b"], emb("- a", 2))
+    assert (changed.lines, changed.forgotten) == (["a"], ["b"])
+    await any_store.upsert_facts(chat.id, rng, ["a", "c"], emb("- a\n- c", 3))  # a regeneration
+    (block,) = await any_store.list_facts(chat.id)
+    assert (block.lines, block.forgotten) == (["a", "c"], ["b"])
+    emptied = await any_store.set_fact_lines(chat.id, rng, [], ["b", "a", "c"], None)
+    assert emptied.lines == [] and (await any_store.stats()).total_facts == 0
+    with pytest.raises(StoreError, match="embedding"):
+        await any_store.set_fact_lines(chat.id, rng, ["a"], [], None)
+    with pytest.raises(StoreError, match="no facts"):
+        await any_store.set_fact_lines(chat.id, MessageRange(start=11, end=20), [], ["x"], None)
+
+
 async def test_delete_cascades(any_store):
     chat = (await any_store.create_chat(turns=make_turns(10))).chat
     await any_store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=10), emb("s", 1))

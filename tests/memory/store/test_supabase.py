@@ -268,7 +268,7 @@ async def test_a_missing_migration_says_what_to_apply(supabase, tmp_path):
             conn.execute("DROP FUNCTION public.search_chats_semantic")
         with pytest.raises(StoreError, match="parla db migrate"):
             await store.search(emb("q", 1), 5)
-        assert await store.schema_version() == 1
+        assert await store.schema_version() == 2
 
 
 async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_path):

@@ -1,0 +1,69 @@
+"""Forgetting: the user can take a pin or one fact line out of a chat's memory.
+
+It is soft. A forgotten pin keeps its row with `forgotten_at` set; a forgotten fact line moves
+from its range's lines to that range's `forgotten` lines, and the range is re-embedded without
+it, so search no longer finds the chat by it either. Neither reaches a prompt again, and
+re-extracting the range leaves the line out. `parla forgotten` lists what was forgotten and
+`parla restore` brings an item back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Literal
+
+from memory.embedding import Embedder, embed_texts
+from memory.facts import format_fact_lines
+from memory.store import ChatStore, StoreError
+from memory.summary import MessageRange
+
+ItemKind = Literal["pin", "fact"]
+
+
+@dataclass(frozen=True)
+class MemoryItem:
+    """A pin or one fact line of a chat."""
+
+    kind: ItemKind
+    chat_id: str
+    content: str
+    pin_id: str | None = None
+    range: MessageRange | None = None
+    # when it was forgotten (for a fact line: when its range last changed)
+    forgotten_at: datetime | None = None
+
+
+async def memory_items(store: ChatStore, chat_id: str, *, forgotten: bool = False) -> list[MemoryItem]:
+    """The chat's pins (most important first), then its fact lines in message order; with
+    `forgotten`, the forgotten ones instead."""
+    items = [
+        MemoryItem("pin", chat_id, p.content, pin_id=p.id, forgotten_at=p.forgotten_at)
+        for p in await store.list_pins(chat_id, forgotten=forgotten)
+    ]
+    for block in await store.list_facts(chat_id):
+        for line in block.forgotten if forgotten else block.lines:
+            items.append(
+                MemoryItem(
+                    "fact", chat_id, line, range=block.range, forgotten_at=block.updated_at if forgotten else None
+                )
+            )
+    return items
+
+
+async def set_forgotten(store: ChatStore, embedder: Embedder, item: MemoryItem, forgotten: bool) -> None:
+    """Forget the item, or (`forgotten=False`) restore it."""
+    if item.kind == "pin":
+        assert item.pin_id is not None
+        await store.set_pin_forgotten(item.pin_id, forgotten)
+        return
+    block = next((b for b in await store.list_facts(item.chat_id) if b.range == item.range), None)
+    source = (block.lines if forgotten else block.forgotten) if block else []
+    if block is None or item.content not in source:
+        state = "remembered" if forgotten else "forgotten"
+        raise StoreError(f"the fact {item.content!r} is not among the {state} facts of chat {item.chat_id}")
+    remaining = [line for line in source if line != item.content]
+    target = (block.forgotten if forgotten else block.lines) + [item.content]
+    lines, gone = (remaining, target) if forgotten else (target, remaining)
+    embedded = (await embed_texts(embedder, [format_fact_lines(lines)]))[0] if lines else None
+    await store.set_fact_lines(item.chat_id, block.range, lines, gone, embedded)
