@@ -20,6 +20,8 @@ class Chat(BaseModel):
 
     id: str
     title: str | None = None
+    # Parla made the title and may refresh it when the chat drifts; a user's title is kept
+    title_generated: bool = False
     created_at: datetime
     last_activity_at: datetime
     summary_text: str = ""

@@ -23,9 +23,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 
+import numpy as np
+
 from memory.chat import Chat
 from memory.config import MemoryConfig
-from memory.embedding import Embedder, embed_texts
+from memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
 from memory.facts import format_fact_lines
 from memory.store import ChatStore, CompactionCommit, StoreError
 from memory.summarizers import Summarizer, transcript
@@ -63,6 +65,11 @@ class CompactionReport:
             if v not in (None, False)
         )
         return " ".join(fields)
+
+
+def title_drift(title_vector: np.ndarray, description: EmbeddedText) -> float:
+    """Cosine distance between a title's embedding and the chat's description."""
+    return 1.0 - float(title_vector @ description.vector)
 
 
 def chunk_ranges(turn_count: int, chunk_size: int) -> list[MessageRange]:
@@ -155,7 +162,7 @@ class Compactor:
                 self.config.summary_token_cap,
             )
             (description,) = await embed_texts(self.embedder, [summary])
-            title = chat.title or await self.summarizer.title(summary)
+            title = await self._title(chat, summary, description, chat.turn_count)
             committed = await self.store.commit_compaction(
                 CompactionCommit(
                     chat_id=chat_id,
@@ -173,7 +180,7 @@ class Compactor:
                 continue
             report.turns_folded += len(folded)
             report.described = True
-            report.titled = report.titled or (title if not chat.title else None)
+            report.titled = title or report.titled
 
     def _fold_step(self, foldable: list[Turn]) -> list[Turn]:
         budget = self.config.chunk_summarize_threshold
@@ -194,11 +201,31 @@ class Compactor:
         if opening == chat.summary_text:
             return chat
         (description,) = await embed_texts(self.embedder, [opening])
-        title = chat.title or await self.summarizer.title(opening)
+        title = await self._title(chat, opening, description, len(unsummarised))
         if await self.store.set_description(chat.id, description, chat.compaction_version, title=title):
             report.described = True
-            report.titled = title if not chat.title else None
+            report.titled = title
         return await self.store.get_chat(chat.id)
+
+    async def _title(self, chat: Chat, text: str, description: EmbeddedText, turns: int) -> str | None:
+        """A new generated title for the chat described by `text`, or None to keep its title.
+        A user's title is kept. The first title waits for `title_min_turns` turns, so it names
+        the topic rather than the greeting; a generated title is redone only when the
+        description has drifted further than `title_drift_distance` from it."""
+        if chat.title is not None and not chat.title_generated:
+            return None
+        if chat.title is None:
+            return await self.summarizer.title(text) if turns >= self.config.title_min_turns else None
+        limit = self.config.title_drift_distance
+        if limit is None:
+            limit = self.embedder.default_title_drift_distance
+        if title_drift(normalize_rows(await self.embedder.embed([chat.title], "query"))[0], description) <= limit:
+            return None
+        title = await self.summarizer.title(text)
+        if title != chat.title:
+            log.info("title refreshed for chat %s", chat.id, extra={"event": "title_refreshed", "chat_id": chat.id})
+            return title
+        return None
 
     # -- dual memory -----------------------------------------------------------------------
 

@@ -34,6 +34,16 @@ class MemoryConfig(BaseModel):
     search_max_candidates: int = Field(3, ge=1, description="Candidates returned when the result is ambiguous.")
     search_recency_weight: float = Field(0.03, ge=0, description="Weight of recency in the chat score.")
     search_recency_half_life_days: float = Field(30.0, gt=0, description="Days after which recency counts half.")
+    title_min_turns: int = Field(
+        4, ge=1, description="Turns a chat needs before it gets its first title (so the title names the topic)."
+    )
+    title_drift_distance: float | None = Field(
+        None,
+        ge=0,
+        le=2,
+        description="Cosine distance between a generated title and the chat's description beyond which the title "
+        "is redone (default: the embedder's own).",
+    )
     forget_margin: float = Field(
         0.25,
         ge=0,

@@ -40,6 +40,7 @@ class Embedder(Protocol):
     dim: int
     default_min_similarity: float
     default_switch_margin: float
+    default_title_drift_distance: float
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray: ...
 

@@ -16,6 +16,7 @@ _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRI
 class GeminiEmbedder:
     default_min_similarity = 0.55
     default_switch_margin = 0.03
+    default_title_drift_distance = 0.45
 
     def __init__(
         self, client: genai.Client, model: str = "gemini-embedding-001", dim: int = 768, batch_size: int = 100

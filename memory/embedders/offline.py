@@ -63,6 +63,7 @@ class OfflineEmbedder:
     dim = _DIM
     default_min_similarity = 0.12
     default_switch_margin = 0.03
+    default_title_drift_distance = 0.8
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
         # Static embeddings make no difference between documents and queries.

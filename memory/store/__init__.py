@@ -90,7 +90,7 @@ class CompactionCommit:
     summarized_through: int
     rolling_summary: str
     description: EmbeddedText
-    title: str | None = None
+    title: str | None = None  # generated: applied as in `set_description`
 
 
 class ChatStore(Protocol):
@@ -124,7 +124,8 @@ class ChatStore(Protocol):
         self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
     ) -> bool:
         """Describe a chat (search text + vector) unless a compaction committed since
-        `expected_version`; `title` is set only where the chat has none."""
+        `expected_version`; `title` (generated) replaces no title or a generated one, never a
+        title the user gave (at creation or by renaming)."""
         ...
 
     async def upsert_summary(

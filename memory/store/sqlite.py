@@ -57,10 +57,19 @@ def _blob(vector: np.ndarray) -> bytes:
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
+# A generated title (two parameters, both the new title or NULL) replaces no title or an earlier
+# generated one, never a title the user gave; the right-hand sides see the row before the update.
+_GENERATED_TITLE = (
+    "title = CASE WHEN title IS NULL OR title_generated THEN coalesce(?, title) ELSE title END, "
+    "title_generated = CASE WHEN title IS NULL THEN ? IS NOT NULL ELSE title_generated END"
+)
+
+
 def _chat(row: sqlite3.Row) -> Chat:
     return Chat(
         id=row["id"],
         title=row["title"],
+        title_generated=bool(row["title_generated"]),
         created_at=_dt(row["created_at"]),
         last_activity_at=_dt(row["last_activity_at"]),
         summary_text=row["summary_text"],
@@ -271,7 +280,7 @@ class SQLiteChatStore:
         if not title:
             raise StoreError("a chat title cannot be empty")
         async with self._tx() as db:
-            cur = await db.execute("UPDATE chats SET title = ? WHERE id = ?", (title, chat_id))
+            cur = await db.execute("UPDATE chats SET title = ?, title_generated = 0 WHERE id = ?", (title, chat_id))
             if cur.rowcount == 0:
                 raise ChatNotFound(chat_id)
             return await self._get_chat(db, chat_id)
@@ -373,7 +382,7 @@ class SQLiteChatStore:
             await self._check_embedder(db, commit.description)
             cur = await db.execute(
                 "UPDATE chats SET rolling_summary = ?, summarized_through = ?, summary_text = ?, "
-                "summary_embedding = ?, summary_embedder = ?, title = coalesce(title, ?), "
+                f"summary_embedding = ?, summary_embedder = ?, {_GENERATED_TITLE}, "
                 "compaction_version = compaction_version + 1 "
                 "WHERE id = ? AND compaction_version = ? AND turn_count >= ?",
                 (
@@ -382,6 +391,7 @@ class SQLiteChatStore:
                     commit.description.text,
                     _blob(commit.description.vector),
                     commit.description.embedder,
+                    commit.title,
                     commit.title,
                     commit.chat_id,
                     commit.expected_version,
@@ -401,8 +411,16 @@ class SQLiteChatStore:
             await self._check_embedder(db, description)
             cur = await db.execute(
                 "UPDATE chats SET summary_text = ?, summary_embedding = ?, summary_embedder = ?, "
-                "title = coalesce(title, ?) WHERE id = ? AND compaction_version = ?",
-                (description.text, _blob(description.vector), description.embedder, title, chat_id, expected_version),
+                f"{_GENERATED_TITLE} WHERE id = ? AND compaction_version = ?",
+                (
+                    description.text,
+                    _blob(description.vector),
+                    description.embedder,
+                    title,
+                    title,
+                    chat_id,
+                    expected_version,
+                ),
             )
             if cur.rowcount:
                 await self._bump_generation(db)

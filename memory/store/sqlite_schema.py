@@ -66,9 +66,11 @@ CREATE TABLE pins (
 );
 CREATE INDEX pins_by_chat ON pins (chat_id)
 """,
-    # forgetting: a forgotten pin keeps its row; a forgotten fact line moves to `forgotten`
+    # forgetting: a forgotten pin keeps its row; a forgotten fact line moves to `forgotten`.
+    # title_generated: Parla made the title (so it may refresh it); a user's title is kept.
     """
 ALTER TABLE pins ADD COLUMN forgotten_at TEXT;
-ALTER TABLE facts ADD COLUMN forgotten TEXT NOT NULL DEFAULT ''
+ALTER TABLE facts ADD COLUMN forgotten TEXT NOT NULL DEFAULT '';
+ALTER TABLE chats ADD COLUMN title_generated INTEGER NOT NULL DEFAULT 0
 """,
 ]

@@ -60,9 +60,7 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 _PIN_COLUMNS = "id,chat_id,content,importance,pin_type,source_turn_id,created_at,forgotten_at"
-_CHAT_COLUMNS = (
-    "id,title,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
-)
+_CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
 _MIGRATE_HINT = (
     "apply supabase/migrations to the project: `parla db migrate` with PARLA_SUPABASE_DB_URL set, "
     "`supabase db push`, or paste the SQL files into the SQL editor"
@@ -244,7 +242,9 @@ class SupabaseChatStore:
                 delay = min(delay * 2, cap)
                 self._wake.set()
             except Exception as e:  # an auth failure, or a bug: keep the turns, say so, try again later
-                log.warning("outbox replay failed, retrying in %.0f s: %s", cap, e, exc_info=not isinstance(e, StoreError))
+                log.warning(
+                    "outbox replay failed, retrying in %.0f s: %s", cap, e, exc_info=not isinstance(e, StoreError)
+                )
                 await asyncio.sleep(cap)
                 self._wake.set()
             else:
@@ -313,8 +313,12 @@ class SupabaseChatStore:
         turns = [Turn.model_validate(t) for t in p["turns"]]
         if entry.op == "create_chat":
             data = await self._rpc(
-                "create_chat", "create a chat", p_chat_id=entry.chat_id, p_title=p.get("title"),
-                p_created_at=p.get("created_at"), p_turns=p["turns"],
+                "create_chat",
+                "create a chat",
+                p_chat_id=entry.chat_id,
+                p_title=p.get("title"),
+                p_created_at=p.get("created_at"),
+                p_turns=p["turns"],
             )
         else:
             data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=p["turns"])
@@ -329,7 +333,9 @@ class SupabaseChatStore:
                 self._queued = True
                 self._wake.set()
                 waiting, _ = await self.outbox.depth()
-                raise StoreOffline(f"{e}; {waiting} writes wait in the local outbox and will be sent when it is back") from e
+                raise StoreOffline(
+                    f"{e}; {waiting} writes wait in the local outbox and will be sent when it is back"
+                ) from e
         result = results[entry_id]
         if isinstance(result, StoreError):
             raise result
@@ -388,8 +394,13 @@ class SupabaseChatStore:
     async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
         rows = await self._select(
             "list chats",
-            lambda c: c.table("chats").select(_CHAT_COLUMNS).order("last_activity_at", desc=True).order("id")
-            .range(offset, offset + limit - 1),
+            lambda c: (
+                c.table("chats")
+                .select(_CHAT_COLUMNS)
+                .order("last_activity_at", desc=True)
+                .order("id")
+                .range(offset, offset + limit - 1)
+            ),
         )
         return [_chat(r) for r in rows]
 
@@ -467,8 +478,10 @@ class SupabaseChatStore:
 
     async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]:
         def build(c: AsyncClient) -> Any:
-            q = c.table("chat_summaries").select("chat_id,level,start_seq,end_seq,summary,updated_at").eq(
-                "chat_id", chat_id
+            q = (
+                c.table("chat_summaries")
+                .select("chat_id,level,start_seq,end_seq,summary,updated_at")
+                .eq("chat_id", chat_id)
             )
             if level is not None:
                 q = q.eq("level", int(level))
@@ -500,8 +513,12 @@ class SupabaseChatStore:
             return []
         rows = await self._select(
             "list facts",
-            lambda c: c.table("chat_facts").select("chat_id,start_seq,end_seq,facts,forgotten,updated_at")
-            .eq("chat_id", chat_id).order("start_seq"),
+            lambda c: (
+                c.table("chat_facts")
+                .select("chat_id,start_seq,end_seq,facts,forgotten,updated_at")
+                .eq("chat_id", chat_id)
+                .order("start_seq")
+            ),
         )
         return [_facts(r) for r in rows]
 
@@ -547,13 +564,15 @@ class SupabaseChatStore:
             return []
         rows = await self._select(
             "list pins",
-            lambda c: c.table("chat_pins")
-            .select(_PIN_COLUMNS)
-            .eq("chat_id", chat_id)
-            .filter("forgotten_at", "not.is" if forgotten else "is", "null")
-            .order("importance", desc=True)
-            .order("created_at")
-            .order("id"),
+            lambda c: (
+                c.table("chat_pins")
+                .select(_PIN_COLUMNS)
+                .eq("chat_id", chat_id)
+                .filter("forgotten_at", "not.is" if forgotten else "is", "null")
+                .order("importance", desc=True)
+                .order("created_at")
+                .order("id")
+            ),
         )
         return [Pin.model_validate(r) for r in rows]
 
@@ -619,8 +638,11 @@ class SupabaseChatStore:
         rows = await self._rpc("embedded_texts", "read the embedded texts")
         return [
             StoredText(
-                TextRef(r["chat_id"], r["kind"], None if r["kind"] == "summary" else MessageRange(
-                    start=r["start_seq"], end=r["end_seq"])),
+                TextRef(
+                    r["chat_id"],
+                    r["kind"],
+                    None if r["kind"] == "summary" else MessageRange(start=r["start_seq"], end=r["end_seq"]),
+                ),
                 r["body"],
             )
             for r in rows
@@ -655,8 +677,11 @@ async def sign_in(url: str, key: str, email: str, password: str, session_file: P
     Returns the user id."""
     async with httpx.AsyncClient(timeout=30.0) as http:
         options = AsyncClientOptions(
-            persist_session=True, auto_refresh_token=False, storage=FileSessionStorage(session_file),
-            postgrest_client_retry=False, httpx_client=http,
+            persist_session=True,
+            auto_refresh_token=False,
+            storage=FileSessionStorage(session_file),
+            postgrest_client_retry=False,
+            httpx_client=http,
         )
         try:
             client = await acreate_client(url, key, options)

@@ -109,14 +109,58 @@ async def test_invariants_hold_over_any_sequence_of_appends_and_compactions(tmp_
             assert [s.range for s in await store.list_summaries(chat.id, SummaryLevel.META)] == metas
 
 
-async def test_young_chat_is_described_and_titled_by_its_opening_turns(store, compactor):
-    chat = (await store.create_chat(turns=make_turns(3))).chat
+async def test_young_chat_is_described_by_its_opening_turns_and_titled_once_the_topic_is_clear(store, compactor):
+    turns = make_turns(5)
+    chat = (await store.create_chat(turns=turns[:3])).chat
     report = await compactor.compact(chat.id)
     chat = await store.get_chat(chat.id)
     assert report.described and chat.summarized_through == 0
-    assert "Message 1." in chat.summary_text and chat.title
+    assert "Message 1." in chat.summary_text and chat.title is None  # 3 turns: too early to name it
     assert (await store.stats()).embedded_texts == 1
     assert not (await compactor.compact(chat.id)).described  # nothing new: nothing rewritten
+    await store.append_turns(chat.id, turns[3:])
+    report = await compactor.compact(chat.id)
+    chat = await store.get_chat(chat.id)
+    assert report.titled and chat.title == report.titled and chat.title_generated
+
+
+def _exchange(user: str, model: str, details: list[str], count: int) -> list[Turn]:
+    return [
+        Turn.of("user" if i % 2 == 0 else "model", (user if i % 2 == 0 else model).format(details[i % len(details)]))
+        for i in range(count)
+    ]
+
+
+def japan(count: int = 6, details: tuple[str, ...] = ("Kyoto hotel", "rail pass", "Tokyo flights", "temples")):
+    return _exchange("For the trip to Japan, what about the {}?", "Book the {} in Japan early.", list(details), count)
+
+
+def kitchen() -> list[Turn]:
+    return _exchange(
+        "The kitchen renovation: the {} is late again.",
+        "Call the contractor about the {} for the kitchen today.",
+        ["tiles", "electrician", "cabinets", "worktop", "sink"],
+        40,
+    )
+
+
+async def test_a_generated_title_is_redone_when_the_chat_drifts_and_a_users_title_never(store, compactor):
+    drifting = (await store.create_chat(turns=japan())).chat
+    named = (await store.create_chat(title="Japan", turns=japan())).chat
+    steady = (await store.create_chat(turns=japan())).chat
+    for chat in (drifting, named, steady):
+        await compactor.compact(chat.id)
+    first = (await store.get_chat(drifting.id)).title
+    assert first and "Japan" in first
+    await store.append_turns(steady.id, japan(40, ("ryokan", "Osaka food", "visa")))
+    for chat in (drifting, named):
+        await store.append_turns(chat.id, kitchen())
+    reports = {c.id: await compactor.compact(c.id) for c in (drifting, named, steady)}
+    drifted = await store.get_chat(drifting.id)
+    assert drifted.summarized_through > 0 and drifted.title_generated
+    assert reports[drifting.id].titled == drifted.title and "Kitchen" in drifted.title
+    assert (await store.get_chat(named.id)).title == "Japan" and reports[named.id].titled is None
+    assert (await store.get_chat(steady.id)).title == first and reports[steady.id].titled is None
 
 
 async def test_regenerating_a_range_is_idempotent(store, embedder):

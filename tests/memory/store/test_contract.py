@@ -172,6 +172,39 @@ async def test_pins_crud_and_stats(any_store):
         Pin(chat_id=chat.id, content="x", importance=11)
 
 
+async def test_generated_titles_never_replace_a_users_title(any_store):
+    mine = (await any_store.create_chat(title="Mine", turns=make_turns(2))).chat
+    bare = (await any_store.create_chat(turns=make_turns(2))).chat
+    assert await any_store.set_description(mine.id, emb("d", 1), 0, title="Generated")
+    assert await any_store.set_description(bare.id, emb("d", 2), 0, title="First guess")
+    assert ((await any_store.get_chat(mine.id)).title, (await any_store.get_chat(mine.id)).title_generated) == (
+        "Mine",
+        False,
+    )
+    bare = await any_store.get_chat(bare.id)
+    assert (bare.title, bare.title_generated) == ("First guess", True)
+    commit = CompactionCommit(
+        chat_id=bare.id, expected_version=0, summarized_through=1, rolling_summary="r", description=emb("r", 3)
+    )
+    kept = await any_store.commit_compaction(commit)  # no title given: the generated one stays
+    assert kept is not None and (kept.title, kept.title_generated) == ("First guess", True)
+    refreshed = await any_store.commit_compaction(
+        CompactionCommit(
+            chat_id=bare.id,
+            expected_version=1,
+            summarized_through=2,
+            rolling_summary="r2",
+            description=emb("r2", 4),
+            title="Refreshed",
+        )
+    )
+    assert refreshed is not None and refreshed.title == "Refreshed"
+    renamed = await any_store.rename_chat(bare.id, "My name for it")
+    assert (renamed.title, renamed.title_generated) == ("My name for it", False)
+    assert await any_store.set_description(bare.id, emb("d", 5), 2, title="Generated again")
+    assert (await any_store.get_chat(bare.id)).title == "My name for it"
+
+
 async def test_forgotten_pins_leave_the_listing_and_come_back(any_store):
     chat = (await any_store.create_chat(turns=make_turns(3))).chat
     tea = await any_store.add_pin(Pin(chat_id=chat.id, content="likes tea", importance=2))
