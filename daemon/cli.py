@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from daemon import cli_supabase, cli_voice
+from daemon import cli_daemon, cli_supabase, cli_voice
 from daemon.cli_support import (
     command,
     emit_json,
@@ -38,6 +38,8 @@ from memory.tokens import estimate_tokens
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parla: a voice assistant that remembers.")
 app.command("converse")(cli_voice.converse)
+for _name, _fn in cli_daemon.COMMANDS.items():
+    app.command(_name)(_fn)
 app.command("login")(cli_supabase.login)
 app.command("logout")(cli_supabase.logout)
 app.command("sync")(cli_supabase.sync)

@@ -17,7 +17,9 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from daemon.control import CommandError, DaemonNotRunning
 from daemon.memory_services import ConfigError, MemoryServices
+from daemon.wake import WakeWordError
 from daemon.settings import Settings
 from memory.compaction import CompactionWorker, RangeError
 from memory.embedding import ModelError
@@ -57,6 +59,9 @@ def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
             RangeError,
             AudioDeviceError,
             LiveSessionFailed,
+            DaemonNotRunning,
+            CommandError,
+            WakeWordError,
             ValueError,
             OSError,
         ) as e:

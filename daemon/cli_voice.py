@@ -11,7 +11,8 @@ from daemon.memory_services import MemoryServices, open_memory
 from voice.live import SessionEvent
 
 
-async def _chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str, str]:
+async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str, str]:
+    """The chat to talk in and its title: a new one, the one `ref` names, or the most recent."""
     if new:
         chat = (await mem.store.create_chat()).chat
         return chat.id, "a new chat"
@@ -40,7 +41,7 @@ async def converse(
     """Talk with Parla through the microphone and speaker until Ctrl-C; every turn is stored."""
     settings = load_settings()
     async with open_memory(settings) as mem:
-        chat_id, title = await _chat_for(mem, chat, new)
+        chat_id, title = await chat_for(mem, chat, new)
         async with spoken_conversation(mem, chat_id, on_event=_show) as conversation:
             err.print(f"Talking in {title} ({chat_id[:8]}). Speak; Ctrl-C ends the conversation.", markup=False)
             await conversation.wait()

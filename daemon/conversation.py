@@ -1,6 +1,8 @@
 """A spoken conversation, wired as the daemon runs it: the microphone and speaker, the Live
 conversation with the chat tools, the current chat's memory over the store and a compaction
-worker, opened together and closed in reverse order (the conversation first, so its last turns are
+worker. `voice_services` opens what lives as long as the daemon (worker, devices);
+`live_conversation` builds one session's conversation over them; `spoken_conversation` opens both
+for `parla converse`. They close in reverse order (the conversation first, so its last turns are
 stored before the worker and the devices go)."""
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from memory.compaction import CompactionWorker
 from tools.chats import ChatTools
 from tools.registry import ToolRegistry
 from voice.audio import Microphone, Speaker
-from voice.live import LiveConversation, SessionEvent
+from voice.live import AudioSource, LiveConversation, SessionEvent
 
 
 @dataclass
@@ -33,10 +35,53 @@ class CurrentChat:
         return ChatMemory(self.mem.store, self.mem.settings, chat_id, self.worker)
 
     def switch(self, chat_id: str) -> None:
-        assert self.conversation is not None
+        """Carry on in `chat_id`: in the open session once its turn is over, else in the next one."""
+        if chat_id == self.chat_id:
+            return
         left, self.chat_id = self.chat_id, chat_id
-        self.conversation.switch_to(self.memory(chat_id))
+        if self.conversation is not None:
+            self.conversation.switch_to(self.memory(chat_id))
         self.worker.schedule(left)  # the chat left behind is summarised in the background
+
+
+@dataclass
+class VoiceServices:
+    worker: CompactionWorker
+    microphone: Microphone
+    speaker: Speaker
+
+
+@asynccontextmanager
+async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
+    s = mem.settings
+    worker = CompactionWorker(mem.compactor, s.compaction_concurrency, s.model_retries, s.model_retry_delay)
+    async with (
+        worker,
+        Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms) as microphone,
+        Speaker(s.output_device, s.audio_block_ms, s.playback_buffer_s) as speaker,
+    ):
+        yield VoiceServices(worker, microphone, speaker)
+
+
+def live_conversation(
+    client: genai.Client,
+    current: CurrentChat,
+    microphone: AudioSource,
+    speaker: Speaker,
+    on_event: Callable[[SessionEvent], None] | None = None,
+) -> LiveConversation:
+    """One session's conversation in the current chat, with the chat tools (use with `async with`)."""
+    mem = current.mem
+    tools = ToolRegistry(ChatTools(mem.store, mem.search, mem.embedder, current, mem.settings.forget_margin).tools())
+    return LiveConversation(
+        client,
+        mem.settings,
+        current.memory(current.chat_id),
+        tools=tools,
+        microphone=microphone,
+        speaker=speaker,
+        on_event=on_event,
+    )
 
 
 @asynccontextmanager
@@ -47,24 +92,9 @@ async def spoken_conversation(
     on_event: Callable[[SessionEvent], None] | None = None,
     client: genai.Client | None = None,
 ) -> AsyncIterator[LiveConversation]:
-    s = mem.settings
     live_client = client or mem.client  # fails first, with how to set a key, when there is none
-    worker = CompactionWorker(mem.compactor, s.compaction_concurrency, s.model_retries, s.model_retry_delay)
-    current = CurrentChat(mem, worker, chat_id)
-    tools = ToolRegistry(ChatTools(mem.store, mem.search, mem.embedder, current, mem.settings.forget_margin).tools())
-    async with (
-        worker,
-        Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms) as microphone,
-        Speaker(s.output_device, s.audio_block_ms, s.playback_buffer_s) as speaker,
-        LiveConversation(
-            live_client,
-            s,
-            current.memory(chat_id),
-            tools=tools,
-            microphone=microphone,
-            speaker=speaker,
-            on_event=on_event,
-        ) as conversation,
-    ):
-        current.conversation = conversation
-        yield conversation
+    async with voice_services(mem) as voice:
+        current = CurrentChat(mem, voice.worker, chat_id)
+        async with live_conversation(live_client, current, voice.microphone, voice.speaker, on_event) as conversation:
+            current.conversation = conversation
+            yield conversation

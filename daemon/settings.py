@@ -1,7 +1,7 @@
 """Settings: pydantic-settings with the `PARLA_` prefix, read (highest first) from arguments, the
 environment, a `.env` file in the working directory, then a TOML file (`config.toml` in the user
-config dir, or the file PARLA_CONFIG_FILE names). Every memory and voice knob is a setting
-(MemoryConfig, VoiceConfig)."""
+config dir, or the file PARLA_CONFIG_FILE names). Every memory, voice and daemon knob is a
+setting (MemoryConfig, VoiceConfig, DaemonConfig)."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from daemon.config import DaemonConfig
 from memory.config import MemoryConfig
 from voice.config import VoiceConfig
 
@@ -36,7 +37,7 @@ def default_session_file() -> Path:
     return Path(platformdirs.user_config_dir(APP)) / "supabase-session.json"
 
 
-class Settings(MemoryConfig, VoiceConfig, BaseSettings):
+class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True)
 
     store: Literal["sqlite", "supabase"] = Field(

@@ -88,6 +88,8 @@ class LiveStatus:
     reconnects: int = 0
     last_error: str | None = None
     unsaved_turns: int = 0
+    # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
+    last_activity: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -215,6 +217,12 @@ class LiveConversation:
         self._next_memory = memory
         if not self.assembler.model_speaking and not self._tool_calls.pending:
             self._reconnect.set()
+
+    def idle_for(self) -> float:
+        """Seconds since anyone last spoke (0 while the model answers or a tool runs)."""
+        if self.assembler.model_speaking or self._tool_calls.pending:
+            return 0.0
+        return time.monotonic() - self.status.last_activity
 
     def say(self, text: str) -> None:
         """A typed turn in this conversation, answered by voice; sent as soon as a session is open."""
@@ -347,6 +355,7 @@ class LiveConversation:
 
     def _connected(self, resumed: bool) -> None:
         self.status.connected = True
+        self.status.last_activity = time.monotonic()
         self.status.connections += 1
         self.status.resumed += int(resumed)
         self._emit("resumed" if resumed else "connected")
@@ -446,6 +455,7 @@ class LiveConversation:
             turn = types.Content(role="user", parts=[types.Part(text=item.text)])
             await session.send_client_content(turns=turn, turn_complete=True)
             self.assembler.user_text(item.text, source="text")
+            self.status.last_activity = time.monotonic()
         else:
             await session.send_tool_response(function_responses=item)
 
@@ -457,6 +467,8 @@ class LiveConversation:
                 self._on_message(message)
 
     def _on_message(self, message: types.LiveServerMessage) -> None:
+        if message.server_content is not None or message.tool_call is not None:
+            self.status.last_activity = time.monotonic()
         update = message.session_resumption_update
         if update is not None and update.resumable and update.new_handle:
             self._handle = _Handle(update.new_handle, time.monotonic())

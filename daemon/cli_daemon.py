@@ -1,0 +1,139 @@
+"""`parla run` (the daemon in the foreground) and the commands that talk to it over the control
+socket: status, switch, new, talk, mute, unmute, say, stop. Without a running daemon they say so
+and how to start it."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from typing import Any
+
+import typer
+from rich.markup import escape
+
+from daemon.cli_support import command, emit_json, err, load_settings, out
+from daemon.cli_voice import chat_for
+from daemon.control import send_command
+from daemon.memory_services import open_memory
+from daemon.supervisor import Daemon
+
+
+@command
+async def run(
+    chat: str | None = typer.Option(
+        None, "--chat", help="Chat to start in (id, id start or title); default: the most recent."
+    ),
+    new: bool = typer.Option(False, "--new", help="Start in a new chat."),
+) -> None:
+    """Run the Parla daemon in the foreground until `parla stop`, Ctrl-C or SIGTERM."""
+    settings = load_settings()
+    async with open_memory(settings) as mem:
+        chat_id, title = await chat_for(mem, chat, new)
+        daemon = Daemon(mem, chat_id)
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, daemon.stop)
+        how = {
+            "wake": f"say {settings.wake_phrase!r} to talk",
+            "push_to_talk": "`parla talk` opens a session",
+            "always_on": "listening",
+        }[settings.activation]
+        err.print(f"Parla is running in {title} ({chat_id[:8]}): {how}. `parla stop` ends it.", markup=False)
+        try:
+            await daemon.serve()
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+    err.print("Parla stopped; everything said is stored.", markup=False)
+
+
+async def _send(cmd: str, **args: Any) -> dict[str, Any]:
+    return await send_command(load_settings().control_socket, cmd, **args)
+
+
+def _chat_name(chat: dict[str, Any]) -> str:
+    return f"{chat.get('title') or '(untitled)'} ({chat['chat_id'][:8]})"
+
+
+@command
+async def status(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """What the daemon is doing: state, current chat, session age, outbox depth, last error."""
+    s = await _send("status")
+    if as_json:
+        emit_json(s)
+        return
+    age = f", session {s['session_age_s']:.0f}s old" if s["session_age_s"] is not None else ""
+    out.print(f"{s['state']}{' (muted)' if s['muted'] else ''}{age}; activation {s['activation']}")
+    out.print(f"chat: {escape(s['chat']['title'] or '(untitled)')} ({s['chat']['id'][:8]})")
+    if s["outbox"]["waiting"] or s["outbox"]["refused"]:
+        out.print(f"outbox: {s['outbox']['waiting']} waiting, {s['outbox']['refused']} refused")
+    if s["last_error"]:
+        out.print(f"last error: {escape(s['last_error'])}")
+
+
+@command
+async def switch(query: str = typer.Argument(..., help="What the chat was about, e.g. 'the Japan trip'.")) -> None:
+    """Move the daemon to the chat a description means (the open session carries on there)."""
+    answer = await _send("switch", query=query)
+    if answer["result"] == "switched":
+        out.print(f"Switched to {escape(_chat_name(answer['chat']))}.")
+    elif answer["result"] == "ambiguous":
+        names = "; ".join(_chat_name(c) for c in answer["candidates"])
+        raise ValueError(f"{query!r} could mean several chats: {names}; say more, or use the chat id")
+    else:
+        raise ValueError(f"no chat is about {query!r}; `parla new` starts one")
+
+
+@command
+async def new(title: str | None = typer.Argument(None, help="A title for the new chat.")) -> None:
+    """Start a new chat in the daemon (the current one is kept and summarised)."""
+    answer = await _send("new", title=title)
+    out.print(f"Now in a new chat {escape(_chat_name(answer['chat']))}.")
+
+
+@command
+async def talk() -> None:
+    """Open a live session now (push-to-talk, or without waiting for the wake phrase)."""
+    answer = await _send("talk")
+    out.print("A session is already open." if answer["result"] == "already_active" else "Listening.")
+
+
+@command
+async def mute() -> None:
+    """Stop hearing the microphone (no wake phrase, nothing sent) until `parla unmute`."""
+    await _send("mute")
+    out.print("Muted.")
+
+
+@command
+async def unmute() -> None:
+    """Hear the microphone again."""
+    await _send("unmute")
+    out.print("Unmuted.")
+
+
+@command
+async def say(text: str = typer.Argument(..., help="What to say to Parla; it answers by voice.")) -> None:
+    """A typed turn in the current chat, answered by voice (opens a session if none is open)."""
+    await _send("say", text=text)
+    out.print("Sent.")
+
+
+@command
+async def stop() -> None:
+    """Stop the daemon (what was said is stored first)."""
+    await _send("stop")
+    out.print("Stopping.")
+
+
+COMMANDS = {
+    "run": run,
+    "status": status,
+    "switch": switch,
+    "new": new,
+    "talk": talk,
+    "mute": mute,
+    "unmute": unmute,
+    "say": say,
+    "stop": stop,
+}

@@ -1,0 +1,49 @@
+"""The daemon's knobs: activation, the idle timeout, cues, the control socket, shutdown, logs."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+Activation = Literal["wake", "push_to_talk", "always_on"]
+
+
+def default_control_socket() -> Path:
+    # The user runtime dir (XDG_RUNTIME_DIR, /run/user/<uid>) is private to the user and cleared at
+    # logout; without one, a per-user folder under the temp dir is made 0700 when the daemon starts.
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) / "parla" if runtime else Path(tempfile.gettempdir()) / f"parla-{os.getuid()}"
+    return base / "control.sock"
+
+
+class DaemonConfig(BaseModel):
+    activation: Activation = Field(
+        "wake",
+        description="How a session opens: `wake` (the wake phrase, detected offline), `push_to_talk` "
+        "(`parla talk`), `always_on` (a session whenever the daemon runs).",
+    )
+    wake_phrase: str = Field("hey parla", min_length=2, description="The wake phrase (English words).")
+    wake_threshold: float = Field(
+        1e-20,
+        gt=0,
+        lt=1,
+        description="Keyword-spotting threshold: smaller hears the phrase more easily, "
+        "and other speech more often (1e-30 .. 1e-10).",
+    )
+    idle_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds of silence (nobody speaking) after which the session closes."
+    )
+    cues: bool = Field(True, description="A short tone when a session opens and when it closes.")
+    control_socket: Path = Field(
+        default_factory=default_control_socket, description="The daemon's control socket (mode 0600)."
+    )
+    shutdown_timeout_s: float = Field(
+        10.0, gt=0, description="Longest wait at shutdown for the current turn and the store to finish."
+    )
+    log_format: Literal["text", "json"] = Field(
+        "text", description="`json` writes one JSON object per log line (for journald and log shippers)."
+    )

@@ -1,0 +1,341 @@
+"""`parla run`: the daemon. One supervisor (`Daemon.run`) owns every long-lived task: the control
+socket, the microphone and speaker, the compaction worker, the store (and its outbox replay), and
+at most one live session at a time.
+
+States:
+- idle: the microphone is heard only here, by the offline wake-phrase spotter (activation `wake`),
+  or not at all (`push_to_talk`); nothing leaves the machine.
+- active: a live session is open in the current chat. It closes after `idle_timeout_s` with nobody
+  speaking (not in `always_on`), on `parla stop`, or when the Live API gives up; the daemon then
+  goes back to idle and the next activation continues the same chat.
+A short cue plays when a session opens and when it closes (`cues`).
+
+Shutdown (`stop()`, SIGINT/SIGTERM in `parla run`): listening stops, the open session ends (a reply
+under way is cut and stored as far as it came), pending turns are stored and the store's outbox is
+flushed, all within `shutdown_timeout_s`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+from google import genai
+
+from daemon.control import CommandError, ControlServer
+from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from daemon.memory_services import MemoryServices
+from daemon.wake import WakePhrase
+from memory.store import StoreError
+from voice.audio import Microphone
+from voice.config import SPEAKER_RATE
+from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
+
+log = logging.getLogger(__name__)
+
+State = Literal["starting", "idle", "active", "stopping"]
+
+# How often an open session checks for silence (the timeout itself is a setting).
+_IDLE_POLL_S = 0.25
+
+
+def cue(rising: bool) -> bytes:
+    """A 150 ms two-note chime at the speaker's rate: rising when a session opens, falling when it closes."""
+    notes = (660.0, 880.0) if rising else (880.0, 660.0)
+    n = int(SPEAKER_RATE * 0.075)
+    t = np.arange(n) / SPEAKER_RATE
+    envelope = np.sin(np.pi * np.arange(n) / n)  # no clicks at the edges
+    tone = np.concatenate([np.sin(2 * math.pi * f * t) * envelope for f in notes])
+    return (tone * 0.25 * 32767).astype("<i2").tobytes()
+
+
+class GatedMicrophone:
+    """The microphone as the live session reads it: while muted, blocks are read and dropped, so
+    nothing is sent and no stale audio is waiting when the user unmutes."""
+
+    def __init__(self, microphone: Microphone) -> None:
+        self.microphone = microphone
+        self.muted = False
+
+    async def read(self) -> bytes:
+        while True:
+            block = await self.microphone.read()
+            if not self.muted:
+                return block
+
+
+@dataclass
+class DaemonStatus:
+    state: State = "starting"
+    activation: str = ""
+    chat_id: str = ""
+    session_started: float | None = None
+    sessions: int = 0
+    wake_detections: int = 0
+    last_error: str | None = None
+    events: list[str] = field(default_factory=list)
+
+
+class Daemon:
+    def __init__(self, mem: MemoryServices, chat_id: str, client: genai.Client | None = None) -> None:
+        self.mem = mem
+        self.settings = mem.settings
+        self.client = client
+        self.status = DaemonStatus(activation=self.settings.activation, chat_id=chat_id)
+        self._chat_id = chat_id
+        self._stop = asyncio.Event()
+        self._activate = asyncio.Event()
+        self._pending_says: list[str] = []
+        self._current: CurrentChat | None = None
+        self._voice: VoiceServices | None = None
+        self._gate: GatedMicrophone | None = None
+        self._wake: WakePhrase | None = None
+        self._conversation: LiveConversation | None = None
+        self.ready = asyncio.Event()  # set once the socket listens and the devices are open
+
+    # lifecycle
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    async def serve(self) -> None:
+        """Run until stopped; the shutdown after a stop is bounded by `shutdown_timeout_s`."""
+        task = asyncio.create_task(self._run(), name="daemon")
+        stopped = asyncio.create_task(self._stop.wait(), name="daemon:stopped")
+        try:
+            await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
+            if not task.done():
+                limit = self.settings.shutdown_timeout_s
+                try:
+                    await asyncio.wait_for(asyncio.shield(task), limit)
+                except TimeoutError:
+                    log.error("shutdown took longer than %.0fs; cancelling", limit, extra={"event": "shutdown_slow"})
+                    task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task  # its error, if it failed
+        finally:
+            stopped.cancel()
+            if not task.done():
+                task.cancel()
+                with suppress(asyncio.CancelledError):
+                    await task
+
+    async def _run(self) -> None:
+        s = self.settings
+        if s.activation == "wake":
+            self._wake = WakePhrase(s.wake_phrase, s.wake_threshold)  # a bad phrase fails before anything opens
+        live_client = self.client or self.mem.client  # no key: fails here with how to set one
+        async with ControlServer(s.control_socket, self._command), voice_services(self.mem) as voice:
+            self._voice = voice
+            self._gate = GatedMicrophone(voice.microphone)
+            self._current = CurrentChat(self.mem, voice.worker, self._chat_id)
+            log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
+            self.ready.set()
+            try:
+                while not self._stop.is_set():
+                    self.status.state = "idle"
+                    if not await self._wait_for_activation():
+                        break
+                    await self._session(live_client)
+            finally:
+                self.status.state = "stopping"
+                log.info("daemon stopping", extra={"event": "daemon_stopping"})
+        await self._flush_outbox()
+
+    async def _flush_outbox(self) -> None:
+        """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
+        flush = getattr(self.mem.store, "flush", None)
+        if flush is None:
+            return
+        try:
+            await flush()
+        except StoreError as e:
+            log.warning("outbox not flushed (%s); it is sent when Parla next starts", e, extra={"event": "outbox_kept"})
+
+    # idle
+
+    async def _wait_for_activation(self) -> bool:
+        """Until something opens a session (True) or the daemon stops (False)."""
+        if self.settings.activation == "always_on" or self._activate.is_set():
+            self._activate.clear()
+            return not self._stop.is_set()
+        waiters = {
+            asyncio.create_task(self._stop.wait(), name="idle:stop"),
+            asyncio.create_task(self._activate.wait(), name="idle:activate"),
+        }
+        waiters.add(asyncio.create_task(self._listen(), name="idle:listen"))
+        try:
+            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in waiters:
+                task.cancel()
+            await asyncio.gather(*waiters, return_exceptions=True)
+        for task in done:
+            if task.exception() is not None:
+                raise task.exception()  # type: ignore[misc]
+        self._activate.clear()
+        return not self._stop.is_set()
+
+    async def _listen(self) -> None:
+        """Hear the microphone locally: the wake phrase returns; without a wake phrase, blocks are
+        dropped so a session opened by `parla talk` starts with fresh audio, not seconds-old audio."""
+        assert self._gate is not None
+        if self._wake is not None:
+            self._wake.reset()
+        while True:
+            block = await self._gate.read()
+            if self._wake is not None and self._wake.heard(block):
+                self.status.wake_detections += 1
+                log.info("wake phrase heard", extra={"event": "wake"})
+                return
+
+    # active
+
+    async def _session(self, client: genai.Client) -> None:
+        assert self._current is not None and self._voice is not None and self._gate is not None
+        s = self.settings
+        self.status.state = "active"
+        self.status.session_started = time.monotonic()
+        self.status.sessions += 1
+        if s.cues:
+            self._voice.speaker.play(cue(rising=True))
+        conversation = live_conversation(client, self._current, self._gate, self._voice.speaker, self._on_event)
+        try:
+            async with conversation:
+                self._conversation = self._current.conversation = conversation
+                for text in self._pending_says:
+                    conversation.say(text)
+                self._pending_says.clear()
+                await self._until_session_ends(conversation)
+        except LiveSessionFailed as e:
+            self.status.last_error = str(e)
+        finally:
+            self._conversation = self._current.conversation = None
+            self.status.session_started = None
+            if s.cues and not self._stop.is_set():
+                self._voice.speaker.play(cue(rising=False))
+            log.info("session closed", extra={"event": "session_closed", "chat_id": self._current.chat_id})
+
+    async def _until_session_ends(self, conversation: LiveConversation) -> None:
+        failed = asyncio.create_task(conversation.wait(), name="session:live")
+        stopping = asyncio.create_task(self._stop.wait(), name="session:stop")
+        try:
+            while True:
+                done, _ = await asyncio.wait({failed, stopping}, timeout=_IDLE_POLL_S)
+                if failed in done:
+                    failed.result()  # raises LiveSessionFailed
+                if stopping in done:
+                    return
+                timeout = self.settings.idle_timeout_s
+                if self.settings.activation != "always_on" and conversation.idle_for() >= timeout:
+                    log.info("no one spoke for %.0fs: closing the session", timeout, extra={"event": "idle_timeout"})
+                    return
+        finally:
+            for task in (failed, stopping):
+                task.cancel()
+            await asyncio.gather(failed, stopping, return_exceptions=True)
+
+    def _on_event(self, event: SessionEvent) -> None:
+        if event.kind in ("gave_up", "save_failed", "reconnecting"):
+            self.status.last_error = f"{event.kind}: {event.detail}"
+        if event.kind != "turn":  # transcripts stay out of the logs at info level
+            log.info("live %s %s", event.kind, event.detail, extra={"event": f"live_{event.kind}"})
+        else:
+            log.debug("turn %s", event.detail)
+
+    # control commands
+
+    async def _command(self, cmd: str, request: dict[str, Any]) -> dict[str, Any]:
+        handler = getattr(self, f"_cmd_{cmd}", None)
+        if handler is None:
+            known = ", ".join(sorted(n.removeprefix("_cmd_") for n in dir(self) if n.startswith("_cmd_")))
+            raise CommandError(f"unknown command {cmd!r}; the daemon knows {known}")
+        if self._current is None:
+            raise CommandError("the daemon is still starting; try again in a moment")
+        result: dict[str, Any] = await handler(request)
+        return result
+
+    def _text(self, request: dict[str, Any], key: str) -> str:
+        value = request.get(key)
+        if not isinstance(value, str) or not value.strip():
+            raise CommandError(f"{request['cmd']} needs a non-empty string `{key}`")
+        return value.strip()
+
+    async def _cmd_status(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._current is not None and self._gate is not None
+        chat_id = self._current.chat_id
+        try:
+            title = (await self.mem.store.get_chat(chat_id)).title
+        except StoreError as e:
+            title, self.status.last_error = None, str(e)
+        outbox = getattr(self.mem.store, "outbox", None)
+        waiting, refused = await outbox.depth() if outbox is not None else (0, 0)
+        started = self.status.session_started
+        conversation = self._conversation
+        return {
+            "state": self.status.state,
+            "activation": self.status.activation,
+            "muted": self._gate.muted,
+            "chat": {"id": chat_id, "title": title},
+            "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
+            "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
+            "sessions": self.status.sessions,
+            "wake_detections": self.status.wake_detections,
+            "outbox": {"waiting": waiting, "refused": refused},
+            "unsaved_turns": conversation.status.unsaved_turns if conversation is not None else 0,
+            "last_error": self.status.last_error,
+        }
+
+    async def _cmd_switch(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._current is not None
+        query = self._text(request, "query")
+        result = await self.mem.search.search(query, limit=3)
+        cards = [{"chat_id": c.chat_id, "title": c.title} for c in result.candidates]
+        if result.decision == "switch":
+            self._current.switch(result.candidates[0].chat_id)
+            return {"result": "switched", "chat": cards[0]}
+        if result.decision == "ambiguous":
+            return {"result": "ambiguous", "candidates": cards}
+        return {"result": "none"}
+
+    async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._current is not None
+        title = request.get("title") if isinstance(request.get("title"), str) else None
+        chat = (await self.mem.store.create_chat(title=title.strip() if title and title.strip() else None)).chat
+        self._current.switch(chat.id)
+        return {"result": "switched", "chat": {"chat_id": chat.id, "title": chat.title}}
+
+    async def _cmd_talk(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self._conversation is not None:
+            return {"result": "already_active"}
+        self._activate.set()
+        return {"result": "activating"}
+
+    async def _cmd_say(self, request: dict[str, Any]) -> dict[str, Any]:
+        text = self._text(request, "text")
+        if self._conversation is not None:
+            self._conversation.say(text)
+            return {"result": "sent"}
+        self._pending_says.append(text)
+        self._activate.set()
+        return {"result": "activating"}
+
+    async def _cmd_mute(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._gate is not None
+        self._gate.muted = True
+        return {"result": "muted"}
+
+    async def _cmd_unmute(self, request: dict[str, Any]) -> dict[str, Any]:
+        assert self._gate is not None
+        self._gate.muted = False
+        return {"result": "unmuted"}
+
+    async def _cmd_stop(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.stop()
+        return {"result": "stopping"}

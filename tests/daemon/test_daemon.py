@@ -1,0 +1,173 @@
+"""The daemon (`daemon/supervisor.py`) against the Live emulator, the virtual audio devices and a
+real SQLite store: activation, the idle timeout, re-activation in the same chat, the control
+socket, and a shutdown in the middle of an answer."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import stat
+from contextlib import asynccontextmanager
+
+import pytest
+
+from daemon.control import CommandError, DaemonNotRunning, send_command
+from daemon.memory_services import open_memory
+from daemon.settings import Settings
+from daemon.supervisor import Daemon
+from tests.conftest import eventually
+from tests.peers.live_emulator import tone
+
+
+@pytest.fixture
+def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    return Settings(
+        store_path=tmp_path / "parla.db",
+        gemini_api_key=live.api_key,
+        gemini_base_url=gemini.base_url,
+        live_url=live.url,
+        summarizer="offline",
+        activation="push_to_talk",
+        idle_timeout_s=1.0,
+        control_socket=tmp_path / "ctl.sock",
+        shutdown_timeout_s=5.0,
+        save_drain_s=5.0,
+    )
+
+
+@asynccontextmanager
+async def running(settings: Settings, title: str = "Japan"):
+    async with open_memory(settings) as mem:
+        chat_id = (await mem.store.create_chat(title=title)).chat.id
+        daemon = Daemon(mem, chat_id)
+        task = asyncio.create_task(daemon.serve())
+        await asyncio.wait_for(daemon.ready.wait(), 10)
+        try:
+            yield daemon, mem, chat_id
+        finally:
+            daemon.stop()
+            await asyncio.wait_for(task, settings.shutdown_timeout_s + 5)
+
+
+async def ctl(settings: Settings, cmd: str, **args):
+    return await send_command(settings.control_socket, cmd, **args)
+
+
+async def test_activation_idle_timeout_and_reactivation_in_the_same_chat(daemon_settings, live):
+    async def script(conn):
+        await conn.complete_setup()
+        frame = await conn.expect("client_content")
+        while not frame.body.get("turn_complete"):  # the seeded history comes first
+            frame = await conn.expect("client_content")
+        text = frame.body["turns"][-1]["parts"][0]["text"]
+        await conn.reply(f"You said {text}", tone(0.2, 600.0))
+        await conn.closed.wait()
+
+    live.script = script
+    async with running(daemon_settings) as (daemon, mem, chat_id):
+        assert (await ctl(daemon_settings, "status"))["state"] == "idle"
+        assert live.connections == []  # idle: nothing leaves the machine
+        assert (await ctl(daemon_settings, "say", text="hello there"))["result"] == "activating"
+        first = await live.wait_connections(1)
+        await eventually(lambda: _turns(mem.store, chat_id, 2), timeout=10, what="the first exchange to be stored")
+        assert (await ctl(daemon_settings, "status"))["state"] == "active"
+        await asyncio.wait_for(first.closed.wait(), 5)  # 1 s of silence closes the session
+        closed_at = asyncio.get_running_loop().time()
+        await eventually(lambda: daemon.status.state == "idle", what="the daemon to go idle")
+        await asyncio.sleep(1.0)
+        assert len(live.connections) == 1, "a session opened without an activation"
+        assert all(f.received_at <= closed_at for f in first.frames), "a frame was sent after the close"
+
+        assert (await ctl(daemon_settings, "say", text="and again"))["result"] == "activating"
+        second = await live.wait_connections(2)
+        await eventually(lambda: _turns(mem.store, chat_id, 4), timeout=10, what="the second exchange")
+        seeded = second.of_kind("client_content")[0].body  # the same chat's tail, as history
+        assert not seeded.get("turn_complete") and "You said hello there" in json.dumps(seeded)
+        history = (await mem.store.load_history(chat_id)).full_history
+    assert [t.text for t in history] == ["hello there", "You said hello there", "and again", "You said and again"]
+    assert daemon.status.sessions == 2
+
+
+async def test_control_socket_commands(daemon_settings, live, tmp_path):
+    async with running(daemon_settings) as (daemon, mem, chat_id):
+        sock = daemon_settings.control_socket
+        assert stat.S_IMODE(sock.stat().st_mode) == 0o600
+        assert stat.S_IMODE(sock.parent.stat().st_mode) & 0o077 == 0 or sock.parent == tmp_path
+        status = await ctl(daemon_settings, "status")
+        assert (status["state"], status["chat"]["id"], status["muted"]) == ("idle", chat_id, False)
+        assert status["outbox"] == {"waiting": 0, "refused": 0} and status["session_age_s"] is None
+
+        # two clients at once, one sending garbage first: both get answers, the daemon goes on
+        r1, w1 = await asyncio.open_unix_connection(str(sock))
+        r2, w2 = await asyncio.open_unix_connection(str(sock))
+        w1.write(b"{not json\n")
+        w2.write(b'{"cmd": "status"}\n')
+        w1.write(b'["cmd"]\n{"cmd": "mute"}\n')
+        await asyncio.gather(w1.drain(), w2.drain())
+        bad, bad_shape, muted = [json.loads(await r1.readline()) for _ in range(3)]
+        assert not bad["ok"] and "malformed request" in bad["error"] and '{"cmd": "status"}' in bad["error"]
+        assert not bad_shape["ok"] and muted == {"ok": True, "result": "muted"}
+        assert json.loads(await r2.readline())["state"] == "idle"
+        for w in (w1, w2):
+            w.close()
+        assert (await ctl(daemon_settings, "status"))["muted"] is True
+        assert (await ctl(daemon_settings, "unmute"))["result"] == "unmuted"
+
+        with pytest.raises(CommandError, match="unknown command 'dance'.*status"):
+            await ctl(daemon_settings, "dance")
+        with pytest.raises(CommandError, match="say needs a non-empty string `text`"):
+            await ctl(daemon_settings, "say", text="  ")
+
+        new = await ctl(daemon_settings, "new", title="Kitchen renovation")
+        assert (
+            new["result"] == "switched"
+            and (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat"]["chat_id"]
+        )
+        turns = ["We are renovating the kitchen: new tiles and cabinets.", "Start with the electrician."]
+        from memory.turn import Turn
+
+        await mem.store.append_turns(chat_id, [Turn.of("user", "Planning the trip to Japan, Kyoto temples.")])
+        await mem.compactor.compact(chat_id)
+        await mem.store.append_turns(new["chat"]["chat_id"], [Turn.of("user", turns[0]), Turn.of("model", turns[1])])
+        await mem.compactor.compact(new["chat"]["chat_id"])
+        switched = await ctl(daemon_settings, "switch", query="the journey to Kyoto")
+        assert switched["result"] == "switched" and switched["chat"]["chat_id"] == chat_id
+        assert (await ctl(daemon_settings, "status"))["chat"]["id"] == chat_id
+        assert (await ctl(daemon_settings, "talk"))["result"] == "activating"
+        await live.wait_connections(1)
+        await eventually(lambda: daemon.status.state == "active", what="the session to open")
+        assert (await ctl(daemon_settings, "talk"))["result"] == "already_active"
+        assert (await ctl(daemon_settings, "stop"))["result"] == "stopping"
+        await eventually(lambda: not sock.exists(), what="the socket to be removed")
+    with pytest.raises(DaemonNotRunning, match="parla run"):
+        await ctl(daemon_settings, "status")
+
+
+async def test_a_shutdown_during_an_answer_keeps_what_was_said(daemon_settings, live):
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.expect("client_content")
+        await conn.reply("Kyoto has many temples and", tone(0.2, 500.0), complete=False)
+        await conn.closed.wait()
+
+    live.script = script
+    async with running(daemon_settings) as (daemon, mem, chat_id):
+        await ctl(daemon_settings, "say", text="tell me about Kyoto")
+        await live.wait_connections(1)
+        await eventually(
+            lambda: daemon._conversation and daemon._conversation.assembler.model_speaking, what="the answer"
+        )
+        started = asyncio.get_running_loop().time()
+        daemon.stop()
+    assert asyncio.get_running_loop().time() - started < daemon_settings.shutdown_timeout_s
+    async with open_memory(daemon_settings) as mem:
+        history = (await mem.store.load_history(chat_id)).full_history
+    assert [(t.role, t.text, t.interrupted) for t in history] == [
+        ("user", "tell me about Kyoto", False),
+        ("model", "Kyoto has many temples and", True),
+    ]
+
+
+async def _turns(store, chat_id, n):
+    return (await store.get_chat(chat_id)).turn_count >= n
