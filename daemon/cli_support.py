@@ -19,8 +19,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from daemon.control import CommandError, DaemonNotRunning
 from daemon.memory_services import ConfigError, MemoryServices
-from daemon.wake import WakeWordError
 from daemon.settings import Settings
+from daemon.wake import WakeWordError
 from memory.compaction import CompactionWorker, RangeError
 from memory.embedding import ModelError
 from memory.importer import external_chat_id

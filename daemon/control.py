@@ -124,7 +124,7 @@ class ControlServer:
             return {"ok": True, **await self.handler(request["cmd"], request)}
         except CommandError as e:
             return {"ok": False, "error": str(e)}
-        except Exception as e:  # noqa: BLE001 - a bug in one command must not end the daemon
+        except Exception as e:
             log.exception("control command %r failed", request["cmd"])
             return {"ok": False, "error": f"{request['cmd']} failed: {type(e).__name__}: {e}"}
 
