@@ -28,11 +28,11 @@ class DaemonConfig(BaseModel):
     )
     wake_phrase: str = Field("hey parla", min_length=2, description="The wake phrase (English words).")
     wake_threshold: float = Field(
-        1e-20,
+        1e-30,
         gt=0,
         lt=1,
-        description="Keyword-spotting threshold: smaller hears the phrase more easily, "
-        "and other speech more often (1e-30 .. 1e-10).",
+        description="Keyword-spotting threshold: smaller hears the phrase more easily, and other speech more "
+        "often (1e-40 .. 1e-15; 1e-30 heard 12 of 12 test utterances and nothing in 4.6 minutes of other speech).",
     )
     idle_timeout_s: float = Field(
         30.0, gt=0, description="Seconds of silence (nobody speaking) after which the session closes."

@@ -1,0 +1,44 @@
+"""The daemon under test: settings wired to the Live emulator, the virtual audio devices and a
+SQLite store in the test's folder, and the daemon running as a task."""
+
+from __future__ import annotations
+
+import asyncio
+from contextlib import asynccontextmanager
+
+import pytest
+
+from daemon.memory_services import open_memory
+from daemon.settings import Settings
+from daemon.supervisor import Daemon
+
+
+@pytest.fixture
+def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    return Settings(
+        store_path=tmp_path / "parla.db",
+        gemini_api_key=live.api_key,
+        gemini_base_url=gemini.base_url,
+        live_url=live.url,
+        summarizer="offline",
+        activation="push_to_talk",
+        idle_timeout_s=1.0,
+        control_socket=tmp_path / "ctl.sock",
+        shutdown_timeout_s=5.0,
+        save_drain_s=5.0,
+    )
+
+
+@asynccontextmanager
+async def running(settings: Settings, title: str = "Japan"):
+    async with open_memory(settings) as mem:
+        chat_id = (await mem.store.create_chat(title=title)).chat.id
+        daemon = Daemon(mem, chat_id)
+        task = asyncio.create_task(daemon.serve())
+        await asyncio.wait_for(daemon.ready.wait(), 10)
+        try:
+            yield daemon, mem, chat_id
+        finally:
+            daemon.stop()
+            await asyncio.wait_for(task, settings.shutdown_timeout_s + 5)
