@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from daemon import cli_daemon, cli_supabase, cli_voice
+from daemon import cli_daemon, cli_setup, cli_supabase, cli_voice
 from daemon.cli_support import (
     command,
     emit_json,
@@ -40,6 +40,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parla: a voi
 app.command("converse")(cli_voice.converse)
 for _name, _fn in cli_daemon.COMMANDS.items():
     app.command(_name)(_fn)
+app.command("doctor")(cli_setup.doctor)
+app.add_typer(cli_setup.service_app, name="service")
 app.command("login")(cli_supabase.login)
 app.command("logout")(cli_supabase.logout)
 app.command("sync")(cli_supabase.sync)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
@@ -18,6 +17,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from daemon.control import CommandError, DaemonNotRunning
+from daemon.logs import configure_logging
 from daemon.memory_services import ConfigError, MemoryServices
 from daemon.settings import Settings
 from daemon.wake import WakeWordError
@@ -41,7 +41,7 @@ def load_settings() -> Settings:
         first = e.errors()[0]
         name = ".".join(str(p) for p in first["loc"])
         raise ConfigError(f"setting {name} (PARLA_{name.upper()}): {first['msg']}") from None
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s", force=True)
+    configure_logging(settings)
     return settings
 
 

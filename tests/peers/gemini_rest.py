@@ -55,6 +55,10 @@ class GeminiRestEmulator:
     faults: deque[tuple[int, str]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
     malformed_embeddings: int = 0
+    # what GET models/{name} knows (`parla doctor` asks whether the Live model exists)
+    models: set[str] = field(
+        default_factory=lambda: {"gemini-2.5-flash-native-audio-preview-09-2025", "gemini-2.5-flash-lite"}
+    )
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -91,6 +95,9 @@ class GeminiRestEmulator:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def do_GET(self) -> None:
+                self.do_POST()
+
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
@@ -122,6 +129,11 @@ class GeminiRestEmulator:
                 return status, self._error(status, message)
         if {k.lower(): v for k, v in headers.items()}.get("x-goog-api-key") != self.api_key:
             return 403, self._error(403, "API key not valid. Please pass a valid API key.")
+        got = re.fullmatch(r"/v1(?:beta|alpha)?/models/([\w.-]+)", path.split("?")[0])
+        if method == "GET" and got:
+            if got.group(1) not in self.models:
+                return 404, self._error(404, f"models/{got.group(1)} is not found for API version v1beta")
+            return 200, {"name": f"models/{got.group(1)}", "displayName": got.group(1), "version": "001"}
         match = re.fullmatch(r"/v1(?:beta|alpha)?/models/([\w.-]+):(\w+)", path.split("?")[0])
         if not match:
             return 404, self._error(404, f"unknown path {path}")

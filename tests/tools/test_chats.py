@@ -81,13 +81,20 @@ async def test_forget_takes_a_pin_or_a_fact_out_and_regeneration_keeps_it_out(st
     await tools.remember(RememberArgs(fact="Dentist appointment on Friday at nine"))
 
     forgot = await tools.forget(ForgetArgs(item="the dentist appointment"))
-    assert (forgot["result"], forgot["kind"], forgot["text"]) == ("forgotten", "pin", "Dentist appointment on Friday at nine")
+    assert (forgot["result"], forgot["kind"], forgot["text"]) == (
+        "forgotten",
+        "pin",
+        "Dentist appointment on Friday at nine",
+    )
     assert "Dentist" not in str(await tools.recall(RecallArgs(query="dentist")))
     assert [p.content for p in await store.list_pins(chat.id, forgotten=True)] == [forgot["text"]]
 
     birthday = await tools.forget(ForgetArgs(item="my sister's birthday"))
     assert birthday["result"] == "ambiguous"
-    assert set(birthday["candidates"]) == {"My sister's birthday is on May 3", "My sister's birthday party is at Luigi's"}
+    assert set(birthday["candidates"]) == {
+        "My sister's birthday is on May 3",
+        "My sister's birthday party is at Luigi's",
+    }
     assert (await tools.forget(ForgetArgs(item="my sister's birthday party is at luigi's")))["result"] == "forgotten"
     assert (await tools.forget(ForgetArgs(item="quantum chromodynamics lecture")))["result"] == "none"
 
