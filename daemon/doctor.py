@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from daemon.control import CommandError, DaemonNotRunning, send_command
-from daemon.memory_services import ConfigError, NO_KEY, gemini_client, open_store
+from daemon.memory_services import NO_KEY, ConfigError, gemini_client, open_store
 from daemon.settings import Settings
 from daemon.wake import WakePhrase, WakeWordError
 from memory.store import StoreError
