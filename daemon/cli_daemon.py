@@ -14,7 +14,8 @@ from rich.markup import escape
 from daemon.cli_support import command, emit_json, err, load_settings, out
 from daemon.cli_voice import chat_for
 from daemon.control import send_command
-from daemon.memory_services import open_memory
+from daemon.memory_services import ConfigError, open_memory
+from daemon.service import env_file
 from daemon.supervisor import Daemon
 
 
@@ -27,6 +28,12 @@ async def run(
 ) -> None:
     """Run the Parla daemon in the foreground until `parla stop`, Ctrl-C or SIGTERM."""
     settings = load_settings()
+    if not settings.has_gemini_key:
+        raise ConfigError(
+            "Parla needs a Gemini API key to talk: create one at https://aistudio.google.com/apikey, then "
+            f"`export GEMINI_API_KEY=...` (for the service, put it in {env_file()}). Without a key, "
+            "`parla chats`, `show`, `search`, `import` and `stats` work"
+        )
     async with open_memory(settings) as mem:
         chat_id, title = await chat_for(mem, chat, new)
         daemon = Daemon(mem, chat_id)

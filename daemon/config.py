@@ -34,7 +34,7 @@ class DaemonConfig(BaseModel):
         description="Keyword-spotting threshold: smaller hears the phrase more easily, and other speech more "
         "often (1e-40 .. 1e-15; 1e-30 heard 12 of 12 test utterances and nothing in 4.6 minutes of other speech).",
     )
-    idle_timeout_s: float = Field(
+    idle_timeout: float = Field(
         30.0, gt=0, description="Seconds of silence (nobody speaking) after which the session closes."
     )
     cues: bool = Field(True, description="A short tone when a session opens and when it closes.")

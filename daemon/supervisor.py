@@ -5,7 +5,7 @@ at most one live session at a time.
 States:
 - idle: the microphone is heard only here, by the offline wake-phrase spotter (activation `wake`),
   or not at all (`push_to_talk`); nothing leaves the machine.
-- active: a live session is open in the current chat. It closes after `idle_timeout_s` with nobody
+- active: a live session is open in the current chat. It closes after `idle_timeout` with nobody
   speaking (not in `always_on`), on `parla stop`, or when the Live API gives up; the daemon then
   goes back to idle and the next activation continues the same chat.
 A short cue plays when a session opens and when it closes (`cues`).
@@ -232,7 +232,7 @@ class Daemon:
                     failed.result()  # raises LiveSessionFailed
                 if stopping in done:
                     return
-                timeout = self.settings.idle_timeout_s
+                timeout = self.settings.idle_timeout
                 if self.settings.activation != "always_on" and conversation.idle_for() >= timeout:
                     log.info("no one spoke for %.0fs: closing the session", timeout, extra={"event": "idle_timeout"})
                     return

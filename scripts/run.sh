@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs Parla into the current Python and starts it on the embedded SQLite store.
-# Without arguments it runs `parla stats`; `bash scripts/run.sh converse` talks (needs a key).
+# Installs Parla into the current Python and starts the daemon on the embedded SQLite store.
+# Without arguments it runs the daemon (`parla run`); other arguments are a parla command, e.g. `stats`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The voice loop needs PortAudio; sounddevice's Linux wheels do not bundle it.
@@ -12,4 +12,4 @@ if command -v dpkg-query >/dev/null && ! dpkg-query -W -f='${Status}' libportaud
     fi
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e .
-exec parla "${@:-stats}"
+exec parla "${@:-run}"

@@ -23,7 +23,7 @@ def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch
         live_url=live.url,
         summarizer="offline",
         activation="push_to_talk",
-        idle_timeout_s=1.0,
+        idle_timeout=1.0,
         control_socket=tmp_path / "ctl.sock",
         shutdown_timeout_s=5.0,
         save_drain_s=5.0,

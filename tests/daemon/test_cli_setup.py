@@ -70,6 +70,14 @@ def test_service_install_writes_the_unit_and_a_private_env_file(parla, tmp_path,
     assert os.path.exists(env)
 
 
+def test_first_run_without_a_key_says_how_to_get_one(parla):
+    result = parla("run")
+    assert result.exit_code == 1
+    assert "needs a Gemini API key" in result.stderr and "aistudio.google.com" in result.stderr
+    assert "`parla chats`" in result.stderr
+    assert parla("chats").exit_code == 0  # the offline commands keep working
+
+
 @pytest.mark.parametrize("args", [["status"], ["say", "hello"], ["talk"], ["stop"], ["switch", "japan"]])
 def test_daemon_commands_without_a_daemon_say_how_to_start_it(parla, args):
     result = parla(*args)
