@@ -213,9 +213,14 @@ class Daemon:
                     conversation.say(text)
                 self._pending_says.clear()
                 await self._until_session_ends(conversation)
-        except LiveSessionFailed as e:
+        except (LiveSessionFailed, StoreError) as e:
+            # The daemon outlives a session that cannot go on (Live API gave up, the chat's
+            # memory cannot be loaded): back to idle, with the reason in `parla status`.
             self.status.last_error = str(e)
+            log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
+            # typed turns that never went out wait for the next session instead of being lost
+            self._pending_says[:0] = conversation.unsent()
             self._conversation = self._current.conversation = None
             self.status.session_started = None
             if s.cues and not self._stop.is_set():

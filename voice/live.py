@@ -230,6 +230,10 @@ class LiveConversation:
             raise ValueError("say() needs some text")
         self._send_later(_Text(text.strip()))
 
+    def unsent(self) -> list[str]:
+        """Typed turns not sent yet (for the caller to keep when the conversation ends)."""
+        return [item.text for item in self._outgoing if isinstance(item, _Text)]
+
     # turns
 
     def _queue_save(self, turns: list[Turn]) -> None:

@@ -139,3 +139,18 @@ async def test_a_shutdown_during_an_answer_keeps_what_was_said(daemon_settings, 
 
 async def _turns(store, chat_id, n):
     return (await store.get_chat(chat_id)).turn_count >= n
+
+
+async def test_a_session_that_cannot_load_its_chat_leaves_the_daemon_running(daemon_settings, live):
+    async with running(daemon_settings) as (daemon, mem, chat_id):
+        await mem.store.delete_chat(chat_id)  # e.g. deleted from another device
+        await ctl(daemon_settings, "say", text="hello")
+        await eventually(lambda: daemon.status.last_error is not None, what="the failure to be reported")
+        status = await ctl(daemon_settings, "status")
+        assert status["state"] == "idle" and "no chat matches" in status["last_error"]
+        new = await ctl(daemon_settings, "new")
+        assert (await ctl(daemon_settings, "say", text="hello again"))["result"] == "activating"
+        conn = await live.wait_connections(1)
+        assert (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat"]["chat_id"]
+        sent = [await conn.expect("client_content") for _ in range(2)]  # the failed session's text is not lost
+        assert [f.body["turns"][0]["parts"][0]["text"] for f in sent] == ["hello", "hello again"]

@@ -1,0 +1,97 @@
+"""Daemon benchmark: `python -m bench.daemon [--quick]`. Prints its figures; asserts nothing.
+
+Idle cost of `parla run` over 60 s (10 s with --quick) on a headless PulseAudio with virtual
+devices: CPU (percent of one core, from /proc utime+stime) and RSS of the daemon process, which
+holds the microphone open. Wake mode (pocketsphinx spotting every 20 ms block) is compared with
+push-to-talk, the same daemon and open microphone without spotting, measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from daemon.control import DaemonNotRunning, send_command
+from tests.peers.pulse import PulseServer
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS  # utime, stime
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+async def measure(pulse: PulseServer, activation: str, seconds: float, folder: Path) -> tuple[float, float, float]:
+    socket = folder / f"{activation}.sock"
+    env = {
+        **pulse.env,
+        "PARLA_STORE_PATH": str(folder / f"{activation}.db"),
+        "PARLA_CONFIG_FILE": str(folder / "none.toml"),
+        "PARLA_ACTIVATION": activation,
+        "PARLA_CONTROL_SOCKET": str(socket),
+        "GEMINI_API_KEY": "bench-key-never-used-while-idle",
+        "PARLA_LIVE_URL": "wss://127.0.0.1:9",
+    }
+    proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=env, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                await send_command(socket, "status", timeout=2)
+                break
+            except DaemonNotRunning:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"the daemon did not start ({activation})") from None
+                await asyncio.sleep(0.2)
+        await asyncio.sleep(3)  # past start-up
+        cpu0, t0, rss = _cpu_seconds(proc.pid), time.monotonic(), []
+        while time.monotonic() - t0 < seconds:
+            await asyncio.sleep(1)
+            rss.append(_rss_mb(proc.pid))
+        cpu = (_cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - t0) * 100
+        await send_command(socket, "stop")
+        proc.wait(timeout=20)
+        return cpu, sum(rss) / len(rss), max(rss)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+async def run(pulse: PulseServer, seconds: float) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="parla-bench-daemon-"))
+    base = await measure(pulse, "push_to_talk", seconds, folder)
+    wake = await measure(pulse, "wake", seconds, folder)
+    print(f"daemon idle for {seconds:.0f} s, microphone open (silence)")
+    print(f"  {'mode':<34} {'CPU % of a core':>16} {'RSS mean MB':>12} {'RSS max MB':>11}")
+    for name, (cpu, mean, peak) in (("push_to_talk (baseline)", base), ("wake (pocketsphinx spotting)", wake)):
+        print(f"  {name:<34} {cpu:16.2f} {mean:12.1f} {peak:11.1f}")
+    print(f"  wake / baseline: CPU {wake[0] / max(base[0], 0.01):.2f}x, RSS {wake[1] / base[1]:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10 s per mode instead of 60")
+    args = parser.parse_args()
+    pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
+    try:
+        asyncio.run(run(pulse, 10 if args.quick else 60))
+    finally:
+        pulse.stop()
+
+
+if __name__ == "__main__":
+    main()
