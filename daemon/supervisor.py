@@ -33,6 +33,7 @@ from daemon.conversation import CurrentChat, VoiceServices, live_conversation, v
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
 from memory.store import StoreError
+from memory.store.supabase import SupabaseChatStore
 from voice.audio import Microphone
 from voice.config import SPEAKER_RATE
 from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
@@ -150,11 +151,10 @@ class Daemon:
 
     async def _flush_outbox(self) -> None:
         """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
-        flush = getattr(self.mem.store, "flush", None)
-        if flush is None:
-            return
+        if not isinstance(self.mem.store, SupabaseChatStore):
+            return  # the SQLite store writes through
         try:
-            await flush()
+            await self.mem.store.flush()
         except StoreError as e:
             log.warning("outbox not flushed (%s); it is sent when Parla next starts", e, extra={"event": "outbox_kept"})
 
@@ -279,8 +279,8 @@ class Daemon:
             title = (await self.mem.store.get_chat(chat_id)).title
         except StoreError as e:
             title, self.status.last_error = None, str(e)
-        outbox = getattr(self.mem.store, "outbox", None)
-        waiting, refused = await outbox.depth() if outbox is not None else (0, 0)
+        store = self.mem.store
+        waiting, refused = await store.outbox.depth() if isinstance(store, SupabaseChatStore) else (0, 0)
         started = self.status.session_started
         conversation = self._conversation
         return {

@@ -21,7 +21,7 @@ from memory.config import MemoryConfig
 from memory.facts import FactBlock
 from memory.pins import Pin
 from memory.store import ChatStore
-from memory.summary import Summary, SummaryLevel
+from memory.summary import Summary
 from memory.tokens import estimate_tokens, truncate_to_tokens
 from memory.turn import Part, Turn
 
@@ -198,13 +198,6 @@ def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
 
 
 async def load_context(store: ChatStore, chat_id: str, config: MemoryConfig) -> MemoryContext:
-    """Read what the context needs from the store (the tail only, not the whole history)."""
-    chat = await store.get_chat(chat_id)
-    return build_context(
-        chat,
-        await store.load_turns(chat_id, chat.summarized_through + 1),
-        await store.list_pins(chat_id),
-        await store.list_summaries(chat_id, SummaryLevel.META),
-        await store.list_facts(chat_id),
-        config,
-    )
+    """Read what the context needs from the store in one go (the tail only, not the whole history)."""
+    m = await store.load_memory(chat_id)
+    return build_context(m.chat, m.tail, m.pins, m.metas, m.facts, config)

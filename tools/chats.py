@@ -9,7 +9,6 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, model_validator
 
-from memory.chat import Chat
 from memory.embedding import Embedder, similarities
 from memory.forgetting import MemoryItem, memory_items, set_forgotten
 from memory.pins import Pin
@@ -143,11 +142,11 @@ class ChatTools:
             ),
         ]
 
-    async def _switch(self, chat: Chat) -> dict[str, Any]:
-        card = _chat_card(chat.id, chat.title, chat.last_activity_at)
-        if chat.id == self.session.chat_id:
+    def _switch(self, chat_id: str, title: str | None, last: datetime) -> dict[str, Any]:
+        card = _chat_card(chat_id, title, last)
+        if chat_id == self.session.chat_id:
             return {"result": "already_here", **card, "say": f"We are already in {card['title']}."}
-        self.session.switch(chat.id)
+        self.session.switch(chat_id)
         return {
             "result": "switching",
             **card,
@@ -159,12 +158,13 @@ class ChatTools:
             chats = await self.store.find_chats(args.chat_id)
             if len(chats) != 1:
                 raise ToolError(f"no single chat has the id {args.chat_id!r}; search by what it was about instead")
-            return await self._switch(chats[0])
+            return self._switch(chats[0].id, chats[0].title, chats[0].last_activity_at)
         assert args.query is not None
         result = await self.search.search(args.query, limit=5)
         if result.decision == "switch":
+            # the search row carries the title and date: no further request before the seed load
             winner = result.candidates[0]
-            return await self._switch(await self.store.get_chat(winner.chat_id))
+            return self._switch(winner.chat_id, winner.title, winner.last_activity_at)
         if result.decision == "ambiguous":
             return {
                 "result": "ambiguous",

@@ -93,6 +93,17 @@ class CompactionCommit:
     title: str | None = None  # generated: applied as in `set_description`
 
 
+@dataclass(frozen=True)
+class MemorySnapshot:
+    """What a chat's memory context is built from, read together."""
+
+    chat: Chat
+    tail: list[Turn]
+    pins: list[Pin]
+    metas: list[Summary]
+    facts: list[FactBlock]
+
+
 class ChatStore(Protocol):
     async def create_chat(
         self,
@@ -115,6 +126,10 @@ class ChatStore(Protocol):
     async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult: ...
     async def load_history(self, chat_id: str) -> ChatHistory: ...
     async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]: ...
+    async def load_memory(self, chat_id: str) -> MemorySnapshot:
+        """The chat, its unsummarised tail, pins (not forgotten), meta summaries and facts: one
+        round trip on a remote store, so seeding a session (and a switch) costs one request."""
+        ...
 
     async def commit_compaction(self, commit: CompactionCommit) -> Chat | None:
         """The updated chat, or None when another compaction committed first."""

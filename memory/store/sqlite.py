@@ -32,6 +32,7 @@ from memory.store import (
     ChatNotFound,
     CompactionCommit,
     EmbedderMismatch,
+    MemorySnapshot,
     StoredText,
     StoreError,
     TextRef,
@@ -249,6 +250,17 @@ class SQLiteChatStore:
         if row is None:
             raise ChatNotFound(chat_id)
         return _chat(row)
+
+    async def load_memory(self, chat_id: str) -> MemorySnapshot:
+        # a local file: the separate reads cost microseconds, no need for one query
+        chat = await self.get_chat(chat_id)
+        return MemorySnapshot(
+            chat=chat,
+            tail=await self.load_turns(chat_id, chat.summarized_through + 1),
+            pins=await self.list_pins(chat_id),
+            metas=await self.list_summaries(chat_id, SummaryLevel.META),
+            facts=await self.list_facts(chat_id),
+        )
 
     async def find_chats(self, ref: str) -> list[Chat]:
         """Chats whose id is `ref`, starts with `ref`, or whose title is `ref` (any case)."""

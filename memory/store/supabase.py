@@ -44,6 +44,7 @@ from memory.store import (
     ChatNotFound,
     CompactionCommit,
     EmbedderMismatch,
+    MemorySnapshot,
     StoredText,
     StoreError,
     TextRef,
@@ -378,13 +379,30 @@ class SupabaseChatStore:
     async def _load(self, chat_id: str, start: int, end: int | None) -> tuple[Chat, list[Turn]]:
         if not _is_uuid(chat_id):
             raise ChatNotFound(chat_id)
-        if self._queued:  # back online before the replay task noticed: send queued turns first
+        await self._send_queued_first()
+        data = await self._rpc("load_chat", "load a chat", p_chat_id=chat_id, p_from_seq=start, p_to_seq=end)
+        return _chat(data["chat"]), [Turn.model_validate(t) for t in data["turns"]]
+
+    async def _send_queued_first(self) -> None:
+        """A read sees the turns this machine wrote: queued ones are sent before it."""
+        if self._queued:  # back online before the replay task noticed
             try:
                 await self.flush()
             except StoreOffline:
-                pass  # the read below fails with the same cause
-        data = await self._rpc("load_chat", "load a chat", p_chat_id=chat_id, p_from_seq=start, p_to_seq=end)
-        return _chat(data["chat"]), [Turn.model_validate(t) for t in data["turns"]]
+                pass  # the read fails with the same cause
+
+    async def load_memory(self, chat_id: str) -> MemorySnapshot:
+        if not _is_uuid(chat_id):
+            raise ChatNotFound(chat_id)
+        await self._send_queued_first()
+        data = await self._rpc("load_memory", "load a chat's memory", p_chat_id=chat_id)
+        return MemorySnapshot(
+            chat=_chat(data["chat"]),
+            tail=[Turn.model_validate(t) for t in data["turns"]],
+            pins=[Pin.model_validate(p) for p in data["pins"]],
+            metas=[_summary(r) for r in data["metas"]],
+            facts=[_facts(r) for r in data["facts"]],
+        )
 
     async def find_chats(self, ref: str) -> list[Chat]:
         rows = await self._rpc("find_chats", "find chats", p_ref=ref)

@@ -126,5 +126,36 @@ begin
         'embedded_texts', parla.vector_count(v_uid));
 end $$;
 
+-- Everything a chat's memory context needs, in one round trip (a switch costs the search plus this):
+-- the chat, its unsummarised tail, its pins (not forgotten), meta summaries and facts.
+create function public.load_memory(p_chat_id uuid, p_user_id uuid default null) returns jsonb
+language plpgsql stable security invoker set search_path = pg_catalog, public as $$
+declare
+    v_uid uuid := parla.owner_id(p_user_id);
+    v_chat public.chats;
+begin
+    select * into v_chat from public.chats where id = p_chat_id and user_id = v_uid;
+    if not found then
+        raise exception 'no chat %', p_chat_id using errcode = 'P0001', detail = 'chat_not_found';
+    end if;
+    return jsonb_build_object(
+        'chat', parla.chat_json(v_chat),
+        'turns', coalesce((
+            select jsonb_agg(parla.turn_json(t) order by t.seq) from public.chat_turns t
+            where t.chat_id = p_chat_id and t.seq > v_chat.summarized_through), '[]'::jsonb),
+        'pins', coalesce((
+            select jsonb_agg(to_jsonb(p) - 'user_id' order by p.importance desc, p.created_at, p.id)
+            from public.chat_pins p where p.chat_id = p_chat_id and p.forgotten_at is null), '[]'::jsonb),
+        'metas', coalesce((
+            select jsonb_agg(to_jsonb(s) - 'user_id' - 'embedding' - 'embedder' order by s.start_seq)
+            from public.chat_summaries s where s.chat_id = p_chat_id and s.level = 1), '[]'::jsonb),
+        'facts', coalesce((
+            select jsonb_agg(to_jsonb(f) - 'user_id' - 'embedding' - 'embedder' order by f.start_seq)
+            from public.chat_facts f where f.chat_id = p_chat_id), '[]'::jsonb));
+end $$;
+
+revoke all on function public.load_memory from public, anon;
+grant execute on function public.load_memory to authenticated, service_role;
+
 create or replace function public.parla_schema_version() returns integer
 language sql immutable as $$ select 2 $$;

@@ -239,6 +239,29 @@ async def test_forgotten_fact_lines_survive_a_regeneration(any_store):
         await any_store.set_fact_lines(chat.id, MessageRange(start=11, end=20), [], ["x"], None)
 
 
+async def test_load_memory_reads_what_the_context_needs(any_store):
+    chat = (await any_store.create_chat(turns=make_turns(12))).chat
+    commit = CompactionCommit(
+        chat_id=chat.id, expected_version=0, summarized_through=8, rolling_summary="r", description=emb("r", 1)
+    )
+    await any_store.commit_compaction(commit)
+    kept = await any_store.add_pin(Pin(chat_id=chat.id, content="kept", importance=9))
+    gone = await any_store.add_pin(Pin(chat_id=chat.id, content="gone"))
+    await any_store.set_pin_forgotten(gone.id, True)
+    await any_store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=10), emb("c", 2))
+    await any_store.upsert_summary(chat.id, SummaryLevel.META, MessageRange(start=1, end=10), emb("m", 3))
+    await any_store.upsert_facts(chat.id, MessageRange(start=1, end=10), ["a", "b"], emb("- a\n- b", 4))
+    await any_store.set_fact_lines(chat.id, MessageRange(start=1, end=10), ["a"], ["b"], emb("- a", 5))
+    m = await any_store.load_memory(chat.id)
+    assert (m.chat.id, m.chat.summarized_through) == (chat.id, 8)
+    assert [t.seq for t in m.tail] == [9, 10, 11, 12]
+    assert [p.id for p in m.pins] == [kept.id]
+    assert [(s.level, s.text) for s in m.metas] == [(SummaryLevel.META, "m")]
+    assert [(f.lines, f.forgotten) for f in m.facts] == [(["a"], ["b"])]
+    with pytest.raises(ChatNotFound):
+        await any_store.load_memory("0c1c1c1c-0000-4000-8000-00000000dead")
+
+
 async def test_delete_cascades(any_store):
     chat = (await any_store.create_chat(turns=make_turns(10))).chat
     await any_store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=10), emb("s", 1))
