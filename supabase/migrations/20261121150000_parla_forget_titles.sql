@@ -131,18 +131,13 @@ end $$;
 create function public.load_memory(p_chat_id uuid, p_user_id uuid default null) returns jsonb
 language plpgsql stable security invoker set search_path = pg_catalog, public as $$
 declare
-    v_uid uuid := parla.owner_id(p_user_id);
-    v_chat public.chats;
+    -- the chat alone first (raises chat_not_found), then its turns after the rolling summary
+    v_chat jsonb := public.load_chat(p_chat_id, 1, 0, p_user_id)->'chat';
+    v_through integer := (v_chat->>'summarized_through')::integer;
 begin
-    select * into v_chat from public.chats where id = p_chat_id and user_id = v_uid;
-    if not found then
-        raise exception 'no chat %', p_chat_id using errcode = 'P0001', detail = 'chat_not_found';
-    end if;
     return jsonb_build_object(
-        'chat', parla.chat_json(v_chat),
-        'turns', coalesce((
-            select jsonb_agg(parla.turn_json(t) order by t.seq) from public.chat_turns t
-            where t.chat_id = p_chat_id and t.seq > v_chat.summarized_through), '[]'::jsonb),
+        'chat', v_chat,
+        'turns', public.load_chat(p_chat_id, v_through + 1, null, p_user_id)->'turns',
         'pins', coalesce((
             select jsonb_agg(to_jsonb(p) - 'user_id' order by p.importance desc, p.created_at, p.id)
             from public.chat_pins p where p.chat_id = p_chat_id and p.forgotten_at is null), '[]'::jsonb),
