@@ -98,6 +98,7 @@ class Daemon:
         self._gate: GatedMicrophone | None = None
         self._wake: WakePhrase | None = None
         self._conversation: LiveConversation | None = None
+        self._session_failed = False
         self.ready = asyncio.Event()  # set once the socket listens and the devices are open
 
     # lifecycle
@@ -162,16 +163,19 @@ class Daemon:
 
     async def _wait_for_activation(self) -> bool:
         """Until something opens a session (True) or the daemon stops (False)."""
-        if self.settings.activation == "always_on" or self._activate.is_set():
+        always_on = self.settings.activation == "always_on"
+        if (always_on and not self._session_failed) or self._activate.is_set():
             self._activate.clear()
             return not self._stop.is_set()
+        # After a failed session, always-on waits before trying again (a refused key fails at once).
+        retry_in = self.settings.reconnect_max_delay if always_on else None
         waiters = {
             asyncio.create_task(self._stop.wait(), name="idle:stop"),
             asyncio.create_task(self._activate.wait(), name="idle:activate"),
         }
         waiters.add(asyncio.create_task(self._listen(), name="idle:listen"))
         try:
-            done, _ = await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(waiters, timeout=retry_in, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in waiters:
                 task.cancel()
@@ -201,6 +205,7 @@ class Daemon:
         assert self._current is not None and self._voice is not None and self._gate is not None
         s = self.settings
         self.status.state = "active"
+        self._session_failed = False
         self.status.session_started = time.monotonic()
         self.status.sessions += 1
         if s.cues:
@@ -217,6 +222,7 @@ class Daemon:
             # The daemon outlives a session that cannot go on (Live API gave up, the chat's
             # memory cannot be loaded): back to idle, with the reason in `parla status`.
             self.status.last_error = str(e)
+            self._session_failed = True
             log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
             # typed turns that never went out wait for the next session instead of being lost

@@ -154,3 +154,18 @@ async def test_a_session_that_cannot_load_its_chat_leaves_the_daemon_running(dae
         assert (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat"]["chat_id"]
         sent = [await conn.expect("client_content") for _ in range(2)]  # the failed session's text is not lost
         assert [f.body["turns"][0]["parts"][0]["text"] for f in sent] == ["hello", "hello again"]
+
+
+async def test_always_on_opens_at_start_and_waits_before_retrying_a_refused_session(daemon_settings, live):
+    async def refuse(conn):
+        await conn.close(1008, "API key not valid")
+
+    live.script = refuse
+    settings = daemon_settings.model_copy(update={"activation": "always_on", "reconnect_max_delay": 1.0})
+    async with running(settings) as (daemon, _, _):
+        await live.wait_connections(1)
+        await eventually(lambda: daemon.status.last_error is not None, what="the refusal to be reported")
+        failed_at = asyncio.get_running_loop().time()
+        assert "API key not valid" in (await ctl(settings, "status"))["last_error"]
+        await live.wait_connections(2, timeout=5)
+        assert asyncio.get_running_loop().time() - failed_at >= 0.8  # not a tight loop
