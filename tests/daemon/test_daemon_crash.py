@@ -1,7 +1,8 @@
 """kill -9 and restart: the daemon runs as its own process on the Supabase store (real Postgres
 behind the PostgREST shim). The shim commits a turn but loses the answer, so the turns stay in the
 local outbox; the daemon is killed with SIGKILL; the restarted daemon replays the outbox and the
-chat holds each turn exactly once."""
+chat holds each turn exactly once. The restarted daemon is then stopped with SIGTERM, as systemd
+stops it, and exits 0."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ async def test_kill_9_then_restart_replays_the_outbox_without_duplicates(
             return (await send_command(socket, "status"))["outbox"] == {"waiting": 0, "refused": 0}
 
         await eventually(replayed, timeout=15, what="the outbox to be replayed")
-        await send_command(socket, "stop")
+        proc.send_signal(signal.SIGTERM)  # as systemd stops it
         await asyncio.to_thread(proc.wait, 20)
         assert proc.returncode == 0
     finally:
