@@ -22,7 +22,7 @@ import logging
 import math
 import time
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -74,13 +74,10 @@ class GatedMicrophone:
 @dataclass
 class DaemonStatus:
     state: State = "starting"
-    activation: str = ""
-    chat_id: str = ""
     session_started: float | None = None
     sessions: int = 0
     wake_detections: int = 0
     last_error: str | None = None
-    events: list[str] = field(default_factory=list)
 
 
 class Daemon:
@@ -88,7 +85,7 @@ class Daemon:
         self.mem = mem
         self.settings = mem.settings
         self.client = client
-        self.status = DaemonStatus(activation=self.settings.activation, chat_id=chat_id)
+        self.status = DaemonStatus()
         self._chat_id = chat_id
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
@@ -291,7 +288,7 @@ class Daemon:
         conversation = self._conversation
         return {
             "state": self.status.state,
-            "activation": self.status.activation,
+            "activation": self.settings.activation,
             "muted": self._gate.muted,
             "chat": {"id": chat_id, "title": title},
             "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,

@@ -3,7 +3,6 @@ Nothing leaves the machine while the daemon waits for it."""
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 # Words of Parla's own vocabulary missing from the CMU dictionary, with their phones.
@@ -34,8 +33,6 @@ class WakePhrase:
         self._decoder.add_keyphrase("wake", self.phrase)
         self._decoder.activate_search("wake")
         self._decoder.start_utt()
-        self.detections = 0
-        self.last_heard: float | None = None
 
     def heard(self, block: bytes) -> bool:
         self._decoder.process_raw(block, False, False)
@@ -43,8 +40,6 @@ class WakePhrase:
             return False
         self._decoder.end_utt()
         self._decoder.start_utt()
-        self.detections += 1
-        self.last_heard = time.monotonic()
         return True
 
     def reset(self) -> None:
