@@ -23,7 +23,7 @@ import numpy as np
 
 from memory.chat import Chat, ChatHistory
 from memory.embedding import EmbeddedText
-from memory.facts import FactBlock
+from memory.facts import FactBlock, format_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
 from memory.summary import MessageRange, Summary, SummaryLevel
@@ -91,6 +91,14 @@ class CompactionCommit:
     rolling_summary: str
     description: EmbeddedText
     title: str | None = None  # generated: applied as in `set_description`
+
+
+def facts_text(lines: list[str], embedded: EmbeddedText | None) -> str:
+    """The stored text of fact lines, once their embedding is checked to be of exactly that text."""
+    text = format_fact_lines(lines)
+    if lines and (embedded is None or embedded.text != text):
+        raise StoreError("facts with lines need the embedding of exactly their text")
+    return text
 
 
 @dataclass(frozen=True)

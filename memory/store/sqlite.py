@@ -37,6 +37,7 @@ from memory.store import (
     StoreError,
     TextRef,
     TurnConflict,
+    facts_text,
 )
 from memory.store.sqlite_schema import MIGRATIONS
 from memory.summary import MessageRange, Summary, SummaryLevel
@@ -489,8 +490,7 @@ class SQLiteChatStore:
     async def upsert_facts(
         self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
     ) -> FactBlock:
-        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
-            raise StoreError("facts with lines need the embedding of exactly their text")
+        text = facts_text(lines, embedded)
         now = utcnow()
         async with self._tx() as db:
             await self._get_chat(db, chat_id)
@@ -505,7 +505,7 @@ class SQLiteChatStore:
                     chat_id,
                     rng.start,
                     rng.end,
-                    format_fact_lines(lines),
+                    text,
                     _blob(embedded.vector) if embedded else None,
                     embedded.embedder if embedded else None,
                     _ts(now),
@@ -528,8 +528,7 @@ class SQLiteChatStore:
     async def set_fact_lines(
         self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
     ) -> FactBlock:
-        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
-            raise StoreError("facts with lines need the embedding of exactly their text")
+        text = facts_text(lines, embedded)
         async with self._tx() as db:
             if embedded is not None:
                 await self._check_embedder(db, embedded)
@@ -539,7 +538,7 @@ class SQLiteChatStore:
                     "WHERE chat_id = ? AND start_seq = ? AND end_seq = ? "
                     "RETURNING chat_id, start_seq, end_seq, text, forgotten, updated_at",
                     (
-                        format_fact_lines(lines),
+                        text,
                         format_fact_lines(forgotten),
                         _blob(embedded.vector) if embedded else None,
                         embedded.embedder if embedded else None,

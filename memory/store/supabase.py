@@ -49,6 +49,7 @@ from memory.store import (
     StoreError,
     TextRef,
     TurnConflict,
+    facts_text,
 )
 from memory.store.outbox import Outbox, OutboxEntry, OutboxOp
 from memory.store.supabase_schema import SCHEMA_VERSION
@@ -512,19 +513,7 @@ class SupabaseChatStore:
     async def upsert_facts(
         self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
     ) -> FactBlock:
-        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
-            raise StoreError("facts with lines need the embedding of exactly their text")
-        row = await self._rpc(
-            "upsert_facts",
-            "store facts",
-            p_chat_id=chat_id,
-            p_start_seq=rng.start,
-            p_end_seq=rng.end,
-            p_facts=format_fact_lines(lines),
-            p_embedding=_vector(embedded.vector) if embedded else None,
-            p_embedder=embedded.embedder if embedded else None,
-        )
-        return _facts(row)
+        return _facts(await self._rpc("upsert_facts", "store facts", **_fact_params(chat_id, rng, lines, embedded)))
 
     async def list_facts(self, chat_id: str) -> list[FactBlock]:
         if not _is_uuid(chat_id):
@@ -543,19 +532,8 @@ class SupabaseChatStore:
     async def set_fact_lines(
         self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
     ) -> FactBlock:
-        if lines and (embedded is None or embedded.text != format_fact_lines(lines)):
-            raise StoreError("facts with lines need the embedding of exactly their text")
-        row = await self._rpc(
-            "set_fact_lines",
-            "change facts",
-            p_chat_id=chat_id,
-            p_start_seq=rng.start,
-            p_end_seq=rng.end,
-            p_facts=format_fact_lines(lines),
-            p_forgotten=format_fact_lines(forgotten),
-            p_embedding=_vector(embedded.vector) if embedded else None,
-            p_embedder=embedded.embedder if embedded else None,
-        )
+        params = _fact_params(chat_id, rng, lines, embedded)
+        row = await self._rpc("set_fact_lines", "change facts", **params, p_forgotten=format_fact_lines(forgotten))
         return _facts(row)
 
     # -- pins ------------------------------------------------------------------------------
@@ -731,6 +709,17 @@ def _summary(row: dict[str, Any]) -> Summary:
         text=row["summary"],
         updated_at=datetime.fromisoformat(row["updated_at"]),
     )
+
+
+def _fact_params(chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None) -> dict[str, Any]:
+    return {
+        "p_chat_id": chat_id,
+        "p_start_seq": rng.start,
+        "p_end_seq": rng.end,
+        "p_facts": facts_text(lines, embedded),
+        "p_embedding": _vector(embedded.vector) if embedded else None,
+        "p_embedder": embedded.embedder if embedded else None,
+    }
 
 
 def _facts(row: dict[str, Any]) -> FactBlock:
