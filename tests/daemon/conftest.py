@@ -24,7 +24,7 @@ def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch
         summarizer="offline",
         activation="push_to_talk",
         idle_timeout=1.0,
-        control_socket=tmp_path / "ctl.sock",
+        control_socket=tmp_path / "run" / "ctl.sock",  # a folder the daemon makes
         shutdown_timeout_s=5.0,
         save_drain_s=5.0,
     )
