@@ -58,8 +58,8 @@ async def _send(cmd: str, **args: Any) -> dict[str, Any]:
     return await send_command(load_settings().control_socket, cmd, **args)
 
 
-def _chat_name(chat: dict[str, Any]) -> str:
-    return f"{chat.get('title') or '(untitled)'} ({chat['chat_id'][:8]})"
+def _chat_name(card: dict[str, Any]) -> str:
+    return f"{card['title']} ({card['chat_id'][:8]})"
 
 
 @command
@@ -82,10 +82,11 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
 async def switch(query: str = typer.Argument(..., help="What the chat was about, e.g. 'the Japan trip'.")) -> None:
     """Move the daemon to the chat a description means (the open session carries on there)."""
     answer = await _send("switch", query=query)
-    if answer["result"] == "switched":
-        out.print(f"Switched to {escape(_chat_name(answer['chat']))}.")
+    if answer["result"] in ("switching", "already_here"):
+        verb = "Switched to" if answer["result"] == "switching" else "Already in"
+        out.print(f"{verb} {escape(_chat_name(answer))}, last talked {answer['last_talked']}.")
     elif answer["result"] == "ambiguous":
-        names = "; ".join(_chat_name(c) for c in answer["candidates"])
+        names = "; ".join(f"{_chat_name(c)}, {c['last_talked']}" for c in answer["candidates"])
         raise ValueError(f"{query!r} could mean several chats: {names}; say more, or use the chat id")
     else:
         raise ValueError(f"no chat is about {query!r}; `parla new` starts one")
@@ -95,7 +96,7 @@ async def switch(query: str = typer.Argument(..., help="What the chat was about,
 async def new(title: str | None = typer.Argument(None, help="A title for the new chat.")) -> None:
     """Start a new chat in the daemon (the current one is kept and summarised)."""
     answer = await _send("new", title=title)
-    out.print(f"Now in a new chat {escape(_chat_name(answer['chat']))}.")
+    out.print(f"Now in a new chat {escape(_chat_name(answer))}.")
 
 
 @command

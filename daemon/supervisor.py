@@ -34,6 +34,7 @@ from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
+from tools.chats import ChatTools, NewChatArgs, SwitchArgs
 from voice.audio import Microphone
 from voice.config import SPEAKER_RATE
 from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
@@ -91,6 +92,7 @@ class Daemon:
         self._activate = asyncio.Event()
         self._pending_says: list[str] = []
         self._current: CurrentChat | None = None
+        self._tools: ChatTools | None = None
         self._voice: VoiceServices | None = None
         self._gate: GatedMicrophone | None = None
         self._wake: WakePhrase | None = None
@@ -134,6 +136,8 @@ class Daemon:
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id)
+            m = self.mem
+            self._tools = ChatTools(m.store, m.search, m.embedder, self._current, self.settings.forget_margin)
             log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
             self.ready.set()
             try:
@@ -300,24 +304,16 @@ class Daemon:
             "last_error": self.status.last_error,
         }
 
+    # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
+
     async def _cmd_switch(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self._current is not None
-        query = self._text(request, "query")
-        result = await self.mem.search.search(query, limit=3)
-        cards = [{"chat_id": c.chat_id, "title": c.title} for c in result.candidates]
-        if result.decision == "switch":
-            self._current.switch(result.candidates[0].chat_id)
-            return {"result": "switched", "chat": cards[0]}
-        if result.decision == "ambiguous":
-            return {"result": "ambiguous", "candidates": cards}
-        return {"result": "none"}
+        assert self._tools is not None
+        return await self._tools.switch_chat(SwitchArgs(query=self._text(request, "query")))
 
     async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:
-        assert self._current is not None
-        title = request.get("title") if isinstance(request.get("title"), str) else None
-        chat = (await self.mem.store.create_chat(title=title.strip() if title and title.strip() else None)).chat
-        self._current.switch(chat.id)
-        return {"result": "switched", "chat": {"chat_id": chat.id, "title": chat.title}}
+        assert self._tools is not None
+        title = request.get("title")
+        return await self._tools.new_chat(NewChatArgs(topic=title if isinstance(title, str) else None))
 
     async def _cmd_talk(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._conversation is not None:

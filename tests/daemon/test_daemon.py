@@ -9,7 +9,9 @@ import json
 import stat
 
 import pytest
+from typer.testing import CliRunner
 
+from daemon.cli import app
 from daemon.control import CommandError, DaemonNotRunning, send_command
 from daemon.memory_services import open_memory
 from daemon.settings import Settings
@@ -59,6 +61,7 @@ async def test_activation_idle_timeout_and_reactivation_in_the_same_chat(daemon_
 
 
 async def test_control_socket_commands(daemon_settings, live):
+    env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
     async with running(daemon_settings) as (daemon, mem, chat_id):
         sock = daemon_settings.control_socket
         assert stat.S_IMODE(sock.stat().st_mode) == 0o600
@@ -89,18 +92,19 @@ async def test_control_socket_commands(daemon_settings, live):
             await ctl(daemon_settings, "say", text="  ")
 
         new = await ctl(daemon_settings, "new", title="Kitchen renovation")
-        assert (
-            new["result"] == "switched"
-            and (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat"]["chat_id"]
-        )
+        assert new["result"] == "switching" and (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat_id"]
         turns = ["We are renovating the kitchen: new tiles and cabinets.", "Start with the electrician."]
         await mem.store.append_turns(chat_id, [Turn.of("user", "Planning the trip to Japan, Kyoto temples.")])
         await mem.compactor.compact(chat_id)
-        await mem.store.append_turns(new["chat"]["chat_id"], [Turn.of("user", turns[0]), Turn.of("model", turns[1])])
-        await mem.compactor.compact(new["chat"]["chat_id"])
+        await mem.store.append_turns(new["chat_id"], [Turn.of("user", turns[0]), Turn.of("model", turns[1])])
+        await mem.compactor.compact(new["chat_id"])
         switched = await ctl(daemon_settings, "switch", query="the journey to Kyoto")
-        assert switched["result"] == "switched" and switched["chat"]["chat_id"] == chat_id
+        assert switched["result"] == "switching" and switched["chat_id"] == chat_id
         assert (await ctl(daemon_settings, "status"))["chat"]["id"] == chat_id
+        again = await asyncio.to_thread(CliRunner().invoke, app, ["switch", "the journey to Kyoto"], env=env)
+        assert again.exit_code == 0 and again.stdout.startswith("Already in Japan (")
+        missing = await asyncio.to_thread(CliRunner().invoke, app, ["switch", "quantum chromodynamics"], env=env)
+        assert missing.exit_code == 1 and "`parla new` starts one" in missing.stderr
         assert (await ctl(daemon_settings, "talk"))["result"] == "activating"
         await live.wait_connections(1)
         await eventually(lambda: daemon.status.state == "active", what="the session to open")
@@ -150,7 +154,7 @@ async def test_a_session_that_cannot_load_its_chat_leaves_the_daemon_running(dae
         new = await ctl(daemon_settings, "new")
         assert (await ctl(daemon_settings, "say", text="hello again"))["result"] == "activating"
         conn = await live.wait_connections(1)
-        assert (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat"]["chat_id"]
+        assert (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat_id"]
         sent = [await conn.expect("client_content") for _ in range(2)]  # the failed session's text is not lost
         assert [f.body["turns"][0]["parts"][0]["text"] for f in sent] == ["hello", "hello again"]
 
