@@ -106,7 +106,7 @@ def replacement_advice(role: ModelRole, model: str | None) -> str:
     known = retirement(model) if model else None
     if model and known:
         return f"{bare_id(model)} is {known.status} ({known.when}): set {setting}={known.replacement}"
-    return f"set {setting} to a model your key can use (the default is {DEFAULTS[role]}); `parla doctor` lists them"
+    return f"set {setting} to a model your key can use (the default is {DEFAULTS[role]})"
 
 
 def not_found_advice(role: ModelRole, detail: str, model: str | None = None) -> str | None:
@@ -117,4 +117,5 @@ def not_found_advice(role: ModelRole, detail: str, model: str | None = None) -> 
     if "not found" not in lowered and "not supported for" not in lowered:
         return None
     named = re.search(r"models/([\w.-]+)", detail)
-    return f"{detail}; {replacement_advice(role, model or (named.group(1) if named else None))}"
+    advice = replacement_advice(role, model or (named.group(1) if named else None))
+    return f"{detail}; {advice} (`parla doctor` lists the models your key can use)"
