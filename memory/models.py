@@ -59,7 +59,7 @@ class Retirement:
     when: str  # the date the documentation gives, or what it says
 
 
-_GEMINI_2_0_SHUTDOWN = "2026 (announced for February 2026 at the earliest)"
+_GEMINI_2_0_SHUTDOWN = "2026, announced for February 2026 at the earliest"
 
 RETIRED: dict[str, Retirement] = {
     # Live models
@@ -80,8 +80,12 @@ RETIRED: dict[str, Retirement] = {
     "gemini-2.0-flash-001": Retirement("shut down", DEFAULT_SUMMARY_MODEL, _GEMINI_2_0_SHUTDOWN),
     "gemini-2.0-flash-lite": Retirement("shut down", DEFAULT_SUMMARY_MODEL, _GEMINI_2_0_SHUTDOWN),
     "gemini-2.0-flash-lite-001": Retirement("shut down", DEFAULT_SUMMARY_MODEL, _GEMINI_2_0_SHUTDOWN),
-    "gemini-2.5-flash": Retirement("shut down", DEFAULT_SUMMARY_MODEL, "December 1, 2026 (routed to 3.5 Flash-Lite)"),
-    "gemini-2.5-pro": Retirement("shut down", "gemini-3.8-flash", "December 1, 2026 (routed to 3.8 Flash)"),
+    "gemini-2.5-flash": Retirement(
+        "deprecated", DEFAULT_SUMMARY_MODEL, "shuts down December 1, 2026; then routed to gemini-3.5-flash-lite"
+    ),
+    "gemini-2.5-pro": Retirement(
+        "deprecated", "gemini-3.8-flash", "shuts down December 1, 2026; then routed to gemini-3.8-flash"
+    ),
     # The copies of the deprecations page disagree (July 22, 2026, or "until further notice").
     "gemini-2.5-flash-lite": Retirement("deprecated", DEFAULT_SUMMARY_MODEL, "shutdown announced for July 22, 2026"),
     "gemini-3.1-flash-lite": Retirement("deprecated", DEFAULT_SUMMARY_MODEL, "shuts down May 7, 2027"),

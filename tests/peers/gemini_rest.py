@@ -54,6 +54,7 @@ CATALOGUE: dict[str, list[str]] = {
     "gemini-3.5-flash-lite": _TEXT,
     "gemini-3.1-flash-lite": _TEXT,
     "gemini-2.5-flash-lite": _TEXT,
+    "gemini-2.5-flash": _TEXT,
     "gemini-embedding-001": _EMBED,
     "gemini-embedding-2": _EMBED,
 }
