@@ -13,8 +13,9 @@ Sources, read November 2026:
 - Gemini 3.5 Flash-Lite, https://ai.google.dev/gemini-api/docs/models/gemini-3.5-flash-lite (stable,
   July 2026; the documented replacement of gemini-2.5-flash; gemini-2.5-flash and gemini-2.5-pro are
   routed to gemini-3.5-flash-lite / gemini-3.8-flash from December 1, 2026).
-- Embeddings, https://ai.google.dev/gemini-api/docs/embeddings: gemini-embedding-001 (GA, 128-3072
-  dims, 768 recommended, no shutdown date); text-embedding-004 shut down January 14, 2026.
+- Gemini embedding, https://ai.google.dev/gemini-api/docs/models/gemini-embedding-001 (GA, 128-3072
+  dims, 768 / 1536 / 3072 recommended, no shutdown date on the deprecations page); text-embedding-004
+  shut down January 14, 2026 (Gemini API changelog).
 """
 
 from __future__ import annotations
