@@ -1,8 +1,8 @@
 """What each family of Gemini Live models accepts, in one place: how a fresh session is seeded
 with the chat's history, whether client content may be sent mid-session and whether its
 `turn_complete` cuts off a reply under way, how function calls behave, and which setup fields the
-model refuses. The setup (voice.live_config) is built from the profile; the conversation loop
-asks it how to seed, send typed turns and answer tool calls.
+model refuses. The setup (voice.live_config) is built from the profile; its other methods say how
+the conversation loop seeds a session, sends a typed turn and answers a tool call.
 
 From the documentation, read November 2026:
 - Gemini 3.8 Live, https://ai.google.dev/gemini-api/docs/models/gemini-3.8-live ("Migrating from
@@ -24,6 +24,7 @@ From the documentation, read November 2026:
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import logging
 from collections.abc import Callable, Sequence
@@ -159,14 +160,10 @@ GEMINI_3_8_LIVE = LiveProfile(
     ),
 )
 
-GEMINI_3_8_LIVE_EXTENDED_THINKING = LiveProfile(
+GEMINI_3_8_LIVE_EXTENDED_THINKING = dataclasses.replace(
+    GEMINI_3_8_LIVE,
     family="gemini-3.8-live-extended-thinking",
     prefixes=("gemini-3.8-live-extended-thinking",),
-    seed_via="client_content",
-    client_content_mid_session=True,
-    turn_complete_interrupts=True,
-    non_blocking_tools=True,
-    default_behavior=types.Behavior.NON_BLOCKING,
     refusals=tuple(r for r in GEMINI_3_8_LIVE.refusals if r.field != "thinking_config"),
 )
 
@@ -189,7 +186,7 @@ GEMINI_2_5_NATIVE_AUDIO = LiveProfile(
     prefixes=("gemini-2.5-flash-native-audio", "gemini-live-2.5-flash-native-audio"),
     seed_via="client_content",
     client_content_mid_session=True,
-    turn_complete_interrupts=False,
+    turn_complete_interrupts=False,  # only the 3.x pages document the interruption
     non_blocking_tools=True,
     default_behavior=types.Behavior.BLOCKING,
 )

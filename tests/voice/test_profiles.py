@@ -82,6 +82,7 @@ def test_gemini_3_8_setup_declares_each_tool_and_seeds_by_client_content(model):
     assert setup.response_modalities == [types.Modality.AUDIO]
     assert profile.refused(setup) == []
     assert profile.typed_turns_via == "client_content" and profile.turn_complete_interrupts
+    assert profile.default_behavior == types.Behavior.NON_BLOCKING  # hence every tool is declared
 
 
 def test_gemini_3_1_setup_seeds_through_history_config_and_declares_no_async_tools():
@@ -95,6 +96,7 @@ def test_gemini_3_1_setup_seeds_through_history_config_and_declares_no_async_too
     resumed = connect_config(config, "Be brief.", declarations(), "handle-1", seeding=False)
     assert resumed.history_config is None  # a resumed session has its history on the server
     assert profile.typed_turns_via == "realtime_text"  # client content is refused mid-session
+    assert profile.default_behavior == types.Behavior.BLOCKING
 
 
 def test_gemini_2_5_setup_states_blocking_and_non_blocking_tools():
