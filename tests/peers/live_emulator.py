@@ -345,7 +345,7 @@ class LiveEmulator:
             return
         model = str(first["setup"].get("model", "")).removeprefix("models/")
         if model not in self.models:
-            version = PATH.fullmatch(request.path).group(1) or "v1beta"  # type: ignore[union-attr]
+            version = "v1" + (PATH.fullmatch(request.path).group(1) or "")  # type: ignore[union-attr]
             await ws.close(
                 1008,
                 close_reason(

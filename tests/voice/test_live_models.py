@@ -25,10 +25,7 @@ async def test_a_retired_live_model_fails_with_the_setting_and_its_replacement(l
             await conversation.wait()
     message = str(failed.value)
     # the server's words, cut at the 123 bytes a close reason holds
-    assert (
-        "close 1008: models/gemini-2.5-flash-native-audio-preview-09-2025 is not found for API version v1beta, or is "
-        in message
-    )
+    assert "close 1008: models/gemini-2.5-flash-native-audio-preview-09-2025 is not found for API version v1" in message
     assert "is superseded" in message
     assert "set PARLA_LIVE_MODEL=gemini-3.8-live" in message
     assert len(live.connections) == 0  # refused at setup, and not tried again
