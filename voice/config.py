@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from memory.models import DEFAULT_LIVE_MODEL
+
 Sensitivity = Literal["default", "high", "low"]
 
 # The wire formats of the Live API: 16 kHz in, 24 kHz out, 16-bit little-endian mono.
@@ -26,7 +28,9 @@ DEFAULT_INSTRUCTION = (
 
 class VoiceConfig(BaseModel):
     live_model: str = Field(
-        "gemini-2.5-flash-native-audio-preview-09-2025", description="Gemini Live model for the voice loop."
+        DEFAULT_LIVE_MODEL,
+        description="Gemini Live model for the voice loop; its family decides how the session is set up "
+        "(gemini-3.8-live, -extended-thinking, 3.1 Flash Live, 2.5 native audio; others are treated as 3.8).",
     )
     live_voice: str = Field("Puck", description="Prebuilt voice of the spoken answers (Puck, Charon, Kore, Aoede...).")
     live_language: str | None = Field(None, description="BCP-47 language of the speech (default: the model's own).")

@@ -46,6 +46,7 @@ from google import genai
 from google.genai import errors, types
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from memory.models import not_found_advice
 from memory.turn import Turn
 from voice.config import MIC_RATE, VoiceConfig
 from voice.live_config import connect_config, system_instruction
@@ -132,7 +133,7 @@ def _fatal(exc: BaseException) -> str | None:
     """Why retrying cannot help, or None when it can."""
     code = close_code(exc)
     if code == 1008:
-        return (
+        return not_found_advice("live", f"the Live API refused the session ({_reason(exc)})") or (
             f"the Live API refused the session ({_reason(exc)}); check the API key, the model name "
             "(PARLA_LIVE_MODEL) and that the key may use the Live API"
         )

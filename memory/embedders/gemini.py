@@ -9,6 +9,7 @@ from google import genai
 from google.genai import errors, types
 
 from memory.embedding import ModelError, TaskType, normalize_rows
+from memory.models import not_found_advice
 
 _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRIEVAL_QUERY"}
 
@@ -41,7 +42,8 @@ class GeminiEmbedder:
                 config=types.EmbedContentConfig(task_type=_TASKS[task], output_dimensionality=self.dim),
             )
         except errors.APIError as e:
-            raise ModelError(f"Gemini embedding failed ({e.code}): {e.message}") from e
+            failure = f"Gemini embedding failed ({e.code}): {e.message}"
+            raise ModelError(not_found_advice("embedding", failure, self.model) or failure) from e
         vectors = [e.values for e in (response.embeddings or []) if e.values]
         if len(vectors) != len(texts) or any(len(v) != self.dim for v in vectors):
             raise ModelError(

@@ -13,6 +13,7 @@ from google.genai import errors, types
 
 from memory.embedding import ModelError
 from memory.facts import NO_FACTS, parse_fact_lines
+from memory.models import not_found_advice
 from memory.summarizers import transcript
 from memory.tokens import truncate_to_tokens
 from memory.turn import Turn
@@ -47,15 +48,19 @@ class GeminiSummarizer:
 
     async def _ask(self, system: str, prompt: str) -> str:
         # No max_output_tokens: on thinking models it also bounds the thoughts and can leave no
-        # answer at all. Length is asked for in the prompt and enforced by truncation.
+        # answer at all. Length is asked for in the prompt and enforced by truncation. No sampling
+        # knobs: gemini-3.5-flash-lite ignores temperature/top-k/top-p and refuses frequency and
+        # presence penalties; the one content is the user's (it refuses a request ending on a model
+        # turn). https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/gemini/3-5-flash-lite
         try:
             response = await self._client.aio.models.generate_content(
                 model=self.model,
                 contents=prompt,
-                config=types.GenerateContentConfig(system_instruction=system, temperature=0.2),
+                config=types.GenerateContentConfig(system_instruction=system),
             )
         except errors.APIError as e:
-            raise ModelError(f"Gemini {self.model} failed ({e.code}): {e.message}") from e
+            failure = f"Gemini {self.model} failed ({e.code}): {e.message}"
+            raise ModelError(not_found_advice("summary", failure, self.model) or failure) from e
         text = (response.text or "").strip()
         if not text:
             reason = response.candidates[0].finish_reason if response.candidates else "no candidates"

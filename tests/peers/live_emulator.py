@@ -11,6 +11,16 @@ Each test scripts the service: `emulator.script` is called once per connection w
 interrupted, turnComplete, toolCall, goAway, resumption updates, close codes) and wait for what the
 client sends. `utterance()` stands in for the service's voice activity detection: it returns the
 audio of one spoken utterance once it is followed by silence.
+
+The setup is checked as the service checks it: a model it does not serve over
+bidiGenerateContent is closed with 1008 and the service's words ("models/X is not found for API
+version v1beta, or is not supported for bidiGenerateContent. Call ListModels ...", cut at the
+123 bytes a close reason may hold, as the service cuts it), and a field the model refuses is
+closed with 1007: thinking config on gemini-3.8-live, affective dialog or `proactive_audio:
+false` on 3.8, a response modality other than audio on 3.8, affective dialog or proactivity on
+gemini-3.1-flash-live-preview, and a NON_BLOCKING function on it (its calls are synchronous only).
+Sources: the Gemini 3.8 Live and 3.1 Flash Live model pages and the Live tools guide on
+ai.google.dev, read November 2026; the refusal wording of 1007 is ours (the pages give none).
 """
 
 from __future__ import annotations
@@ -36,9 +46,40 @@ from cryptography.x509.oid import NameOID
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from tests.peers.gemini_rest import CATALOGUE
+
 PATH = re.compile(r"/ws/google\.ai\.generativelanguage\.v1(alpha|beta)?\.GenerativeService\.BidiGenerateContent")
 IN_RATE = 16_000
 OUT_RATE = 24_000
+LIVE_MODELS = frozenset(m for m, methods in CATALOGUE.items() if "bidiGenerateContent" in methods)
+CLOSE_REASON_BYTES = 123  # the most a websocket close frame's reason holds
+
+
+def close_reason(text: str) -> str:
+    return text.encode()[:CLOSE_REASON_BYTES].decode(errors="ignore")
+
+
+def setup_refusals(model: str, setup: dict[str, Any]) -> list[str]:
+    """What the service refuses in this (snake-cased) setup for `model`."""
+    generation = setup.get("generation_config") or {}
+    proactivity = setup.get("proactivity")
+    refused = []
+    if model.startswith("gemini-3.8-live"):
+        if "thinking_config" in generation and not model.startswith("gemini-3.8-live-extended-thinking"):
+            refused.append("thinking_level is not supported by this model")
+        if "enable_affective_dialog" in generation:
+            refused.append("enable_affective_dialog is not supported by this model")
+        if proactivity is not None and proactivity.get("proactive_audio") is False:
+            refused.append("proactive_audio cannot be disabled for this model")
+        if [str(m).upper() for m in generation.get("response_modalities") or ["AUDIO"]] != ["AUDIO"]:
+            refused.append("only the AUDIO response modality is supported by this model")
+    if model.startswith("gemini-3.1-flash-live"):
+        if "enable_affective_dialog" in generation or proactivity is not None:
+            refused.append("affective dialog and proactive audio are not supported by this model")
+        declarations = [d for tool in setup.get("tools") or [] for d in tool.get("function_declarations") or []]
+        if any(d.get("behavior") == "NON_BLOCKING" for d in declarations):
+            refused.append("NON_BLOCKING function calls are not supported by this model")
+    return refused
 
 
 def make_certificate(directory: Path) -> tuple[Path, Path]:
@@ -257,6 +298,7 @@ class LiveEmulator:
     cert: Path
     key: Path
     api_key: str = "test-key"
+    models: frozenset[str] = LIVE_MODELS
     script: Script = _idle
     connections: list[LiveConnection] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
@@ -300,6 +342,22 @@ class LiveEmulator:
         first = snake(json.loads(await ws.recv()))
         if "setup" not in first:
             await ws.close(1007, "the first message must be setup")
+            return
+        model = str(first["setup"].get("model", "")).removeprefix("models/")
+        if model not in self.models:
+            version = "v1" + (PATH.fullmatch(request.path).group(1) or "")  # type: ignore[union-attr]
+            await ws.close(
+                1008,
+                close_reason(
+                    f"models/{model} is not found for API version {version}, or is not supported for "
+                    "bidiGenerateContent. Call ListModels to see the list of available models and their "
+                    "supported methods."
+                ),
+            )
+            return
+        refused = setup_refusals(model, first["setup"])
+        if refused:
+            await ws.close(1007, close_reason("; ".join(refused)))
             return
         conn = LiveConnection(len(self.connections), ws, first["setup"])
         reader = asyncio.create_task(conn._read())
