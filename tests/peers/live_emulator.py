@@ -10,7 +10,13 @@ Each test scripts the service: `emulator.script` is called once per connection w
 `LiveConnection` whose helpers send what the service sends (setupComplete, audio, transcriptions,
 interrupted, turnComplete, toolCall, goAway, resumption updates, close codes) and wait for what the
 client sends. `utterance()` stands in for the service's voice activity detection: it returns the
-audio of one spoken utterance once it is followed by silence.
+audio of one spoken utterance once it is followed by silence. `send_raw()` sends any frame at all
+(a message type the SDK does not know, broken JSON), and a script that never calls
+`complete_setup()` is a service that accepted the websocket and then stalled.
+
+Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
+did not issue (a call made before a reconnect) is not acted on, as field reports of the real
+service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
 """
 
 from __future__ import annotations
@@ -100,6 +106,8 @@ class LiveConnection:
         self.setup = setup
         self.frames: list[ClientFrame] = []
         self.sent: list[dict[str, Any]] = []
+        self.issued: set[str] = set()  # tool-call ids this connection sent
+        self.ignored: list[ClientFrame] = []  # what the service did not act on
         self._inbox: asyncio.Queue[ClientFrame | None] = asyncio.Queue()
         self._unheard = bytearray()  # audio not yet taken by utterance()
         self._audio_changed = asyncio.Event()
@@ -129,6 +137,9 @@ class LiveConnection:
             async for raw in self.ws:
                 frame = self._parse(json.loads(raw))
                 self.frames.append(frame)
+                if frame.kind == "tool_response" and not self._issued_here(frame):
+                    self.ignored.append(frame)
+                    continue
                 if frame.audio:
                     self._unheard += frame.audio
                     self._audio_changed.set()
@@ -150,6 +161,9 @@ class LiveConnection:
             assert blob["mime_type"] == "audio/pcm;rate=16000", blob["mime_type"]
             audio = base64.urlsafe_b64decode(blob["data"])
         return ClientFrame(kind, body, audio)
+
+    def _issued_here(self, frame: ClientFrame) -> bool:
+        return all(r.get("id") in self.issued for r in frame.body.get("function_responses") or [])
 
     async def expect(self, kind: str, timeout: float = 5.0) -> ClientFrame:
         """The next frame of `kind` (frames of other kinds in between are skipped but recorded)."""
@@ -190,6 +204,10 @@ class LiveConnection:
         self.sent.append(message)
         await self.ws.send(json.dumps(message).encode())
 
+    async def send_raw(self, frame: bytes | str) -> None:
+        """Any frame, as it is: what a newer or broken service might send."""
+        await self.ws.send(frame)
+
     async def complete_setup(self) -> None:
         await self.send({"setupComplete": {}})
 
@@ -198,6 +216,11 @@ class LiveConnection:
 
     async def heard(self, text: str) -> None:
         await self.content(inputTranscription={"text": text})
+
+    async def model_audio(self, pcm: bytes) -> None:
+        """One chunk of the model's voice."""
+        data = base64.b64encode(pcm).decode()
+        await self.content(modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]})
 
     async def reply(self, text: str, audio: bytes, chunk_ms: int = 40, complete: bool = True) -> None:
         """A spoken answer: audio in chunks, the transcript spread across them, then turnComplete."""
@@ -208,10 +231,7 @@ class LiveConnection:
         for i, piece in enumerate(pieces):
             said = "".join(words[i * per : (i + 1) * per])
             if piece:
-                data = base64.b64encode(piece).decode()
-                await self.content(
-                    modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]}
-                )
+                await self.model_audio(piece)
             if said:
                 await self.content(outputTranscription={"text": said})
         if complete:
@@ -231,6 +251,7 @@ class LiveConnection:
         await self.send({"goAway": {"timeLeft": f"{seconds:g}s"}})
 
     async def tool_call(self, *calls: dict[str, Any]) -> None:
+        self.issued.update(c["id"] for c in calls if "id" in c)
         await self.send({"toolCall": {"functionCalls": list(calls)}})
 
     async def cancel_tool_calls(self, *ids: str) -> None:

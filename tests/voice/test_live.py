@@ -352,3 +352,153 @@ async def test_a_failing_store_keeps_the_turns_and_retries(live, live_client, vo
     assert failed and all(d.startswith("ChatNotFound") for d in failed)
     assert await stored(store, chat.id) == [("user", "How are you?"), ("model", "Fine.")]
     assert conv.status.unsaved_turns == 0
+
+
+async def test_unknown_and_malformed_server_messages_reconnect_instead_of_ending(
+    live, live_client, voice_config, store
+):
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.resumption(f"h{conn.index}")
+        if conn.index == 0:
+            await conn.send({"someFutureMessage": {"x": 1}})  # the SDK raises TypeError on it
+        elif conn.index == 1:
+            await conn.send_raw(b'{"serverContent": ')  # broken JSON: ValueError in the SDK
+        else:
+            frame = await conn.expect("client_content")
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id) as conv:
+        third = await live.wait_connections(3)
+        conv.say("hello")
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the answer on the third connection")
+    assert third.handle == "h1"
+    assert await stored(store, chat.id) == [("user", "hello"), ("model", "You said hello.")]
+    assert conv.status.reconnects == 2 and "could not be read" in (conv.status.last_error or "")
+
+
+async def test_a_server_that_never_completes_the_setup_times_out_and_counts_as_a_failure(live, live_client, store):
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, live_setup_timeout_s=0.3, reconnect_delay=0.01)
+    chat = await new_chat(store)
+
+    async def script(conn):
+        if conn.index > 0:
+            await conn.complete_setup()
+            frame = await conn.expect("client_content")
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
+        await conn.closed.wait()  # the first connection stalls before setupComplete
+
+    live.script = script
+    events: list[SessionEvent] = []
+    async with conversation(live_client, config, store, chat.id, on_event=events.append) as conv:
+        conv.say("anyone there?")
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the answer on the second connection")
+    assert len(live.connections) == 2 and live.connections[0].closed.is_set()
+    assert conv.status.reconnects == 1
+    reconnecting = [e.detail for e in events if e.kind == "reconnecting"]
+    assert len(reconnecting) == 1 and "did not complete the setup within 0.3s" in reconnecting[0]
+
+
+async def test_stray_audio_after_turn_complete_does_not_hold_a_goaway_reconnect(live, live_client, store):
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, model_silence_s=0.3)
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.resumption("h")
+            await conn.expect("client_content")
+            await conn.reply("Sure.", tone(0.05))
+            await conn.model_audio(tone(0.04))  # stray audio, no turnComplete ever follows
+            await conn.go_away(30)
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, config, store, chat.id) as conv:
+        conv.say("hello")
+        loop = asyncio.get_running_loop()
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the answer")
+        started = loop.time()
+        second = await live.wait_connections(2, timeout=3)
+        assert loop.time() - started < 1.5
+        assert conv.idle_for() > 0
+    assert second.handle == "h"
+    assert await stored(store, chat.id) == [("user", "hello"), ("model", "Sure.")]
+
+
+class Lookup(Clock):
+    """A tool whose answer waits for the test to release it (it outlives a connection)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    def declarations(self) -> list[types.FunctionDeclaration]:
+        return [types.FunctionDeclaration(name="lookup", description="Looks up.", parameters_json_schema={})]
+
+    async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((name, args))
+        await self.release.wait()
+        return {"found": "the tram runs until midnight"}
+
+
+async def test_a_tool_call_in_flight_across_a_drop_is_answered_on_the_next_connection(
+    live, live_client, voice_config, store
+):
+    chat = await new_chat(store)
+    lookup = Lookup()
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.resumption(f"h{conn.index}")
+        if conn.index == 0:
+            await conn.tool_call({"id": "call-1", "name": "lookup", "args": {}})
+            await asyncio.sleep(0.1)
+            await conn.drop()
+            return
+        frame = await conn.expect("client_content")
+        assert frame.body["turn_complete"] is True
+        await conn.reply("The tram runs until midnight.", tone(0.05))
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id, tools=lookup) as conv:
+        second = await live.wait_connections(2)
+        await eventually(lambda: conv.status.connected, what="the resumed session")
+        assert conv.idle_for() == 0.0  # the call is still running
+        lookup.release.set()
+        await eventually(lambda: has_turns(store, chat.id, 1), what="the answer")
+    assert second.handle == "h0"
+    (result,) = second.of_kind("client_content")
+    text = result.body["turns"][0]["parts"][0]["text"]
+    assert "lookup" in text and "the tram runs until midnight" in text
+    assert second.ignored == [] and second.of_kind("tool_response") == []
+    assert await stored(store, chat.id) == [("model", "The tram runs until midnight.")]
+
+
+async def test_duplicate_tool_call_ids_are_each_tracked_and_cancelled(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+    clock = Clock()
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.tool_call({"id": "dup", "name": "slow", "args": {}}, {"id": "dup", "name": "get_time", "args": {}})
+        frame = await conn.expect("tool_response")
+        assert frame.body["function_responses"][0]["name"] == "get_time"
+        await conn.cancel_tool_calls("dup")
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id, tools=clock) as conv:
+        await live.wait_connections(1)
+        await eventually(lambda: len(clock.calls) == 2, what="both calls")
+        await asyncio.wait_for(clock.cancelled.wait(), 2)
+        assert conv._tool_calls.pending == 0
