@@ -33,12 +33,13 @@ resumes (the server heard them too) and stored when it starts fresh.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import ssl
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -50,7 +51,7 @@ from memory.turn import Turn
 from voice.config import MIC_RATE, VoiceConfig
 from voice.live_config import connect_config, system_instruction
 from voice.seed import Seed, SessionMemory
-from voice.tool_calls import ToolCalls, ToolHandler
+from voice.tool_calls import Reply, ToolCalls, ToolHandler
 from voice.transcript import TranscriptAssembler
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,30 @@ class _Text:
     text: str
 
 
-_Outgoing = _Text | types.FunctionResponse
+@dataclass
+class _ToolResult:
+    """A tool's answer, for the connection that issued the call (`connection`)."""
+
+    response: types.FunctionResponse
+    connection: int
+
+    def as_text(self) -> str:
+        r = self.response
+        return (
+            f"[The {r.name} call (id {r.id}) you made before the connection was renewed returned: "
+            f"{json.dumps(r.response, ensure_ascii=False)}]"
+        )
+
+
+_Outgoing = _Text | _ToolResult
+
+
+class UnreadableMessage(RuntimeError):
+    """The SDK could not parse a server message (a type it does not know, broken JSON)."""
+
+
+class SetupTimeout(TimeoutError):
+    """The server accepted the websocket but did not complete the setup in time."""
 
 
 def close_code(exc: BaseException) -> int | None:
@@ -125,6 +149,8 @@ def _reason(exc: BaseException) -> str:
         return f"close {frame.code}: {frame.reason or 'no reason given'}" if frame else "connection lost (1006)"
     if isinstance(exc, InvalidStatus):
         return f"the server refused the connection with HTTP {exc.response.status_code}"
+    if isinstance(exc, (UnreadableMessage, SetupTimeout)):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -143,7 +169,11 @@ def _fatal(exc: BaseException) -> str | None:
     return None
 
 
-_RETRYABLE = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError)
+
+
+# Failures a connection is expected to meet; any other exception is logged with its traceback
+# (a bug, or a server change) and handled the same way.
+_EXPECTED = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError, UnreadableMessage)
 
 
 def _parse_seconds(duration: str | None) -> float | None:
@@ -177,6 +207,7 @@ class LiveConversation:
         self._reconnect = asyncio.Event()
         self._draining = False
         self._goaway_timer: asyncio.TimerHandle | None = None
+        self._silence_timer: asyncio.TimerHandle | None = None
         self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
@@ -300,11 +331,14 @@ class LiveConversation:
                 await self._change_memory(self._next_memory)
             handle = self._usable_handle()
             started: float | None = None
+            # A store that cannot give the seed ends the session (the caller reports it); it is
+            # not a connection failure that retrying would help.
+            seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
+            assert self._instruction is not None
+            cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle)
             try:
-                seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
-                assert self._instruction is not None
-                cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle)
-                async with self.client.aio.live.connect(model=self.config.live_model, config=cfg) as session:
+                async with AsyncExitStack() as stack:
+                    session = await self._connect(stack, cfg)
                     started = time.monotonic()
                     if seed is not None and seed.history:
                         history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
@@ -315,7 +349,9 @@ class LiveConversation:
                 failures = refused = 0
             except asyncio.CancelledError:
                 raise
-            except _RETRYABLE as e:
+            except Exception as e:  # noqa: BLE001 - no failure of one connection may end the conversation
+                if not isinstance(e, _EXPECTED):
+                    log.exception("live session failed unexpectedly", extra={"event": "live_unexpected"})
                 self._disconnected(e)
                 fatal = _fatal(e)
                 if fatal:
@@ -347,6 +383,17 @@ class LiveConversation:
                     extra={"event": "live_reconnect", "code": close_code(e), "attempt": failures},
                 )
                 await asyncio.sleep(delay)
+
+    async def _connect(self, stack: AsyncExitStack, cfg: types.LiveConnectConfig) -> Any:
+        """Open a connection; the SDK waits for setupComplete without a limit, so we set one."""
+        limit = self.config.live_setup_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                return await stack.enter_async_context(
+                    self.client.aio.live.connect(model=self.config.live_model, config=cfg)
+                )
+        except TimeoutError:
+            raise SetupTimeout(f"the Live API did not complete the setup within {limit:g}s") from None
 
     async def _change_memory(self, memory: SessionMemory) -> None:
         self._queue_save(self.assembler.flush())  # stored in the chat they belong to
@@ -396,10 +443,11 @@ class LiveConversation:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await self._tool_calls.cancel_all()
-            if self._goaway_timer is not None:
-                self._goaway_timer.cancel()
-                self._goaway_timer = None
+            # Running tool calls outlive the connection: their answers go out on the next one.
+            for timer in (self._goaway_timer, self._silence_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._goaway_timer = self._silence_timer = None
         for task in done:
             if task is not restart and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
@@ -426,8 +474,7 @@ class LiveConversation:
                     try:
                         await self._send(session, item)
                     except BaseException:
-                        if isinstance(item, _Text):  # resent on the next connection
-                            self._send_later(item, first=True)
+                        self._send_later(item, first=True)  # sent on the next connection
                         raise
                 self._outgoing_ready.clear()
                 if self.microphone is not None and mic_read is None:
@@ -460,14 +507,30 @@ class LiveConversation:
             await session.send_client_content(turns=turn, turn_complete=True)
             self.assembler.user_text(item.text, source="text")
             self.status.last_activity = time.monotonic()
+        elif item.connection == self.status.connections:
+            await session.send_tool_response(function_responses=item.response)
         else:
-            await session.send_tool_response(function_responses=item)
+            # The server does not act on an answer to a call another connection issued (even a
+            # resumed one): the model hears the result as conversation instead.
+            turn = types.Content(role="user", parts=[types.Part(text=item.as_text())])
+            await session.send_client_content(turns=turn, turn_complete=True)
 
     # receiving
 
     async def _receive_loop(self, session: Any) -> None:
-        while True:
-            async for message in session.receive():
+        while True:  # receive() ends after each turnComplete
+            messages = session.receive()
+            while True:
+                try:
+                    message = await anext(messages)
+                except StopAsyncIteration:
+                    break
+                except (TypeError, ValueError) as e:
+                    # The SDK parses in receive(): a message type it does not know raises
+                    # TypeError, broken JSON ValueError. What the server meant is unknown: reconnect.
+                    raise UnreadableMessage(
+                        f"a message from the Live API could not be read ({type(e).__name__}: {e})"
+                    ) from e
                 self._on_message(message)
 
     def _on_message(self, message: types.LiveServerMessage) -> None:
@@ -480,15 +543,18 @@ class LiveConversation:
             self._on_go_away(_parse_seconds(message.go_away.time_left))
         if message.tool_call is not None:
             for call in message.tool_call.function_calls or []:
-                self._tool_calls.start(call, self._reply_tool)
+                self._tool_calls.start(call, self._reply_tool(self.status.connections))
         if message.tool_call_cancellation is not None:
             self._tool_calls.cancel(message.tool_call_cancellation.ids or [])
         content = message.server_content
         if content is not None:
             self._on_content(content)
 
-    async def _reply_tool(self, response: types.FunctionResponse) -> None:
-        self._send_later(response)
+    def _reply_tool(self, connection: int) -> Reply:
+        async def reply(response: types.FunctionResponse) -> None:
+            self._send_later(_ToolResult(response, connection))
+
+        return reply
 
     def _on_content(self, content: types.LiveServerContent) -> None:
         if content.input_transcription is not None and content.input_transcription.text:
@@ -506,9 +572,37 @@ class LiveConversation:
             unplayed = self.speaker.flush() if self.speaker is not None else 0
             self._queue_save(self.assembler.interrupt(unplayed))
         if content.turn_complete:
-            self._queue_save(self.assembler.complete())
-            if (self._draining or self._next_memory is not None) and not self.assembler.model_speaking:
-                self._reconnect.set()
+            self._turn_over()
+        elif self.assembler.model_speaking:
+            self._watch_silence()
+
+    def _turn_over(self) -> None:
+        self._queue_save(self.assembler.complete())
+        if (self._draining or self._next_memory is not None) and not self.assembler.model_speaking:
+            self._reconnect.set()
+
+    def _watch_silence(self) -> None:
+        """(Re)start the clock of the model's silence: model output with no turnComplete after it
+        (stray audio after the turn ended, a lost turnComplete) must not keep the model
+        "speaking" for ever, which would hold idle timeouts, switches and GoAway reconnects."""
+        if self._silence_timer is not None:
+            self._silence_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._silence_timer = loop.call_later(self.config.model_silence_s, self._model_went_silent)
+
+    def _model_went_silent(self) -> None:
+        self._silence_timer = None
+        if not self.assembler.model_speaking:
+            return
+        if self._tool_calls.pending:  # the model waits for a tool mid-turn
+            self._watch_silence()
+            return
+        log.info(
+            "no model output for %.1fs and no turnComplete: the model turn counts as over",
+            self.config.model_silence_s,
+            extra={"event": "live_model_silent"},
+        )
+        self._turn_over()
 
     def _on_go_away(self, time_left: float | None) -> None:
         self._emit("goaway", f"{time_left}s left" if time_left is not None else "")
