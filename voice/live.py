@@ -349,7 +349,7 @@ class LiveConversation:
                 failures = refused = 0
             except asyncio.CancelledError:
                 raise
-            except Exception as e:  # noqa: BLE001 - no failure of one connection may end the conversation
+            except Exception as e:  # no failure of one connection may end the conversation
                 if not isinstance(e, _EXPECTED):
                     log.exception("live session failed unexpectedly", extra={"event": "live_unexpected"})
                 self._disconnected(e)
