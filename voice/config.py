@@ -64,7 +64,9 @@ class VoiceConfig(BaseModel):
         32_000, ge=500, description="Context size the sliding window compresses down to."
     )
     live_setup_timeout_s: float = Field(
-        10.0, gt=0, description="Seconds a new Live connection may take to complete its setup; then it counts as failed."
+        10.0,
+        gt=0,
+        description="Seconds a new Live connection may take to complete its setup; then it counts as failed.",
     )
     model_silence_s: float = Field(
         5.0,

@@ -10,7 +10,8 @@ Reconnection policy (DESIGN §5):
   turn_complete false.
 - GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
   before the deadline if the model is not speaking then. A reply is never cut by us.
-- Close 1006/1011 and other drops: reconnect with backoff (`reconnect_delay` doubling up to
+- Close 1006/1011, other drops, a setup not completed within `live_setup_timeout_s`, a server
+  message the SDK cannot read, and any unexpected failure of a connection: reconnect with backoff (`reconnect_delay` doubling up to
   `reconnect_max_delay`). After `reconnect_attempts` consecutive failures the conversation gives
   up with `LiveSessionFailed`; a connection that lasted `reconnect_stable_s` resets the count.
 - Close 1007 (the server refused what we sent): never resend it. Start fresh from the store; a
@@ -18,12 +19,19 @@ Reconnection policy (DESIGN §5):
 - Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
   give up at once: retrying cannot help, and the message says what the server said.
 
+Tool calls outlive the connection that issued them; an answer for a call an earlier connection
+issued reaches the model as conversation (the server does not act on a tool response for a call
+it did not issue, even on a resumed session). Model output with no turnComplete after it counts
+as over after `model_silence_s`, so stray audio cannot hold a switch, a GoAway or the idle timeout.
+
 Switching chats (`switch_to`): after the model's current turn completes, pending turns are stored
 in the chat they belong to, the handle is dropped and a fresh session opens seeded from the new
 chat's memory.
 
 Turns: finished exchanges go to a queue that the saver task hands to `SessionMemory.save`, so the
-audio path never waits on the store; a failed save is retried with backoff, in order. Before a
+audio path never waits on the store. Turns the store refuses for good are kept locally by the
+memory and block nothing; any other failed save is retried with backoff, in order. What is still
+unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`). Before a
 fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
 mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
 interrupted; the user's words heard before the model answered are kept open when the session
@@ -72,7 +80,9 @@ class LiveSessionFailed(RuntimeError):
     """The conversation cannot go on; the message says why and what to do."""
 
 
-EventKind = Literal["connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "turn", "switched"]
+EventKind = Literal[
+    "connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "save_refused", "turn", "switched"
+]
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,7 @@ class LiveStatus:
     reconnects: int = 0
     last_error: str | None = None
     unsaved_turns: int = 0
+    refused_turns: int = 0  # refused for good by the store and kept locally, this session
     # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
     last_activity: float = field(default_factory=time.monotonic)
 
@@ -169,8 +180,6 @@ def _fatal(exc: BaseException) -> str | None:
     return None
 
 
-
-
 # Failures a connection is expected to meet; any other exception is logged with its traceback
 # (a bug, or a server change) and handled the same way.
 _EXPECTED = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError, UnreadableMessage)
@@ -213,6 +222,8 @@ class LiveConversation:
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
         self._saver_task: asyncio.Task[None] | None = None
+        self._saving: tuple[SessionMemory, list[Turn]] | None = None  # the batch the saver holds
+        self._save_error: str | None = None
 
     # lifecycle
 
@@ -234,6 +245,7 @@ class LiveConversation:
             self._saver_task.cancel()
             with suppress(asyncio.CancelledError):
                 await self._saver_task
+        await self._keep_unsaved()
 
     async def wait(self) -> None:
         """Until the conversation ends on its own: it only does so by giving up (LiveSessionFailed)."""
@@ -275,29 +287,57 @@ class LiveConversation:
                 self._emit("turn", turn.transcript_line() + (" [cut off]" if turn.interrupted else ""))
 
     async def _saver(self) -> None:
+        """Stores batches in order. A failure the memory does not settle (it keeps turns refused
+        for good aside itself) is temporary: the same batch is retried with backoff, and the
+        batches after it wait, so turns reach the store in the order they were said."""
         while True:
-            memory, turns = await self._saves.get()
+            memory, turns = self._saving = await self._saves.get()
             delay = 0.5
             while True:
                 try:
-                    await memory.save(turns)
+                    refused = await memory.save(turns)
                     break
                 except asyncio.CancelledError:
                     raise
                 except Exception as e:  # noqa: BLE001 - keep the turns and try again; say so
+                    self._save_error = f"{type(e).__name__}: {e}"
                     log.error("storing %d turns failed: %s; retrying in %.1fs", len(turns), e, delay)
-                    self._emit("save_failed", f"{type(e).__name__}: {e}")
+                    self._emit("save_failed", self._save_error)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 30.0)
+            if refused is not None:
+                self.status.refused_turns += refused.count
+                detail = f"{refused.count} turns kept in {refused.where}: {refused.reason}"
+                log.error("the store refused turns for good; %s", detail, extra={"event": "turns_refused"})
+                self._emit("save_refused", detail)
+            self._saving = None
             self.status.unsaved_turns -= len(turns)
             self._saves.task_done()
+
+    async def _keep_unsaved(self) -> None:
+        """The session is over and the saver has stopped: what it could not store is kept locally."""
+        batches = [self._saving] if self._saving is not None else []
+        self._saving = None
+        while not self._saves.empty():
+            batches.append(self._saves.get_nowait())
+        reason = f"not stored before the session closed (last error: {self._save_error or 'none'})"
+        for memory, turns in batches:
+            try:
+                await memory.keep(turns, reason)
+            except Exception:
+                log.exception(
+                    "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
+                )
+                continue
+            self.status.unsaved_turns -= len(turns)
+            self.status.refused_turns += len(turns)
 
     async def _drain_saves(self) -> None:
         try:
             await asyncio.wait_for(self._saves.join(), self.config.save_drain_s)
         except TimeoutError:
             log.error(
-                "%d turns are not stored yet after %.0fs; they are kept only in memory",
+                "%d turns are not stored yet after %gs",
                 self.status.unsaved_turns,
                 self.config.save_drain_s,
                 extra={"event": "turns_unsaved", "count": self.status.unsaved_turns},

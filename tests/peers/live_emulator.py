@@ -29,7 +29,7 @@ import json
 import re
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -174,6 +174,15 @@ class LiveConnection:
                     raise AssertionError(f"the client closed before sending {kind}")
                 if frame.kind == kind:
                     return frame
+
+    async def each(self, kind: str) -> AsyncIterator[ClientFrame]:
+        """Every following frame of `kind`, until the client closes."""
+        while True:
+            frame = await self._inbox.get()
+            if frame is None:
+                return
+            if frame.kind == kind:
+                yield frame
 
     async def utterance(self, threshold: float = 300.0, silence_ms: int = 300, timeout: float = 15.0) -> bytes:
         """Audio from the first block louder than `threshold` until `silence_ms` of quiet: what a

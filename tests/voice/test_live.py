@@ -11,6 +11,7 @@ from google.genai import types
 
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
+from memory.refused import RefusedTurns
 from tests.conftest import eventually, make_turns
 from tests.peers.live_emulator import tone
 from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
@@ -25,7 +26,12 @@ async def stored(store, chat_id) -> list[tuple[str, str]]:
 
 
 def conversation(live_client, voice_config, store, chat_id, **kw) -> LiveConversation:
-    return LiveConversation(live_client, voice_config, ChatMemory(store, MemoryConfig(), chat_id), **kw)
+    return LiveConversation(
+        live_client,
+        voice_config,
+        ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path))),
+        **kw,
+    )
 
 
 async def has_turns(store, chat_id, n):
@@ -329,29 +335,93 @@ async def test_policy_close_and_a_bad_key_give_up_with_the_servers_reason(live, 
             await asyncio.wait_for(conv.wait(), 5)
 
 
-async def test_a_failing_store_keeps_the_turns_and_retries(live, live_client, voice_config, store):
-    chat = await new_chat(store)
+async def echo(conn):
+    """A service that answers every typed turn with "You said <it>."."""
+    await conn.complete_setup()
+    async for frame in conn.each("client_content"):
+        if frame.body.get("turn_complete"):
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
 
-    async def script(conn):
-        await conn.complete_setup()
-        await conn.expect("client_content")
-        await conn.reply("Fine.", tone(0.05))
-        await conn.closed.wait()
 
-    live.script = script
-    events: list[SessionEvent] = []
-    async with conversation(live_client, voice_config, store, chat.id, on_event=events.append) as conv:
-        await live.wait_connections(1)
-        await store.delete_chat(chat.id)  # every write to it fails now: a real store error
-        conv.say("How are you?")
-        await eventually(lambda: any(e.kind == "save_failed" for e in events), what="a failed save")
-        assert conv.status.unsaved_turns == 2
-        await store.create_chat(chat_id=chat.id, title="back")
-        await eventually(lambda: has_turns(store, chat.id, 2), timeout=5, what="the turns once the chat is back")
+async def test_an_unreachable_store_keeps_the_turns_and_retries_in_order(
+    live, live_client, voice_config, supabase, tmp_path
+):
+    from tests.conftest import signed_in_store
+
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = await new_chat(store)
+        memory = ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(tmp_path / "refused.jsonl"))
+        events: list[SessionEvent] = []
+        live.script = echo
+        async with LiveConversation(live_client, voice_config, memory, on_event=events.append) as conv:
+            await live.wait_connections(1)
+            supabase.shim.refuse()  # the server is away: a temporary failure
+            conv.say("How are you?")
+            await eventually(lambda: any(e.kind == "save_failed" for e in events), what="a failed save")
+            conv.say("Still there?")
+            await eventually(lambda: conv.status.unsaved_turns == 4, what="both exchanges waiting")
+            supabase.shim.recover()
+            await eventually(lambda: has_turns(store, chat.id, 4), timeout=10, what="the turns once it is back")
+        assert await stored(store, chat.id) == [
+            ("user", "How are you?"),
+            ("model", "You said How are you?."),
+            ("user", "Still there?"),
+            ("model", "You said Still there?."),
+        ]
     failed = [e.detail for e in events if e.kind == "save_failed"]
-    assert failed and all(d.startswith("ChatNotFound") for d in failed)
-    assert await stored(store, chat.id) == [("user", "How are you?"), ("model", "Fine.")]
-    assert conv.status.unsaved_turns == 0
+    assert failed and all(d.startswith("StoreOffline") for d in failed)
+    assert conv.status.unsaved_turns == 0 and conv.status.refused_turns == 0
+    assert not (tmp_path / "refused.jsonl").exists()
+
+
+async def test_turns_refused_for_good_are_kept_locally_and_block_nothing(live, live_client, voice_config, store):
+    japan, kitchen = await new_chat(store), await new_chat(store)
+    refused = RefusedTurns(RefusedTurns.beside(store.path))
+    events: list[SessionEvent] = []
+    live.script = echo
+    async with conversation(live_client, voice_config, store, japan.id, on_event=events.append) as conv:
+        conv.say("one")
+        await eventually(lambda: has_turns(store, japan.id, 2), what="the first exchange")
+        await store.delete_chat(japan.id)  # deleted from another device: every write to it fails for good
+        conv.say("two")
+        await eventually(lambda: conv.status.refused_turns == 2, what="the refused exchange")
+        conv.switch_to(ChatMemory(store, MemoryConfig(), kitchen.id, refused))
+        await live.wait_connections(2)
+        conv.say("three")
+        await eventually(lambda: has_turns(store, kitchen.id, 2), what="the next chat's exchange")
+    assert await stored(store, kitchen.id) == [("user", "three"), ("model", "You said three.")]
+    kept = refused.read()
+    assert [(k.chat_id, k.turn.role, k.turn.text) for k in kept] == [
+        (japan.id, "user", "two"),
+        (japan.id, "model", "You said two."),
+    ]
+    assert all(k.reason.startswith("ChatNotFound: no chat matches") for k in kept)
+    assert refused.count() == 2 and oct(refused.path.stat().st_mode & 0o777) == "0o600"
+    (detail,) = [e.detail for e in events if e.kind == "save_refused"]
+    assert detail.startswith(f"2 turns kept in {refused.path}: ChatNotFound")
+
+
+async def test_turns_not_stored_when_the_session_closes_are_kept_locally(live, live_client, supabase, tmp_path):
+    from tests.conftest import signed_in_store
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, save_drain_s=0.5)
+    refused = RefusedTurns(tmp_path / "kept.jsonl")
+    live.script = echo
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = await new_chat(store)
+        async with LiveConversation(live_client, config, ChatMemory(store, MemoryConfig(), chat.id, refused)) as conv:
+            await live.wait_connections(1)
+            supabase.shim.refuse()
+            conv.say("Remember the tomatoes")
+            await eventually(lambda: conv.status.unsaved_turns == 2, what="the exchange waiting")
+    assert conv.status.unsaved_turns == 0 and conv.status.refused_turns == 2
+    kept = refused.read()
+    assert [(k.chat_id, k.turn.text) for k in kept] == [
+        (chat.id, "Remember the tomatoes"),
+        (chat.id, "You said Remember the tomatoes."),
+    ]
+    assert all(k.reason.startswith("not stored before the session closed (last error: StoreOffline") for k in kept)
 
 
 async def test_unknown_and_malformed_server_messages_reconnect_instead_of_ending(
