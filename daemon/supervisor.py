@@ -155,7 +155,7 @@ class Daemon:
                         if not await self._wait_for_activation():
                             break
                         await self._session(live_client)
-                    except Exception as e:  # noqa: BLE001 - the daemon outlives any failure of its loop
+                    except Exception as e:  # noqa: BLE001 - no failure of listening or of a session ends the daemon
                         await self._restart_after(e)
             finally:
                 self.status.state = "stopping"
@@ -163,15 +163,16 @@ class Daemon:
         await self._flush_outbox()
 
     async def _restart_after(self, exc: Exception) -> None:
-        """Listening or a session died of something unexpected: say so, then carry on after a
-        delay that doubles with each failure in a row (up to a minute), so a failure that repeats
-        at once never spins."""
+        """Listening or a session died of something unexpected (a bug, a broken store file):
+        say so with the traceback, then carry on after a delay that doubles with each failure in
+        a row (up to a minute), so a failure that repeats at once never spins."""
         now = time.monotonic()
         if now - self._last_crash > _CRASH_RESET_S:
             self._crashes = 0
         self._crashes += 1
         self._last_crash = now
         self.status.restarts += 1
+        self.status.state = "idle"
         self.status.last_error = f"{type(exc).__name__}: {exc}"
         delay = min(_RESTART_DELAY_S * 2 ** (self._crashes - 1), _RESTART_MAX_DELAY_S)
         log.error(
@@ -252,15 +253,13 @@ class Daemon:
                     conversation.say(text)
                 self._pending_says.clear()
                 await self._until_session_ends(conversation)
-        except Exception as e:  # no failure of a session may end the daemon
+        except (LiveSessionFailed, StoreError) as e:
             # The daemon outlives a session that cannot go on (Live API gave up, the chat's
-            # memory cannot be loaded, a bug): back to idle, with the reason in `parla status`.
-            expected = isinstance(e, (LiveSessionFailed, StoreError))
-            self.status.last_error = str(e) if expected else f"{type(e).__name__}: {e}"
+            # memory cannot be loaded): back to idle, with the reason in `parla status`. Any
+            # other failure reaches the loop in `_run`, which logs it and goes on after a delay.
+            self.status.last_error = str(e)
             self._session_failed = True
-            log.error(
-                "session ended: %s", self.status.last_error, exc_info=not expected, extra={"event": "session_failed"}
-            )
+            log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
             # typed turns that never went out wait for the next session instead of being lost
             self._pending_says[:0] = conversation.unsent()

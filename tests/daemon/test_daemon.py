@@ -235,6 +235,9 @@ async def test_unreadable_server_messages_and_a_broken_store_never_end_the_daemo
         await eventually(lambda: daemon.status.sessions == 3 and daemon.status.state == "idle", what="the failure")
         status = await ctl(settings, "status")
         assert "no such table: pins" in status["last_error"] and status["state"] == "idle"
+        assert status["restarts"] == 1
+        await ctl(settings, "say", text="still there?")  # after the delay the daemon listens again
+        await eventually(lambda: daemon.status.sessions == 4, what="another try")
     assert [t.text for t in (await _history(settings, chat_id))] == ["hello", "hello again", "You said hello again."]
 
 
