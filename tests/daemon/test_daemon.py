@@ -19,7 +19,7 @@ from daemon.settings import Settings
 from memory.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.conftest import running
-from tests.peers.live_emulator import tone
+from tests.peers.live_emulator import echo, tone
 
 
 async def ctl(settings: Settings, cmd: str, **args):
@@ -173,14 +173,6 @@ async def test_always_on_opens_at_start_and_waits_before_retrying_a_refused_sess
         assert "API key not valid" in (await ctl(settings, "status"))["last_error"]
         await live.wait_connections(2, timeout=5)
         assert asyncio.get_running_loop().time() - failed_at >= 0.8  # not a tight loop
-
-
-async def echo(conn):
-    """A service that answers every typed turn with "You said <it>."."""
-    await conn.complete_setup()
-    async for frame in conn.each("client_content"):
-        if frame.body.get("turn_complete"):
-            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
 
 
 async def test_turns_refused_for_good_are_kept_counted_and_block_no_later_turn(daemon_settings, live):

@@ -277,6 +277,14 @@ class LiveConnection:
 Script = Callable[[LiveConnection], Awaitable[None]]
 
 
+async def echo(conn: LiveConnection) -> None:
+    """A script: a service that answers every typed turn with "You said <it>." (a short tone)."""
+    await conn.complete_setup()
+    async for frame in conn.each("client_content"):
+        if frame.body.get("turn_complete"):
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
+
+
 async def _idle(conn: LiveConnection) -> None:
     await conn.complete_setup()
     await conn.closed.wait()

@@ -13,7 +13,7 @@ from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
 from memory.refused import RefusedTurns
 from tests.conftest import eventually, make_turns
-from tests.peers.live_emulator import tone
+from tests.peers.live_emulator import echo, tone
 from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
 
 
@@ -333,14 +333,6 @@ async def test_policy_close_and_a_bad_key_give_up_with_the_servers_reason(live, 
     async with conversation(live_client, voice_config, store, chat.id) as conv:
         with pytest.raises(LiveSessionFailed, match="refused the session three times.*API key not valid"):
             await asyncio.wait_for(conv.wait(), 5)
-
-
-async def echo(conn):
-    """A service that answers every typed turn with "You said <it>."."""
-    await conn.complete_setup()
-    async for frame in conn.each("client_content"):
-        if frame.body.get("turn_complete"):
-            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
 
 
 async def test_an_unreachable_store_keeps_the_turns_and_retries_in_order(
