@@ -11,9 +11,10 @@ Reconnection policy (DESIGN §5):
 - GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
   before the deadline if the model is not speaking then. A reply is never cut by us.
 - Close 1006/1011, other drops, a setup not completed within `live_setup_timeout_s`, a server
-  message the SDK cannot read, and any unexpected failure of a connection: reconnect with backoff (`reconnect_delay` doubling up to
-  `reconnect_max_delay`). After `reconnect_attempts` consecutive failures the conversation gives
-  up with `LiveSessionFailed`; a connection that lasted `reconnect_stable_s` resets the count.
+  message the SDK cannot read, and any unexpected failure of a connection: reconnect with backoff
+  (`reconnect_delay` doubling up to `reconnect_max_delay`). After `reconnect_attempts`
+  consecutive failures the conversation gives up with `LiveSessionFailed`; a connection that
+  lasted `reconnect_stable_s` resets the count.
 - Close 1007 (the server refused what we sent): never resend it. Start fresh from the store; a
   second 1007 in a row starts with the memory block only (no tail turns); a third gives up.
 - Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
@@ -31,8 +32,8 @@ chat's memory.
 Turns: finished exchanges go to a queue that the saver task hands to `SessionMemory.save`, so the
 audio path never waits on the store. Turns the store refuses for good are kept locally by the
 memory and block nothing; any other failed save is retried with backoff, in order. What is still
-unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`). Before a
-fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
+unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`).
+Before a fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
 mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
 interrupted; the user's words heard before the model answered are kept open when the session
 resumes (the server heard them too) and stored when it starts fresh.
