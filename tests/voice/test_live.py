@@ -366,12 +366,16 @@ async def test_an_unreachable_store_keeps_the_turns_and_retries_in_order(
     assert not (tmp_path / "refused.jsonl").exists()
 
 
-async def test_turns_refused_for_good_are_kept_locally_and_block_nothing(live, live_client, voice_config, store):
+async def test_turns_refused_for_good_are_kept_locally_and_block_nothing(
+    live, live_client, voice_config, any_store, tmp_path
+):
+    store = any_store  # on Supabase the refused entry leaves the outbox: the only copy is kept here
     japan, kitchen = await new_chat(store), await new_chat(store)
-    refused = RefusedTurns(RefusedTurns.beside(store.path))
+    refused = RefusedTurns(tmp_path / "refused.jsonl")
+    memory = ChatMemory(store, MemoryConfig(), japan.id, refused)
     events: list[SessionEvent] = []
     live.script = echo
-    async with conversation(live_client, voice_config, store, japan.id, on_event=events.append) as conv:
+    async with LiveConversation(live_client, voice_config, memory, on_event=events.append) as conv:
         conv.say("one")
         await eventually(lambda: has_turns(store, japan.id, 2), what="the first exchange")
         await store.delete_chat(japan.id)  # deleted from another device: every write to it fails for good
