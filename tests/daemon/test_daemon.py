@@ -189,6 +189,9 @@ async def test_turns_refused_for_good_are_kept_counted_and_block_no_later_turn(d
             await eventually(lambda n=n: _turns(mem.store, new["chat_id"], n), timeout=10, what=f"the answer to {text}")
         status = await ctl(daemon_settings, "status")
         assert status["refused_turns"] == 2 and "no chat matches" in status["last_error"]
+        env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+        shown = await asyncio.to_thread(CliRunner().invoke, app, ["status"], env=env)
+        assert "refused turns kept locally: 2" in shown.stdout
     async with open_memory(daemon_settings) as mem:
         history = (await mem.store.load_history(new["chat_id"])).full_history
         kept = mem.refused.read()
