@@ -1,5 +1,7 @@
 """The Live conversation against the Live-protocol emulator, through the real google-genai SDK:
-typed and tool-call exchanges, GoAway and resumption, close codes, re-seeding from the store."""
+typed and tool-call exchanges, GoAway and resumption, close codes, re-seeding from the store, and
+the faults a session must outlive: unreadable server messages, a stalled setup, stray audio after
+a turn, tool calls across a drop, duplicate call ids, a store that is away or refuses turns."""
 
 from __future__ import annotations
 
