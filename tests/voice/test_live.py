@@ -473,7 +473,8 @@ async def test_a_server_that_never_completes_the_setup_times_out_and_counts_as_a
     assert len(reconnecting) == 1 and "did not complete the setup within 0.3s" in reconnecting[0]
 
 
-async def test_stray_audio_after_turn_complete_does_not_hold_a_goaway_reconnect(live, live_client, store):
+@pytest.mark.parametrize("stray", ["audio", "transcription"])
+async def test_stray_output_after_turn_complete_does_not_hold_a_goaway_reconnect(live, live_client, store, stray):
     from voice.config import VoiceConfig
 
     config = VoiceConfig(live_url=live.url, model_silence_s=0.3)
@@ -485,7 +486,11 @@ async def test_stray_audio_after_turn_complete_does_not_hold_a_goaway_reconnect(
             await conn.resumption("h")
             await conn.expect("client_content")
             await conn.reply("Sure.", tone(0.05))
-            await conn.model_audio(tone(0.04))  # stray audio, no turnComplete ever follows
+            # no turnComplete ever follows what comes next
+            if stray == "audio":
+                await conn.model_audio(tone(0.04))
+            else:  # transcriptions are not ordered with turnComplete: a late fragment
+                await conn.content(outputTranscription={"text": " Really."})
             await conn.go_away(30)
         await conn.closed.wait()
 
@@ -499,7 +504,8 @@ async def test_stray_audio_after_turn_complete_does_not_hold_a_goaway_reconnect(
         assert loop.time() - started < 1.5
         assert conv.idle_for() > 0
     assert second.handle == "h"
-    assert await stored(store, chat.id) == [("user", "hello"), ("model", "Sure.")]
+    late = [("model", "Really.")] if stray == "transcription" else []  # kept, as its own turn
+    assert await stored(store, chat.id) == [("user", "hello"), ("model", "Sure."), *late]
 
 
 class Lookup(Clock):
