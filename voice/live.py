@@ -347,8 +347,12 @@ class LiveConversation:
     # the connection loop
 
     def _emit(self, kind: EventKind, detail: str = "") -> None:
-        if self.on_event is not None:
+        if self.on_event is None:
+            return
+        try:
             self.on_event(SessionEvent(kind, detail))
+        except Exception:  # an observer's bug must not stop the saver or the connection loop
+            log.exception("the session's event handler failed on %s", kind)
 
     def _usable_handle(self) -> str | None:
         h = self._handle

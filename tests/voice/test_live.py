@@ -576,3 +576,16 @@ async def test_duplicate_tool_call_ids_are_each_tracked_and_cancelled(live, live
         await eventually(lambda: len(clock.calls) == 2, what="both calls")
         await asyncio.wait_for(clock.cancelled.wait(), 2)
         assert conv._tool_calls.pending == 0
+
+
+async def test_a_failing_event_handler_stops_nothing(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+
+    def broken(event: SessionEvent) -> None:
+        raise RuntimeError("observer bug")
+
+    live.script = echo
+    async with conversation(live_client, voice_config, store, chat.id, on_event=broken) as conv:
+        conv.say("hello")
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the exchange")
+    assert await stored(store, chat.id) == [("user", "hello"), ("model", "You said hello.")]
