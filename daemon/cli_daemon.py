@@ -64,7 +64,7 @@ def _chat_name(card: dict[str, Any]) -> str:
 
 @command
 async def status(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """What the daemon is doing: state, current chat, session age, outbox depth, last error."""
+    """What the daemon is doing: state, current chat, session age, outbox depth, refused turns, last error."""
     s = await _send("status")
     if as_json:
         emit_json(s)
@@ -74,6 +74,8 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
     out.print(f"chat: {escape(s['chat']['title'] or '(untitled)')} ({s['chat']['id'][:8]})")
     if s["outbox"]["waiting"] or s["outbox"]["refused"]:
         out.print(f"outbox: {s['outbox']['waiting']} waiting, {s['outbox']['refused']} refused")
+    if s["refused_turns"]:
+        out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
     if s["last_error"]:
         out.print(f"last error: {escape(s['last_error'])}")
 

@@ -14,6 +14,7 @@ from daemon.memory_services import NO_KEY, ConfigError, gemini_client, open_stor
 from daemon.settings import Settings
 from daemon.wake import WakePhrase, WakeWordError
 from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
+from memory.refused import RefusedTurns
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
 from voice.audio import AudioDeviceError, describe_devices, list_devices, resolve_device
@@ -154,6 +155,19 @@ async def _store(settings: Settings) -> Check:
     return Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")
 
 
+def _refused(settings: Settings) -> Check:
+    kept = RefusedTurns(RefusedTurns.beside(settings.store_path))
+    count = kept.count()
+    if not count:
+        return Check("refused turns", "ok", "none")
+    return Check(
+        "refused turns",
+        "warn",
+        f"{count} turns the store refused for good are kept in {kept.path}",
+        "each line says which chat the turn belongs to and why it was refused",
+    )
+
+
 def _wake(settings: Settings) -> Check:
     if settings.activation != "wake":
         return Check("wake phrase", "ok", f"not used (activation {settings.activation})")
@@ -179,5 +193,6 @@ async def _daemon(settings: Settings) -> Check:
 async def diagnose(settings: Settings) -> list[Check]:
     checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
-    checks += [await _store(settings), await asyncio.to_thread(_wake, settings), await _daemon(settings)]
+    checks += [await _store(settings), await asyncio.to_thread(_refused, settings)]
+    checks += [await asyncio.to_thread(_wake, settings), await _daemon(settings)]
     return checks

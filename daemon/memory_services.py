@@ -18,6 +18,7 @@ from memory.compaction import Compactor
 from memory.embedders.gemini import GeminiEmbedder
 from memory.embedders.offline import OfflineEmbedder
 from memory.embedding import Embedder
+from memory.refused import RefusedTurns
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
@@ -77,6 +78,11 @@ class MemoryServices:
     @cached_property
     def compactor(self) -> Compactor:
         return Compactor(self.store, self.summarizer, self.embedder, self.settings)
+
+    @cached_property
+    def refused(self) -> RefusedTurns:
+        """Turns the store refused for good, kept beside the store's file."""
+        return RefusedTurns(RefusedTurns.beside(self.settings.store_path))
 
     @cached_property
     def search(self) -> ChatSearch:

@@ -45,6 +45,11 @@ State = Literal["starting", "idle", "active", "stopping"]
 
 # How often an open session checks for silence (the timeout itself is a setting).
 _IDLE_POLL_S = 0.25
+# After an unexpected failure the loop goes on after 1 s, doubling per failure in a row up to a
+# minute; failures further apart than five minutes start the count again.
+_RESTART_DELAY_S = 1.0
+_RESTART_MAX_DELAY_S = 60.0
+_CRASH_RESET_S = 300.0
 
 
 def cue(rising: bool) -> bytes:
@@ -78,6 +83,7 @@ class DaemonStatus:
     session_started: float | None = None
     sessions: int = 0
     wake_detections: int = 0
+    restarts: int = 0  # unexpected failures the daemon went on after
     last_error: str | None = None
 
 
@@ -98,6 +104,8 @@ class Daemon:
         self._wake: WakePhrase | None = None
         self._conversation: LiveConversation | None = None
         self._session_failed = False
+        self._crashes = 0  # unexpected failures in a row
+        self._last_crash = 0.0
         self.ready = asyncio.Event()  # set once the socket listens and the devices are open
 
     # lifecycle
@@ -143,13 +151,39 @@ class Daemon:
             try:
                 while not self._stop.is_set():
                     self.status.state = "idle"
-                    if not await self._wait_for_activation():
-                        break
-                    await self._session(live_client)
+                    try:
+                        if not await self._wait_for_activation():
+                            break
+                        await self._session(live_client)
+                    except Exception as e:  # noqa: BLE001 - no failure of listening or of a session ends the daemon
+                        await self._restart_after(e)
             finally:
                 self.status.state = "stopping"
                 log.info("daemon stopping", extra={"event": "daemon_stopping"})
         await self._flush_outbox()
+
+    async def _restart_after(self, exc: Exception) -> None:
+        """Listening or a session died of something unexpected (a bug, a broken store file):
+        say so with the traceback, then carry on after a delay that doubles with each failure in
+        a row (up to a minute), so a failure that repeats at once never spins."""
+        now = time.monotonic()
+        if now - self._last_crash > _CRASH_RESET_S:
+            self._crashes = 0
+        self._crashes += 1
+        self._last_crash = now
+        self.status.restarts += 1
+        self.status.state = "idle"
+        self.status.last_error = f"{type(exc).__name__}: {exc}"
+        delay = min(_RESTART_DELAY_S * 2 ** (self._crashes - 1), _RESTART_MAX_DELAY_S)
+        log.error(
+            "the daemon's loop failed (%s); going on in %.0fs",
+            self.status.last_error,
+            delay,
+            exc_info=exc,
+            extra={"event": "daemon_restart", "restarts": self.status.restarts},
+        )
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
 
     async def _flush_outbox(self) -> None:
         """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
@@ -221,7 +255,8 @@ class Daemon:
                 await self._until_session_ends(conversation)
         except (LiveSessionFailed, StoreError) as e:
             # The daemon outlives a session that cannot go on (Live API gave up, the chat's
-            # memory cannot be loaded): back to idle, with the reason in `parla status`.
+            # memory cannot be loaded): back to idle, with the reason in `parla status`. Any
+            # other failure reaches the loop in `_run`, which logs it and goes on after a delay.
             self.status.last_error = str(e)
             self._session_failed = True
             log.error("session ended: %s", e, extra={"event": "session_failed"})
@@ -254,7 +289,7 @@ class Daemon:
             await asyncio.gather(failed, stopping, return_exceptions=True)
 
     def _on_event(self, event: SessionEvent) -> None:
-        if event.kind in ("gave_up", "save_failed", "reconnecting"):
+        if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
         if event.kind != "turn":  # transcripts stay out of the logs at info level
             log.info("live %s %s", event.kind, event.detail, extra={"event": f"live_{event.kind}"})
@@ -298,9 +333,11 @@ class Daemon:
             "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
             "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
             "sessions": self.status.sessions,
+            "restarts": self.status.restarts,
             "wake_detections": self.status.wake_detections,
             "outbox": {"waiting": waiting, "refused": refused},
             "unsaved_turns": conversation.status.unsaved_turns if conversation is not None else 0,
+            "refused_turns": await asyncio.to_thread(self.mem.refused.count),
             "last_error": self.status.last_error,
         }
 

@@ -67,6 +67,17 @@ class VoiceConfig(BaseModel):
     compression_target_tokens: int = Field(
         32_000, ge=500, description="Context size the sliding window compresses down to."
     )
+    live_setup_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a new Live connection may take to complete its setup; then it counts as failed.",
+    )
+    model_silence_s: float = Field(
+        5.0,
+        gt=0,
+        description="Seconds without model output after which an unfinished model turn counts as over "
+        "(stray audio after the turn ended, a lost turnComplete).",
+    )
     reconnect_attempts: int = Field(
         5, ge=1, description="Consecutive failed connections before the session gives up and tells the user."
     )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import stat
 
 import pytest
@@ -18,7 +19,7 @@ from daemon.settings import Settings
 from memory.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.conftest import running
-from tests.peers.live_emulator import tone
+from tests.peers.live_emulator import echo, tone
 
 
 async def ctl(settings: Settings, cmd: str, **args):
@@ -172,3 +173,90 @@ async def test_always_on_opens_at_start_and_waits_before_retrying_a_refused_sess
         assert "API key not valid" in (await ctl(settings, "status"))["last_error"]
         await live.wait_connections(2, timeout=5)
         assert asyncio.get_running_loop().time() - failed_at >= 0.8  # not a tight loop
+
+
+async def test_turns_refused_for_good_are_kept_counted_and_block_no_later_turn(daemon_settings, live):
+    live.script = echo
+    async with running(daemon_settings) as (_, mem, chat_id):
+        await ctl(daemon_settings, "say", text="first")
+        await eventually(lambda: _turns(mem.store, chat_id, 2), timeout=10, what="the first exchange")
+        await mem.store.delete_chat(chat_id)  # from another device: the open session's chat is gone
+        await ctl(daemon_settings, "say", text="second")
+        await eventually(lambda: _refused(daemon_settings, 2), timeout=10, what="the refused exchange")
+        new = await ctl(daemon_settings, "new", title="Kitchen")
+        for n, text in ((2, "third"), (4, "fourth")):
+            await ctl(daemon_settings, "say", text=text)
+            await eventually(lambda n=n: _turns(mem.store, new["chat_id"], n), timeout=10, what=f"the answer to {text}")
+        status = await ctl(daemon_settings, "status")
+        assert status["refused_turns"] == 2 and "no chat matches" in status["last_error"]
+        env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+        shown = await asyncio.to_thread(CliRunner().invoke, app, ["status"], env=env)
+        assert "refused turns kept locally: 2" in shown.stdout
+    async with open_memory(daemon_settings) as mem:
+        history = (await mem.store.load_history(new["chat_id"])).full_history
+        kept = mem.refused.read()
+    assert [t.text for t in history] == ["third", "You said third.", "fourth", "You said fourth."]
+    assert [(k.chat_id, k.turn.text) for k in kept] == [(chat_id, "second"), (chat_id, "You said second.")]
+    doctor = await asyncio.to_thread(
+        CliRunner().invoke, app, ["doctor", "--json"], env={"PARLA_STORE_PATH": str(daemon_settings.store_path)}
+    )
+    (check,) = [c for c in json.loads(doctor.stdout) if c["name"] == "refused turns"]
+    assert check["outcome"] == "warn" and check["detail"].startswith("2 turns the store refused for good")
+
+
+async def test_unreadable_server_messages_and_a_broken_store_never_end_the_daemon(daemon_settings, live):
+    async def script(conn):
+        if conn.index < 2:
+            await conn.complete_setup()
+            await conn.send({"someFutureMessage": {}})
+            await conn.closed.wait()
+        else:
+            await echo(conn)
+
+    live.script = script
+    settings = daemon_settings.model_copy(update={"reconnect_attempts": 1, "reconnect_delay": 0.05})
+    async with running(settings) as (daemon, mem, chat_id):
+        await ctl(settings, "say", text="hello")
+        await live.wait_connections(2)
+        await eventually(lambda: daemon.status.state == "idle" and daemon.status.sessions == 1, what="giving up")
+        status = await ctl(settings, "status")
+        assert "could not be read" in status["last_error"] and status["state"] == "idle"
+        await ctl(settings, "say", text="hello again")
+        await eventually(lambda: _turns(mem.store, chat_id, 3), timeout=10, what="the next exchange")
+        await eventually(lambda: daemon.status.state == "idle", what="the idle timeout")
+        with sqlite3.connect(settings.store_path) as other:  # another process breaks the file under us
+            other.execute("DROP TABLE pins")
+        await ctl(settings, "say", text="and now?")
+        await eventually(lambda: daemon.status.sessions == 3 and daemon.status.state == "idle", what="the failure")
+        status = await ctl(settings, "status")
+        assert "no such table: pins" in status["last_error"] and status["state"] == "idle"
+        assert status["restarts"] == 1
+        await ctl(settings, "say", text="still there?")  # after the delay the daemon listens again
+        await eventually(lambda: daemon.status.sessions == 4, what="another try")
+    assert [t.text for t in (await _history(settings, chat_id))] == ["hello", "hello again", "You said hello again."]
+
+
+async def test_stray_model_audio_after_the_turn_does_not_keep_the_session_open(daemon_settings, live):
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.expect("client_content")
+        await conn.reply("Done.", tone(0.05))
+        await conn.model_audio(tone(0.04))  # no turnComplete follows it
+        await conn.closed.wait()
+
+    live.script = script
+    settings = daemon_settings.model_copy(update={"model_silence_s": 0.3})
+    async with running(settings) as (daemon, _, _):
+        await ctl(settings, "say", text="go")
+        first = await live.wait_connections(1)
+        await asyncio.wait_for(first.closed.wait(), settings.idle_timeout + settings.model_silence_s + 3)
+        await eventually(lambda: daemon.status.state == "idle", what="the daemon to go idle")
+
+
+async def _refused(settings, n):
+    return (await ctl(settings, "status"))["refused_turns"] >= n
+
+
+async def _history(settings, chat_id):
+    async with open_memory(settings) as mem:
+        return (await mem.store.load_history(chat_id)).full_history

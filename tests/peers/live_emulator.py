@@ -21,6 +21,14 @@ false` on 3.8, a response modality other than audio on 3.8, affective dialog or 
 gemini-3.1-flash-live-preview, and a NON_BLOCKING function on it (its calls are synchronous only).
 Sources: the Gemini 3.8 Live and 3.1 Flash Live model pages and the Live tools guide on
 ai.google.dev, read November 2026; the refusal wording of 1007 is ours (the pages give none).
+
+`send_raw()` sends any frame at all (a message type the SDK does not know, broken JSON), and a
+script that never calls `complete_setup()` is a service that accepted the websocket and then
+stalled.
+
+Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
+did not issue (a call made before a reconnect) is not acted on, as field reports of the real
+service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
 """
 
 from __future__ import annotations
@@ -33,7 +41,7 @@ import json
 import re
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -141,6 +149,8 @@ class LiveConnection:
         self.setup = setup
         self.frames: list[ClientFrame] = []
         self.sent: list[dict[str, Any]] = []
+        self.issued: set[str] = set()  # tool-call ids this connection sent
+        self.ignored: list[ClientFrame] = []  # what the service did not act on
         self._inbox: asyncio.Queue[ClientFrame | None] = asyncio.Queue()
         self._unheard = bytearray()  # audio not yet taken by utterance()
         self._audio_changed = asyncio.Event()
@@ -170,6 +180,9 @@ class LiveConnection:
             async for raw in self.ws:
                 frame = self._parse(json.loads(raw))
                 self.frames.append(frame)
+                if frame.kind == "tool_response" and not self._issued_here(frame):
+                    self.ignored.append(frame)
+                    continue
                 if frame.audio:
                     self._unheard += frame.audio
                     self._audio_changed.set()
@@ -192,6 +205,9 @@ class LiveConnection:
             audio = base64.urlsafe_b64decode(blob["data"])
         return ClientFrame(kind, body, audio)
 
+    def _issued_here(self, frame: ClientFrame) -> bool:
+        return all(r.get("id") in self.issued for r in frame.body.get("function_responses") or [])
+
     async def expect(self, kind: str, timeout: float = 5.0) -> ClientFrame:
         """The next frame of `kind` (frames of other kinds in between are skipped but recorded)."""
         async with asyncio.timeout(timeout):
@@ -201,6 +217,15 @@ class LiveConnection:
                     raise AssertionError(f"the client closed before sending {kind}")
                 if frame.kind == kind:
                     return frame
+
+    async def each(self, kind: str) -> AsyncIterator[ClientFrame]:
+        """Every following frame of `kind`, until the client closes."""
+        while True:
+            frame = await self._inbox.get()
+            if frame is None:
+                return
+            if frame.kind == kind:
+                yield frame
 
     async def utterance(self, threshold: float = 300.0, silence_ms: int = 300, timeout: float = 15.0) -> bytes:
         """Audio from the first block louder than `threshold` until `silence_ms` of quiet: what a
@@ -231,6 +256,10 @@ class LiveConnection:
         self.sent.append(message)
         await self.ws.send(json.dumps(message).encode())
 
+    async def send_raw(self, frame: bytes | str) -> None:
+        """Any frame, as it is: what a newer or broken service might send."""
+        await self.ws.send(frame)
+
     async def complete_setup(self) -> None:
         await self.send({"setupComplete": {}})
 
@@ -239,6 +268,11 @@ class LiveConnection:
 
     async def heard(self, text: str) -> None:
         await self.content(inputTranscription={"text": text})
+
+    async def model_audio(self, pcm: bytes) -> None:
+        """One chunk of the model's voice."""
+        data = base64.b64encode(pcm).decode()
+        await self.content(modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]})
 
     async def reply(self, text: str, audio: bytes, chunk_ms: int = 40, complete: bool = True) -> None:
         """A spoken answer: audio in chunks, the transcript spread across them, then turnComplete."""
@@ -249,10 +283,7 @@ class LiveConnection:
         for i, piece in enumerate(pieces):
             said = "".join(words[i * per : (i + 1) * per])
             if piece:
-                data = base64.b64encode(piece).decode()
-                await self.content(
-                    modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]}
-                )
+                await self.model_audio(piece)
             if said:
                 await self.content(outputTranscription={"text": said})
         if complete:
@@ -272,6 +303,7 @@ class LiveConnection:
         await self.send({"goAway": {"timeLeft": f"{seconds:g}s"}})
 
     async def tool_call(self, *calls: dict[str, Any]) -> None:
+        self.issued.update(c["id"] for c in calls if "id" in c)
         await self.send({"toolCall": {"functionCalls": list(calls)}})
 
     async def cancel_tool_calls(self, *ids: str) -> None:
@@ -286,6 +318,14 @@ class LiveConnection:
 
 
 Script = Callable[[LiveConnection], Awaitable[None]]
+
+
+async def echo(conn: LiveConnection) -> None:
+    """A script: a service that answers every typed turn with "You said <it>." (a short tone)."""
+    await conn.complete_setup()
+    async for frame in conn.each("client_content"):
+        if frame.body.get("turn_complete"):
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
 
 
 async def _idle(conn: LiveConnection) -> None:
