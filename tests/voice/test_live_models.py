@@ -10,6 +10,7 @@ from websockets.exceptions import ConnectionClosed
 
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
+from memory.refused import RefusedTurns
 from voice.live import LiveConversation, LiveSessionFailed, close_code
 from voice.live_config import connect_config
 
@@ -19,7 +20,10 @@ async def test_a_retired_live_model_fails_with_the_setting_and_its_replacement(l
     config = voice_config.model_copy(update={"live_model": "gemini-2.5-flash-native-audio-preview-09-2025"})
     events = []
     async with LiveConversation(
-        live_client, config, ChatMemory(store, MemoryConfig(), chat.id), on_event=events.append
+        live_client,
+        config,
+        ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path))),
+        on_event=events.append,
     ) as conversation:
         with pytest.raises(LiveSessionFailed) as failed:
             await conversation.wait()
@@ -35,7 +39,9 @@ async def test_a_retired_live_model_fails_with_the_setting_and_its_replacement(l
 async def test_an_unknown_live_model_names_the_setting_and_the_default(live, live_client, voice_config, store):
     chat = (await store.create_chat(title="typo")).chat
     config = voice_config.model_copy(update={"live_model": "gemini-3.8-lvie"})
-    async with LiveConversation(live_client, config, ChatMemory(store, MemoryConfig(), chat.id)) as conversation:
+    async with LiveConversation(
+        live_client, config, ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path)))
+    ) as conversation:
         with pytest.raises(LiveSessionFailed, match=r"set PARLA_LIVE_MODEL to a model your key can use \(the default"):
             await conversation.wait()
 
