@@ -79,8 +79,13 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
 
 
 @command
-async def switch(query: str = typer.Argument(..., help="What the chat was about, e.g. 'the Japan trip'.")) -> None:
-    """Move the daemon to the chat a description means (the open session carries on there)."""
+async def switch(
+    query: str = typer.Argument(
+        ..., help="A chat id, id start (4+ characters) or exact title, or what the chat was about."
+    ),
+) -> None:
+    """Move the daemon to a chat by id or title, or to the chat a description means (the open
+    session carries on there)."""
     answer = await _send("switch", query=query)
     if answer["result"] in ("switching", "already_here"):
         verb = "Switched to" if answer["result"] == "switching" else "Already in"

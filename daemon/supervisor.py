@@ -307,8 +307,13 @@ class Daemon:
     # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
 
     async def _cmd_switch(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A chat id, the start of one or an exact title goes to that chat (the ambiguous answer
+        tells the user to give the id); anything else is searched for by meaning."""
         assert self._tools is not None
-        return await self._tools.switch_chat(SwitchArgs(query=self._text(request, "query")))
+        ref = self._text(request, "query")
+        if len(await self.mem.store.find_chats(ref)) == 1:
+            return await self._tools.switch_chat(SwitchArgs(chat_id=ref))
+        return await self._tools.switch_chat(SwitchArgs(query=ref))
 
     async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._tools is not None

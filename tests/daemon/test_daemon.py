@@ -172,3 +172,22 @@ async def test_always_on_opens_at_start_and_waits_before_retrying_a_refused_sess
         assert "API key not valid" in (await ctl(settings, "status"))["last_error"]
         await live.wait_connections(2, timeout=5)
         assert asyncio.get_running_loop().time() - failed_at >= 0.8  # not a tight loop
+
+
+async def test_switch_by_id_prefix_or_title_goes_to_that_chat(daemon_settings, live):
+    env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+    async with running(daemon_settings) as (_, mem, chat_id):
+        ids = []
+        for title, text in [
+            ("Kyoto in April", "Planning a trip to Kyoto in April."),
+            ("Kyoto in May", "Kyoto again in May."),
+        ]:
+            chat = (await mem.store.create_chat(title=title, turns=[Turn.of("user", text)])).chat
+            await mem.compactor.compact(chat.id)
+            ids.append(chat.id)
+        for ref, target in [(ids[1], ids[1]), (ids[0][:8], ids[0]), ("kyoto in may", ids[1])]:
+            answer = await ctl(daemon_settings, "switch", query=ref)
+            assert answer["result"] == "switching" and answer["chat_id"] == target, ref
+            assert (await ctl(daemon_settings, "status"))["chat"]["id"] == target
+        by_cli = await asyncio.to_thread(CliRunner().invoke, app, ["switch", chat_id[:6]], env=env)
+        assert by_cli.exit_code == 0 and by_cli.stdout.startswith("Switched to Japan ("), by_cli.output
