@@ -1,8 +1,7 @@
 """Summaries, facts and titles from a cheap Gemini flash model through google-genai.
 
-Prompts follow seeds 000 and 004 in spirit (Parla's own wording): the rolling summary is the
-existing summary updated with new turns under a hard token cap; facts are plain bullet lines with
-an explicit "no facts" answer; titles are short and plain. Transient HTTP errors are retried by
+The rolling summary is the existing summary updated with new turns under a hard token cap; facts
+are plain bullet lines with an explicit "no facts" answer; titles are short and plain. Transient HTTP errors are retried by
 the client's HttpRetryOptions; an empty or blocked answer is a ModelError (the caller keeps its
 data as it was)."""
 
