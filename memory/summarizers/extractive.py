@@ -249,7 +249,7 @@ def offline_title(description: str) -> str:
         position, phrase = item
         words_in = _content_of(phrase)
         # Recurring words make the topic (a word said once adds little); early phrases set the subject.
-        return sum(terms[w] - 0.7 for w in words_in) / (1 + 6 * position / len(phrases))
+        return sum(terms[w] - 0.7 for w in words_in) / (1 + 4 * position / len(phrases))
 
     ranked = sorted(phrases, key=lambda item: (-score(item), item[0]))
     title = list(ranked[0][1])
