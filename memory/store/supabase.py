@@ -204,6 +204,15 @@ class SupabaseChatStore:
         outbox = Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}")
         return cls(client, outbox, http, user_id=user_id, user_session=user_id is None)
 
+    async def user_id(self) -> str:
+        """The user whose rows this store reads and writes (ids derived for imports are theirs)."""
+        if self._user_id is not None:
+            return self._user_id
+        session = await self._call("read the session", self._client.auth.get_session)
+        if session is None:
+            raise StoreError("not signed in to Supabase: run `parla login`")
+        return str(session.user.id)
+
     # -- lifecycle -------------------------------------------------------------------------
 
     async def __aenter__(self) -> SupabaseChatStore:
