@@ -49,7 +49,10 @@ def test_import_300_chats_then_search_offline(parla, tmp_path):
     assert report["imported"] == 300 and report["unchanged"] == 0
     assert report["skipped"] == [
         {"line": 301, "reason": "not valid JSON (Expecting property name enclosed in double quotes at column 2)"},
-        {"line": 302, "reason": "turns.0.role: Input should be 'user' or 'model'"},
+        {
+            "line": 302,
+            "reason": "turns.0.role: Input should be 'user', 'model', 'assistant', 'system', 'developer', 'tool' or 'function'",
+        },
     ]
     again = json.loads(parla("import", str(source), "--json").stdout)
     assert (again["imported"], again["unchanged"], again["turns_added"]) == (0, 300, 0)
@@ -214,3 +217,57 @@ def test_text_output_shows_user_text_verbatim(parla, tmp_path):
     shown = parla("show", "brackets").stdout  # the id it was imported with
     assert "[bold]not markup[/bold]" in shown and "[red]tomatoes[/red]" in shown
     assert "[bold]not markup[/bold]" in parla("chats").stdout
+
+
+def test_import_what_people_have(parla, tmp_path):
+    """A BOM, the OpenAI messages shape with assistant and system roles, a Latin-1 line, a huge
+    turn, then stdin, an edited re-import and --replace."""
+    chatgpt = {
+        "id": "conv-1",
+        "messages": [
+            {"role": "system", "content": "You are ChatGPT."},
+            {"role": "user", "content": "How long do I proof a sourdough loaf?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "About four hours at 24 degrees."}]},
+        ],
+    }
+    huge = {"id": "paste", "turns": [{"role": "user", "text": "Here is my log. " * 2000}]}
+    latin = '{"turns": [{"role": "user", "text": "caf\u00e9"}]}'.encode("latin-1")
+    source = tmp_path / "mixed.jsonl"
+    source.write_bytes(
+        b"\xef\xbb\xbf" + json.dumps(chatgpt).encode() + b"\n" + latin + b"\n" + json.dumps(huge).encode() + b"\n"
+    )
+    first = parla("import", str(source), "--json")
+    report = json.loads(first.stdout)
+    assert (report["imported"], report["turns_added"]) == (2, 2 + 3)
+    assert report["skipped"][0]["line"] == 2 and "not UTF-8 text (byte 0xe9" in report["skipped"][0]["reason"]
+    assert {"line": 1, "note": "1 system message skipped"} in report["notes"]
+    assert {"line": 3, "note": "turn 1 (32,000 characters) split into 3 turns"} in report["notes"]
+    assert "line 1: 1 system message skipped" in first.stderr and "iconv" in first.stderr
+    shown = json.loads(parla("show", "conv-1", "--json").stdout)
+    assert [t["role"] for t in shown["full_history"]] == ["user", "model"]
+
+    runner = CliRunner()
+    chatgpt["messages"][2]["content"] = "About five hours."
+    chatgpt["messages"].append({"role": "user", "content": "Thanks!"})
+    edited = json.dumps(chatgpt) + "\n"
+    differs = runner.invoke(app, ["import", "-", "--json"], input=edited)
+    assert differs.exit_code == 0, differs.output
+    assert json.loads(differs.stdout)["differs"][0]["detail"] == "turn 2 differs from the stored chat's"
+    assert "--replace" in differs.stderr
+    replaced = runner.invoke(app, ["import", "-", "--replace"], input=edited)
+    assert replaced.exit_code == 0 and "1 replaced" in replaced.stdout, replaced.output
+    history = json.loads(parla("show", "conv-1", "--json").stdout)["full_history"]
+    texts = [t["parts"][0]["text"] for t in history]
+    assert texts == ["How long do I proof a sourdough loaf?", "About five hours.", "Thanks!"]
+
+
+def test_an_import_where_every_line_is_skipped_fails(parla, tmp_path):
+    (tmp_path / "bad.jsonl").write_text('{"turns": [{"role": "system", "text": "Be terse."}]}\n{nope\n')
+    result = parla("import", str(tmp_path / "bad.jsonl"), ok=False)
+    assert result.exit_code == 1
+    assert "line 1: no user or assistant turn with text (1 system message skipped)" in result.stderr
+    assert "parla: error: nothing imported: every line of" in result.stderr
+    empty = CliRunner().invoke(app, ["import", "-"], input="")
+    assert empty.exit_code == 1 and "stdin holds no chat" in empty.stderr
+    missing = parla("import", str(tmp_path / "nope.jsonl"), ok=False)
+    assert missing.exit_code == 1 and "no file" in missing.stderr
