@@ -191,3 +191,33 @@ async def test_switch_by_id_prefix_or_title_goes_to_that_chat(daemon_settings, l
             assert (await ctl(daemon_settings, "status"))["chat"]["id"] == target
         by_cli = await asyncio.to_thread(CliRunner().invoke, app, ["switch", chat_id[:6]], env=env)
         assert by_cli.exit_code == 0 and by_cli.stdout.startswith("Switched to Japan ("), by_cli.output
+
+
+async def test_say_tells_whether_the_text_was_answered_and_stores_it_when_no_session_can_open(daemon_settings, live):
+    env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+
+    async def refuse(conn):
+        await conn.close(1008, "API key not valid")
+
+    live.script = refuse
+    async with running(daemon_settings) as (_, mem, chat_id):
+        failed = await asyncio.to_thread(CliRunner().invoke, app, ["say", "remember the milk", "--wait", "10"], env=env)
+        assert failed.exit_code == 1, failed.output
+        assert "not answered: " in failed.stderr and "API key not valid" in failed.stderr
+        assert "your text is stored in the chat, unanswered" in failed.stderr
+        history = (await mem.store.load_history(chat_id)).full_history
+        assert [(t.role, t.text, t.source) for t in history] == [("user", "remember the milk", "text")]
+
+        async def answer(conn):
+            await conn.complete_setup()
+            frame = await conn.expect("client_content")
+            while not frame.body.get("turn_complete"):  # the seeded history comes first
+                frame = await conn.expect("client_content")
+            await conn.reply("Milk is on the list.", tone(0.2, 600.0))
+            await conn.closed.wait()
+
+        live.script = answer
+        answered = await asyncio.to_thread(CliRunner().invoke, app, ["say", "and eggs", "--wait", "10"], env=env)
+        assert answered.exit_code == 0 and answered.stdout == "Answered: Milk is on the list.\n", answered.output
+        history = (await mem.store.load_history(chat_id)).full_history
+        assert [t.text for t in history] == ["remember the milk", "and eggs", "Milk is on the list."]
