@@ -127,4 +127,11 @@ async def summarise(mem: MemoryServices, ids: list[str], progress: Progress, ret
         await worker.drain()
     for cid, error in worker.last_errors.items():
         err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, {retry}", markup=False)
+    if worker.offline:
+        err.print(
+            f"parla: {len(worker.offline)} chats were summarised offline because Gemini could not be used "
+            f"({next(iter(worker.offline.values()))}); Gemini rewrites their summary at their next fold, "
+            "`parla memory regenerate CHAT` redoes the rest",
+            markup=False,
+        )
     return sorted(worker.last_errors)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -189,7 +191,11 @@ def test_installed_console_script(tmp_path):
 
 
 def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, monkeypatch, gemini):
+    # Gemini embeddings have no offline stand-in (a store holds one embedder's vectors), so a
+    # Gemini that keeps failing leaves the chats unsummarised until the rerun.
     monkeypatch.setenv("PARLA_SUMMARIZER", "gemini")
+    monkeypatch.setenv("PARLA_EMBEDDER", "gemini")
+    monkeypatch.setenv("PARLA_MODEL_OFFLINE_COOLDOWN_S", "0")
     monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
     monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
     monkeypatch.setenv("PARLA_MODEL_RETRIES", "1")
@@ -271,3 +277,37 @@ def test_an_import_where_every_line_is_skipped_fails(parla, tmp_path):
     assert empty.exit_code == 1 and "stdin holds no chat" in empty.stderr
     missing = parla("import", str(tmp_path / "nope.jsonl"), ok=False)
     assert missing.exit_code == 1 and "no file" in missing.stderr
+
+
+@pytest.mark.parametrize("fault", ["refused", "dropped", "unreachable"])
+def test_import_with_a_key_gemini_cannot_use_summarises_offline_at_once(parla, monkeypatch, gemini, tmp_path, fault):
+    """A key that is set but unusable (refused, connections dropped, nothing listening): the
+    import does not wait through nested retries, and every chat is described and searchable."""
+    monkeypatch.setenv("GEMINI_API_KEY", "wrong-key" if fault == "refused" else gemini.api_key)
+    monkeypatch.setenv("PARLA_MODEL_RETRY_DELAY", "0.05")
+    if fault == "unreachable":
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # closed again: nothing listens there
+        monkeypatch.setenv("PARLA_GEMINI_BASE_URL", f"http://127.0.0.1:{port}")
+    else:
+        monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    if fault == "dropped":
+        gemini.drop_next(1000)
+    source = tmp_path / "three.jsonl"
+    source.write_text("".join((DATA / "search_chats.jsonl").read_text().splitlines(keepends=True)[:3]))
+    started = time.perf_counter()
+    result = parla("import", str(source), "--json")
+    elapsed = time.perf_counter() - started
+    calls = len(gemini.requests)
+    print(f"import of 3 chats with Gemini {fault}: {elapsed:.2f} s, {calls} Gemini calls")
+    report = json.loads(result.stdout)
+    assert report["imported"] == 3 and report["not_summarised"] == [], result.stderr
+    assert "3 chats were summarised offline because Gemini could not be used" in result.stderr
+    # one call per compaction running at once (2), then the cooldown: no call per chat, no retry
+    assert calls == 0 if fault == "unreachable" else 1 <= calls <= 2
+    chats = json.loads(parla("chats", "--json").stdout)
+    assert all(c["title"] for c in chats) and len(chats) == 3
+    monkeypatch.setenv("PARLA_SUMMARIZER", "offline")  # the search itself embeds offline anyway
+    found = json.loads(parla("search", "the bread with the starter", "--json").stdout)
+    assert found["decision"] == "switch" and "starter" in found["candidates"][0]["matched_text"].lower()
