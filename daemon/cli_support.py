@@ -23,7 +23,7 @@ from daemon.settings import Settings
 from daemon.wake import WakeWordError
 from memory.compaction import CompactionWorker, RangeError
 from memory.embedding import ModelError
-from memory.importer import external_chat_ids, id_scope
+from memory.importer import find_chats_named
 from memory.store import ChatNotFound, StoreError
 from voice.audio import AudioDeviceError
 from voice.live import LiveSessionFailed
@@ -76,9 +76,7 @@ def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
 
 async def resolve_chat(mem: MemoryServices, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
-    chats = await mem.store.find_chats(ref)
-    for cid in [] if chats else external_chat_ids(ref, await id_scope(mem.store)):
-        chats = chats or await mem.store.find_chats(cid)
+    chats = await find_chats_named(mem.store, ref)
     if not chats:
         raise ChatNotFound(ref)
     if len(chats) > 1:

@@ -32,6 +32,7 @@ from daemon.control import CommandError, ControlServer
 from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
+from memory.importer import find_chats_named
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
 from memory.turn import Turn
@@ -348,12 +349,14 @@ class Daemon:
     # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
 
     async def _cmd_switch(self, request: dict[str, Any]) -> dict[str, Any]:
-        """A chat id, the start of one or an exact title goes to that chat (the ambiguous answer
-        tells the user to give the id); anything else is searched for by meaning."""
+        """A chat id, the start of one, an exact title or an imported chat's id goes to that chat
+        (the ambiguous answer tells the user to give the id); anything else is searched for by
+        meaning."""
         assert self._tools is not None
         ref = self._text(request, "query")
-        if len(await self.mem.store.find_chats(ref)) == 1:
-            return await self._tools.switch_chat(SwitchArgs(chat_id=ref))
+        named = await find_chats_named(self.mem.store, ref)
+        if len(named) == 1:
+            return await self._tools.switch_chat(SwitchArgs(chat_id=named[0].id))
         return await self._tools.switch_chat(SwitchArgs(query=ref))
 
     async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:

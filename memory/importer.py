@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from memory.chat import Chat
 from memory.store import ChatNotFound, ChatStore
 from memory.tokens import CHARS_PER_TOKEN
 from memory.turn import Part, Role, Turn, utcnow
@@ -317,6 +318,15 @@ async def import_chat(
     await store.delete_chat(cid)
     added = (await store.create_chat(chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns)).added
     return ImportResult(cid, "replaced", added, detail=detail, notes=chat.notes)
+
+
+async def find_chats_named(store: ChatStore, ref: str) -> list[Chat]:
+    """The chats `ref` names: an id, the start of one, an exact title, or the id a chat was
+    imported with (in the user's id space)."""
+    chats = await store.find_chats(ref)
+    for cid in [] if chats or not ref.strip() else external_chat_ids(ref.strip(), await id_scope(store)):
+        chats = chats or await store.find_chats(cid)
+    return chats
 
 
 async def id_scope(store: ChatStore) -> str:

@@ -15,6 +15,7 @@ from daemon.cli import app
 from daemon.control import CommandError, DaemonNotRunning, send_command
 from daemon.memory_services import open_memory
 from daemon.settings import Settings
+from memory.importer import import_chat, parse_line
 from memory.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.conftest import running
@@ -189,6 +190,10 @@ async def test_switch_by_id_prefix_or_title_goes_to_that_chat(daemon_settings, l
             answer = await ctl(daemon_settings, "switch", query=ref)
             assert answer["result"] == "switching" and answer["chat_id"] == target, ref
             assert (await ctl(daemon_settings, "status"))["chat"]["id"] == target
+        line = json.dumps({"id": "osaka-2026", "title": "Osaka", "turns": [{"role": "user", "text": "Osaka food."}]})
+        imported = await import_chat(mem.store, parse_line(1, line))
+        answer = await ctl(daemon_settings, "switch", query="osaka-2026")  # the id it was imported with
+        assert answer["result"] == "switching" and answer["chat_id"] == imported.chat_id
         by_cli = await asyncio.to_thread(CliRunner().invoke, app, ["switch", chat_id[:6]], env=env)
         assert by_cli.exit_code == 0 and by_cli.stdout.startswith("Switched to Japan ("), by_cli.output
 
