@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from typing import Self
 
 import numpy as np
 
@@ -357,7 +358,7 @@ class CompactionWorker:
     _again: set[str] = field(default_factory=set)
     _slots: asyncio.Semaphore | None = None
 
-    async def __aenter__(self) -> CompactionWorker:
+    async def __aenter__(self) -> Self:
         self._slots = asyncio.Semaphore(self.concurrency)
         return self
 

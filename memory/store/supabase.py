@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 import numpy as np
@@ -215,7 +215,7 @@ class SupabaseChatStore:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> SupabaseChatStore:
+    async def __aenter__(self) -> Self:
         await self.open()
         return self
 
