@@ -81,9 +81,18 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     )
     gemini_base_url: str | None = Field(None, description="Override of the Gemini API address (proxies, tests).")
     model_retries: int = Field(
-        3, ge=0, description="Retries of a failed model call (HTTP 408/429/5xx) and of a failed compaction."
+        3,
+        ge=0,
+        description="Retries of a failed Gemini call (HTTP 408/429/5xx, connection errors) by the client, and of "
+        "a compaction that failed otherwise (a model that cannot be used is not retried again).",
     )
     model_retry_delay: float = Field(1.0, ge=0, description="First retry delay in seconds; doubles each retry.")
+    model_offline_cooldown_s: float = Field(
+        60.0,
+        ge=0,
+        description="After Gemini was unreachable or refused the key, seconds during which summaries are made "
+        "offline without trying Gemini.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING", description="Log level.")
 
     @classmethod

@@ -32,8 +32,10 @@ from daemon.control import CommandError, ControlServer
 from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
+from memory.importer import find_chats_named
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
+from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs
 from voice.audio import Microphone
 from voice.config import SPEAKER_RATE
@@ -78,6 +80,20 @@ class GatedMicrophone:
 
 
 @dataclass
+class TypedTurn:
+    """A `parla say` waiting for what became of it: answered, or failed (and then whether the
+    text is stored in the chat)."""
+
+    text: str
+    outcome: asyncio.Future[dict[str, Any]]
+    sent: bool = False
+
+    def settle(self, result: dict[str, Any]) -> None:
+        if not self.outcome.done():
+            self.outcome.set_result(result)
+
+
+@dataclass
 class DaemonStatus:
     state: State = "starting"
     session_started: float | None = None
@@ -97,6 +113,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
         self._pending_says: list[str] = []
+        self._typed: list[TypedTurn] = []
         self._current: CurrentChat | None = None
         self._tools: ChatTools | None = None
         self._voice: VoiceServices | None = None
@@ -160,6 +177,7 @@ class Daemon:
             finally:
                 self.status.state = "stopping"
                 log.info("daemon stopping", extra={"event": "daemon_stopping"})
+                await self._store_typed("the daemon stopped before a session could send it")
         await self._flush_outbox()
 
     async def _restart_after(self, exc: Exception) -> None:
@@ -263,6 +281,8 @@ class Daemon:
         finally:
             # typed turns that never went out wait for the next session instead of being lost
             self._pending_says[:0] = conversation.unsent()
+            if self._session_failed:
+                await self._store_typed(self.status.last_error or "the session failed")
             self._conversation = self._current.conversation = None
             self.status.session_started = None
             if s.cues and not self._stop.is_set():
@@ -288,7 +308,29 @@ class Daemon:
                 task.cancel()
             await asyncio.gather(failed, stopping, return_exceptions=True)
 
+    async def _store_typed(self, reason: str) -> None:
+        """Typed turns no session could send are stored in the chat as said, unanswered (a
+        `say` waiting for them is told so); if the chat cannot take them they stay queued for
+        the next session. A sent turn that was not answered is stored by the session itself."""
+        assert self._current is not None
+        unsent, self._pending_says = self._pending_says, []
+        stored = False
+        if unsent:
+            turns = [Turn.of("user", text, source="text") for text in unsent]
+            try:
+                await self.mem.store.append_turns(self._current.chat_id, turns)
+                stored = True
+            except StoreError as e:
+                log.error("typed turns kept for the next session: %s", e, extra={"event": "typed_kept"})
+                self._pending_says = unsent
+        for typed in self._typed:
+            kept = not typed.sent and not stored and typed.text in self._pending_says
+            typed.settle({"result": "failed", "error": reason, "stored": not kept, "chat_id": self._current.chat_id})
+        self._typed.clear()
+
     def _on_event(self, event: SessionEvent) -> None:
+        if event.kind == "turn":
+            self._settle_typed(event.detail)
         if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
         if event.kind != "turn":  # transcripts stay out of the logs at info level
@@ -344,8 +386,15 @@ class Daemon:
     # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
 
     async def _cmd_switch(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A chat id, the start of one, an exact title or an imported chat's id goes to that chat
+        (the ambiguous answer tells the user to give the id); anything else is searched for by
+        meaning."""
         assert self._tools is not None
-        return await self._tools.switch_chat(SwitchArgs(query=self._text(request, "query")))
+        ref = self._text(request, "query")
+        named = await find_chats_named(self.mem.store, ref)
+        if len(named) == 1:
+            return await self._tools.switch_chat(SwitchArgs(chat_id=named[0].id))
+        return await self._tools.switch_chat(SwitchArgs(query=ref))
 
     async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._tools is not None
@@ -358,14 +407,44 @@ class Daemon:
         self._activate.set()
         return {"result": "activating"}
 
+    def _settle_typed(self, line: str) -> None:
+        """A stored turn of the session: the user's typed text, then the answer to it."""
+        speaker, _, said = line.partition(": ")
+        for typed in self._typed:
+            if speaker == "User" and not typed.sent and typed.text in said:
+                typed.sent = True
+                return
+            if speaker == "Assistant" and typed.sent:
+                typed.settle({"result": "answered", "answer": said})
+                self._typed.remove(typed)
+                return
+
     async def _cmd_say(self, request: dict[str, Any]) -> dict[str, Any]:
+        """With `wait` (seconds), answers what became of the text: `answered` (with the answer),
+        `failed` (with the reason and whether the text is stored) or, past the wait, `queued`."""
         text = self._text(request, "text")
+        wait = request.get("wait", 0)
+        if not isinstance(wait, int | float) or wait < 0:
+            raise CommandError("say's `wait` is a number of seconds")
+        typed = TypedTurn(text, asyncio.get_running_loop().create_future())
+        if wait:
+            self._typed.append(typed)
         if self._conversation is not None:
             self._conversation.say(text)
-            return {"result": "sent"}
-        self._pending_says.append(text)
-        self._activate.set()
-        return {"result": "activating"}
+            sent = "sent"
+        else:
+            self._pending_says.append(text)
+            self._activate.set()
+            sent = "activating"
+        if not wait:
+            return {"result": sent}
+        try:
+            return await asyncio.wait_for(asyncio.shield(typed.outcome), wait)
+        except TimeoutError:
+            return {"result": "queued", "last_error": self.status.last_error}
+        finally:
+            if typed in self._typed:
+                self._typed.remove(typed)
 
     async def _cmd_mute(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._gate is not None

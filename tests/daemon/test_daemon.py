@@ -16,6 +16,7 @@ from daemon.cli import app
 from daemon.control import CommandError, DaemonNotRunning, send_command
 from daemon.memory_services import open_memory
 from daemon.settings import Settings
+from memory.importer import import_chat, parse_line
 from memory.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.conftest import running
@@ -233,7 +234,14 @@ async def test_unreadable_server_messages_and_a_broken_store_never_end_the_daemo
         assert status["restarts"] == 1
         await ctl(settings, "say", text="still there?")  # after the delay the daemon listens again
         await eventually(lambda: daemon.status.sessions == 4, what="another try")
-    assert [t.text for t in (await _history(settings, chat_id))] == ["hello", "hello again", "You said hello again."]
+    # what no session could answer is stored as said (the chat's table of turns was never broken)
+    assert [t.text for t in (await _history(settings, chat_id))] == [
+        "hello",
+        "hello again",
+        "You said hello again.",
+        "and now?",
+        "still there?",
+    ]
 
 
 async def test_stray_model_audio_after_the_turn_does_not_keep_the_session_open(daemon_settings, live):
@@ -260,3 +268,56 @@ async def _refused(settings, n):
 async def _history(settings, chat_id):
     async with open_memory(settings) as mem:
         return (await mem.store.load_history(chat_id)).full_history
+
+
+async def test_switch_by_id_prefix_or_title_goes_to_that_chat(daemon_settings, live):
+    env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+    async with running(daemon_settings) as (_, mem, chat_id):
+        ids = []
+        for title, text in [
+            ("Kyoto in April", "Planning a trip to Kyoto in April."),
+            ("Kyoto in May", "Kyoto again in May."),
+        ]:
+            chat = (await mem.store.create_chat(title=title, turns=[Turn.of("user", text)])).chat
+            await mem.compactor.compact(chat.id)
+            ids.append(chat.id)
+        for ref, target in [(ids[1], ids[1]), (ids[0][:8], ids[0]), ("kyoto in may", ids[1])]:
+            answer = await ctl(daemon_settings, "switch", query=ref)
+            assert answer["result"] == "switching" and answer["chat_id"] == target, ref
+            assert (await ctl(daemon_settings, "status"))["chat"]["id"] == target
+        line = json.dumps({"id": "osaka-2026", "title": "Osaka", "turns": [{"role": "user", "text": "Osaka food."}]})
+        imported = await import_chat(mem.store, parse_line(1, line))
+        answer = await ctl(daemon_settings, "switch", query="osaka-2026")  # the id it was imported with
+        assert answer["result"] == "switching" and answer["chat_id"] == imported.chat_id
+        by_cli = await asyncio.to_thread(CliRunner().invoke, app, ["switch", chat_id[:6]], env=env)
+        assert by_cli.exit_code == 0 and by_cli.stdout.startswith("Switched to Japan ("), by_cli.output
+
+
+async def test_say_tells_whether_the_text_was_answered_and_stores_it_when_no_session_can_open(daemon_settings, live):
+    env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+
+    async def refuse(conn):
+        await conn.close(1008, "API key not valid")
+
+    live.script = refuse
+    async with running(daemon_settings) as (_, mem, chat_id):
+        failed = await asyncio.to_thread(CliRunner().invoke, app, ["say", "remember the milk", "--wait", "10"], env=env)
+        assert failed.exit_code == 1, failed.output
+        assert "not answered: " in failed.stderr and "API key not valid" in failed.stderr
+        assert "your text is stored in the chat, unanswered" in failed.stderr
+        history = (await mem.store.load_history(chat_id)).full_history
+        assert [(t.role, t.text, t.source) for t in history] == [("user", "remember the milk", "text")]
+
+        async def answer(conn):
+            await conn.complete_setup()
+            frame = await conn.expect("client_content")
+            while not frame.body.get("turn_complete"):  # the seeded history comes first
+                frame = await conn.expect("client_content")
+            await conn.reply("Milk is on the list.", tone(0.2, 600.0))
+            await conn.closed.wait()
+
+        live.script = answer
+        answered = await asyncio.to_thread(CliRunner().invoke, app, ["say", "and eggs", "--wait", "10"], env=env)
+        assert answered.exit_code == 0 and answered.stdout == "Answered: Milk is on the list.\n", answered.output
+        history = (await mem.store.load_history(chat_id)).full_history
+        assert [t.text for t in history] == ["remember the milk", "and eggs", "Milk is on the list."]

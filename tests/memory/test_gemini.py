@@ -8,8 +8,8 @@ import pytest
 
 from daemon.memory_services import gemini_client
 from daemon.settings import Settings
-from memory.embedders.gemini import GeminiEmbedder
-from memory.embedding import ModelError
+from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
+from memory.embedding import ModelError, ModelUnavailable
 from memory.models import DEFAULT_SUMMARY_MODEL
 from memory.summarizers.gemini import GeminiSummarizer
 from memory.turn import Turn
@@ -58,9 +58,31 @@ async def test_persistent_errors_become_a_model_error(gemini):
 
 async def test_a_bad_key_is_not_retried(gemini):
     settings = Settings(gemini_api_key="wrong", gemini_base_url=gemini.base_url, model_retry_delay=0.01)
-    with pytest.raises(ModelError, match="403.*API key not valid"):
+    with pytest.raises(ModelError, match="400.*API key not valid"):
         await GeminiEmbedder(gemini_client(settings)).embed(["x"], "document")
     assert len(gemini.requests) == 1
+
+
+async def test_an_unusable_gemini_is_not_asked_again_until_the_cooldown_ends(gemini):
+    clock = [0.0]
+    availability = GeminiAvailability(cooldown_s=60.0, clock=lambda: clock[0])
+    settings = Settings(gemini_api_key="wrong", gemini_base_url=gemini.base_url, model_retry_delay=0.01)
+    summarizer = GeminiSummarizer(gemini_client(settings), "gemini-2.5-flash-lite", availability)
+    embedder = GeminiEmbedder(gemini_client(settings), availability=availability)
+    with pytest.raises(ModelUnavailable, match="400.*API key not valid.*check GEMINI_API_KEY"):
+        await summarizer.title("a chat about bread")
+    with pytest.raises(ModelUnavailable, match="not retried for 60 s"):
+        await embedder.embed(["x"], "document")  # shares the cooldown: no request
+    gemini.drop_next(1)
+    clock[0] = 61.0
+    with pytest.raises(ModelUnavailable, match="could not reach the API"):
+        await summarizer.title("a chat about bread")
+    assert len(gemini.requests) == 2
+    gemini.fail_next(400, message="Request contains an invalid argument.")
+    clock[0] = 200.0
+    with pytest.raises(ModelError) as plain:  # a bad request is not "unavailable": no cooldown
+        await GeminiEmbedder(client(gemini), availability=availability).embed(["x"], "document")
+    assert not isinstance(plain.value, ModelUnavailable)
 
 
 async def test_a_malformed_embedding_answer_is_a_model_error(gemini):

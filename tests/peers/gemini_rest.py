@@ -3,7 +3,10 @@ batchEmbedContents) on 127.0.0.1, so the real google-genai SDK runs unchanged ag
 
 It checks what the API checks that our code could get wrong (the key header, the model path, the
 request fields), records every request, and is scripted per test: queued HTTP faults (status and
-body as the API sends them), queued replies for generateContent, and malformed answers.
+body as the API sends them), dropped connections (closed without an answer), queued replies for
+generateContent, and malformed answers. A wrong key gets what the API answers: HTTP 400
+INVALID_ARGUMENT "API key not valid" with the ErrorInfo reason API_KEY_INVALID; no key at all
+gets 403 PERMISSION_DENIED.
 Embeddings are deterministic hashed bags of words, so texts sharing words are similar.
 
 Models: a catalogue as the API listed it in November 2026 (the Gemini deprecations page and the
@@ -19,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
@@ -91,6 +95,7 @@ class GeminiRestEmulator:
     faults: deque[tuple[int, str]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
     malformed_embeddings: int = 0
+    dropped: int = 0  # the next requests read and then closed without an answer
     # model id -> its supportedGenerationMethods (what models.get / models.list answer)
     models: dict[str, list[str]] = field(default_factory=lambda: dict(CATALOGUE))
     _server: ThreadingHTTPServer | None = None
@@ -101,6 +106,10 @@ class GeminiRestEmulator:
     def fail_next(self, status: int, times: int = 1, message: str = "scripted fault") -> None:
         for _ in range(times):
             self.faults.append((status, message))
+
+    def drop_next(self, times: int = 1) -> None:
+        with self._lock:
+            self.dropped += times
 
     def reply_text(self, *texts: str) -> None:
         for text in texts:
@@ -135,7 +144,12 @@ class GeminiRestEmulator:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
-                status, body = emulator._handle(self.command, self.path, dict(self.headers), raw)
+                answer = emulator._handle(self.command, self.path, dict(self.headers), raw)
+                if answer is None:  # dropped: closed without a response
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                status, body = answer
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json; charset=UTF-8")
@@ -154,15 +168,30 @@ class GeminiRestEmulator:
 
     # -- the API -----------------------------------------------------------------------------
 
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any]]:
+    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any]] | None:
         with self._lock:
             body = json.loads(raw or b"{}")
             self.requests.append(Request(method, path, {k.lower(): v for k, v in headers.items()}, body))
+            if self.dropped:
+                self.dropped -= 1
+                return None
             if self.faults:
                 status, message = self.faults.popleft()
                 return status, self._error(status, message)
-        if {k.lower(): v for k, v in headers.items()}.get("x-goog-api-key") != self.api_key:
-            return 403, self._error(403, "API key not valid. Please pass a valid API key.")
+        key = {k.lower(): v for k, v in headers.items()}.get("x-goog-api-key")
+        if not key:
+            return 403, self._error(403, "Method doesn't allow unregistered callers. Please use an API key.")
+        if key != self.api_key:
+            body = self._error(400, "API key not valid. Please pass a valid API key.")
+            body["error"]["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID",
+                    "domain": "googleapis.com",
+                    "metadata": {"service": "generativelanguage.googleapis.com"},
+                }
+            ]
+            return 400, body
         url = urlsplit(path)
         version = re.match(r"/(v1\w*)/", url.path)
         api = version.group(1) if version else "v1beta"
