@@ -82,11 +82,12 @@ class Tally:
     def __len__(self) -> int:
         return len(self.outcomes)
 
-    def _share(self, hits: int, total: int | None = None) -> float:
+    def _share(self, hits: float, total: int | None = None) -> float:
         total = len(self.outcomes) if total is None else total
         return hits / total if total else float("nan")
 
-    def rank(self, outcome: Outcome, right: str | None) -> int | None:
+    @staticmethod
+    def rank(outcome: Outcome, right: str | None) -> int | None:
         return outcome.ranked.index(right) + 1 if right in outcome.ranked else None
 
     def top(self, k: int) -> float:
@@ -94,7 +95,8 @@ class Tally:
 
     @property
     def mrr(self) -> float:
-        return self._share(sum(1 / rank for o, r in self.outcomes if (rank := self.rank(o, r))))  # type: ignore[misc]
+        ranks = [self.rank(o, r) for o, r in self.outcomes]
+        return self._share(sum(1 / k for k in ranks if k))
 
     def decided(self, decision: str) -> list[tuple[Outcome, str | None]]:
         return [(o, r) for o, r in self.outcomes if o.decision == decision]
@@ -184,6 +186,12 @@ HEADER = (
     f"{'ask<=3ok':>8} {'none':>6} {'frgn':>5} {'f-switch':>7} {'f-ask':>6} {'f-none':>6}"
 )
 
+LEGEND = (
+    "(asked: requests for one of the store's chats; switch / ask / none: share of each decision; sw right: "
+    "switches to the right chat; ask<=3ok: asks offering at most 3 chats, the right one among them; "
+    "frgn: another conversation's requests, f-*: their decisions, every f-switch is wrong)"
+)
+
 
 def measure(conversations: list[Conversation], workdir: Path, seed: int, verbose: bool) -> tuple[Tally, Tally]:
     """Prints the figures per conversation and overall; returns the overall own and foreign tallies."""
@@ -220,6 +228,7 @@ def measure(conversations: list[Conversation], workdir: Path, seed: int, verbose
             show(history, own, foreign=False)
             show(history, others, foreign=True)
     print(row("all", total_own, total_foreign))
+    print(LEGEND)
     imported = sum(h.import_seconds for h in histories)
     chats = sum(len(h.chat_ids) for h in histories)
     print()
@@ -227,6 +236,7 @@ def measure(conversations: list[Conversation], workdir: Path, seed: int, verbose
     print(
         f"search: {len(millis)} requests, p50 {statistics.median(millis):.1f} ms, p95 {percentile(millis, 0.95):.1f} ms"
     )
+    return total_own, total_foreign
 
 
 def main() -> None:
