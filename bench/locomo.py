@@ -8,7 +8,7 @@ read from wherever the user put it and nothing of its text belongs in this repos
 A session becomes one imported chat (the first speaker is the user, the second the assistant,
 untitled so Parla titles it as it titles any chat). A question whose evidence lies in one session
 becomes a spoken request for that chat: the question is turned into a topic phrase ("When did Ann
-paint a sunrise?" -> "when Ann painted a sunrise") and put into one of several ways people ask for
+bake her first loaf?" -> "when Ann baked her first loaf") and put into one of several ways people ask for
 a chat, chosen by a seeded generator so the same data always gives the same requests.
 """
 
