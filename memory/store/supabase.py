@@ -715,7 +715,13 @@ class SupabaseChatStore:
     async def stats(self) -> MemoryStats:
         data = await self._rpc("memory_stats", "read memory stats")
         waiting, failed = await self.outbox.depth()
-        return MemoryStats.model_validate({**data, "outbox_depth": waiting, "outbox_failed": failed})
+        outbox = {
+            "outbox_depth": waiting,
+            "outbox_failed": failed,
+            "outbox_set_aside": len(self.outbox.set_aside_files()),
+            "outbox_problem": self.outbox.problems[-1] if self.outbox.problems else None,
+        }
+        return MemoryStats.model_validate({**data, **outbox})
 
     async def embedded_texts(self) -> list[StoredText]:
         rows = await self._rpc("embedded_texts", "read the embedded texts")
