@@ -577,7 +577,7 @@ class Faults:
     answers the next `n` requests whose path starts with `path`; `random(p)` answers each matching
     request with probability `p` with a kind from `kinds`, each kind once in a shuffled round before
     the next round (seeded: a run can be repeated).
-    `injected` counts what was answered, by kind."""
+    `injected` counts what was answered, by kind; `requests` every request, by path."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -586,6 +586,7 @@ class Faults:
         self._rng = random.Random(0)
         self._deck: list[FaultKind] = []
         self.injected: Counter[FaultKind] = Counter()
+        self.requests: Counter[str] = Counter()  # by path, faulty or not
 
     def next(self, path: str, kind: FaultKind, times: int = 1) -> None:
         if kind not in ALL_FAULTS:
@@ -615,6 +616,7 @@ class Faults:
 
     def take(self, path: str) -> FaultKind | None:
         with self._lock:
+            self.requests[path] += 1
             kind = next((self._queued.pop(i)[1] for i, q in enumerate(self._queued) if path.startswith(q[0])), None)
             if kind is None and self._random is not None:
                 prefix, probability, kinds = self._random
