@@ -227,17 +227,30 @@ class Outbox:
     # -- entries ---------------------------------------------------------------------------
 
     async def put(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> int:
-        """Queue a write; it is on disk (synchronous=FULL) when this returns."""
-        row = (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False), utcnow().isoformat())
+        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same write refused
+        before (a caller trying again) is queued again in its kept entry, not in a second one."""
+        row = (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False))
 
         async def insert(db: aiosqlite.Connection) -> int:
-            cur = await db.execute(
-                "INSERT INTO outbox (remote, op, chat_id, payload, queued_at) VALUES (?, ?, ?, ?, ?)", row
-            )
+            again = await (
+                await db.execute(
+                    "UPDATE outbox SET failed = NULL WHERE id = (SELECT max(id) FROM outbox WHERE remote = ? "
+                    "AND op = ? AND chat_id = ? AND payload = ? AND failed IS NOT NULL) RETURNING id",
+                    row,
+                )
+            ).fetchone()
+            if again is not None:
+                entry_id = int(again[0])
+            else:
+                cur = await db.execute(
+                    "INSERT INTO outbox (remote, op, chat_id, payload, queued_at) VALUES (?, ?, ?, ?, ?)",
+                    (*row, utcnow().isoformat()),
+                )
+                assert cur.lastrowid is not None
+                entry_id = cur.lastrowid
             await db.commit()
-            assert cur.lastrowid is not None
-            self._last_id = max(self._last_id, cur.lastrowid)
-            return cur.lastrowid
+            self._last_id = max(self._last_id, entry_id)
+            return entry_id
 
         return await self._run(insert)
 

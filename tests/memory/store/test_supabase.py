@@ -219,9 +219,13 @@ async def test_a_refused_own_write_is_kept_marked_failed_and_the_next_ones_go_on
         keep = (await store.create_chat(turns=make_turns(1, start=5))).chat
         with psycopg.connect(supabase.dsn, autocommit=True) as conn:  # deleted on another device
             conn.execute("DELETE FROM public.chats WHERE id = %s", (gone.id,))
+        refused = make_turns(2, start=1)
         with pytest.raises(ChatNotFound):
-            await store.append_turns(gone.id, make_turns(2, start=1))
+            await store.append_turns(gone.id, refused)
         assert await store.outbox.depth() == (0, 1)  # the words are kept, with the reason
+        with pytest.raises(ChatNotFound):  # a caller trying the same write again: still one entry
+            await store.append_turns(gone.id, refused)
+        assert await store.outbox.depth() == (0, 1)
         with sqlite3.connect(tmp_path / "outbox-ada@example.com.db") as db:
             ((reason, payload),) = db.execute("SELECT failed, payload FROM outbox").fetchall()
         assert "no chat matches" in reason and len(json.loads(payload)["turns"]) == 2
