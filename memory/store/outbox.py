@@ -103,7 +103,7 @@ class Outbox:
             if not _damaged(e):
                 raise StoreError(f"cannot open the outbox in {self.path}: {e}") from e
             rows = await self._salvage()
-            await self._replace(f"the outbox file {self.path} is damaged ({e})", rows, damaged=True)
+            await self._replace_fully(f"the outbox file {self.path} is damaged ({e})", rows, damaged=True)
 
     async def _salvage(self) -> list[tuple[Any, ...]]:
         try:
@@ -157,14 +157,15 @@ class Outbox:
         async with self._lock:
             if not self._still_there():
                 rows = await self._read_all(self._conn())
-                await self._replace(f"the outbox file {self.path} was deleted or replaced while Parla ran", rows)
+                what = f"the outbox file {self.path} was deleted or replaced while Parla ran"
+                await self._replace_fully(what, rows)
             try:
                 return await op(self._conn())
             except sqlite3.Error as e:
                 if not _damaged(e):
                     raise
                 rows = await self._read_all(self._conn())
-                await self._replace(f"the outbox file {self.path} is damaged ({e})", rows, damaged=True)
+                await self._replace_fully(f"the outbox file {self.path} is damaged ({e})", rows, damaged=True)
             return await op(self._conn())
 
     def _conn(self) -> aiosqlite.Connection:
@@ -189,7 +190,17 @@ class Outbox:
                     rows.append(tuple(row))
         return rows
 
-    async def _replace(self, what: str, rows: list[tuple[Any, ...]], damaged: bool = False) -> None:
+    async def _replace_fully(self, what: str, rows: list[tuple[Any, ...]], damaged: bool = False) -> None:
+        """`_replace`, finished even when the caller is cancelled: once the old file is closed, the
+        entries carried over exist only in `rows` until the new file holds them."""
+        task = asyncio.ensure_future(self._replace(what, rows, damaged))
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            await task
+            raise
+
+    async def _replace(self, what: str, rows: list[tuple[Any, ...]], damaged: bool) -> None:
         """A fresh outbox file at `path` holding `rows`; a damaged file there is moved aside first."""
         if self._db is not None:
             with suppress(sqlite3.Error):

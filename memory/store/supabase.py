@@ -295,8 +295,10 @@ class SupabaseChatStore:
             except asyncio.CancelledError:
                 pass
             self._replayer = None
-        await self.outbox.close()
-        await self._http.aclose()
+        try:
+            await self.outbox.close()
+        finally:
+            await self._http.aclose()
 
     async def _replay_loop(self) -> None:
         """Send the outbox whenever woken, retrying with backoff while the server is away or busy."""

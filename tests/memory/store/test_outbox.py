@@ -3,6 +3,8 @@ shim over real Postgres) answers. Writing must go on, and the user must be told.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import sqlite3
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from memory.store.outbox import Outbox
 from memory.store.supabase import RetryPolicy, StoreOffline, SupabaseChatStore
 from tests.conftest import make_turns, signed_in_store
 
@@ -123,3 +126,29 @@ async def test_a_file_deleted_just_before_the_store_closes_keeps_its_queue(supab
     async with await reopen(supabase, tmp_path) as store:
         assert await store.flush() == 1
         assert (await store.get_chat(chat.id)).turn_count == 3
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 3, 5, 8, 13, 21, 34])
+async def test_cancelled_while_carrying_a_deleted_files_queue_over_loses_nothing(tmp_path, steps):
+    path = tmp_path / "parla.db"
+    outbox = Outbox(path, remote="https://example.supabase.co#session")
+    await outbox.open()
+    try:
+        for i in range(3):
+            await outbox.put("append_turns", f"chat-{i}", {"turns": [{"text": f"turn {i}"}]})
+        path.unlink()
+        task = asyncio.create_task(outbox.depth())  # finds the file gone and carries the queue over
+        for _ in range(steps):
+            await asyncio.sleep(0.001)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        assert await outbox.depth() == (3, 0)
+    finally:
+        await outbox.close()
+    again = Outbox(path, remote="https://example.supabase.co#session")
+    await again.open()
+    try:
+        assert [e.chat_id for e in await again.pending()] == ["chat-0", "chat-1", "chat-2"]
+    finally:
+        await again.close()
