@@ -420,9 +420,11 @@ class SupabaseChatStore:
             entry_id = await self.outbox.put(op, chat_id, payload)
             try:
                 results = await self._send_pending()
-            except StoreOffline as e:
+            except StoreError as e:  # away, busy, or the session or schema is wrong: the turns wait
                 self._queued = True
                 self._wake.set()
+                if not isinstance(e, StoreOffline):
+                    raise
                 waiting, _ = await self.outbox.depth()
                 raise StoreOffline(
                     f"{e}; {waiting} writes wait in the local outbox and will be sent when it is back"

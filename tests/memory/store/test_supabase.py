@@ -196,6 +196,17 @@ async def test_a_temporary_server_error_is_retried_not_failed(supabase, tmp_path
         assert [t.id for t in history.full_history[2:]] == [t.id for t in turns]
 
 
+@pytest.mark.parametrize("fault", ["drop_after", "40P01", "503"])
+async def test_a_chat_created_through_faults_is_created_once(supabase, tmp_path, fault):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=3, delay=0.01, max_delay=0.05)
+        supabase.shim.faults.next("/rest/v1/rpc/create_chat", fault, times=2)
+        turns = make_turns(3)
+        chat = (await store.create_chat(title="through faults", turns=turns)).chat
+        assert [c.id for c in await store.list_chats()] == [chat.id]
+        assert [t.id for t in (await store.load_history(chat.id)).full_history] == [t.id for t in turns]
+
+
 async def test_a_temporary_error_past_the_tries_waits_in_the_outbox_and_is_sent_later(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
         store.retry = RetryPolicy(attempts=2, delay=0.01, max_delay=0.05)
