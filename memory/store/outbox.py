@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 """
 _COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed"
 _SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
-SET_ASIDE_MARK = ".damaged-"
+_SET_ASIDE_MARK = ".damaged-"
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,7 @@ class Outbox:
             if not _damaged(e):
                 raise StoreError(f"cannot open the outbox in {self.path}: {e}") from e
             rows = await self._salvage()
-            await self._replace_fully(f"the outbox file {self.path} is damaged ({e})", rows, damaged=True)
+            await self._replace_fully(f"the outbox file {self.path} is damaged ({e})", rows, set_aside=True)
 
     async def _salvage(self) -> list[tuple[Any, ...]]:
         try:
@@ -146,7 +146,7 @@ class Outbox:
 
     def set_aside_files(self) -> list[Path]:
         """Damaged outbox files moved aside, in this run or an earlier one (kept for recovery)."""
-        pattern = f"{self.path.name}{SET_ASIDE_MARK}*"
+        pattern = f"{self.path.name}{_SET_ASIDE_MARK}*"
         return sorted(p for p in self.path.parent.glob(pattern) if not p.name.endswith(_SIDECARS))
 
     # -- the file under the process -------------------------------------------------------
@@ -165,7 +165,9 @@ class Outbox:
                 if not _damaged(e):
                     raise
                 rows = await self._read_all(self._conn())
-                await self._replace_fully(f"the outbox file {self.path} is damaged ({e})", rows, damaged=True)
+                what = f"the outbox file {self.path} is damaged ({e})"
+                # unless another process already moved it aside and made a new one there
+                await self._replace_fully(what, rows, set_aside=self._still_there())
             return await op(self._conn())
 
     def _conn(self) -> aiosqlite.Connection:
@@ -190,27 +192,34 @@ class Outbox:
                     rows.append(tuple(row))
         return rows
 
-    async def _replace_fully(self, what: str, rows: list[tuple[Any, ...]], damaged: bool = False) -> None:
+    async def _replace_fully(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool = False) -> None:
         """`_replace`, finished even when the caller is cancelled: once the old file is closed, the
         entries carried over exist only in `rows` until the new file holds them."""
-        task = asyncio.ensure_future(self._replace(what, rows, damaged))
+        task = asyncio.ensure_future(self._replace(what, rows, set_aside))
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
             await task
             raise
 
-    async def _replace(self, what: str, rows: list[tuple[Any, ...]], damaged: bool) -> None:
-        """A fresh outbox file at `path` holding `rows`; a damaged file there is moved aside first."""
+    async def _replace(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool) -> None:
+        """An outbox file at `path` holding `rows`: a new one, or the file someone put there; the
+        file there is moved aside first when `set_aside`, or when it turns out damaged itself."""
         if self._db is not None:
             with suppress(sqlite3.Error):
                 await self._db.close()
             self._db = None
-        moved = self._move_aside() if damaged else None
+        moved = self._move_aside() if set_aside else None
         if not self.path.exists():  # SQLite would replay another file's leftover journal into the new one
             for suffix in _SIDECARS:
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
-        await self._connect()
+        try:
+            await self._connect()
+        except sqlite3.Error as e:
+            if not _damaged(e) or moved is not None:
+                raise
+            moved = self._move_aside()
+            await self._connect()
         db = self._conn()
         await db.executemany(f"INSERT OR IGNORE INTO outbox ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
         last = max([self._last_id, *(r[0] for r in rows)])
@@ -225,11 +234,9 @@ class Outbox:
         self.problems.append(message)
         log.error(message, extra={"event": "outbox_replaced", "entries": len(rows)})
 
-    def _move_aside(self) -> Path | None:
-        if not self._still_there() and self._identity is not None:
-            return None  # another process already moved it, or it is gone: nothing to keep here
+    def _move_aside(self) -> Path:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.path.with_name(f"{self.path.name}{SET_ASIDE_MARK}{stamp}")
+        target = self.path.with_name(f"{self.path.name}{_SET_ASIDE_MARK}{stamp}")
         for suffix in ("", *_SIDECARS):
             with suppress(FileNotFoundError):
                 os.replace(f"{self.path}{suffix}", f"{target}{suffix}")

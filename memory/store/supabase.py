@@ -112,6 +112,7 @@ class GatewayError(Exception):
 
 
 async def _gateway_check(response: httpx.Response) -> None:
+    """The response hook of the store's HTTP client: raises `GatewayError` for a REST error page."""
     if response.status_code < 400 or "/rest/v1/" not in response.url.path:
         return
     await response.aread()

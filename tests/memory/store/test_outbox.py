@@ -90,7 +90,7 @@ async def reopen_fresh(peer, tmp_path: Path) -> SupabaseChatStore:
     return store
 
 
-@pytest.mark.parametrize("what", ["deleted", "replaced"])
+@pytest.mark.parametrize("what", ["deleted", "replaced", "replaced by junk"])
 async def test_a_file_deleted_while_running_keeps_its_queue(supabase, tmp_path, caplog, what):
     async with await reopen_fresh(supabase, tmp_path) as store:
         chat = (await store.create_chat(turns=make_turns(1))).chat
@@ -104,9 +104,12 @@ async def test_a_file_deleted_while_running_keeps_its_queue(supabase, tmp_path, 
             Path(f"{path}{suffix}").unlink(missing_ok=True)
         if what == "replaced":
             sqlite3.connect(path).close()
+        if what == "replaced by junk":
+            path.write_bytes(b"junk" * 1000)
         with caplog.at_level(logging.ERROR):
             assert await store.outbox.depth() == (3, 0)  # what `parla status` asks
         assert path.exists() and "deleted or replaced" in (store.outbox.problems[-1])
+        assert len(store.outbox.set_aside_files()) == (1 if what == "replaced by junk" else 0)
     assert any(r.levelno == logging.ERROR and "deleted or replaced" in r.getMessage() for r in caplog.records)
     supabase.shim.recover()
     async with await reopen(supabase, tmp_path) as store:  # the next run sends what the last one queued
