@@ -245,6 +245,22 @@ async def test_a_refused_own_write_is_kept_marked_failed_and_the_next_ones_go_on
         assert (stats.outbox_depth, stats.outbox_failed) == (0, 1)
 
 
+async def test_permission_denied_is_a_refusal_kept_with_its_reason(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:  # a grant lost in a migration
+            signature = conn.execute(
+                "SELECT oid::regprocedure::text FROM pg_proc WHERE proname = 'append_turns'"
+            ).fetchone()[0]
+            conn.execute(f"REVOKE EXECUTE ON FUNCTION {signature} FROM authenticated, PUBLIC")
+        with pytest.raises(StoreRefused, match="denied"):
+            await store.append_turns(chat.id, make_turns(1, start=1))
+        assert await store.outbox.depth() == (0, 1)
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+            conn.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO authenticated")
+        assert (await store.append_turns(chat.id, make_turns(1, start=2))).turns[0].seq == 2
+
+
 async def test_a_refusal_by_the_gateway_is_for_good_and_kept(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
         store.retry = RetryPolicy(attempts=3, delay=0.01, max_delay=0.05)
