@@ -245,15 +245,16 @@ class Outbox:
     # -- entries ---------------------------------------------------------------------------
 
     async def put(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> int:
-        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same write refused
-        before (a caller trying again) is queued again in its kept entry, not in a second one."""
+        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same write queued
+        before (a caller trying again after an outage or a refusal) is queued in the entry it has,
+        not in a second one."""
         row = (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False))
 
         async def insert(db: aiosqlite.Connection) -> int:
             again = await (
                 await db.execute(
                     "UPDATE outbox SET failed = NULL WHERE id = (SELECT max(id) FROM outbox WHERE remote = ? "
-                    "AND op = ? AND chat_id = ? AND payload = ? AND failed IS NOT NULL) RETURNING id",
+                    "AND op = ? AND chat_id = ? AND payload = ?) RETURNING id",
                     row,
                 )
             ).fetchone()

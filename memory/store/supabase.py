@@ -103,8 +103,10 @@ class RetryPolicy:
 
 class GatewayError(Exception):
     """An HTTP error whose body is not PostgREST's (no error code): the page of a proxy or gateway
-    in front of the project. postgrest-py would turn a JSON one into an APIError without code or
-    status, so the status is read here, where the response still is."""
+    in front of the project. postgrest-py 2.x raises `APIError` for it either way: from a body
+    that is not JSON with the status as the code (or the code a `Proxy-Status` header names) and
+    the page as details, but from a JSON object without a code (what an API gateway sends) with
+    no code and the status lost. The status is read here instead, where the response still is."""
 
     def __init__(self, status: int, body: str) -> None:
         super().__init__(f"HTTP {status}: {body[:200]}")
