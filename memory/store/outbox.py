@@ -72,6 +72,20 @@ async def _nothing(db: aiosqlite.Connection) -> None:
     pass
 
 
+async def _to_the_end(work: Awaitable[T]) -> T:
+    """`work` run to its end even when the caller is cancelled meanwhile (the cancellation is then
+    raised after it): a local write stopped half way would leave its transaction open, holding the
+    file's write lock, and a queue being carried over to a new file exists only in memory."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        if not task.cancelled() and task.exception() is not None:
+            log.error("an outbox operation failed after its caller was cancelled", exc_info=task.exception())
+        raise
+
+
 def _damaged(e: sqlite3.Error) -> bool:
     name = getattr(e, "sqlite_errorname", "")
     return name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT")
@@ -96,6 +110,9 @@ class Outbox:
         self.problems: list[str] = []  # what happened to the file in this run, newest last
 
     async def open(self) -> None:
+        await _to_the_end(self._open())
+
+    async def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             await self._connect()
@@ -103,7 +120,7 @@ class Outbox:
             if not _damaged(e):
                 raise StoreError(f"cannot open the outbox in {self.path}: {e}") from e
             rows = await self._salvage()
-            await self._replace_fully(f"the outbox file {self.path} is damaged ({e})", rows, set_aside=True)
+            await self._replace(f"the outbox file {self.path} is damaged ({e})", rows, set_aside=True)
 
     async def _salvage(self) -> list[tuple[Any, ...]]:
         try:
@@ -154,11 +171,14 @@ class Outbox:
     async def _run(self, op: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         """`op` on the outbox, after checking that the file is still the one opened; a file found
         damaged on the way is replaced (what can be read of it carried over) and `op` runs again."""
+        return await _to_the_end(self._run_locked(op))
+
+    async def _run_locked(self, op: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
         async with self._lock:
             if not self._still_there():
                 rows = await self._read_all(self._conn())
                 what = f"the outbox file {self.path} was deleted or replaced while Parla ran"
-                await self._replace_fully(what, rows)
+                await self._replace(what, rows)
             try:
                 return await op(self._conn())
             except sqlite3.Error as e:
@@ -167,7 +187,7 @@ class Outbox:
                 rows = await self._read_all(self._conn())
                 what = f"the outbox file {self.path} is damaged ({e})"
                 # unless another process already moved it aside and made a new one there
-                await self._replace_fully(what, rows, set_aside=self._still_there())
+                await self._replace(what, rows, set_aside=self._still_there())
             return await op(self._conn())
 
     def _conn(self) -> aiosqlite.Connection:
@@ -192,17 +212,7 @@ class Outbox:
                     rows.append(tuple(row))
         return rows
 
-    async def _replace_fully(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool = False) -> None:
-        """`_replace`, finished even when the caller is cancelled: once the old file is closed, the
-        entries carried over exist only in `rows` until the new file holds them."""
-        task = asyncio.ensure_future(self._replace(what, rows, set_aside))
-        try:
-            await asyncio.shield(task)
-        except asyncio.CancelledError:
-            await task
-            raise
-
-    async def _replace(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool) -> None:
+    async def _replace(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool = False) -> None:
         """An outbox file at `path` holding `rows`: a new one, or the file someone put there; the
         file there is moved aside first when `set_aside`, or when it turns out damaged itself."""
         if self._db is not None:

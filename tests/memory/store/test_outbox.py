@@ -155,3 +155,33 @@ async def test_cancelled_while_carrying_a_deleted_files_queue_over_loses_nothing
         assert [e.chat_id for e in await again.pending()] == ["chat-0", "chat-1", "chat-2"]
     finally:
         await again.close()
+
+
+@pytest.mark.parametrize("steps", [0, 1, 2, 3, 5, 8])
+@pytest.mark.parametrize("operation", ["put", "ack", "fail"])
+async def test_a_cancelled_operation_leaves_no_transaction_open(tmp_path, steps, operation):
+    path = tmp_path / "parla.db"
+    outbox = Outbox(path, remote="https://example.supabase.co#session")
+    await outbox.open()
+    try:
+        entry = await outbox.put("append_turns", "chat", {"turns": [{"text": "first"}]})
+        work = {
+            "put": lambda: outbox.put("append_turns", "chat", {"turns": [{"text": "second"}]}),
+            "ack": lambda: outbox.ack(entry),
+            "fail": lambda: outbox.fail(entry, "refused"),
+        }[operation]
+        task = asyncio.create_task(work())
+        for _ in range(steps):
+            await asyncio.sleep(0)
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        # another process (`parla stats`, a second device's CLI) can write at once: no lock is held
+        other = sqlite3.connect(path, timeout=0)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.rollback()
+        finally:
+            other.close()
+    finally:
+        await outbox.close()
