@@ -4,8 +4,9 @@ turns are appended and compaction is scheduled in the background, never on the a
 
 Which store failures are for good is decided here: a turn the store refuses for good (its chat is
 gone, the store cannot hold its content) is kept on this machine with the reason (`RefusedTurns`)
-so it blocks no later turn; any other failure (the store is away, busy or full) is raised for the
-session to retry in order."""
+so it blocks no later turn; turns the Supabase store queued in its outbox while it is away count
+as saved (the outbox sends them); any other failure (the SQLite file is locked or full) is raised
+for the session to retry in order."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from memory.config import MemoryConfig
 from memory.context import load_context
 from memory.refused import RefusedTurns
 from memory.store import ChatNotFound, ChatStore, TurnConflict
-from memory.store.supabase import StoreRefused
+from memory.store.supabase import StoreOffline, StoreRefused
 from memory.turn import Turn
 from voice.seed import Refused, Seed
 
@@ -49,6 +50,9 @@ class ChatMemory:
     async def save(self, turns: list[Turn]) -> Refused | None:
         try:
             await self.store.append_turns(self.chat_id, turns)
+        except StoreOffline:
+            # the turns are durable in the local outbox, which sends them once Supabase answers
+            return None
         except Exception as e:
             if not refused_for_good(e):
                 raise

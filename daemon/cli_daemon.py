@@ -72,8 +72,12 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
     age = f", session {s['session_age_s']:.0f}s old" if s["session_age_s"] is not None else ""
     out.print(f"{s['state']}{' (muted)' if s['muted'] else ''}{age}; activation {s['activation']}")
     out.print(f"chat: {escape(s['chat']['title'] or '(untitled)')} ({s['chat']['id'][:8]})")
-    if s["outbox"]["waiting"] or s["outbox"]["refused"]:
-        out.print(f"outbox: {s['outbox']['waiting']} waiting, {s['outbox']['refused']} refused")
+    outbox = s["outbox"]
+    if outbox["waiting"] or outbox["refused"] or outbox["set_aside"]:
+        aside = f", {outbox['set_aside']} damaged files set aside" if outbox["set_aside"] else ""
+        out.print(f"outbox: {outbox['waiting']} waiting, {outbox['refused']} refused{aside}")
+    if outbox["problem"]:
+        out.print(f"outbox problem: {escape(outbox['problem'])}")
     if s["refused_turns"]:
         out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
     if s["last_error"]:

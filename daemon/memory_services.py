@@ -22,7 +22,7 @@ from memory.refused import RefusedTurns
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
-from memory.store.supabase import SupabaseChatStore
+from memory.store.supabase import RetryPolicy, SupabaseChatStore
 from memory.summarizers import Summarizer
 from memory.summarizers.extractive import ExtractiveSummarizer
 from memory.summarizers.fallback import FallbackSummarizer
@@ -125,7 +125,10 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
     url = supabase_url(settings)
-    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout}
+    retry = RetryPolicy(
+        settings.supabase_retry_attempts, settings.supabase_retry_delay, settings.supabase_retry_max_delay
+    )
+    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout, "retry": retry}
     service_key = _secret(settings.supabase_service_key)
     if service_key is not None or settings.supabase_user_id:
         if service_key is None or not settings.supabase_user_id:

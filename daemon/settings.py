@@ -63,6 +63,18 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         default_factory=default_session_file, description="Where `parla login` keeps the session (mode 0600)."
     )
     supabase_timeout: float = Field(10.0, gt=0, description="Seconds before a Supabase request counts as failed.")
+    supabase_retry_attempts: int = Field(
+        3,
+        ge=1,
+        description="Tries of a write of turns while Supabase answers a temporary error (pool or statement "
+        "timeout, serialization failure, deadlock, gateway 408/429/5xx, lost answer) before it waits in the outbox.",
+    )
+    supabase_retry_delay: float = Field(
+        0.25, gt=0, description="Seconds before the second try of such a write; doubled each time, with jitter."
+    )
+    supabase_retry_max_delay: float = Field(
+        30.0, gt=0, description="Longest wait between two rounds of sending the outbox while Supabase is away or busy."
+    )
     embedder: Literal["offline", "gemini"] = Field(
         "offline",
         description="`offline` (WordLlama, 256 dims, no key) or `gemini` (gemini-embedding-001); "

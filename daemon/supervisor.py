@@ -364,7 +364,12 @@ class Daemon:
         except StoreError as e:
             title, self.status.last_error = None, str(e)
         store = self.mem.store
-        waiting, refused = await store.outbox.depth() if isinstance(store, SupabaseChatStore) else (0, 0)
+        outbox: dict[str, Any] = {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
+        if isinstance(store, SupabaseChatStore):
+            box = store.outbox
+            outbox["waiting"], outbox["refused"] = await box.depth()
+            outbox["set_aside"] = len(box.set_aside_files())
+            outbox["problem"] = box.problems[-1] if box.problems else None
         started = self.status.session_started
         conversation = self._conversation
         return {
@@ -377,7 +382,7 @@ class Daemon:
             "sessions": self.status.sessions,
             "restarts": self.status.restarts,
             "wake_detections": self.status.wake_detections,
-            "outbox": {"waiting": waiting, "refused": refused},
+            "outbox": outbox,
             "unsaved_turns": conversation.status.unsaved_turns if conversation is not None else 0,
             "refused_turns": await asyncio.to_thread(self.mem.refused.count),
             "last_error": self.status.last_error,

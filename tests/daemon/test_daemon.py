@@ -70,7 +70,10 @@ async def test_control_socket_commands(daemon_settings, live):
         assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
         status = await ctl(daemon_settings, "status")
         assert (status["state"], status["chat"]["id"], status["muted"]) == ("idle", chat_id, False)
-        assert status["outbox"] == {"waiting": 0, "refused": 0} and status["session_age_s"] is None
+        assert (
+            status["outbox"] == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
+            and status["session_age_s"] is None
+        )
 
         # two clients at once, one sending garbage first: both get answers, the daemon goes on
         r1, w1 = await asyncio.open_unix_connection(str(sock))
