@@ -283,7 +283,7 @@ async def test_text_no_store_can_hold_is_repaired_and_the_turns_after_it_are_sto
     assert [t.id for t in stored] == [t.id for t in turns]
     assert stored[0].text == "a \ufffd b\ufffdc 😀 😀" and stored[0].thinking == "hm\ufffd"
     assert [t.text for t in stored[1:]] == [t.text for t in turns[1:]]
-    assert f"turn {poison.id}" in caplog.text and "U+FFFD" in caplog.text
+    assert "a turn's text had code points no store can hold" in caplog.text and "U+FFFD" in caplog.text
     assert (await any_store.get_chat(chat.id)).title == "bad \ufffd title\ufffd"
     assert (await any_store.rename_chat(chat.id, "mine \udcff")).title == "mine \ufffd"
     pin = await any_store.add_pin(Pin(chat_id=chat.id, content="likes \x00 tea"))
