@@ -3,6 +3,7 @@ and chat search, opened and closed together."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,6 +22,7 @@ from memory.embedding import Embedder
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
+from memory.store.sqlite_file import create_private, tighten
 from memory.store.supabase import SupabaseChatStore
 from memory.summarizers import Summarizer
 from memory.summarizers.extractive import ExtractiveSummarizer
@@ -106,6 +108,9 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
     url = supabase_url(settings)
+    # the outbox holds turns not yet sent, in the store's file: as private as the SQLite store
+    await asyncio.to_thread(create_private, settings.store_path)
+    await asyncio.to_thread(tighten, settings.store_path)
     common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout}
     service_key = _secret(settings.supabase_service_key)
     if service_key is not None or settings.supabase_user_id:

@@ -39,7 +39,7 @@ from memory.store import (
     TurnConflict,
     facts_text,
 )
-from memory.store.sqlite_file import make_private, store_error
+from memory.store.sqlite_file import create_private, store_error, tighten
 from memory.store.sqlite_schema import MIGRATIONS
 from memory.summary import MessageRange, Summary, SummaryLevel
 from memory.turn import Part, Turn, new_id, utcnow
@@ -189,7 +189,7 @@ class SQLiteChatStore:
         await asyncio.shield(asyncio.wrap_future(closing))
 
     def _connect(self) -> sqlite3.Connection:
-        make_private(self.path)
+        create_private(self.path)
         try:
             db = sqlite3.connect(self.path, isolation_level=None)
         except sqlite3.Error as e:
@@ -199,6 +199,7 @@ class SQLiteChatStore:
             for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
                 db.execute(f"PRAGMA {pragma}")
             _transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
+            tighten(self.path)
         except BaseException as e:
             db.close()
             if isinstance(e, sqlite3.Error):

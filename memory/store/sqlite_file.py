@@ -33,25 +33,11 @@ def _folder_is_the_stores(folder: Path, path: Path) -> bool:
     return all(child.name in names for child in folder.iterdir())
 
 
-def make_private(path: Path) -> None:
-    """Create the store's folder (0700) and file (0600) if missing; tighten ones that others can
-    read, saying so in the log (once: they stay tight)."""
+def create_private(path: Path) -> None:
+    """Create the store's folder (0700) and file (0600) when missing."""
     folder = path.parent
-    tightened: list[str] = []
     try:
-        if not folder.exists():
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        elif stat.S_IMODE(folder.stat().st_mode) & 0o077 and _folder_is_the_stores(folder, path):
-            os.chmod(folder, 0o700)
-            tightened.append(f"{folder} (0700)")
-        for file in _store_files(path):
-            try:
-                info = file.stat()
-            except FileNotFoundError:
-                continue
-            if info.st_mode & 0o077 and info.st_uid == os.getuid():
-                os.chmod(file, 0o600)
-                tightened.append(f"{file} (0600)")
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not path.exists():
             os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
     except OSError as e:
@@ -59,14 +45,33 @@ def make_private(path: Path) -> None:
             f"cannot create the SQLite store {path}: {e.strerror}: make {folder} writable for you, "
             "or set PARLA_STORE_PATH to a file in a folder of yours"
         ) from e
+
+
+def tighten(path: Path) -> None:
+    """Once the file has opened as the store (so it is Parla's), take away what others may do
+    with it, its -wal and -shm files and its own folder, saying so (once: they stay tight)."""
+    folder = path.parent
+    tightened: list[str] = []
+    candidates = [folder] if _folder_is_the_stores(folder, path) else []
+    for candidate in [*candidates, *_store_files(path)]:
+        try:
+            info = candidate.stat()
+        except FileNotFoundError:
+            continue
+        if info.st_mode & 0o077 and info.st_uid == os.getuid():
+            try:
+                os.chmod(candidate, stat.S_IMODE(info.st_mode) & 0o700)  # a read-only file stays read-only
+            except OSError as e:  # a read-only file system: nothing can be written there anyway
+                log.warning("could not make %s private: %s", candidate, e.strerror)
+                continue
+            tightened.append(str(candidate))
     if tightened:
-        log.warning("other users could read Parla's store; made private: %s", ", ".join(tightened))
+        log.warning("other users could read Parla's store: %s now readable by you alone", ", ".join(tightened))
 
 
 # What to do about an error, by SQLite's primary result code.
 _ADVICE = {
-    sqlite3.SQLITE_NOTADB: "it is not a SQLite database: move it aside (Parla then starts a new one) "
-    "or set PARLA_STORE_PATH to Parla's file",
+    sqlite3.SQLITE_NOTADB: "move it aside (Parla then starts a new one) or set PARLA_STORE_PATH to Parla's database",
     sqlite3.SQLITE_CORRUPT: "the file is damaged: restore it from a backup, or move it aside",
     sqlite3.SQLITE_READONLY: "make the file, its -wal and -shm files and its folder writable for you",
     sqlite3.SQLITE_CANTOPEN: "make the file and its folder readable and writable for you",
