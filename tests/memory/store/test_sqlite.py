@@ -7,7 +7,6 @@ import asyncio
 import os
 import sqlite3
 import stat
-import threading
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from memory.store import StoreError
 from memory.store.sqlite import SQLiteChatStore
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb
+from tests.memory.store.test_sqlite_cancel import quiet_threads, threads
 
 
 async def test_a_write_in_another_process_shows_up_in_the_next_search(store):
@@ -103,7 +103,7 @@ async def test_a_shared_folder_is_left_alone_and_a_foreign_file_untouched(tmp_pa
 
 
 async def test_a_failed_open_ends_its_thread(tmp_path):
-    threads = threading.active_count()
+    before = await quiet_threads()
     bad = tmp_path / "bad.db"
     bad.write_text("x" * 4096)
     for path in (bad, tmp_path / "newer.db"):
@@ -114,4 +114,4 @@ async def test_a_failed_open_ends_its_thread(tmp_path):
                 raw.execute("PRAGMA user_version = 99")
         with pytest.raises(StoreError, match=str(path)):
             await SQLiteChatStore(path).open()
-    await eventually(lambda: threading.active_count() == threads, what="the failed opens' threads to end")
+    await eventually(lambda: threads() <= before, what="the failed opens' threads to end")
