@@ -17,7 +17,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import numpy as np
 
@@ -160,7 +160,7 @@ class SQLiteChatStore:
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> SQLiteChatStore:
+    async def __aenter__(self) -> Self:
         await self.open()
         return self
 
