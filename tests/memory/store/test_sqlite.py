@@ -115,3 +115,12 @@ async def test_a_failed_open_ends_its_thread(tmp_path):
         with pytest.raises(StoreError, match=str(path)):
             await SQLiteChatStore(path).open()
     await eventually(lambda: threads() <= before, what="the failed opens' threads to end")
+
+
+async def test_an_sqlite_failure_is_a_store_error_naming_the_file(store):
+    chat = (await store.create_chat()).chat
+    with sqlite3.connect(store.path) as other:  # another program breaks the file under us
+        other.execute("DROP TABLE pins")
+    with pytest.raises(StoreError, match=f"cannot read the SQLite store {store.path} \\(no such table: pins\\)"):
+        await store.list_pins(chat.id)
+    assert (await store.append_turns(chat.id, make_turns(1))).added == 1
