@@ -141,7 +141,7 @@ async def test_search_returns_each_chats_best_text(any_store):
     await any_store.upsert_facts(a.id, MessageRange(start=1, end=10), ["fact of a"], emb("- fact of a", 2))
     await any_store.set_description(b.id, emb("about b", 3), 0)
     matches = await any_store.search(emb("q", 2), 10)
-    assert [m.chat_id for m in matches][0] == a.id
+    assert matches[0].chat_id == a.id
     assert matches[0].matched.kind == "facts" and matches[0].matched_text == "- fact of a"
     assert matches[0].similarity == pytest.approx(1.0, abs=1e-5)
     assert {m.chat_id for m in matches} == {a.id, b.id}
