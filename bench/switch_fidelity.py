@@ -39,7 +39,7 @@ from bench.memory import percentile
 from daemon.cli import app
 from daemon.cli_support import load_settings
 from daemon.memory_services import open_memory
-from memory.importer import external_chat_id
+from memory.importer import external_chat_ids
 
 # Candidates asked of the search: enough for the reciprocal rank to see past the top few.
 LIMIT = 10
@@ -147,7 +147,8 @@ def import_history(conversation: Conversation, workdir: Path) -> History:
     report = json.loads(printed.getvalue())
     if report["imported"] != len(lines) or report["skipped"] or report["not_summarised"]:
         raise RuntimeError(f"parla import of {conversation.id} did not take every session: {report}")
-    ids = {s.number: external_chat_id(line["id"]) for s, line in zip(conversation.sessions, lines, strict=True)}
+    # the SQLite store derives ids with no user scope: the first candidate is the one it has
+    ids = {s.number: external_chat_ids(line["id"])[0] for s, line in zip(conversation.sessions, lines, strict=True)}
     return History(conversation, store_path, seconds, ids)
 
 

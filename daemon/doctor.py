@@ -149,7 +149,8 @@ async def _store(settings: Settings) -> Check:
             version = await store.schema_version() if isinstance(store, SupabaseChatStore) else None
             stats = await store.stats()
     except (StoreError, ConfigError, OSError) as e:
-        fix = "`parla db migrate` or `parla login`" if settings.store == "supabase" else "check the path's folder"
+        # a SQLite store's error already says what to do about that file
+        fix = "`parla db migrate` or `parla login`" if settings.store == "supabase" else ""
         return Check("store", "fail", f"{where}: {e}", fix)
     schema = f", schema version {version}" if version is not None else ""
     return Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")

@@ -3,6 +3,7 @@ and chat search, opened and closed together."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from memory.refused import RefusedTurns
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
+from memory.store.sqlite_file import create_private, tighten
 from memory.store.supabase import RetryPolicy, SupabaseChatStore
 from memory.summarizers import Summarizer
 from memory.summarizers.extractive import ExtractiveSummarizer
@@ -128,6 +130,9 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     retry = RetryPolicy(
         settings.supabase_retry_attempts, settings.supabase_retry_delay, settings.supabase_retry_max_delay
     )
+    # the outbox holds turns not yet sent, in the store's file: as private as the SQLite store
+    await asyncio.to_thread(create_private, settings.store_path)
+    await asyncio.to_thread(tighten, settings.store_path)
     common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout, "retry": retry}
     service_key = _secret(settings.supabase_service_key)
     if service_key is not None or settings.supabase_user_id:

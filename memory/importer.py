@@ -26,12 +26,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory.chat import Chat
 from memory.store import ChatNotFound, ChatStore
 from memory.tokens import CHARS_PER_TOKEN
-from memory.turn import Part, Role, Turn, utcnow
+from memory.turn import Part, Role, Turn, storable_text, utcnow
 
 _NAMESPACE = uuid.UUID("6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de")
 _ROLES: dict[str, Role] = {"user": "user", "model": "model", "assistant": "model"}
@@ -58,6 +58,12 @@ class ImportTurn(BaseModel):
     parts: list[Part] | None = None
     thinking: str | None = None
     created_at: datetime | None = None
+
+    @field_validator("text")
+    @classmethod
+    def _storable(cls, text: str | None) -> str | None:
+        # before the chat's id is derived from the text (and hashing needs encodable text)
+        return None if text is None else storable_text(text, "a turn's text")
 
     @model_validator(mode="after")
     def _one_text(self) -> ImportTurn:

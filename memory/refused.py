@@ -3,8 +3,7 @@
 A turn the store cannot take (its chat was deleted elsewhere, the server refuses its content) must
 neither block the turns after it nor vanish: it is appended to a JSON-lines file beside the store
 (mode 0600, in a 0700 folder, flushed to disk before `keep` returns), one line per turn with the
-chat it belongs to, when and why it was refused. JSON's escapes keep any text exactly, even text
-no store can hold (lone surrogates, NUL).
+chat it belongs to, when and why it was refused. JSON's escapes keep any text exactly.
 """
 
 from __future__ import annotations

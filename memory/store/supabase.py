@@ -42,7 +42,7 @@ from supabase import AsyncClient, AsyncClientOptions, acreate_client
 from supabase_auth.errors import AuthApiError, AuthError, AuthInvalidJwtError, AuthRetryableError
 from supabase_auth.helpers import decode_jwt
 
-from memory.chat import Chat, ChatHistory
+from memory.chat import Chat, ChatHistory, storable_title
 from memory.embedding import EmbeddedText
 from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
 from memory.pins import Pin
@@ -461,7 +461,7 @@ class SupabaseChatStore:
             raise StoreError(f"a Supabase chat id is a UUID, not {chat_id!r}")
         created = created_at or (turns[0].created_at if turns else None)
         payload = {
-            "title": title,
+            "title": storable_title(title, chat_id),
             "created_at": created.isoformat() if created else None,
             "turns": [_turn_payload(t) for t in turns],
         }
@@ -531,7 +531,9 @@ class SupabaseChatStore:
             raise StoreError("a chat title cannot be empty")
         if not _is_uuid(chat_id):
             raise ChatNotFound(chat_id)
-        return _chat(await self._rpc("rename_chat", "rename a chat", p_chat_id=chat_id, p_title=title))
+        return _chat(
+            await self._rpc("rename_chat", "rename a chat", p_chat_id=chat_id, p_title=storable_title(title, chat_id))
+        )
 
     async def delete_chat(self, chat_id: str) -> None:
         if not _is_uuid(chat_id):
@@ -560,7 +562,7 @@ class SupabaseChatStore:
             p_summary_text=commit.description.text,
             p_summary_embedding=_vector(commit.description.vector),
             p_embedder=commit.description.embedder,
-            p_title=commit.title,
+            p_title=storable_title(commit.title, commit.chat_id),
         )
         return _chat(data) if data else None
 
@@ -576,7 +578,7 @@ class SupabaseChatStore:
                 p_summary_text=description.text,
                 p_summary_embedding=_vector(description.vector),
                 p_embedder=description.embedder,
-                p_title=title,
+                p_title=storable_title(title, chat_id),
             )
         )
 
