@@ -31,6 +31,7 @@ from memory.store.supabase_schema import apply_migrations
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, PostgrestShim
 
 STANDIN_SQL = Path(__file__).with_name("supabase_standin.sql")
+CLI_DIR = Path(__file__).with_name("supabase_cli")  # package.json pinning the Supabase CLI from npm
 TEMPLATE = "parla_template"
 SUPERUSER = "supabase_admin"
 OWNER = "postgres"  # the role a project's migrations and `supabase db push` run as
@@ -121,6 +122,19 @@ class PostgresCluster:
             self._pg("pg_ctl", "-D", str(self._data), "-w", "-m", "immediate", "stop")
         shutil.rmtree(self._dir, ignore_errors=True)
         atexit.unregister(self.close)
+
+
+def supabase_cli() -> Path | None:
+    """The Supabase CLI's binary (npm package `supabase`, its binary an optional dependency, so
+    no download step), installed into tests/peers/supabase_cli by `npm ci` if missing; None when
+    npm is not available."""
+    binary = CLI_DIR / "node_modules" / ".bin" / "supabase"
+    if not binary.exists():
+        npm = shutil.which("npm")
+        if npm is None:
+            return None
+        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=CLI_DIR, check=True, capture_output=True)
+    return binary
 
 
 @dataclass

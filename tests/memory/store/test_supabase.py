@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import stat
+import subprocess
 
 import httpx
 import numpy as np
@@ -17,11 +19,12 @@ import pytest
 from memory.pins import Pin
 from memory.store import ChatNotFound, CompactionCommit, StoreError
 from memory.store.supabase import StoreOffline, SupabaseChatStore, parse_vector
-from memory.store.supabase_schema import SCHEMA_VERSION
+from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
 from memory.summary import MessageRange, SummaryLevel
 from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.test_contract import emb
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY
+from tests.peers.supabase_peer import supabase_cli
 
 
 def rest(peer, token: str) -> httpx.Client:
@@ -441,3 +444,38 @@ def test_one_append_of_8000_turns_stays_inside_the_statement_timeout(supabase):
         r = http.post("/rpc/create_chat", json={"p_turns": turns})
     assert r.status_code == 200, r.text[:300]
     assert r.json()["added"] == 8000 and r.json()["turns"][-1] == {"id": turns[-1]["id"], "seq": 8000}
+
+
+# -- the real Supabase CLI --------------------------------------------------------------------
+
+
+def test_the_supabase_cli_applies_the_migrations_and_parla_agrees(pg_cluster, tmp_path):
+    """`supabase db push` (the Supabase CLI from npm) applies supabase/migrations as the project's
+    `postgres` role over TCP; `parla db migrate` and the CLI then see the same applied list."""
+    cli = supabase_cli()
+    if cli is None:
+        pytest.skip("npm is not installed, so the Supabase CLI cannot be (scripts/test.sh installs both)")
+    # a copy of the migrations folder: the CLI writes its state (supabase/.temp) next to them
+    shutil.copytree(migrations_dir(), tmp_path / "supabase" / "migrations")
+
+    def push(database: str) -> str:
+        name = psycopg.conninfo.conninfo_to_dict(database)["dbname"]
+        run = subprocess.run(
+            [str(cli), "db", "push", f"--remote={pg_cluster.owner_dsn(name)}", "--yes", "--workdir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        return run.stdout + run.stderr
+
+    fresh = pg_cluster.new_database(migrated=False)
+    pushed = push(fresh)
+    for migration in migrations():
+        assert f"Applying migration {migration.path.name}" in pushed
+    name = psycopg.conninfo.conninfo_to_dict(fresh)["dbname"]
+    assert apply_migrations(pg_cluster.owner_dsn(name)) == []  # parla db migrate: up to date
+    with psycopg.connect(fresh) as conn:
+        assert conn.execute("SELECT public.parla_schema_version()").fetchone() == (SCHEMA_VERSION,)
+    # and a project migrated by Parla is up to date for the CLI
+    assert "Applying migration" not in push(pg_cluster.new_database())
