@@ -465,6 +465,7 @@ def test_the_supabase_cli_applies_the_migrations_and_parla_agrees(pg_cluster, tm
             capture_output=True,
             text=True,
             timeout=120,
+            check=False,  # the assertion shows the CLI's output
         )
         assert run.returncode == 0, run.stdout + run.stderr
         return run.stdout + run.stderr
