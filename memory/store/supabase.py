@@ -69,6 +69,7 @@ _READ_PAGE = 1000
 # Turns per write request, and per page of a long history: each request stays small and far
 # inside the statement timeout (8 s for signed-in users), whatever the chat's length.
 _TURN_PAGE = 500
+_VECTOR_PAGE = 250  # new vectors per request when re-embedding (768 floats each)
 _MIGRATE_HINT = (
     "apply supabase/migrations to the project: `parla db migrate` with PARLA_SUPABASE_DB_URL set, "
     "`supabase db push`, or paste the SQL files into the SQL editor"
@@ -736,7 +737,13 @@ class SupabaseChatStore:
             }
             for ref, vector in items
         ]
-        await self._rpc("replace_embeddings", "replace the embeddings", p_items=payload, p_embedder=embedder)
+        # staged in pages, then written in one transaction: the store never mixes two embedders
+        pages = [payload[i : i + _VECTOR_PAGE] for i in range(0, len(payload), _VECTOR_PAGE)] or [[]]
+        for number, page in enumerate(pages):
+            await self._rpc(
+                "stage_embeddings", "stage the new embeddings", p_items=page, p_embedder=embedder, p_reset=number == 0
+            )
+        await self._rpc("commit_embeddings", "replace the embeddings", p_embedder=embedder)
 
     async def schema_version(self) -> int:
         """The remote schema's version (`parla db check`); raises with what to apply when absent."""

@@ -16,6 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 
+from memory.embedding import EmbeddedText
 from memory.pins import Pin
 from memory.store import ChatNotFound, CompactionCommit, StoreError
 from memory.store.supabase import StoreOffline, SupabaseChatStore, parse_vector
@@ -417,6 +418,22 @@ async def test_reads_of_more_than_max_rows_come_back_whole(supabase, tmp_path):
         assert len(texts) == len({t.ref for t in texts}) == 2200
         await store.replace_embeddings([(t.ref, emb(t.text, 3, dim=4).vector) for t in texts], "test-4")
         assert await store.embedder_info() == ("test-4", 4)
+
+
+async def test_reembedding_a_large_store_stays_inside_the_statement_timeout(supabase, tmp_path):
+    """Re-embedding writes every vector in pages and commits them together: one request with all
+    of them ran past the statement timeout (here 1 s for this project, to keep the store small)."""
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        name = conn.execute("SELECT current_database()").fetchone()[0]
+        conn.execute(f"ALTER ROLE authenticated IN DATABASE {name} SET statement_timeout = '1s'")
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = _chat_with_rows(supabase, await user_id(store), texts=600)
+        texts = await store.embedded_texts()
+        rng = np.random.default_rng(5)
+        await store.replace_embeddings([(t.ref, rng.normal(size=768)) for t in texts], "test-768")
+        assert await store.embedder_info() == ("test-768", 768)
+        found = await store.search(EmbeddedText("q", rng.normal(size=768), "test-768"), 5)
+        assert [m.chat_id for m in found] == [chat]
 
 
 async def test_a_long_chat_is_written_in_pages_each_turn_once(supabase, tmp_path):
