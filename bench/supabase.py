@@ -10,7 +10,8 @@ per request, RLS), and directly in SQL as the same user (the baseline: what the 
   summaries each, exact scan of the user's rows), p50 / p95;
 - 10,000 turns appended one at a time to one chat (2,000 with --quick), as a long session
   writes them: the first append's time, and p50 / p95 / slowest against it (the target: none
-  slower than 2x the first), then the same chat read back whole (paged history);
+  slower than 2x the first); per tenth of the chat, its p50 against appends to a short chat
+  interleaved with them (the same machine load); then the chat read back whole (paged history);
 - one import of 8,000 turns (`create_chat`, sent in pages) and one request of 8,000 turns in SQL
   (the function alone, under the authenticated role's 8 s statement timeout).
 
@@ -147,14 +148,24 @@ async def main(quick: bool) -> None:
 
 
 async def _long_chat(store: SupabaseChatStore, conn: psycopg.Connection, user: str, n: int) -> None:
+    """Appends to one growing chat; every 10th step also one to a short chat (a fresh one every
+    100 of them), the baseline timed under the same machine load."""
     print(f"\n{n:,} turns appended one at a time to one chat (ratios to the first append)")
     chat = (await store.create_chat()).chat
-    ms = []
+    ms: list[float] = []
+    short_ms: list[tuple[int, float]] = []  # (step, ms)
+    short = chat
     for i in range(n):
         turn = Turn.of("user" if i % 2 == 0 else "model", f"turn {i} " + "words of a spoken reply " * 8)
         start = time.perf_counter()
         await store.append_turns(chat.id, [turn])
         ms.append((time.perf_counter() - start) * 1000)
+        if i % 10 == 0:
+            if i % 1000 == 0:
+                short = (await store.create_chat()).chat
+            start = time.perf_counter()
+            await store.append_turns(short.id, [Turn.of("user", f"short {i} " + "words of a spoken reply " * 8)])
+            short_ms.append((i, (time.perf_counter() - start) * 1000))
     first = ms[0]
     slowest = max(range(n), key=ms.__getitem__)
     print(f"  first append                                 {first:7.2f} ms")
@@ -164,8 +175,15 @@ async def _long_chat(store: SupabaseChatStore, conn: psycopg.Connection, user: s
     print(f"  slowest (append #{slowest + 1:,}){'':<27} {ms[slowest]:7.2f} ms  {ms[slowest] / first:6.2f}x")
     over = sum(m > 2 * first for m in ms)
     print(f"  appends slower than 2x the first             {over:,} of {n:,}")
-    tenths = [percentile(ms[i : i + n // 10], 0.5) for i in range(0, n, n // 10)]
-    print("  p50 per tenth of the chat (ms)               " + " ".join(f"{t:.1f}" for t in tenths))
+    tenth = n // 10
+    long_p50 = [percentile(ms[i : i + tenth], 0.5) for i in range(0, n, tenth)]
+    short_p50 = [percentile([m for step, m in short_ms if i <= step < i + tenth], 0.5) for i in range(0, n, tenth)]
+    print("  p50 per tenth of the chat (ms)               " + " ".join(f"{v:.1f}" for v in long_p50))
+    print("  same tenths, a chat of <= 100 turns (ms)     " + " ".join(f"{v:.1f}" for v in short_p50))
+    print(
+        "  long / short p50 per tenth                   "
+        + " ".join(f"{a / b:.2f}" for a, b in zip(long_p50, short_p50, strict=True))
+    )
     start = time.perf_counter()
     history = await store.load_history(chat.id)
     print(f"  read back whole: {len(history.full_history):,} turns in {(time.perf_counter() - start) * 1000:.0f} ms")
@@ -175,7 +193,9 @@ async def _long_chat(store: SupabaseChatStore, conn: psycopg.Connection, user: s
     start = time.perf_counter()
     await store.create_chat(turns=turns)
     print(f"\none import of {big:,} turns through supabase-py (pages of 500) {(time.perf_counter() - start):6.2f} s")
-    payload = json.dumps([Turn.of("user", f"sql {i} " + "words " * 20).model_dump(mode="json", exclude={"seq"}) for i in range(big)])
+    payload = json.dumps(
+        [Turn.of("user", f"sql {i} " + "words " * 20).model_dump(mode="json", exclude={"seq"}) for i in range(big)]
+    )
     (sql_ms,) = direct(conn, user, "SELECT public.create_chat(p_turns => %s::jsonb)", (payload,))
     print(f"one SQL call of {big:,} turns (create_chat, statement timeout 8 s)   {sql_ms / 1000:6.2f} s")
 
