@@ -134,6 +134,12 @@ def _error(e: Exception, doing: str) -> StoreError:
     return StoreRefused(f"Supabase refused to {doing}: {message}{hint}")
 
 
+def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    """`items` in consecutive pieces of `size`; one empty piece when there are none (the write
+    still happens: it creates the chat, or clears what was staged)."""
+    return [items[i : i + size] for i in range(0, len(items), size)] or [items[:0]]
+
+
 def _chat(row: dict[str, Any]) -> Chat:
     return Chat.model_validate(row)
 
@@ -302,16 +308,16 @@ class SupabaseChatStore:
                 query = query.order(name, desc=direction == "desc")
             return query
 
-        return await self._pages(doing, build, 0, limit)
+        return await self._read_pages(doing, build, 0, limit)
 
     async def _select(
         self, doing: str, build: Callable[[Any], Any], *, offset: int = 0, limit: int | None = None
     ) -> list[dict[str, Any]]:
         """A table read in pages, from `offset` up to `limit` rows (all by default); `build` must
         order the rows completely so pages neither overlap nor skip."""
-        return await self._pages(doing, lambda c: self._scoped(build(c)), offset, limit)
+        return await self._read_pages(doing, lambda c: self._scoped(build(c)), offset, limit)
 
-    async def _pages(
+    async def _read_pages(
         self, doing: str, build: Callable[[Any], Any], offset: int, limit: int | None
     ) -> list[dict[str, Any]]:
         rows: list[dict[str, Any]] = []
@@ -370,9 +376,8 @@ class SupabaseChatStore:
         others appended. Each page is idempotent by turn id, so a retry after a partial send
         stores every turn once."""
         p = entry.payload
-        pages = [p["turns"][i : i + _TURN_PAGE] for i in range(0, len(p["turns"]), _TURN_PAGE)] or [[]]
         results = []
-        for number, page in enumerate(pages):
+        for number, page in enumerate(_chunks(p["turns"], _TURN_PAGE)):
             if entry.op == "create_chat" and number == 0:
                 data = await self._rpc(
                     "create_chat",
@@ -439,27 +444,22 @@ class SupabaseChatStore:
         return (await self._load(chat_id, 1, 0))[0]
 
     async def _load(self, chat_id: str, start: int, end: int | None) -> tuple[Chat, list[Turn]]:
-        """The chat and its turns `start`..`end`, in pages of turns: the chat as first read, and
-        its turns up to the count it had then."""
+        """The chat and its turns `start`..`end`, read in pages of turns: the chat as the first
+        page found it, and its turns up to the count it had then."""
         if not _is_uuid(chat_id):
             raise ChatNotFound(chat_id)
         await self._send_queued_first()
-        chat: Chat | None = None
-        turns: list[Turn] = []
-        while True:
-            first = start + len(turns)
-            last = first + _TURN_PAGE - 1
-            if end is not None:
-                last = min(last, end)
-            if chat is not None:
-                last = min(last, chat.turn_count)
-                if first > last:
-                    break
+        start = max(start, 1)  # seqs start at 1: counting from there finds every page
+
+        async def page(first: int, last: int) -> tuple[Chat, list[Turn]]:
+            last = min(last, first + _TURN_PAGE - 1)
             data = await self._rpc("load_chat", "load a chat", p_chat_id=chat_id, p_from_seq=first, p_to_seq=last)
-            chat = chat or _chat(data["chat"])
-            turns += [Turn.model_validate(t) for t in data["turns"]]
-            if len(data["turns"]) < last - first + 1:
-                break
+            return _chat(data["chat"]), [Turn.model_validate(t) for t in data["turns"]]
+
+        chat, turns = await page(start, start + _TURN_PAGE - 1 if end is None else end)
+        last = chat.turn_count if end is None else min(end, chat.turn_count)
+        while turns and len(turns) % _TURN_PAGE == 0 and start + len(turns) <= last:
+            turns += (await page(start + len(turns), last))[1]
         return chat, turns
 
     async def _send_queued_first(self) -> None:
@@ -738,8 +738,7 @@ class SupabaseChatStore:
             for ref, vector in items
         ]
         # staged in pages, then written in one transaction: the store never mixes two embedders
-        pages = [payload[i : i + _VECTOR_PAGE] for i in range(0, len(payload), _VECTOR_PAGE)] or [[]]
-        for number, page in enumerate(pages):
+        for number, page in enumerate(_chunks(payload, _VECTOR_PAGE)):
             await self._rpc(
                 "stage_embeddings", "stage the new embeddings", p_items=page, p_embedder=embedder, p_reset=number == 0
             )
