@@ -70,9 +70,7 @@ class PostgresCluster:
             host=str(self._data), port=self.port, user=SUPERUSER, dbname="postgres"
         )
         self._names = itertools.count(1)
-        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {TEMPLATE}")
-        self._standin(TEMPLATE)
+        self._create(TEMPLATE, "template1", standin=True)
         with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
             conn.execute(f"ALTER ROLE {OWNER} PASSWORD '{OWNER_PASSWORD}'")
         apply_migrations(self.owner_dsn(TEMPLATE))
@@ -102,19 +100,24 @@ class PostgresCluster:
         """`postgres` over TCP with its password, as a project's connection string gives it."""
         return f"postgresql://{OWNER}:{OWNER_PASSWORD}@127.0.0.1:{self.port}/{database}"
 
-    def _standin(self, database: str) -> None:
-        with psycopg.connect(self.dsn(database), autocommit=True) as conn:
-            conn.execute(STANDIN_SQL.read_text())
+    def _create(self, database: str, template: str, *, standin: bool) -> None:
+        """A database owned by the platform's superuser, with Supabase's own objects (`standin`,
+        or copied from the template), in which `postgres` may create schemas (a database's
+        privileges are not copied from its template)."""
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            conn.execute(f"CREATE DATABASE {database} TEMPLATE {template}")
+        if standin:
+            with psycopg.connect(self.dsn(database), autocommit=True) as conn:
+                conn.execute(STANDIN_SQL.read_text())
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            conn.execute(f"GRANT CREATE, CONNECT, TEMPORARY ON DATABASE {database} TO {OWNER}")
 
     def new_database(self, migrated: bool = True) -> str:
         """A fresh database (its superuser DSN): a copy of the migrated template, or
         (migrated=False) a project that has only Supabase's own objects, for `parla db migrate`
         or `supabase db push` to work on (as `owner_dsn`)."""
         name = f"parla_test_{os.getpid()}_{next(self._names)}"
-        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name} TEMPLATE {TEMPLATE if migrated else 'template0'}")
-        if not migrated:
-            self._standin(name)
+        self._create(name, TEMPLATE if migrated else "template0", standin=not migrated)
         return self.dsn(name)
 
     def close(self) -> None:

@@ -24,11 +24,8 @@ begin  -- roles are per cluster: created by the first database of a test session
     end if;
 end $$;
 
--- the database and its public schema belong to the platform; postgres may create in them
-do $$
-begin
-    execute format('grant create, connect, temporary on database %I to postgres', current_database());
-end $$;
+-- the public schema belongs to the platform; postgres may create in it (and in the database:
+-- granted where the database is created, as database privileges are not copied from a template)
 grant usage, create on schema public to postgres;
 
 create schema auth;
