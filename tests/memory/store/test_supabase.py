@@ -449,6 +449,8 @@ async def test_a_long_chat_is_written_in_pages_each_turn_once(supabase, tmp_path
         assert again.added == 0 and [t.seq for t in again.turns] == list(range(401, 1201))
         history = await store.load_history(result.chat.id)
         assert [t.id for t in history.full_history] == [t.id for t in turns]
+        middle = await store.load_turns(result.chat.id, 499, 1001)  # across two page boundaries
+        assert [t.seq for t in middle] == list(range(499, 1002))
 
 
 def test_one_append_of_8000_turns_stays_inside_the_statement_timeout(supabase):
