@@ -19,7 +19,7 @@ if ((${#missing[@]})); then
     fi
 fi
 if command -v npm >/dev/null && [[ ! -x tests/peers/supabase_cli/node_modules/.bin/supabase ]]; then
-    npm ci --prefix tests/peers/supabase_cli --no-audit --no-fund --loglevel=error
+    npm install --prefix tests/peers/supabase_cli --no-audit --no-fund --loglevel=error
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 exec python3 -m pytest "$@"

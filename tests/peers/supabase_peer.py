@@ -129,14 +129,15 @@ class PostgresCluster:
 
 def supabase_cli() -> Path | None:
     """The Supabase CLI's binary (npm package `supabase`, its binary an optional dependency, so
-    no download step), installed into tests/peers/supabase_cli by `npm ci` if missing; None when
-    npm is not available."""
+    no download step), installed into tests/peers/supabase_cli from its lock file if missing
+    (`npm install`: `npm ci` refuses a lock file that, as npm writes it, lists only this
+    platform's binary); None when npm is not available."""
     binary = CLI_DIR / "node_modules" / ".bin" / "supabase"
     if not binary.exists():
         npm = shutil.which("npm")
         if npm is None:
             return None
-        subprocess.run([npm, "ci", "--no-audit", "--no-fund"], cwd=CLI_DIR, check=True, capture_output=True)
+        subprocess.run([npm, "install", "--no-audit", "--no-fund"], cwd=CLI_DIR, check=True, capture_output=True)
     return binary
 
 
