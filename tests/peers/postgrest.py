@@ -42,7 +42,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, Self
 from urllib.parse import parse_qsl, urlsplit
 
 import jwt
@@ -187,7 +187,7 @@ class PostgrestShim:
         while not self._pool.empty():
             self._pool.get().close()
 
-    def __enter__(self) -> PostgrestShim:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -227,11 +227,12 @@ async def test_session_file_is_private_and_a_refresh_rotates_it(supabase, tmp_pa
         assert (await store.create_chat(turns=make_turns(1))).added == 1  # the new token works
     # the old refresh token was revoked by the rotation
     old = json.loads(next(iter(before.values())))["refresh_token"]
-    r = httpx.post(
-        f"{supabase.url}/auth/v1/token?grant_type=refresh_token",
-        json={"refresh_token": old},
-        headers={"apikey": ANON_KEY},
-    )
+    async with httpx.AsyncClient() as http:
+        r = await http.post(
+            f"{supabase.url}/auth/v1/token?grant_type=refresh_token",
+            json={"refresh_token": old},
+            headers={"apikey": ANON_KEY},
+        )
     assert r.status_code == 400
 
 
