@@ -7,7 +7,15 @@ per request, RLS), and directly in SQL as the same user (the baseline: what the 
 - append of one turn (`append_turns`) to a chat of 10 and of 5,000 turns, p50 / p95, and the
   ratio 5,000 / 10 (the turns table keeps it flat);
 - `search_chats_semantic` over 1,000 chats (768-dim vectors: a description and two chunk
-  summaries each, exact scan of the user's rows), p50 / p95.
+  summaries each, exact scan of the user's rows), p50 / p95;
+- 10,000 turns appended one at a time to one chat (2,000 with --quick), as a long session
+  writes them: the first append's time, and p50 / p95 / slowest against it (the target: none
+  slower than 2x the first); per tenth of the chat, its p50 against appends to a short chat
+  interleaved with them (the same machine load); then the chat read back whole (paged history);
+- one import of 8,000 turns (`create_chat`, sent in pages) and one request of 8,000 turns in SQL
+  (the function alone, under the authenticated role's 8 s statement timeout).
+
+The peer behaves like a hosted project (max-rows 1000, statement timeouts, READ ONLY reads).
 """
 
 from __future__ import annotations
@@ -43,9 +51,11 @@ async def timed(fn: Callable[[], Awaitable[object]], runs: int) -> list[float]:
 
 
 def direct(conn: psycopg.Connection, user_id: str, sql: str, params: tuple) -> list[float]:
-    """One call in SQL as the signed-in user (role, claims and RLS as through the API)."""
+    """One call in SQL as the signed-in user (role, claims, RLS and its statement timeout as
+    through the API)."""
     with conn.transaction():
         conn.execute("SET LOCAL ROLE authenticated")
+        conn.execute("SET LOCAL statement_timeout = '8s'")
         conn.execute("SELECT set_config('request.jwt.claims', %s, true)", (json.dumps({"sub": user_id}),))
         start = time.perf_counter()
         conn.execute(sql, params).fetchall()
@@ -130,9 +140,64 @@ async def main(quick: bool) -> None:
                 base = percentile(sql_ms, 0.5)
                 row("direct SQL", sql_ms, base)
                 row("supabase-py via shim (ratio to SQL)", shim_ms, base)
+
+                await _long_chat(store, conn, user, 2000 if quick else 10_000)
             conn.close()
     finally:
         cluster.close()
+
+
+async def _long_chat(store: SupabaseChatStore, conn: psycopg.Connection, user: str, n: int) -> None:
+    """Appends to one growing chat; every 10th step also one to a short chat (a fresh one every
+    100 of them), the baseline timed under the same machine load."""
+    print(f"\n{n:,} turns appended one at a time to one chat (ratios to the first append)")
+    chat = (await store.create_chat()).chat
+    ms: list[float] = []
+    short_ms: list[tuple[int, float]] = []  # (step, ms)
+    short = chat
+    for i in range(n):
+        turn = Turn.of("user" if i % 2 == 0 else "model", f"turn {i} " + "words of a spoken reply " * 8)
+        start = time.perf_counter()
+        await store.append_turns(chat.id, [turn])
+        ms.append((time.perf_counter() - start) * 1000)
+        if i % 10 == 0:
+            if i % 1000 == 0:
+                short = (await store.create_chat()).chat
+            start = time.perf_counter()
+            await store.append_turns(short.id, [Turn.of("user", f"short {i} " + "words of a spoken reply " * 8)])
+            short_ms.append((i, (time.perf_counter() - start) * 1000))
+    first = ms[0]
+    slowest = max(range(n), key=ms.__getitem__)
+    print(f"  first append                                 {first:7.2f} ms")
+    for label, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
+        value = percentile(ms, q)
+        print(f"  {label:<44} {value:7.2f} ms  {value / first:6.2f}x")
+    print(f"  slowest (append #{slowest + 1:,}){'':<27} {ms[slowest]:7.2f} ms  {ms[slowest] / first:6.2f}x")
+    over = sum(m > 2 * first for m in ms)
+    print(f"  appends slower than 2x the first             {over:,} of {n:,}")
+    tenth = n // 10
+    long_p50 = [percentile(ms[i : i + tenth], 0.5) for i in range(0, n, tenth)]
+    short_p50 = [percentile([m for step, m in short_ms if i <= step < i + tenth], 0.5) for i in range(0, n, tenth)]
+    print("  p50 per tenth of the chat (ms)               " + " ".join(f"{v:.1f}" for v in long_p50))
+    print("  same tenths, a chat of <= 100 turns (ms)     " + " ".join(f"{v:.1f}" for v in short_p50))
+    print(
+        "  long / short p50 per tenth                   "
+        + " ".join(f"{a / b:.2f}" for a, b in zip(long_p50, short_p50, strict=True))
+    )
+    start = time.perf_counter()
+    history = await store.load_history(chat.id)
+    print(f"  read back whole: {len(history.full_history):,} turns in {(time.perf_counter() - start) * 1000:.0f} ms")
+
+    big = 8000
+    turns = [Turn.of("user", f"imported {i} " + "words " * 20) for i in range(big)]
+    start = time.perf_counter()
+    await store.create_chat(turns=turns)
+    print(f"\none import of {big:,} turns through supabase-py (pages of 500) {(time.perf_counter() - start):6.2f} s")
+    payload = json.dumps(
+        [Turn.of("user", f"sql {i} " + "words " * 20).model_dump(mode="json", exclude={"seq"}) for i in range(big)]
+    )
+    (sql_ms,) = direct(conn, user, "SELECT public.create_chat(p_turns => %s::jsonb)", (payload,))
+    print(f"one SQL call of {big:,} turns (create_chat, statement timeout 8 s)   {sql_ms / 1000:6.2f} s")
 
 
 def _fill(dsn: str, user: str, n: int, rng: np.random.Generator) -> None:

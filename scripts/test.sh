@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything the tests need and runs the whole suite: the Python packages into the
-# current Python, and (as root, on Debian/Ubuntu) the headless audio stack the voice tests use.
+# current Python, (as root, on Debian/Ubuntu) the headless audio stack the voice tests use and
+# Node.js, and the Supabase CLI from npm (pinned in tests/peers/supabase_cli) for the migration test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AUDIO_PACKAGES=(pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite)
 missing=()
+command -v npm >/dev/null || missing+=(nodejs npm)
 for pkg in "${AUDIO_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
@@ -13,8 +15,11 @@ if ((${#missing[@]})); then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
-        echo "The voice tests need: ${missing[*]} (install them with your package manager, as root)" >&2
+        echo "The voice and Supabase CLI tests need: ${missing[*]} (install them with your package manager, as root)" >&2
     fi
+fi
+if command -v npm >/dev/null && [[ ! -x tests/peers/supabase_cli/node_modules/.bin/supabase ]]; then
+    npm install --prefix tests/peers/supabase_cli --no-audit --no-fund --loglevel=error
 fi
 python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
 exec python3 -m pytest "$@"

@@ -72,6 +72,13 @@ T = TypeVar("T")
 
 _PIN_COLUMNS = "id,chat_id,content,importance,pin_type,source_turn_id,created_at,forgotten_at"
 _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
+# Supabase answers at most "Max rows" rows per request (PostgREST's db-max-rows, 1000 by default;
+# more are cut off silently): every read that can return more asks for pages of this size.
+_READ_PAGE = 1000
+# Turns per write request, and per page of a long history: each request stays small and far
+# inside the statement timeout (8 s for signed-in users), whatever the chat's length.
+_TURN_PAGE = 500
+_VECTOR_PAGE = 250  # new vectors per request when re-embedding (768 floats each)
 _MIGRATE_HINT = (
     "apply supabase/migrations to the project: `parla db migrate` with PARLA_SUPABASE_DB_URL set, "
     "`supabase db push`, or paste the SQL files into the SQL editor"
@@ -196,16 +203,23 @@ def _error(e: Exception, doing: str) -> StoreError:
     return StoreRefused(f"Supabase refused to {doing}: {message}{hint}")
 
 
+def _chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
+    """`items` in consecutive pieces of `size`; one empty piece when there are none (the write
+    still happens: it creates the chat, or clears what was staged)."""
+    return [items[i : i + size] for i in range(0, len(items), size)] or [items[:0]]
+
+
 def _chat(row: dict[str, Any]) -> Chat:
     return Chat.model_validate(row)
 
 
-def _append_result(data: dict[str, Any], turns: Sequence[Turn]) -> AppendResult:
-    seqs = {t["id"]: t["seq"] for t in data["turns"]}
+def _append_result(pages: Sequence[dict[str, Any]], turns: Sequence[Turn]) -> AppendResult:
+    """The answers of one write's pages as one result: the chat after the last page."""
+    seqs = {t["id"]: t["seq"] for data in pages for t in data["turns"]}
     return AppendResult(
-        chat=_chat(data["chat"]),
+        chat=_chat(pages[-1]["chat"]),
         turns=[t.model_copy(update={"seq": seqs[t.id]}) for t in turns],
-        added=int(data["added"]),
+        added=sum(int(data["added"]) for data in pages),
     )
 
 
@@ -353,16 +367,54 @@ class SupabaseChatStore:
         response = await self._call(doing, lambda: self._client.rpc(fn, params).execute())
         return response.data
 
-    async def _select(self, doing: str, build: Callable[[Any], Any]) -> list[dict[str, Any]]:
-        """A table read; with the service-role key, filtered to the user explicitly (RLS is bypassed)."""
+    async def _rpc_rows(
+        self, fn: str, doing: str, order: Sequence[str], *, limit: int | None = None, **params: Any
+    ) -> list[dict[str, Any]]:
+        """The rows of a set-returning function, read in pages (ordered by `order`, ".desc" for
+        descending) up to `limit`."""
+        if self._user_id is not None:
+            params["p_user_id"] = self._user_id
 
-        async def run() -> Any:
-            query = build(self._client)
-            if self._user_id is not None:
-                query = query.eq("user_id", self._user_id)
-            return await query.execute()
+        def build(c: AsyncClient) -> Any:
+            query = c.rpc(fn, params)
+            for column in order:
+                name, _, direction = column.partition(".")
+                query = query.order(name, desc=direction == "desc")
+            return query
 
-        return list((await self._call(doing, run)).data or [])
+        return await self._read_pages(doing, build, 0, limit)
+
+    async def _select(
+        self, doing: str, build: Callable[[Any], Any], *, offset: int = 0, limit: int | None = None
+    ) -> list[dict[str, Any]]:
+        """A table read in pages, from `offset` up to `limit` rows (all by default); `build` must
+        order the rows completely so pages neither overlap nor skip."""
+        return await self._read_pages(doing, lambda c: self._scoped(build(c)), offset, limit)
+
+    async def _read_pages(
+        self, doing: str, build: Callable[[Any], Any], offset: int, limit: int | None
+    ) -> list[dict[str, Any]]:
+        rows: list[dict[str, Any]] = []
+        while limit is None or len(rows) < limit:
+            want = _READ_PAGE if limit is None else min(_READ_PAGE, limit - len(rows))
+            start = offset + len(rows)
+
+            async def run(start: int = start, want: int = want) -> Any:
+                return await build(self._client).range(start, start + want - 1).execute()
+
+            page = list((await self._call(doing, run)).data or [])
+            rows += page
+            if len(page) < want:
+                break
+        return rows
+
+    async def _change(self, doing: str, build: Callable[[Any], Any]) -> list[dict[str, Any]]:
+        """An update or delete of table rows; returns the rows it changed."""
+        return list((await self._call(doing, lambda: self._scoped(build(self._client)).execute())).data or [])
+
+    def _scoped(self, query: Any) -> Any:
+        """With the service-role key, filtered to the user explicitly (RLS is bypassed)."""
+        return query.eq("user_id", self._user_id) if self._user_id is not None else query
 
     # -- outbox ----------------------------------------------------------------------------
 
@@ -412,20 +464,25 @@ class SupabaseChatStore:
         return await self._send(entry)
 
     async def _send(self, entry: OutboxEntry) -> AppendResult:
+        """One queued write, its turns sent in pages: the first with the chat's creation, the
+        others appended. Each page is idempotent by turn id, so a retry after a partial send
+        stores every turn once."""
         p = entry.payload
-        turns = [Turn.model_validate(t) for t in p["turns"]]
-        if entry.op == "create_chat":
-            data = await self._rpc(
-                "create_chat",
-                "create a chat",
-                p_chat_id=entry.chat_id,
-                p_title=p.get("title"),
-                p_created_at=p.get("created_at"),
-                p_turns=p["turns"],
-            )
-        else:
-            data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=p["turns"])
-        return _append_result(data, turns)
+        results = []
+        for number, page in enumerate(_chunks(p["turns"], _TURN_PAGE)):
+            if entry.op == "create_chat" and number == 0:
+                data = await self._rpc(
+                    "create_chat",
+                    "create a chat",
+                    p_chat_id=entry.chat_id,
+                    p_title=p.get("title"),
+                    p_created_at=p.get("created_at"),
+                    p_turns=page,
+                )
+            else:
+                data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=page)
+            results.append(data)
+        return _append_result(results, [Turn.model_validate(t) for t in p["turns"]])
 
     async def _write_through(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> AppendResult:
         async with self._send_lock:
@@ -481,11 +538,23 @@ class SupabaseChatStore:
         return (await self._load(chat_id, 1, 0))[0]
 
     async def _load(self, chat_id: str, start: int, end: int | None) -> tuple[Chat, list[Turn]]:
+        """The chat and its turns `start`..`end`, read in pages of turns: the chat as the first
+        page found it, and its turns up to the count it had then."""
         if not _is_uuid(chat_id):
             raise ChatNotFound(chat_id)
         await self._send_queued_first()
-        data = await self._rpc("load_chat", "load a chat", p_chat_id=chat_id, p_from_seq=start, p_to_seq=end)
-        return _chat(data["chat"]), [Turn.model_validate(t) for t in data["turns"]]
+        start = max(start, 1)  # seqs start at 1: counting from there finds every page
+
+        async def page(first: int, last: int) -> tuple[Chat, list[Turn]]:
+            last = min(last, first + _TURN_PAGE - 1)
+            data = await self._rpc("load_chat", "load a chat", p_chat_id=chat_id, p_from_seq=first, p_to_seq=last)
+            return _chat(data["chat"]), [Turn.model_validate(t) for t in data["turns"]]
+
+        chat, turns = await page(start, start + _TURN_PAGE - 1 if end is None else end)
+        last = chat.turn_count if end is None else min(end, chat.turn_count)
+        while turns and len(turns) % _TURN_PAGE == 0 and start + len(turns) <= last:
+            turns += (await page(start + len(turns), last))[1]
+        return chat, turns
 
     async def _send_queued_first(self) -> None:
         """A read sees the turns this machine wrote: queued ones are sent before it."""
@@ -516,13 +585,9 @@ class SupabaseChatStore:
     async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
         rows = await self._select(
             "list chats",
-            lambda c: (
-                c.table("chats")
-                .select(_CHAT_COLUMNS)
-                .order("last_activity_at", desc=True)
-                .order("id")
-                .range(offset, offset + limit - 1)
-            ),
+            lambda c: c.table("chats").select(_CHAT_COLUMNS).order("last_activity_at", desc=True).order("id"),
+            offset=offset,
+            limit=limit,
         )
         return [_chat(r) for r in rows]
 
@@ -609,7 +674,7 @@ class SupabaseChatStore:
             )
             if level is not None:
                 q = q.eq("level", int(level))
-            return q.order("level").order("start_seq")
+            return q.order("level").order("start_seq").order("end_seq")
 
         if not _is_uuid(chat_id):
             return []
@@ -630,6 +695,7 @@ class SupabaseChatStore:
                 .select("chat_id,start_seq,end_seq,facts,forgotten,updated_at")
                 .eq("chat_id", chat_id)
                 .order("start_seq")
+                .order("end_seq")
             ),
         )
         return [_facts(r) for r in rows]
@@ -680,7 +746,7 @@ class SupabaseChatStore:
     async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin:
         moment = datetime.now(UTC).isoformat() if forgotten else None
         rows = (
-            await self._select(
+            await self._change(
                 "forget a pin" if forgotten else "restore a pin",
                 lambda c: c.table("chat_pins").update({"forgotten_at": moment}).eq("id", pin_id),
             )
@@ -693,7 +759,7 @@ class SupabaseChatStore:
 
     async def delete_pin(self, pin_id: str) -> None:
         rows = (
-            await self._select("delete a pin", lambda c: c.table("chat_pins").delete().eq("id", pin_id))
+            await self._change("delete a pin", lambda c: c.table("chat_pins").delete().eq("id", pin_id))
             if _is_uuid(pin_id)
             else []
         )
@@ -703,9 +769,11 @@ class SupabaseChatStore:
     # -- embeddings and search -------------------------------------------------------------
 
     async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:
-        rows = await self._rpc(
+        rows = await self._rpc_rows(
             "search_chats_semantic",
             "search chats",
+            ("similarity.desc", "last_activity_at.desc", "chat_id"),
+            limit=match_count,
             query_embedding=_vector(query.vector),
             match_count=match_count,
             p_embedder=query.embedder,
@@ -742,7 +810,9 @@ class SupabaseChatStore:
         return MemoryStats.model_validate({**data, **outbox})
 
     async def embedded_texts(self) -> list[StoredText]:
-        rows = await self._rpc("embedded_texts", "read the embedded texts")
+        rows = await self._rpc_rows(
+            "embedded_texts", "read the embedded texts", ("chat_id", "kind", "start_seq", "end_seq")
+        )
         return [
             StoredText(
                 TextRef(
@@ -769,7 +839,12 @@ class SupabaseChatStore:
             }
             for ref, vector in items
         ]
-        await self._rpc("replace_embeddings", "replace the embeddings", p_items=payload, p_embedder=embedder)
+        # staged in pages, then written in one transaction: the store never mixes two embedders
+        for number, page in enumerate(_chunks(payload, _VECTOR_PAGE)):
+            await self._rpc(
+                "stage_embeddings", "stage the new embeddings", p_items=page, p_embedder=embedder, p_reset=number == 0
+            )
+        await self._rpc("commit_embeddings", "replace the embeddings", p_embedder=embedder)
 
     async def schema_version(self) -> int:
         """The remote schema's version (`parla db check`); raises with what to apply when absent."""

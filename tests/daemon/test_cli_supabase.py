@@ -6,11 +6,13 @@ import json
 import os
 import stat
 
+import psycopg
 import pytest
 from typer.testing import CliRunner
 
 from bench.corpus import write_jsonl
 from daemon.cli import app
+from memory.store.supabase_schema import SCHEMA_VERSION
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 
 
@@ -37,7 +39,8 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
     dsn = pg_cluster.new_database(migrated=False)
     failed = parla("db", "migrate", ok=False)
     assert failed.exit_code == 1 and "PARLA_SUPABASE_DB_URL" in failed.output
-    monkeypatch.setenv("PARLA_SUPABASE_DB_URL", dsn)
+    # as the project's `postgres` role over TCP, as the connection string of a hosted project gives it
+    monkeypatch.setenv("PARLA_SUPABASE_DB_URL", pg_cluster.owner_dsn(psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]))
     assert "applied 20261121090000_parla_memory.sql" in parla("db", "migrate").output
     assert "up to date" in parla("db", "migrate").output
 
@@ -75,7 +78,7 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
         assert remote["decision"] == local["decision"]
         assert [c["chat_id"] for c in remote["candidates"]] == [c["chat_id"] for c in local["candidates"]]
         check = json.loads(parla("db", "check", "--json").stdout)
-        assert check["schema_version"] == check["expected"] == 2
+        assert check["schema_version"] == check["expected"] == SCHEMA_VERSION
 
         assert "Signed out" in parla("logout").output
         gone = parla("stats", ok=False)

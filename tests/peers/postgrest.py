@@ -1,14 +1,26 @@
 """A PostgREST- and GoTrue-compatible HTTP shim over a real Postgres, for supabase-py in tests.
 
-What it keeps of the real services (see ../shared/TESTING-NOTES.md):
-- every request runs in one transaction, as the JWT's role (`SET LOCAL ROLE`), with the claims in
-  `request.jwt.claims`, so row-level security and grants decide exactly as on Supabase;
+What it keeps of the real services, with the limits of a hosted Supabase project:
+- it connects as `authenticator` (NOINHERIT, statement_timeout 8 s); every request runs in one
+  transaction as the JWT's role (`SET LOCAL ROLE`), with the claims in `request.jwt.claims`, so
+  row-level security and grants decide exactly as on Supabase;
+- the impersonated role's own settings (anon 3 s, authenticated 8 s statement_timeout) apply to
+  the request's transaction, as PostgREST does
+  (https://postgrest.org/en/v12/references/transactions.html#impersonated-role-settings);
+- GET and HEAD run READ ONLY, and so does a POST to a STABLE or IMMUTABLE function
+  (https://postgrest.org/en/v12/references/transactions.html#access-mode): a write there fails
+  with 25006;
+- max-rows 1000 (Supabase's default "Max rows", PostgREST's db-max-rows): a table, view or
+  set-returning function answers at most that many rows, whatever `limit` asks, with a
+  Content-Range that says which; a function returning a scalar (json) is one row and not cut
+  (https://github.com/orgs/supabase/discussions/51623);
 - JWTs are HS256-verified with the project secret; a bad token is 401 PGRST301;
 - `POST /rest/v1/rpc/<fn>` calls `fn(arg => value, ...)` with only the keys the body has, reading
   the values through `json_to_record` typed with the function's own argument types; a set is a
   JSON array of rows, a scalar the bare value, void is 204;
 - table routes (GET/POST/PATCH/DELETE) with `select`, the common filters, `order`, `limit`,
-  `offset`, `on_conflict` and `Prefer: return=representation, resolution=merge-duplicates`;
+  `offset`, `on_conflict` and `Prefer: return=representation, resolution=merge-duplicates`; the
+  filters, `order`, `limit` and `offset` also apply to a set-returning function's rows;
 - errors as `{code, message, details, hint}` with PostgREST's status for the SQLSTATE;
 - `/auth/v1/token` (password and refresh_token grants, refresh tokens rotate), `/auth/v1/user`,
   `/auth/v1/logout`.
@@ -33,7 +45,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from typing import Any, Literal, Self
 from urllib.parse import parse_qsl, urlsplit
 
 import jwt
@@ -42,6 +54,8 @@ from psycopg import sql
 
 JWT_SECRET = "parla-test-jwt-secret-with-at-least-32-characters"
 ROLES = ("anon", "authenticated", "service_role")
+AUTHENTICATOR = "authenticator"
+MAX_ROWS = 1000
 
 
 def sign(claims: dict[str, Any], secret: str = JWT_SECRET) -> str:
@@ -118,11 +132,15 @@ class Response:
 class PostgrestShim:
     """Serve PostgREST and GoTrue routes on 127.0.0.1 over the database at `dsn`."""
 
-    def __init__(self, dsn: str, secret: str = JWT_SECRET, pool_size: int = 4) -> None:
-        self.dsn, self.secret = dsn, secret
+    def __init__(self, dsn: str, secret: str = JWT_SECRET, pool_size: int = 4, max_rows: int = MAX_ROWS) -> None:
+        """`dsn` reaches the database as a superuser (GoTrue's tables, the schema cache); API
+        requests go through connections as `authenticator`."""
+        self.dsn, self.secret, self.max_rows = dsn, secret, max_rows
+        self._api_dsn = psycopg.conninfo.make_conninfo(dsn, user=AUTHENTICATOR)
         self._pool: queue.Queue[psycopg.Connection] = queue.Queue()
         for _ in range(pool_size):
-            self._pool.put(psycopg.connect(dsn))
+            self._pool.put(psycopg.connect(self._api_dsn))
+        self._role_settings: dict[str, list[tuple[str, str]]] = {}
         self.drop: Literal["before", "after"] | None = None
         self.faults = Faults()
         self.log: list[tuple[str, str, int]] = []
@@ -173,7 +191,7 @@ class PostgrestShim:
         while not self._pool.empty():
             self._pool.get().close()
 
-    def __enter__(self) -> PostgrestShim:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -225,15 +243,22 @@ class PostgrestShim:
             raise PgError(401, "PGRST301", f"role {claims.get('role')!r} is not allowed")
         return claims
 
-    def _run(self, claims: dict[str, Any] | None, query: sql.Composable | str, params: Any = ()) -> Any:
-        """One transaction as the claims' role; returns the first column of the first row."""
-        conn = self._pool.get()
+    def _run(
+        self, claims: dict[str, Any] | None, query: sql.Composable | str, params: Any = (), *, read_only: bool = False
+    ) -> Any:
+        """One transaction as the claims' role (None: as the superuser, for GoTrue and the schema
+        cache); returns the first column of the first row."""
         role = (claims or {}).get("role", "anon")
+        conn = self._pool.get() if claims is not None else psycopg.connect(self.dsn)
         try:
             with conn.transaction():
+                if read_only:
+                    conn.execute("SET TRANSACTION READ ONLY")
                 if claims is not None:
                     conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
                     conn.execute("SELECT set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
+                    for name, value in self._settings_of(conn, role):
+                        conn.execute("SELECT set_config(%s, %s, true)", (name, value))
                 cur = conn.execute(query, params)
                 row = cur.fetchone() if cur.description else None
             return row[0] if row else None
@@ -244,9 +269,25 @@ class PostgrestShim:
                 status_of(state, role), state, diag.message_primary or str(e), diag.message_detail, diag.message_hint
             ) from None
         finally:
-            if conn.closed:
-                conn = psycopg.connect(self.dsn)
-            self._pool.put(conn)
+            if claims is None:
+                conn.close()
+            else:
+                if conn.closed:
+                    conn = psycopg.connect(self._api_dsn)
+                self._pool.put(conn)
+
+    def _settings_of(self, conn: psycopg.Connection, role: str) -> list[tuple[str, str]]:
+        """The role's `ALTER ROLE ... SET` settings (read once, like PostgREST's config cache)."""
+        if role not in self._role_settings:
+            rows = conn.execute(
+                "SELECT split_part(s, '=', 1), substr(s, strpos(s, '=') + 1) FROM pg_db_role_setting d, "
+                "unnest(d.setconfig) s WHERE d.setrole = to_regrole(%s) "
+                "AND d.setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database())) "
+                "ORDER BY d.setdatabase",  # a per-database setting wins over the role's general one
+                (role,),
+            ).fetchall()
+            self._role_settings[role] = [(name, value) for name, value in rows]
+        return self._role_settings[role]
 
     # -- /rest/v1 -----------------------------------------------------------------------------
 
@@ -256,10 +297,12 @@ class PostgrestShim:
         if name.startswith("rpc/"):
             if req.method != "POST":
                 raise PgError(405, "PGRST117", f"unsupported HTTP method {req.method} for rpc")
-            return self._rpc(claims, name.removeprefix("rpc/"), req.body or {})
+            return self._rpc(claims, name.removeprefix("rpc/"), req.body or {}, req.query)
         return self._table(claims, name, req)
 
-    def _rpc(self, claims: dict[str, Any], fn: str, args: dict[str, Any]) -> Response:
+    def _rpc(
+        self, claims: dict[str, Any], fn: str, args: dict[str, Any], query: list[tuple[str, str]] = ()
+    ) -> Response:
         if not isinstance(args, dict):
             raise PgError(400, "PGRST102", "the RPC body must be a JSON object of named arguments")
         signature = self._function(fn, set(args))
@@ -272,7 +315,7 @@ class PostgrestShim:
                 None,
                 "Apply the migrations in supabase/migrations",
             )
-        arg_types, returns_set, returns_void = signature
+        arg_types, returns_set, returns_void, read_only = signature
         record = (
             sql.SQL(", ").join(sql.SQL("{} {}").format(sql.Identifier(a), sql.SQL(arg_types[a])) for a in args)
             if args
@@ -283,20 +326,27 @@ class PostgrestShim:
             sql.SQL(", ").join(sql.SQL("{} => r.{}").format(sql.Identifier(a), sql.Identifier(a)) for a in args),
         )
         if returns_set:
-            query = sql.SQL(
-                "SELECT coalesce(json_agg(f), '[]') FROM json_to_record(%s::json) AS r({}) CROSS JOIN LATERAL {} f"
-            ).format(record, call)
-        else:
-            query = sql.SQL("SELECT to_json({}) FROM json_to_record(%s::json) AS r({})").format(call, record)
-        result = self._run(claims, query, (json.dumps(args),))
+            where, params = self._filters(query)
+            page, offset = self._page(query)
+            rows = sql.SQL("SELECT f.* FROM json_to_record(%s::json) AS r({}) CROSS JOIN LATERAL {} f {} {} {}").format(
+                record, call, where, self._order(query), page
+            )
+            result = self._run(
+                claims,
+                sql.SQL("SELECT coalesce(json_agg(f), '[]') FROM ({}) f").format(rows),
+                (json.dumps(args), *params),
+                read_only=read_only,
+            )
+            return Response(200, result, {"Content-Range": _content_range(offset, len(result))})
+        query_sql = sql.SQL("SELECT to_json({}) FROM json_to_record(%s::json) AS r({})").format(call, record)
+        result = self._run(claims, query_sql, (json.dumps(args),), read_only=read_only)
         if returns_void:
             return Response(204)
-        if returns_set:
-            return Response(200, result, {"Content-Range": f"0-{len(result) - 1}/*" if result else "*/*"})
         return Response(200, result)
 
-    def _function(self, fn: str, given: set[str]) -> tuple[dict[str, str], bool, bool] | None:
-        """The overload of public.fn whose IN arguments cover `given` and whose others have defaults."""
+    def _function(self, fn: str, given: set[str]) -> tuple[dict[str, str], bool, bool, bool] | None:
+        """The overload of public.fn whose IN arguments cover `given` and whose others have defaults:
+        its argument types, whether it returns a set, void, and whether it runs READ ONLY."""
         if fn not in self._procs:  # a schema cache, as PostgREST keeps
             self._procs[fn] = self._run(
                 None,
@@ -304,7 +354,8 @@ class PostgrestShim:
                 "'types', (SELECT coalesce(array_agg(format_type(t, NULL) ORDER BY i), '{}') "
                 "FROM unnest(coalesce(p.proallargtypes, p.proargtypes::oid[])) WITH ORDINALITY u(t, i)), "
                 "'defaults', p.pronargdefaults, 'nargs', p.pronargs, "
-                "'set', p.proretset, 'void', p.prorettype = 'void'::regtype)), '[]') "
+                "'set', p.proretset, 'void', p.prorettype = 'void'::regtype, "
+                "'read_only', p.provolatile <> 'v')), '[]') "
                 "FROM pg_proc p WHERE p.pronamespace = 'public'::regnamespace AND p.proname = %s",
                 (fn,),
             )
@@ -314,7 +365,7 @@ class PostgrestShim:
             ins = [(n, t) for n, m, t in zip(names, modes, row["types"]) if m in ("i", "b", "v")]
             required = {n for n, _ in ins[: row["nargs"] - row["defaults"]]}
             if given <= {n for n, _ in ins} and required <= given:
-                return dict(ins), row["set"], row["void"]
+                return dict(ins), row["set"], row["void"], row["read_only"]
         return None
 
     def _table(self, claims: dict[str, Any], name: str, req: Request) -> Response:
@@ -332,11 +383,12 @@ class PostgrestShim:
         prefer = req.headers.get("prefer", "")
         returning = "return=representation" in prefer
         if req.method == "GET":
+            page, offset = self._page(req.query)
             query = sql.SQL("SELECT coalesce(json_agg(t), '[]') FROM (SELECT {} FROM {} {} {} {}) t").format(
-                self._select(req.query), table, where, self._order(req.query), self._page(req.query)
+                self._select(req.query), table, where, self._order(req.query), page
             )
-            rows = self._run(claims, query, params)
-            return Response(200, rows, {"Content-Range": f"0-{len(rows) - 1}/*" if rows else "*/*"})
+            rows = self._run(claims, query, params, read_only=True)
+            return Response(200, rows, {"Content-Range": _content_range(offset, len(rows))})
         body = req.body if isinstance(req.body, list) else [req.body] if isinstance(req.body, dict) else None
         if req.method in ("POST", "PATCH") and not body:
             raise PgError(400, "PGRST102", "the body must be a JSON object or array of objects")
@@ -423,16 +475,15 @@ class PostgrestShim:
             terms.append(sql.SQL("{} {}").format(sql.Identifier(col), sql.SQL(direction + nulls)))
         return sql.SQL("ORDER BY ") + sql.SQL(", ").join(terms)
 
-    @staticmethod
-    def _page(query: list[tuple[str, str]]) -> sql.Composable:
+    def _page(self, query: list[tuple[str, str]]) -> tuple[sql.Composable, int]:
+        """LIMIT (never above max-rows) and OFFSET, and the offset."""
         q = dict(query)
-        out = sql.SQL("")
         for key in ("limit", "offset"):
-            if key in q:
-                if not re.fullmatch(r"\d+", q[key]):
-                    raise PgError(400, "PGRST100", f"{key} must be a non-negative integer")
-                out = out + sql.SQL(f" {key.upper()} {int(q[key])}")
-        return out
+            if key in q and not re.fullmatch(r"\d+", q[key]):
+                raise PgError(400, "PGRST100", f"{key} must be a non-negative integer")
+        limit = min(int(q.get("limit", self.max_rows)), self.max_rows)
+        offset = int(q.get("offset", 0))
+        return sql.SQL(f"LIMIT {limit} OFFSET {offset}"), offset
 
     # -- /auth/v1 (GoTrue) --------------------------------------------------------------------
 
@@ -627,6 +678,11 @@ class Faults:
             if kind is not None:
                 self.injected[kind] += 1
             return kind
+
+
+def _content_range(offset: int, count: int) -> str:
+    """PostgREST's Content-Range for `count` rows from `offset` (total unknown: no count asked)."""
+    return f"{offset}-{offset + count - 1}/*" if count else "*/*"
 
 
 def _shutdown(conn: socket.socket) -> None:

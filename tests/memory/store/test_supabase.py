@@ -7,21 +7,26 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import sqlite3
 import stat
+import subprocess
 
 import httpx
 import numpy as np
 import psycopg
 import pytest
 
+from memory.embedding import EmbeddedText
 from memory.pins import Pin
 from memory.store import ChatNotFound, CompactionCommit, StoreError
 from memory.store.supabase import RetryPolicy, StoreOffline, StoreRefused, SupabaseChatStore, parse_vector
+from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
 from memory.summary import MessageRange, SummaryLevel
 from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.test_contract import emb
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, TEMPORARY_FAULTS
+from tests.peers.supabase_peer import supabase_cli
 
 
 def rest(peer, token: str) -> httpx.Client:
@@ -338,11 +343,12 @@ async def test_session_file_is_private_and_a_refresh_rotates_it(supabase, tmp_pa
         assert (await store.create_chat(turns=make_turns(1))).added == 1  # the new token works
     # the old refresh token was revoked by the rotation
     old = json.loads(next(iter(before.values())))["refresh_token"]
-    r = httpx.post(
-        f"{supabase.url}/auth/v1/token?grant_type=refresh_token",
-        json={"refresh_token": old},
-        headers={"apikey": ANON_KEY},
-    )
+    async with httpx.AsyncClient() as http:
+        r = await http.post(
+            f"{supabase.url}/auth/v1/token?grant_type=refresh_token",
+            json={"refresh_token": old},
+            headers={"apikey": ANON_KEY},
+        )
     assert r.status_code == 400
 
 
@@ -384,7 +390,7 @@ async def test_a_missing_migration_says_what_to_apply(supabase, tmp_path):
             conn.execute("DROP FUNCTION public.search_chats_semantic")
         with pytest.raises(StoreError, match="parla db migrate"):
             await store.search(emb("q", 1), 5)
-        assert await store.schema_version() == 2
+        assert await store.schema_version() == SCHEMA_VERSION
 
 
 async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_path):
@@ -426,3 +432,189 @@ async def test_reading_a_chat_after_an_outage_sends_the_queue_first(supabase, tm
         supabase.shim.recover()
         history = await store.load_history(chat.id)
         assert [t.id for t in history.full_history[1:]] == [t.id for t in queued]
+
+
+# -- a hosted project's limits: roles, timeouts, read-only access, max-rows -------------------
+
+
+def test_the_peer_runs_requests_as_a_hosted_project_does(supabase, tmp_path):
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        owner = conn.execute(
+            "SELECT r.rolname, r.rolsuper FROM pg_class c JOIN pg_roles r ON r.oid = c.relowner "
+            "WHERE c.oid = 'public.chats'::regclass"
+        ).fetchone()
+        inherit = dict(
+            conn.execute(
+                "SELECT rolname, rolinherit FROM pg_roles "
+                "WHERE rolname IN ('anon', 'authenticated', 'service_role', 'authenticator')"
+            ).fetchall()
+        )
+        conn.execute(
+            "CREATE FUNCTION public.probe() RETURNS jsonb LANGUAGE sql STABLE AS $$ SELECT jsonb_build_object("
+            "'timeout', current_setting('statement_timeout'), 'read_only', current_setting('transaction_read_only'))"
+            " $$;"
+            "CREATE FUNCTION public.probe_volatile() RETURNS jsonb LANGUAGE sql VOLATILE AS $$ SELECT public.probe() $$;"
+            "CREATE SEQUENCE public.counter_seq;"
+            "CREATE FUNCTION public.bump() RETURNS bigint LANGUAGE sql VOLATILE AS $$ SELECT nextval('public.counter_seq') $$;"
+            "CREATE FUNCTION public.stable_but_writes() RETURNS bigint LANGUAGE sql STABLE AS $$ SELECT public.bump() $$;"
+            "CREATE VIEW public.counter AS SELECT public.bump() AS n;"
+            "GRANT ALL ON ALL FUNCTIONS IN SCHEMA public TO anon, authenticated, service_role;"
+            "GRANT ALL ON public.counter_seq, public.counter TO anon, authenticated, service_role"
+        )
+    assert owner == ("postgres", False)  # migrations ran as the project's owner, not a superuser
+    assert inherit == {"anon": True, "authenticated": True, "service_role": True, "authenticator": False}
+    user = supabase.shim.create_user("probe@example.com")
+    tokens = {"anon": ANON_KEY, "authenticated": supabase.shim.user_token(user), "service_role": SERVICE_KEY}
+    timeouts = {}
+    for role, token in tokens.items():
+        with rest(supabase, token) as http:
+            stable, volatile = http.post("/rpc/probe").json(), http.post("/rpc/probe_volatile").json()
+            timeouts[role] = stable["timeout"]
+            assert (stable["read_only"], volatile["read_only"]) == ("on", "off")
+            refused = http.post("/rpc/stable_but_writes")
+            assert refused.status_code == 405 and refused.json()["code"] == "25006"
+            get = http.get("/counter")  # a GET is read-only too
+            assert get.status_code == 405 and get.json()["code"] == "25006"
+            assert http.post("/rpc/bump").status_code == 200
+    assert timeouts == {"anon": "3s", "authenticated": "8s", "service_role": "8s"}
+
+
+def test_the_peer_answers_at_most_max_rows(supabase):
+    user = supabase.shim.create_user("rows@example.com")
+    chat = _chat_with_rows(supabase, user, pins=1100, texts=600)
+    with rest(supabase, supabase.shim.user_token(user)) as http:
+        first = http.get("/chat_pins", params={"select": "id", "order": "id", "limit": "5000"})
+        rest_of = http.get("/chat_pins", params={"select": "id", "order": "id", "offset": "1000"})
+        texts = http.post("/rpc/embedded_texts", json={})
+    assert len(first.json()) == 1000 and first.headers["content-range"] == "0-999/*"
+    assert len(rest_of.json()) == 100 and rest_of.headers["content-range"] == "1000-1099/*"
+    assert {r["id"] for r in first.json()}.isdisjoint(r["id"] for r in rest_of.json())
+    assert len(texts.json()) == 1000 and chat
+
+
+def _chat_with_rows(peer, user: str, *, pins: int = 0, texts: int = 0, chats: int = 0) -> str:
+    """A chat of `user` with `pins` pins and `texts` chunk summaries and as many facts (8-dim
+    vectors of embedder test-8), and `chats` more empty chats; written in SQL for speed."""
+    with psycopg.connect(peer.dsn, autocommit=True) as conn:
+        (chat,) = conn.execute(
+            "INSERT INTO public.chats (user_id, title, turn_count) VALUES (%s, 'big', 2) RETURNING id", (user,)
+        ).fetchone()
+        conn.execute("INSERT INTO public.memory_embedders (user_id, embedder, dim) VALUES (%s, 'test-8', 8)", (user,))
+        conn.execute(
+            "INSERT INTO public.chat_pins (chat_id, user_id, content) "
+            "SELECT %s, %s, 'pin ' || g FROM generate_series(1, %s) g",
+            (chat, user, pins),
+        )
+        vector = "[" + ",".join(["0.35"] * 8) + "]"
+        for table, columns, values in (
+            ("chat_summaries", "level, summary", "0, 'chunk ' || g"),
+            ("chat_facts", "facts", "'- fact ' || g"),
+        ):
+            conn.execute(
+                f"INSERT INTO public.{table} (chat_id, user_id, start_seq, end_seq, embedding, embedder, {columns}) "
+                f"SELECT %s, %s, g, g, %s::extensions.vector, 'test-8', {values} FROM generate_series(1, %s) g",
+                (chat, user, vector, texts),
+            )
+        conn.execute(
+            "INSERT INTO public.chats (user_id, title, last_activity_at) "
+            "SELECT %s, 'chat ' || g, now() - g * interval '1 minute' FROM generate_series(1, %s) g",
+            (user, chats),
+        )
+    return str(chat)
+
+
+async def test_reads_of_more_than_max_rows_come_back_whole(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = _chat_with_rows(supabase, await user_id(store), pins=1100, texts=1100, chats=1100)
+        assert len(await store.list_pins(chat)) == 1100
+        assert len(await store.list_summaries(chat)) == 1100
+        assert len(await store.list_facts(chat)) == 1100
+        chats = await store.list_chats(limit=1500)
+        assert len(chats) == 1101 and len({c.id for c in chats}) == 1101
+        assert [c.id for c in await store.list_chats(limit=20, offset=1090)] == [c.id for c in chats[1090:1110]]
+        # `parla memory reembed`: every embedded text is read, re-embedded and written back
+        texts = await store.embedded_texts()
+        assert len(texts) == len({t.ref for t in texts}) == 2200
+        await store.replace_embeddings([(t.ref, emb(t.text, 3, dim=4).vector) for t in texts], "test-4")
+        assert await store.embedder_info() == ("test-4", 4)
+
+
+async def test_reembedding_a_large_store_stays_inside_the_statement_timeout(supabase, tmp_path):
+    """Re-embedding writes every vector in pages and commits them together: one request with all
+    of them ran past the statement timeout (here 1 s for this project, to keep the store small)."""
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        name = conn.execute("SELECT current_database()").fetchone()[0]
+        conn.execute(f"ALTER ROLE authenticated IN DATABASE {name} SET statement_timeout = '1s'")
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = _chat_with_rows(supabase, await user_id(store), texts=600)
+        texts = await store.embedded_texts()
+        rng = np.random.default_rng(5)
+        await store.replace_embeddings([(t.ref, rng.normal(size=768)) for t in texts], "test-768")
+        assert await store.embedder_info() == ("test-768", 768)
+        found = await store.search(EmbeddedText("q", rng.normal(size=768), "test-768"), 5)
+        assert [m.chat_id for m in found] == [chat]
+
+
+async def test_a_long_chat_is_written_in_pages_each_turn_once(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        turns = make_turns(1200)
+        supabase.shim.log.clear()
+        result = await store.create_chat(turns=turns)
+        calls = [path.removeprefix("/rest/v1/rpc/") for _, path, _ in supabase.shim.log if "/rpc/" in path]
+        assert calls == ["create_chat", "append_turns", "append_turns"]
+        assert result.added == 1200 and [t.seq for t in result.turns] == list(range(1, 1201))
+        assert result.chat.turn_count == 1200
+        again = await store.append_turns(result.chat.id, turns[400:])  # a replay of pages: nothing twice
+        assert again.added == 0 and [t.seq for t in again.turns] == list(range(401, 1201))
+        history = await store.load_history(result.chat.id)
+        assert [t.id for t in history.full_history] == [t.id for t in turns]
+        middle = await store.load_turns(result.chat.id, 499, 1001)  # across two page boundaries
+        assert [t.seq for t in middle] == list(range(499, 1002))
+
+
+def test_one_append_of_8000_turns_stays_inside_the_statement_timeout(supabase):
+    """The SQL itself is linear: one request of 8,000 turns (an old client's, or an import's)
+    finishes within the authenticated role's 8 s."""
+    user = supabase.shim.create_user("long@example.com")
+    turns = [t.model_dump(mode="json", exclude={"seq"}) for t in make_turns(8000)]
+    with rest(supabase, supabase.shim.user_token(user)) as http:
+        http.timeout = 30
+        r = http.post("/rpc/create_chat", json={"p_turns": turns})
+    assert r.status_code == 200, r.text[:300]
+    assert r.json()["added"] == 8000 and r.json()["turns"][-1] == {"id": turns[-1]["id"], "seq": 8000}
+
+
+# -- the real Supabase CLI --------------------------------------------------------------------
+
+
+def test_the_supabase_cli_applies_the_migrations_and_parla_agrees(pg_cluster, tmp_path):
+    """`supabase db push` (the Supabase CLI from npm) applies supabase/migrations as the project's
+    `postgres` role over TCP; `parla db migrate` and the CLI then see the same applied list."""
+    cli = supabase_cli()
+    if cli is None:
+        pytest.skip("npm is not installed, so the Supabase CLI cannot be (scripts/test.sh installs both)")
+    # a copy of the migrations folder: the CLI writes its state (supabase/.temp) next to them
+    shutil.copytree(migrations_dir(), tmp_path / "supabase" / "migrations")
+
+    def push(database: str) -> str:
+        name = psycopg.conninfo.conninfo_to_dict(database)["dbname"]
+        run = subprocess.run(
+            [str(cli), "db", "push", f"--remote={pg_cluster.owner_dsn(name)}", "--yes", "--workdir", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,  # the assertion shows the CLI's output
+        )
+        assert run.returncode == 0, run.stdout + run.stderr
+        return run.stdout + run.stderr
+
+    fresh = pg_cluster.new_database(migrated=False)
+    pushed = push(fresh)
+    for migration in migrations():
+        assert f"Applying migration {migration.path.name}" in pushed
+    name = psycopg.conninfo.conninfo_to_dict(fresh)["dbname"]
+    assert apply_migrations(pg_cluster.owner_dsn(name)) == []  # parla db migrate: up to date
+    with psycopg.connect(fresh) as conn:
+        assert conn.execute("SELECT public.parla_schema_version()").fetchone() == (SCHEMA_VERSION,)
+    # and a project migrated by Parla is up to date for the CLI
+    assert "Applying migration" not in push(pg_cluster.new_database())
