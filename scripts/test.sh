@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs everything the tests need and runs the whole suite: the Python packages into the
-# current Python, and (as root, on Debian/Ubuntu) the headless audio stack the voice tests use.
+# Installs everything the tests need and runs the whole suite: the Python packages into Parla's
+# virtualenv (.venv, or the active one; see python-env.sh), and (as root, on Debian/Ubuntu) the
+# headless audio stack the voice tests use. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AUDIO_PACKAGES=(pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite)
@@ -16,5 +17,6 @@ if ((${#missing[@]})); then
         echo "The voice tests need: ${missing[*]} (install them with your package manager, as root)" >&2
     fi
 fi
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
-exec python3 -m pytest "$@"
+source scripts/python-env.sh
+parla_python_env "[test]"
+exec "$PARLA_PY" -m pytest "$@"
