@@ -15,9 +15,7 @@ from rich.markup import escape
 from daemon import service
 from daemon.cli_support import command, emit_json, err, load_settings, out
 from daemon.cli_voice import chat_for
-from daemon.control import send_command
-from daemon.memory_services import ConfigError, open_memory
-from daemon.supervisor import Daemon
+from daemon.control import DaemonNotRunning, send_command
 
 
 @command
@@ -28,6 +26,9 @@ async def run(
     new: bool = typer.Option(False, "--new", help="Start in a new chat."),
 ) -> None:
     """Run the Parla daemon in the foreground until `parla stop`, Ctrl-C or SIGTERM."""
+    from daemon.memory_services import ConfigError, open_memory
+    from daemon.supervisor import Daemon
+
     settings = load_settings()
     if not settings.has_gemini_key:
         raise ConfigError(
@@ -82,9 +83,15 @@ def _chat_name(card: dict[str, Any]) -> str:
 @command
 async def status(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """What the daemon is doing: state, current chat, session age, outbox depth, last error."""
-    s = await _send("status")
+    try:
+        s = await _send("status")
+    except DaemonNotRunning:
+        if not as_json:
+            raise
+        emit_json({"running": False})  # scripts read the answer, the exit code says the same
+        raise typer.Exit(1) from None
     if as_json:
-        emit_json(s)
+        emit_json({"running": True, **s})
         return
     age = f", session {s['session_age_s']:.0f}s old" if s["session_age_s"] is not None else ""
     out.print(f"{s['state']}{' (muted)' if s['muted'] else ''}{age}; activation {s['activation']}")
