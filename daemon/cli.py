@@ -490,7 +490,7 @@ def main() -> None:
     """The `parla` script: click's usage errors become one line like every other failure, and a
     reader that goes away (`parla chats | head`) ends the command quietly."""
     try:
-        code = app(standalone_mode=False)
+        code = app(prog_name="parla", standalone_mode=False)
     except _NO_ARGS_IS_HELP as e:  # `parla` or `parla memory` alone: the help is the answer
         out.print(e.format_message(), markup=False)
         code = 0

@@ -24,8 +24,9 @@ async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str
     in_use = await running_daemon_chat(mem.settings.control_socket)
     recent = None
     for chat in await mem.store.list_chats(limit=50):
-        if chat.turn_count == 0 and not chat.title and chat.id != in_use:
-            await mem.store.delete_chat(chat.id)
+        if chat.turn_count == 0 and not chat.title:
+            if chat.id != in_use:
+                await mem.store.delete_chat(chat.id)
         elif recent is None:
             recent = chat
     if new or recent is None:
