@@ -363,7 +363,7 @@ async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSO
         return
     table = Table("", "", show_header=False)
     for key, value in data.items():
-        table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+        table.add_row(key.replace("_", " "), "-" if value is None else escape(str(value)))
     out.print(table)
 
 

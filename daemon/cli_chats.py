@@ -43,7 +43,8 @@ async def rm(
         if current in ids:
             raise fail("the daemon is talking in that chat: `parla new` or `parla switch` first, then delete it")
         for c in found:
-            err.print(f"  {c.id[:8]}  {c.display_title}  ({c.turn_count} turns, last {when(c.last_activity_at)})")
+            line = f"  {c.id[:8]}  {c.display_title}  ({c.turn_count} turns, last {when(c.last_activity_at)})"
+            err.print(line, markup=False)
         if not yes:
             if not sys.stdin.isatty():
                 raise fail("deleting cannot be undone: add --yes to delete without a question")

@@ -64,9 +64,10 @@ async def run(
             await serving
         finally:
             ready.cancel()
-            serving.cancel()
-            with suppress(asyncio.CancelledError):
-                await serving
+            if not serving.done():  # cancelled from outside: the daemon's own shutdown runs
+                serving.cancel()
+                with suppress(asyncio.CancelledError):
+                    await serving
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
     err.print("Parla stopped; everything said is stored.", markup=False)

@@ -71,7 +71,7 @@ def config_path() -> None:
 def install() -> None:
     """Install and start the systemd user service (and an environment file for the key)."""
     report = service.install(load_settings())
-    out.print(f"Installed {report.unit}")
+    out.print(f"Installed {report.unit}", markup=False)
     for message in report.messages:
         out.print(f"  {escape(message)}")
     if not report.ok:
@@ -91,7 +91,7 @@ def _control(action: str, done: str) -> None:
     ok, output = service.control(action)
     if not ok:
         raise fail(f"systemd could not {action} it ({output or 'no output'}); `parla service logs` shows why")
-    out.print(done)
+    out.print(done, markup=False)
 
 
 @service_app.command("start")

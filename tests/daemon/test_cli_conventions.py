@@ -124,3 +124,8 @@ def test_commands_without_the_cloud_start_without_its_sdks(env, args):
     assert heavy == []
     total_us = int(imported["daemon.cli"].split("|")[1])
     print(f"parla {' '.join(args)}: daemon.cli imports in {total_us / 1000:.0f} ms")
+
+
+def test_bracketed_text_is_printed_as_it_is(env, monkeypatch):
+    monkeypatch.setenv("PARLA_STORE_PATH", "[red]/parla.db")  # relative to the test's folder
+    assert "│ [red]/parla.db" in parla("stats").stdout
