@@ -10,34 +10,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from bench.corpus import write_jsonl
-from daemon.cli import app
 from daemon.memory_services import open_memory
 from daemon.settings import Settings
 from memory.forgetting import memory_items, set_forgotten
 from memory.pins import Pin
 
 DATA = Path(__file__).parent.parent / "data"
-
-
-@pytest.fixture
-def parla(tmp_path, monkeypatch):
-    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "parla.db"))
-    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "none.toml"))
-    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-
-    def run(*args: str, ok: bool = True):
-        result = runner.invoke(app, list(args))
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    return run
 
 
 def test_import_300_chats_then_search_offline(parla, tmp_path):

@@ -7,10 +7,6 @@ import asyncio
 import json
 from pathlib import Path
 
-import pytest
-from typer.testing import CliRunner
-
-from daemon.cli import app
 from daemon.cli_voice import chat_for
 from daemon.control import send_command
 from daemon.memory_services import open_memory
@@ -20,25 +16,6 @@ from memory.turn import Turn
 from tests.daemon.conftest import running
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
-
-
-@pytest.fixture
-def parla(tmp_path, monkeypatch):
-    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "parla.db"))
-    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "none.toml"))
-    monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(tmp_path / "ctl.sock"))
-    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-
-    def run(*args: str, ok: bool = True, input: str | None = None):
-        result = runner.invoke(app, list(args), input=input)
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    return run
 
 
 def _chats(parla) -> list[dict]:
