@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -27,8 +27,6 @@ if TYPE_CHECKING:
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
-
-T = TypeVar("T")
 
 
 @dataclass

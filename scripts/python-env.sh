@@ -60,7 +60,7 @@ parla_python_env() {
     fi
     PARLA_BIN=$("$PARLA_PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
     local stamp=$venv/.parla-installed want
-    want="$root $extras $(sha256sum pyproject.toml | cut -d' ' -f1)"
+    want="$root $extras $(cksum <pyproject.toml)"  # cksum is POSIX (macOS has no sha256sum)
     if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]] || [[ ! -x $PARLA_BIN/parla ]]; then
         local log=$venv/.parla-pip.log
         echo "parla: installing Parla$extras into $venv (pip's log: $log)" >&2
