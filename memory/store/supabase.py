@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 import numpy as np
@@ -204,9 +204,18 @@ class SupabaseChatStore:
         outbox = Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}")
         return cls(client, outbox, http, user_id=user_id, user_session=user_id is None)
 
+    async def user_id(self) -> str:
+        """The user whose rows this store reads and writes (ids derived for imports are theirs)."""
+        if self._user_id is not None:
+            return self._user_id
+        session = await self._call("read the session", self._client.auth.get_session)
+        if session is None:
+            raise StoreError("not signed in to Supabase: run `parla login`")
+        return str(session.user.id)
+
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> SupabaseChatStore:
+    async def __aenter__(self) -> Self:
         await self.open()
         return self
 
