@@ -35,9 +35,9 @@ from daemon.cli_support import (
     when,
 )
 from daemon.settings import Settings
-from memory.importer import ImportChat, ImportLineError, ImportResult, decode_line, id_scope, import_chat, parse_line
 
 if TYPE_CHECKING:
+    from memory.importer import ImportChat, ImportLineError, ImportResult
     from memory.summary import MessageRange
 
 # Commands that need the memory, the SDKs or the audio stack import them in their bodies: `parla
@@ -125,6 +125,8 @@ and reason; when every line is skipped the command fails."""
 
 
 def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
+    from memory.importer import ImportLineError, decode_line, parse_line
+
     chats, errors = [], []
     with contextlib.ExitStack() as stack:
         stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
@@ -138,7 +140,7 @@ def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportL
     return chats, errors
 
 
-@app.command("import", help=IMPORT_HELP)
+@app.command("import", help=IMPORT_HELP, rich_help_panel=CHATS)
 @command
 async def import_chats(
     file: str = typer.Argument(..., help="JSONL file, one chat per line; - reads stdin."),
@@ -149,6 +151,8 @@ async def import_chats(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
+    from memory.importer import id_scope, import_chat
+
     settings = load_settings()
     if file != "-" and not Path(file).is_file():
         raise ValueError(f"no file {file!r} to import (use - to read stdin)")
