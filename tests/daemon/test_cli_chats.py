@@ -111,3 +111,16 @@ async def test_the_empty_chat_a_running_daemon_is_in_is_kept(daemon_settings):
         chat_id, _title = await chat_for(mem, None, False)
         assert chat_id != fresh["chat_id"]
         assert fresh["chat_id"] in {c.id for c in await mem.store.list_chats()}
+
+
+def test_a_chat_said_in_parla_exported_and_imported_again_is_not_doubled(parla, tmp_path):
+    async def said() -> str:
+        async with open_memory(Settings()) as mem:
+            turns = [Turn.of("user", "the bread [rose] well"), Turn.of("model", "Good, keep it warm.")]
+            return (await mem.store.create_chat(turns=turns)).chat.id
+
+    chat_id = asyncio.run(said())
+    parla("export", chat_id[:8], "-o", str(tmp_path / "mine.jsonl"))
+    again = json.loads(parla("import", str(tmp_path / "mine.jsonl"), "--json").stdout)
+    assert (again["unchanged"], again["turns_added"], again["differs"]) == (1, 0, [])
+    assert [c["turns"] for c in _chats(parla)] == [2]
