@@ -8,52 +8,98 @@ line on stderr saying what went wrong and what to do.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections import Counter
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from daemon import cli_daemon, cli_setup, cli_supabase, cli_voice
+from daemon import cli_chats, cli_daemon, cli_setup, cli_supabase, cli_voice
 from daemon.cli_support import (
     command,
     emit_json,
     err,
     iso,
     load_settings,
+    open_memory,
+    options,
     out,
     progress_bar,
     resolve_chat,
     summarise,
     when,
 )
-from daemon.memory_services import open_memory
 from daemon.settings import Settings
-from memory.compaction import RangeError
-from memory.context import load_context
-from memory.forgetting import memory_items, set_forgotten
-from memory.importer import ImportChat, ImportLineError, ImportResult, decode_line, id_scope, import_chat, parse_line
-from memory.summary import MessageRange
-from memory.tokens import estimate_tokens
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Parla: a voice assistant that remembers.")
-app.command("converse")(cli_voice.converse)
+if TYPE_CHECKING:
+    from memory.importer import ImportChat, ImportLineError, ImportResult
+    from memory.summary import MessageRange
+
+# Commands that need the memory, the SDKs or the audio stack import them in their bodies: `parla
+# status`, `--help` or `config path` start in a fraction of the time (bench/cli_startup.py).
+
+# The help groups commands by what they work on.
+TALK, CHATS, MEMORY, SETUP = "Talk to Parla", "Chats", "Memory", "Setup"
+
+app = typer.Typer(
+    no_args_is_help=True,
+    help="Parla: a voice assistant that remembers.",
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version() -> str:
+    try:
+        return version("parla")
+    except PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        out.print(f"parla {_version()}", markup=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    verbose: int = typer.Option(
+        0, "--verbose", "-v", count=True, help="More log output on stderr: -v info, -vv debug."
+    ),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Errors only: no progress bars, warnings or log lines."),
+    _version_flag: bool = typer.Option(
+        False, "--version", callback=_show_version, is_eager=True, help="Print Parla's version and exit."
+    ),
+) -> None:
+    # The flags override PARLA_LOG_LEVEL for this command (`parla config show` says so).
+    if verbose or quiet:
+        options.log_level = "ERROR" if quiet else ("INFO" if verbose == 1 else "DEBUG")
+    options.quiet = quiet
+
+
 for _name, _fn in cli_daemon.COMMANDS.items():
-    app.command(_name)(_fn)
-app.command("doctor")(cli_setup.doctor)
-app.add_typer(cli_setup.service_app, name="service")
-app.command("login")(cli_supabase.login)
-app.command("logout")(cli_supabase.logout)
-app.command("sync")(cli_supabase.sync)
-app.add_typer(cli_supabase.db_app, name="db")
+    app.command(_name, rich_help_panel=TALK)(_fn)
+app.command("converse", rich_help_panel=TALK)(cli_voice.converse)
+app.command("devices", rich_help_panel=SETUP)(cli_setup.devices)
+app.command("doctor", rich_help_panel=SETUP)(cli_setup.doctor)
+app.add_typer(cli_setup.config_app, name="config", rich_help_panel=SETUP)
+app.add_typer(cli_setup.service_app, name="service", rich_help_panel=SETUP)
+app.command("login", rich_help_panel=SETUP)(cli_supabase.login)
+app.command("logout", rich_help_panel=SETUP)(cli_supabase.logout)
+app.command("sync", rich_help_panel=SETUP)(cli_supabase.sync)
+app.add_typer(cli_supabase.db_app, name="db", rich_help_panel=SETUP)
+for _name, _fn in cli_chats.COMMANDS.items():
+    app.command(_name, rich_help_panel=CHATS)(_fn)
 memory_app = typer.Typer(
     no_args_is_help=True,
     help="Maintain the memory: regenerate summaries, rebuild embeddings, restore what was forgotten.",
 )
-app.add_typer(memory_app, name="memory")
+app.add_typer(memory_app, name="memory", rich_help_panel=MEMORY)
 
 
 def _store_name(settings: Settings) -> str:
@@ -79,6 +125,8 @@ and reason; when every line is skipped the command fails."""
 
 
 def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
+    from memory.importer import ImportLineError, decode_line, parse_line
+
     chats, errors = [], []
     with contextlib.ExitStack() as stack:
         stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
@@ -92,7 +140,7 @@ def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportL
     return chats, errors
 
 
-@app.command("import", help=IMPORT_HELP)
+@app.command("import", help=IMPORT_HELP, rich_help_panel=CHATS)
 @command
 async def import_chats(
     file: str = typer.Argument(..., help="JSONL file, one chat per line; - reads stdin."),
@@ -103,6 +151,8 @@ async def import_chats(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
+    from memory.importer import id_scope, import_chat
+
     settings = load_settings()
     if file != "-" and not Path(file).is_file():
         raise ValueError(f"no file {file!r} to import (use - to read stdin)")
@@ -167,7 +217,7 @@ async def import_chats(
 # -- chats, show ------------------------------------------------------------------------------
 
 
-@app.command("chats")
+@app.command("chats", rich_help_panel=CHATS)
 @command
 async def list_chats(
     limit: int = typer.Option(50, min=1, help="How many, most recent first."),
@@ -214,7 +264,7 @@ def _turn_json(t: Any) -> dict[str, Any]:
     }
 
 
-@app.command("show")
+@app.command("show", rich_help_panel=CHATS)
 @command
 async def show(
     chat: str = typer.Argument(
@@ -224,6 +274,9 @@ async def show(
     turns: int = typer.Option(10, min=0, help="How many of the latest turns to print (text output)."),
 ) -> None:
     """Show one chat: full vs assistant history, summaries, facts, pins, token counts."""
+    from memory.context import load_context
+    from memory.tokens import estimate_tokens
+
     settings = load_settings()
     async with open_memory(settings) as mem:
         cid = await resolve_chat(mem, chat)
@@ -301,7 +354,7 @@ async def show(
 # -- search -----------------------------------------------------------------------------------
 
 
-@app.command("search")
+@app.command("search", rich_help_panel=CHATS)
 @command
 async def search(
     request: str = typer.Argument(..., help='What you would say, e.g. "the chat about the Japan trip".'),
@@ -339,7 +392,7 @@ async def search(
 # -- stats ------------------------------------------------------------------------------------
 
 
-@app.command("stats")
+@app.command("stats", rich_help_panel=CHATS)
 @command
 async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Totals of what the memory holds."""
@@ -353,7 +406,7 @@ async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSO
         return
     table = Table("", "", show_header=False)
     for key, value in data.items():
-        table.add_row(key.replace("_", " "), "-" if value is None else str(value))
+        table.add_row(key.replace("_", " "), "-" if value is None else escape(str(value)))
     out.print(table)
 
 
@@ -361,6 +414,9 @@ async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSO
 
 
 def _parse_range(text: str) -> MessageRange:
+    from memory.compaction import RangeError
+    from memory.summary import MessageRange
+
     start, sep, end = text.partition("-")
     if not sep or not start.strip().isdigit() or not end.strip().isdigit():
         raise RangeError(f"--range takes two message numbers like 11-20, not {text!r}")
@@ -401,6 +457,14 @@ async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding
     out.print(f"Re-embedded {len(texts)} texts with {mem.embedder.name}.")
 
 
+def _print_forgotten(items: list[Any]) -> None:
+    if not items:
+        out.print("Nothing is forgotten in this chat.")
+    for n, i in enumerate(items, start=1):
+        moment = when(i.forgotten_at) if i.forgotten_at else "-"
+        out.print(f"{n:>3}. {escape(f'[{i.kind}]')} {escape(i.content)}  [dim](forgotten {moment})[/dim]")
+
+
 @memory_app.command("forgotten")
 @command
 async def forgotten(
@@ -408,6 +472,8 @@ async def forgotten(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """The pins and facts of a chat that were forgotten, numbered for `parla memory restore`."""
+    from memory.forgetting import memory_items
+
     async with open_memory(load_settings()) as mem:
         items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
     if as_json:
@@ -418,30 +484,71 @@ async def forgotten(
             ]
         )
         return
-    if not items:
-        out.print("Nothing was forgotten in this chat.")
-    for n, i in enumerate(items, start=1):
-        moment = when(i.forgotten_at) if i.forgotten_at else "-"
-        out.print(f"{n:>3}. [{i.kind}] {escape(i.content)}  [dim](forgotten {moment})[/dim]")
+    _print_forgotten(items)
 
 
 @memory_app.command("restore")
 @command
 async def restore(
     chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
-    number: int = typer.Argument(..., min=1, help="The item's number in `parla memory forgotten CHAT`."),
+    numbers: list[int] = typer.Argument(..., min=1, help="Item numbers as `parla memory forgotten CHAT` lists them."),
 ) -> None:
-    """Bring a forgotten pin or fact back into the chat's memory."""
+    """Bring forgotten pins or facts back into the chat's memory. Several numbers at once all refer
+    to the list as printed; afterwards the remaining items are listed with their new numbers."""
+    from memory.forgetting import memory_items, set_forgotten
+
     async with open_memory(load_settings()) as mem:
-        items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
-        if number > len(items):
+        cid = await resolve_chat(mem, chat)
+        items = await memory_items(mem.store, cid, forgotten=True)
+        if wrong := [n for n in numbers if n > len(items)]:
             raise ValueError(
-                f"the chat has {len(items)} forgotten items, not {number}: `parla memory forgotten {chat}` lists them"
+                f"the chat has {len(items)} forgotten items, not {wrong[0]}: `parla memory forgotten {chat}` lists them"
             )
-        item = items[number - 1]
-        await set_forgotten(mem.store, mem.embedder, item, forgotten=False)
-    out.print(f"Restored the {item.kind}: {escape(item.content)}")
+        chosen = [items[n - 1] for n in dict.fromkeys(numbers)]
+        for item in chosen:
+            await set_forgotten(mem.store, mem.embedder, item, forgotten=False)
+        remaining = await memory_items(mem.store, cid, forgotten=True)
+    for item in chosen:
+        out.print(f"Restored the {item.kind}: {escape(item.content)}")
+    if remaining:
+        out.print("Still forgotten, numbered anew:")
+        _print_forgotten(remaining)
+
+
+class _Never(Exception):
+    """Stands in for an exception class the installed click does not have."""
+
+
+def _click_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
+    # typer raises click's exceptions, or (newer typer) those of the copy of click it ships
+    bases = {c.__name__: c for c in typer.BadParameter.__mro__}
+    usage = bases["UsageError"]
+    return usage, bases["ClickException"], getattr(sys.modules[usage.__module__], "NoArgsIsHelpError", _Never)
+
+
+_USAGE_ERROR, _CLICK_EXCEPTION, _NO_ARGS_IS_HELP = _click_errors()
 
 
 def main() -> None:
-    app()
+    """The `parla` script: click's usage errors become one line like every other failure, and a
+    reader that goes away (`parla chats | head`) ends the command quietly."""
+    try:
+        code = app(prog_name="parla", standalone_mode=False)
+    except _NO_ARGS_IS_HELP as e:  # `parla` or `parla memory` alone: the help is the answer
+        out.print(e.format_message(), markup=False)
+        code = 0
+    except _USAGE_ERROR as e:
+        where = f"; `{e.ctx.command_path} --help` shows the usage" if e.ctx else ""
+        err.print(f"parla: error: {e.format_message().rstrip('.')}{where}", markup=False)
+        code = e.exit_code
+    except _CLICK_EXCEPTION as e:
+        err.print(f"parla: error: {e.format_message()}", markup=False)
+        code = e.exit_code
+    except typer.Abort:
+        err.print("parla: interrupted", markup=False)
+        code = 130
+    except BrokenPipeError:
+        # Python would complain again when it flushes stdout at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    sys.exit(code if isinstance(code, int) else 0)

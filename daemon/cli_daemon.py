@@ -6,17 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import signal
+from contextlib import suppress
 from typing import Any
 
 import typer
 from rich.markup import escape
 
+from daemon import service
 from daemon.cli_support import command, emit_json, err, load_settings, out
 from daemon.cli_voice import chat_for
-from daemon.control import send_command
-from daemon.memory_services import ConfigError, open_memory
-from daemon.service import env_file
-from daemon.supervisor import Daemon
+from daemon.control import DaemonNotRunning, send_command
 
 
 @command
@@ -27,28 +26,48 @@ async def run(
     new: bool = typer.Option(False, "--new", help="Start in a new chat."),
 ) -> None:
     """Run the Parla daemon in the foreground until `parla stop`, Ctrl-C or SIGTERM."""
+    from daemon.memory_services import ConfigError, open_memory
+    from daemon.supervisor import Daemon
+
     settings = load_settings()
     if not settings.has_gemini_key:
         raise ConfigError(
             "Parla needs a Gemini API key to talk: create one at https://aistudio.google.com/apikey, then "
-            f"`export GEMINI_API_KEY=...` (for the service, put it in {env_file()}). Without a key, "
+            f"`export GEMINI_API_KEY=...` (for the service, put it in {service.env_file()}). Without a key, "
             "`parla chats`, `show`, `search`, `import` and `stats` work"
         )
     async with open_memory(settings) as mem:
         chat_id, title = await chat_for(mem, chat, new)
         daemon = Daemon(mem, chat_id)
         loop = asyncio.get_running_loop()
+
+        def stop() -> None:
+            service.notify("STOPPING=1")
+            daemon.stop()
+
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, daemon.stop)
+            loop.add_signal_handler(sig, stop)
         how = {
             "wake": f"say {settings.wake_phrase!r} to talk",
             "push_to_talk": "`parla talk` opens a session",
             "always_on": "listening",
         }[settings.activation]
-        err.print(f"Parla is running in {title} ({chat_id[:8]}): {how}. `parla stop` ends it.", markup=False)
+        serving = asyncio.create_task(daemon.serve(), name="daemon:serve")
+        ready = asyncio.create_task(daemon.ready.wait(), name="daemon:ready")
         try:
-            await daemon.serve()
+            # "running" only once it is: a daemon that cannot start (a second one, no microphone)
+            # says why and nothing else.
+            await asyncio.wait({serving, ready}, return_when=asyncio.FIRST_COMPLETED)
+            if ready.done():
+                err.print(f"Parla is running in {title} ({chat_id[:8]}): {how}. `parla stop` ends it.", markup=False)
+                service.notify("READY=1", f"STATUS=in {title}: {how}")
+            await serving
         finally:
+            ready.cancel()
+            if not serving.done():  # cancelled from outside: the daemon's own shutdown runs
+                serving.cancel()
+                with suppress(asyncio.CancelledError):
+                    await serving
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
     err.print("Parla stopped; everything said is stored.", markup=False)
@@ -65,9 +84,15 @@ def _chat_name(card: dict[str, Any]) -> str:
 @command
 async def status(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """What the daemon is doing: state, current chat, session age, outbox depth, refused turns, last error."""
-    s = await _send("status")
+    try:
+        s = await _send("status")
+    except DaemonNotRunning:
+        if not as_json:
+            raise
+        emit_json({"running": False})  # scripts read the answer, the exit code says the same
+        raise typer.Exit(1) from None
     if as_json:
-        emit_json(s)
+        emit_json({"running": True, **s})
         return
     age = f", session {s['session_age_s']:.0f}s old" if s["session_age_s"] is not None else ""
     out.print(f"{s['state']}{' (muted)' if s['muted'] else ''}{age}; activation {s['activation']}")

@@ -1,15 +1,20 @@
-"""Setting Parla up on a machine: `parla doctor` and `parla service install | uninstall | status`."""
+"""Setting Parla up on a machine: `parla doctor`, `parla config ...` and `parla service ...`."""
 
 from __future__ import annotations
+
+import json
+import shutil
+import subprocess
 
 import typer
 from rich.markup import escape
 
-from daemon import service
-from daemon.cli_support import command, emit_json, load_settings, out
-from daemon.doctor import diagnose
+from daemon import service, settings_sources
+from daemon.cli_support import command, emit_json, err, fail, load_settings, options, out
+from daemon.settings import Settings, config_file
 
 service_app = typer.Typer(no_args_is_help=True, help="Run Parla as a background service (systemd user unit).")
+config_app = typer.Typer(no_args_is_help=True, help="The settings in effect and where they come from.")
 
 _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
 
@@ -17,6 +22,8 @@ _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "
 @command
 async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Check the key, the Gemini models in use, the audio devices, the store, the wake phrase and the daemon."""
+    from daemon.doctor import diagnose
+
     checks = await diagnose(load_settings())
     if as_json:
         emit_json([c.__dict__ for c in checks])
@@ -29,13 +36,46 @@ async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JS
         raise typer.Exit(1)
 
 
+@config_app.command("show")
+@command
+def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """Every setting's value in effect (secrets masked) and where it came from: the default, the
+    config file, .env or the environment."""
+    settings = load_settings()
+    origins = settings_sources.sources(settings_sources.overrides(options.log_level))
+    rows = {
+        name: {"value": settings_sources.shown(getattr(settings, name)), "source": origins[name].kind}
+        | ({"where": origins[name].where} if origins[name].where else {})
+        for name in Settings.model_fields
+    }
+    if as_json:
+        emit_json(rows)
+        return
+    # one `name = value  # where from` line per setting: as the config file spells it, ready to copy
+    for name, row in rows.items():
+        value = "(not set)" if row["value"] is None else json.dumps(row["value"], ensure_ascii=False)
+        out.print(f"{name} = {value}  # {origins[name]}", markup=False)
+    out.print(f"config file: {escape(str(config_file()))}" + ("" if config_file().is_file() else " (not there)"))
+
+
+@config_app.command("path")
+def config_path() -> None:
+    """The config file Parla reads (PARLA_CONFIG_FILE, or config.toml in the user config folder)."""
+    out.print(str(config_file()), markup=False)
+    if not config_file().is_file():
+        err.print("parla: the file does not exist yet; settings written there as `name = value` apply", markup=False)
+
+
 @service_app.command("install")
+@command
 def install() -> None:
     """Install and start the systemd user service (and an environment file for the key)."""
     report = service.install(load_settings())
-    out.print(f"Installed {report.unit}")
+    out.print(f"Installed {report.unit}", markup=False)
     for message in report.messages:
         out.print(f"  {escape(message)}")
+    if not report.ok:
+        raise typer.Exit(1)
 
 
 @service_app.command("uninstall")
@@ -45,10 +85,107 @@ def uninstall() -> None:
         out.print(escape(message))
 
 
+def _control(action: str, done: str) -> None:
+    if not service.installed():
+        raise fail("the service is not installed: `parla service install`")
+    ok, output = service.control(action)
+    if not ok:
+        raise fail(f"systemd could not {action} it ({output or 'no output'}); `parla service logs` shows why")
+    out.print(done, markup=False)
+
+
+@service_app.command("start")
+def start() -> None:
+    """Start the service (also after systemd gave up restarting it)."""
+    _control("start", "Started: Parla is ready.")
+
+
+@service_app.command("stop")
+def stop() -> None:
+    """Stop the service until the next `parla service start` or login."""
+    _control("stop", "Stopped.")
+
+
+@service_app.command("restart")
+def restart() -> None:
+    """Restart the service (after changing settings or the key)."""
+    _control("restart", "Restarted: Parla is ready.")
+
+
 @service_app.command("status")
 def status() -> None:
-    """Whether the service is installed, and what systemd says about it."""
-    installed, detail = service.status()
+    """What systemd says about the service; exit 1 unless it is running."""
+    running, detail = service.status()
     out.print(escape(detail))
-    if not installed:
+    if not running:
         raise typer.Exit(1)
+
+
+@service_app.command("logs")
+def logs(
+    follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
+    lines: int = typer.Option(50, "--lines", "-n", min=1, help="How many of the latest lines."),
+) -> None:
+    """The service's log from the journal (journalctl --user -u parla)."""
+    argv = service.logs_command(follow, lines)
+    if shutil.which(argv[0]) is None:
+        raise fail("journalctl is not available (the service logs to the systemd journal)")
+    try:
+        code = subprocess.run(argv, check=False).returncode
+    except KeyboardInterrupt:
+        code = 0
+    raise typer.Exit(code)
+
+
+@command
+def devices(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """The audio devices Parla can use, and which ones the settings pick (PARLA_INPUT_DEVICE,
+    PARLA_OUTPUT_DEVICE; none set: the system default)."""
+    from voice.audio import AudioDeviceError, list_devices, resolve_device
+
+    settings = load_settings()
+    found = list_devices()
+    chosen: dict[str, int | str | None] = {}
+    for kind, spec in (("input", settings.input_device), ("output", settings.output_device)):
+        try:
+            index = resolve_device(spec, kind)
+            chosen[kind] = index if index is not None else _default_device(kind)
+        except AudioDeviceError as e:
+            chosen[kind] = None
+            err.print(f"parla: warning: {e}", markup=False)
+    rows = [
+        {
+            "index": d.index,
+            "name": d.name,
+            "inputs": d.inputs,
+            "outputs": d.outputs,
+            "default_rate": d.default_rate,
+            "used_for": [kind for kind in ("input", "output") if chosen[kind] == d.index],
+        }
+        for d in found
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        raise fail("no audio devices exist (is a sound server running?)")
+    from rich.table import Table
+
+    table = Table("index", "name", "in", "out", "rate", "Parla uses it for")
+    for row in rows:
+        table.add_row(
+            str(row["index"]),
+            escape(row["name"]),
+            str(row["inputs"]),
+            str(row["outputs"]),
+            f"{row['default_rate']:.0f}",
+            ", ".join(row["used_for"]),
+        )
+    out.print(table)
+
+
+def _default_device(kind: str) -> int | None:
+    import sounddevice
+
+    index = sounddevice.default.device[0 if kind == "input" else 1]
+    return int(index) if index is not None and index >= 0 else None

@@ -3,21 +3,26 @@ Supabase project and copying the local chats there."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.table import Table
 
 from daemon.cli_support import command, emit_json, load_settings, out, progress_bar, summarise
-from daemon.memory_services import ConfigError, MemoryServices, connect_supabase, supabase_anon_key, supabase_url
 from daemon.settings import Settings
-from memory.chat import Chat
-from memory.store.sqlite import SQLiteChatStore
-from memory.store.supabase import sign_in
-from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations
+
+# The Supabase client and the stores are imported by the commands that use them: the other
+# commands start without loading them.
+if TYPE_CHECKING:
+    from memory.chat import Chat
+    from memory.store.sqlite import SQLiteChatStore
 
 db_app = typer.Typer(no_args_is_help=True, help="The Supabase schema: apply the migrations, check them.")
 
 
 def _db_url(settings: Settings) -> str:
+    from daemon.memory_services import ConfigError
+
     if settings.supabase_db_url is None or not settings.supabase_db_url.get_secret_value():
         raise ConfigError(
             "set PARLA_SUPABASE_DB_URL to the project's Postgres connection string (Project Settings → Database), "
@@ -32,6 +37,9 @@ async def login(
     password: str = typer.Option(..., prompt=True, hide_input=True, help="The password (asked for when omitted)."),
 ) -> None:
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
+    from daemon.memory_services import supabase_anon_key, supabase_url
+    from memory.store.supabase import sign_in
+
     settings = load_settings()
     user_id = await sign_in(
         supabase_url(settings), supabase_anon_key(settings), email, password, settings.supabase_session_file
@@ -55,6 +63,8 @@ async def logout() -> None:
 @command
 async def migrate() -> None:
     """Apply the migrations in supabase/migrations through PARLA_SUPABASE_DB_URL."""
+    from memory.store.supabase_schema import apply_migrations, migrations
+
     applied = apply_migrations(_db_url(load_settings()))
     if not applied:
         out.print(f"The schema is up to date ({len(migrations())} migrations).")
@@ -66,6 +76,9 @@ async def migrate() -> None:
 @command
 async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Verify the project has Parla's schema and that the credentials reach it."""
+    from daemon.memory_services import connect_supabase
+    from memory.store.supabase_schema import SCHEMA_VERSION
+
     settings = load_settings()
     async with await connect_supabase(settings) as store:
         version = await store.schema_version()
@@ -94,6 +107,9 @@ async def _all_chats(store: SQLiteChatStore) -> list[Chat]:
 async def sync(as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON.")) -> None:
     """Copy every chat of the local SQLite store to Supabase (turns, titles, pins), then summarise
     them there. Safe to repeat: what is already there is not copied twice."""
+    from daemon.memory_services import MemoryServices, connect_supabase
+    from memory.store.sqlite import SQLiteChatStore
+
     settings = load_settings()
     copied = unchanged = turns_added = 0
     async with SQLiteChatStore(settings.store_path) as local, await connect_supabase(settings) as remote:

@@ -4,78 +4,125 @@ bars and JSON output."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 from datetime import datetime
 from functools import wraps
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
-from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from daemon.control import CommandError, DaemonNotRunning
-from daemon.logs import configure_logging
-from daemon.memory_services import ConfigError, MemoryServices
 from daemon.settings import Settings
-from daemon.wake import WakeWordError
-from memory.compaction import CompactionWorker, RangeError
-from memory.embedding import ModelError
-from memory.importer import find_chats_named
-from memory.store import ChatNotFound, StoreError
-from voice.audio import AudioDeviceError
-from voice.live import LiveSessionFailed
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from daemon.memory_services import MemoryServices
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-T = TypeVar("T")
+
+@dataclass
+class Options:
+    """The global options (`-v`, `-q`) of this invocation."""
+
+    log_level: str | None = None  # overrides PARLA_LOG_LEVEL
+    quiet: bool = False  # no progress bars, no warnings; errors still print
+
+
+options = Options()
+
+# Failures a command explains in one line, by module and class name. They are matched by name so
+# that this module need not import the SDK-heavy modules that define them: a command that never
+# loaded a module cannot have raised its error.
+_KNOWN_ERRORS = {
+    "daemon.settings_sources": ["SettingsError"],
+    "memory.store": ["StoreError"],
+    "daemon.memory_services": ["ConfigError"],
+    "memory.embedding": ["ModelError"],
+    "memory.compaction": ["RangeError"],
+    "voice.audio": ["AudioDeviceError"],
+    "voice.live": ["LiveSessionFailed"],
+    "daemon.control": ["DaemonNotRunning", "CommandError"],
+    "daemon.wake": ["WakeWordError"],
+}
+
+
+def _known_errors() -> tuple[type[BaseException], ...]:
+    loaded = [(sys.modules.get(module), names) for module, names in _KNOWN_ERRORS.items()]
+    return (ValueError, OSError, *(getattr(m, n) for m, names in loaded if m is not None for n in names))
 
 
 def load_settings() -> Settings:
-    try:
-        settings = Settings()
-    except ValidationError as e:
-        first = e.errors()[0]
-        name = ".".join(str(p) for p in first["loc"])
-        raise ConfigError(f"setting {name} (PARLA_{name.upper()}): {first['msg']}") from None
+    from daemon import settings_sources
+    from daemon.logs import configure_logging
+
+    if not options.quiet:
+        for warning in settings_sources.warnings():
+            err.print(f"parla: warning: {warning}", markup=False)
+    settings = settings_sources.load(log_level=options.log_level)
     configure_logging(settings)
     return settings
 
 
-def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
-    """Run an async command; known failures become one line on stderr and exit code 1."""
+def fail(message: str, code: int = 1) -> typer.Exit:
+    """Print `parla: error: message` on stderr; raise what this returns to exit with `code`."""
+    err.print(f"parla: error: {message}", markup=False)
+    return typer.Exit(code)
+
+
+def command(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Run a command (async ones in an event loop); known failures become one line on stderr and
+    exit code 1."""
 
     @wraps(fn)
-    def run(*args: Any, **kwargs: Any) -> T:
+    def run(*args: Any, **kwargs: Any) -> Any:
         try:
-            return asyncio.run(fn(*args, **kwargs))
-        except (
-            StoreError,
-            ConfigError,
-            ModelError,
-            RangeError,
-            AudioDeviceError,
-            LiveSessionFailed,
-            DaemonNotRunning,
-            CommandError,
-            WakeWordError,
-            ValueError,
-            OSError,
-        ) as e:
-            err.print(f"parla: error: {e}", markup=False)
-            raise typer.Exit(1) from None
+            result = fn(*args, **kwargs)
+            return asyncio.run(result) if inspect.iscoroutine(result) else result
         except KeyboardInterrupt:
             err.print("parla: interrupted; everything stored so far is kept", markup=False)
             raise typer.Exit(130) from None
+        except BrokenPipeError:
+            raise  # the reader went away (`parla chats | head`): main() exits quietly
+        except Exception as e:
+            if not isinstance(e, _known_errors()):
+                raise
+            raise fail(str(e)) from None
 
     return run
 
 
+def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryServices]:
+    """The memory services (daemon.memory_services.open_memory), imported when a command needs them."""
+    from daemon.memory_services import open_memory as open_services
+
+    return open_services(settings)
+
+
+async def running_daemon_chat(socket: Path) -> str | None:
+    """The chat a running daemon is in, or None when none runs."""
+    from daemon.control import DaemonNotRunning, send_command
+
+    try:
+        status = await send_command(socket, "status", timeout=5)
+    except DaemonNotRunning:
+        return None
+    return str(status["chat"]["id"])
+
+
 async def resolve_chat(mem: MemoryServices, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
+    from memory.importer import find_chats_named
+    from memory.store import ChatNotFound, StoreError
+
     chats = await find_chats_named(mem.store, ref)
     if not chats:
         raise ChatNotFound(ref)
@@ -86,6 +133,8 @@ async def resolve_chat(mem: MemoryServices, ref: str) -> str:
 
 
 def progress_bar() -> Progress:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     return Progress(
         TextColumn("{task.description}"),
         BarColumn(),
@@ -93,6 +142,7 @@ def progress_bar() -> Progress:
         TimeElapsedColumn(),
         console=err,
         transient=not err.is_terminal,
+        disable=options.quiet,
     )
 
 
@@ -110,6 +160,8 @@ def emit_json(data: Any) -> None:
 
 async def summarise(mem: MemoryServices, ids: list[str], progress: Progress, retry: str) -> list[str]:
     """Compact the chats (summaries, facts, description, embeddings); returns those that failed."""
+    from memory.compaction import CompactionWorker
+
     settings = mem.settings
     summarising = progress.add_task("summarising, extracting facts, embedding", total=len(set(ids)))
     worker = CompactionWorker(

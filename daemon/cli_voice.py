@@ -2,28 +2,37 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import typer
 from rich.markup import escape
 
-from daemon.cli_support import command, err, load_settings, out, resolve_chat
-from daemon.conversation import spoken_conversation
-from daemon.memory_services import MemoryServices, open_memory
-from voice.live import SessionEvent
+from daemon.cli_support import command, err, load_settings, open_memory, out, resolve_chat, running_daemon_chat
+
+if TYPE_CHECKING:  # the voice stack and the SDK load when a conversation starts
+    from daemon.memory_services import MemoryServices
+    from voice.live import SessionEvent
 
 
 async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str, str]:
-    """The chat to talk in and its title: a new one, the one `ref` names, or the most recent."""
-    if new:
+    """The chat to talk in and its title: a new one, the one `ref` names, or the most recent one
+    that holds something. Empty untitled chats (a `parla new` nobody spoke in) are deleted on the
+    way, except the one a running daemon is in."""
+    if ref is not None and not new:
+        chat_id = await resolve_chat(mem, ref)
+        return chat_id, (await mem.store.get_chat(chat_id)).display_title
+    in_use = await running_daemon_chat(mem.settings.control_socket)
+    recent = None
+    for chat in await mem.store.list_chats(limit=50):
+        if chat.turn_count == 0 and not chat.title:
+            if chat.id != in_use:
+                await mem.store.delete_chat(chat.id)
+        elif recent is None:
+            recent = chat
+    if new or recent is None:
         chat = (await mem.store.create_chat()).chat
         return chat.id, "a new chat"
-    if ref is None:
-        recent = await mem.store.list_chats(limit=1)
-        if not recent:
-            chat = (await mem.store.create_chat()).chat
-            return chat.id, "a new chat"
-        return recent[0].id, recent[0].display_title
-    chat_id = await resolve_chat(mem, ref)
-    return chat_id, (await mem.store.get_chat(chat_id)).display_title
+    return recent.id, recent.display_title
 
 
 def _show(event: SessionEvent) -> None:
@@ -39,6 +48,8 @@ async def converse(
     new: bool = typer.Option(False, "--new", help="Start a new chat."),
 ) -> None:
     """Talk with Parla through the microphone and speaker until Ctrl-C; every turn is stored."""
+    from daemon.conversation import spoken_conversation
+
     settings = load_settings()
     async with open_memory(settings) as mem:
         chat_id, title = await chat_for(mem, chat, new)

@@ -5,9 +5,20 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
+
+
+def expand_path(value: Any) -> Any:
+    """`~`, `~user`, `$HOME` and other variables in a path setting, as a shell would expand them
+    (a value from a file or a service's environment never went through a shell)."""
+    if isinstance(value, str | Path):
+        return Path(os.path.expandvars(os.path.expanduser(os.fspath(value))))
+    return value
+
+
+UserPath = Annotated[Path, BeforeValidator(expand_path)]
 
 Activation = Literal["wake", "push_to_talk", "always_on"]
 
@@ -38,7 +49,7 @@ class DaemonConfig(BaseModel):
         30.0, gt=0, description="Seconds of silence (nobody speaking) after which the session closes."
     )
     cues: bool = Field(True, description="A short tone when a session opens and when it closes.")
-    control_socket: Path = Field(
+    control_socket: UserPath = Field(
         default_factory=default_control_socket, description="The daemon's control socket (mode 0600)."
     )
     shutdown_timeout_s: float = Field(

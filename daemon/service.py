@@ -1,13 +1,20 @@
-"""`parla service install | uninstall | status`: Parla as a systemd user service on Linux.
+"""`parla service install | uninstall | start | stop | restart | status | logs`: Parla as a
+systemd user service on Linux.
 
-The unit runs `python -m daemon run` with the interpreter Parla is installed in, restarts on
-failure, and reads the key from an environment file (mode 0600) next to the config file, so the
-key is in neither the unit nor the journal. macOS (launchd) is described in the README."""
+The unit runs `python -m daemon run` with the interpreter Parla is installed in (the project's
+virtualenv when scripts/run.sh installed it) and reads the key from an environment file (mode
+0600) next to the config file, so the key is in neither the unit nor the journal. It is
+`Type=notify`: the daemon tells systemd it is ready (socket listening, devices open) with one
+datagram on $NOTIFY_SOCKET, so `systemctl start` returns when Parla can be talked to, or fails.
+It restarts on failure, at most a few times in a row, so a missing microphone or a bad key does
+not restart it every few seconds forever. macOS (launchd) is described in the README."""
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -15,7 +22,16 @@ from pathlib import Path
 
 from daemon.settings import Settings, config_file
 
+log = logging.getLogger(__name__)
+
 UNIT_NAME = "parla.service"
+RESTART_DELAY_S = 5
+# At most START_LIMIT_BURST starts within START_LIMIT_INTERVAL_S, then systemd gives up
+# ("start request repeated too quickly") until `parla service start` or `systemctl --user reset-failed`.
+START_LIMIT_BURST = 3
+START_LIMIT_INTERVAL_S = 120
+# Opening the store, the audio devices and the wake-phrase model; a slow first start still fits.
+START_TIMEOUT_S = 90
 
 
 def unit_dir() -> Path:
@@ -27,18 +43,27 @@ def env_file() -> Path:
     return config_file().parent / "parla.env"
 
 
+def _documentation() -> str:
+    """The README this Parla was installed from, when it is on disk (a source checkout)."""
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    return f"Documentation=file://{readme}\n" if readme.is_file() else ""
+
+
 def unit_text(settings: Settings) -> str:
     return f"""[Unit]
 Description=Parla voice assistant
-Documentation=https://github.com/parla-assistant/parla
-After=sound.target pipewire-pulse.service pulseaudio.service network-online.target
+{_documentation()}After=sound.target pipewire-pulse.service pulseaudio.service network-online.target
+StartLimitIntervalSec={START_LIMIT_INTERVAL_S}
+StartLimitBurst={START_LIMIT_BURST}
 
 [Service]
-Type=simple
+Type=notify
+NotifyAccess=main
 ExecStart={sys.executable} -m daemon run
 EnvironmentFile=-{env_file()}
 Restart=on-failure
-RestartSec=5
+RestartSec={RESTART_DELAY_S}
+TimeoutStartSec={START_TIMEOUT_S}
 # parla stops within shutdown_timeout_s; systemd waits a little longer before killing it
 TimeoutStopSec={int(settings.shutdown_timeout_s) + 5}
 
@@ -47,17 +72,41 @@ WantedBy=default.target
 """
 
 
+def notify(*fields: str) -> bool:
+    """Send sd_notify fields (`READY=1`, `STATUS=...`, `STOPPING=1`) to the service manager, as
+    sd_notify(3) does: one datagram on the AF_UNIX socket $NOTIFY_SOCKET names, a leading `@`
+    meaning the abstract namespace. False when not run by systemd or when the send fails (the
+    daemon works on; systemd then reports the start as timed out)."""
+    address = os.environ.get("NOTIFY_SOCKET")
+    if not address:
+        return False
+    if address.startswith("@"):
+        address = "\0" + address[1:]
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+            sock.connect(address)
+            sock.sendall("\n".join(fields).encode())
+    except OSError as e:
+        log.warning("could not notify systemd on %s: %s", address, e, extra={"event": "sd_notify_failed"})
+        return False
+    return True
+
+
 @dataclass(frozen=True)
 class ServiceReport:
     unit: Path
     env: Path
     messages: list[str]
+    ok: bool = True
 
 
 def _systemctl(*args: str) -> tuple[bool, str]:
     if shutil.which("systemctl") is None:
         return False, "systemctl is not available"
-    done = subprocess.run(["systemctl", "--user", *args], capture_output=True, text=True, timeout=30, check=False)
+    try:
+        done = subprocess.run(["systemctl", "--user", *args], capture_output=True, text=True, timeout=120, check=False)
+    except subprocess.TimeoutExpired:
+        return False, f"systemctl --user {' '.join(args)} did not answer within 120 s"
     return done.returncode == 0, (done.stdout + done.stderr).strip()
 
 
@@ -86,9 +135,10 @@ def install(settings: Settings) -> ServiceReport:
     else:
         messages.append(
             f"could not start it through systemd ({output or 'no output'}); in a desktop session run "
-            f"`systemctl --user daemon-reload && systemctl --user enable --now {UNIT_NAME}`"
+            f"`systemctl --user daemon-reload && systemctl --user enable --now {UNIT_NAME}`, "
+            "and `parla service logs` shows why it stopped"
         )
-    return ServiceReport(unit, env, messages)
+    return ServiceReport(unit, env, messages, ok)
 
 
 def uninstall() -> ServiceReport:
@@ -106,10 +156,24 @@ def uninstall() -> ServiceReport:
     return ServiceReport(unit, env_file(), messages)
 
 
+def installed() -> bool:
+    return (unit_dir() / UNIT_NAME).exists()
+
+
+def control(action: str) -> tuple[bool, str]:
+    """`start`, `stop` or `restart` the unit; a start also clears an earlier start-limit stop."""
+    if action in ("start", "restart"):
+        _systemctl("reset-failed", UNIT_NAME)
+    return _systemctl(action, UNIT_NAME)
+
+
 def status() -> tuple[bool, str]:
-    """(installed, what systemd says)."""
-    unit = unit_dir() / UNIT_NAME
-    if not unit.exists():
+    """(running, what systemd says)."""
+    if not installed():
         return False, "not installed: `parla service install`"
     ok, output = _systemctl("status", "--no-pager", UNIT_NAME)
-    return True, output or ("running" if ok else "installed")
+    return ok, output or ("running" if ok else "not running")
+
+
+def logs_command(follow: bool, lines: int) -> list[str]:
+    return ["journalctl", "--user", "-u", UNIT_NAME, "--no-pager", "-n", str(lines), *(["-f"] if follow else [])]

@@ -1,16 +1,17 @@
 """Settings: pydantic-settings with the `PARLA_` prefix, read (highest first) from arguments, the
 environment, a `.env` file in the working directory, then a TOML file (`config.toml` in the user
 config dir, or the file PARLA_CONFIG_FILE names). Every memory, voice and daemon knob is a
-setting (MemoryConfig, VoiceConfig, DaemonConfig)."""
+setting (MemoryConfig, VoiceConfig, DaemonConfig). Where each value came from, and the errors
+and warnings people see about them, are in daemon/settings_sources.py."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import AliasChoices, Field, SecretStr
+from pydantic import AliasChoices, BeforeValidator, Field, SecretStr
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -18,7 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from daemon.config import DaemonConfig
+from daemon.config import DaemonConfig, UserPath, expand_path
 from memory.config import MemoryConfig
 from memory.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
 from voice.config import VoiceConfig
@@ -26,8 +27,12 @@ from voice.config import VoiceConfig
 APP = "parla"
 
 
+CONFIG_FILE_VARIABLE = "PARLA_CONFIG_FILE"
+
+
 def config_file() -> Path:
-    return Path(os.environ.get("PARLA_CONFIG_FILE") or Path(platformdirs.user_config_dir(APP)) / "config.toml")
+    named = os.environ.get(CONFIG_FILE_VARIABLE)
+    return expand_path(named) if named else Path(platformdirs.user_config_dir(APP)) / "config.toml"
 
 
 def default_store_path() -> Path:
@@ -38,13 +43,17 @@ def default_session_file() -> Path:
     return Path(platformdirs.user_config_dir(APP)) / "supabase-session.json"
 
 
+def _upper(value: Any) -> Any:
+    return value.upper() if isinstance(value, str) else value
+
+
 class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     model_config = SettingsConfigDict(env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True)
 
     store: Literal["sqlite", "supabase"] = Field(
         "sqlite", description="Where chats live: `sqlite` (the local file) or `supabase` (a Supabase project)."
     )
-    store_path: Path = Field(
+    store_path: UserPath = Field(
         default_factory=default_store_path,
         description="The SQLite file: the local store, and the outbox of the Supabase store.",
     )
@@ -59,7 +68,7 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     supabase_db_url: SecretStr | None = Field(
         None, description="Direct Postgres URL of the project, only for `parla db migrate` / `parla db check`."
     )
-    supabase_session_file: Path = Field(
+    supabase_session_file: UserPath = Field(
         default_factory=default_session_file, description="Where `parla login` keeps the session (mode 0600)."
     )
     supabase_timeout: float = Field(10.0, gt=0, description="Seconds before a Supabase request counts as failed.")
@@ -105,7 +114,9 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         description="After Gemini was unreachable or refused the key, seconds during which summaries are made "
         "offline without trying Gemini.",
     )
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING", description="Log level.")
+    log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], BeforeValidator(_upper)] = Field(
+        "WARNING", description="Log level: `debug`, `info`, `warning` or `error` (any case)."
+    )
 
     @classmethod
     def settings_customise_sources(

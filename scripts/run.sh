@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs Parla into the current Python and starts the daemon on the embedded SQLite store.
-# Without arguments it runs the daemon (`parla run`); other arguments are a parla command, e.g. `stats`.
+# Installs Parla into its own virtualenv (.venv, or the active one; see python-env.sh) and starts the
+# daemon on the embedded SQLite store. Without arguments it runs the daemon (`parla run`); other
+# arguments are a parla command, e.g. `stats`. PYTHON=/path/to/python3 picks the base interpreter.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The voice loop needs PortAudio; sounddevice's Linux wheels do not bundle it.
@@ -11,5 +12,6 @@ if command -v dpkg-query >/dev/null && ! dpkg-query -W -f='${Status}' libportaud
         echo "note: voice needs PortAudio: sudo apt install libportaudio2" >&2
     fi
 fi
-python3 -m pip install --quiet --disable-pip-version-check -e .
-exec parla "${@:-run}"
+source scripts/python-env.sh
+parla_python_env ""
+exec "$PARLA_BIN/parla" "${@:-run}"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Installs everything the tests need and runs the whole suite: the Python packages into the
-# current Python, (as root, on Debian/Ubuntu) the headless audio stack the voice tests use and
-# Node.js, and the Supabase CLI from npm (pinned in tests/peers/supabase_cli) for the migration test.
+# Installs everything the tests need and runs the whole suite: the Python packages into Parla's
+# virtualenv (.venv, or the active one; see python-env.sh), (as root, on Debian/Ubuntu) the headless
+# audio stack the voice tests use and Node.js, and the Supabase CLI from npm (pinned in
+# tests/peers/supabase_cli) for the migration test. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AUDIO_PACKAGES=(pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite)
@@ -21,5 +22,6 @@ fi
 if command -v npm >/dev/null && [[ ! -x tests/peers/supabase_cli/node_modules/.bin/supabase ]]; then
     npm install --prefix tests/peers/supabase_cli --no-audit --no-fund --loglevel=error
 fi
-python3 -m pip install --quiet --disable-pip-version-check -e '.[test]'
-exec python3 -m pytest "$@"
+source scripts/python-env.sh
+parla_python_env "[test]"
+exec "$PARLA_PY" -m pytest "$@"

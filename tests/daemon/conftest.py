@@ -7,7 +7,9 @@ import asyncio
 from contextlib import asynccontextmanager
 
 import pytest
+from typer.testing import CliRunner
 
+from daemon.cli import app
 from daemon.memory_services import open_memory
 from daemon.settings import Settings
 from daemon.supervisor import Daemon
@@ -42,3 +44,24 @@ async def running(settings: Settings, title: str = "Japan"):
         finally:
             daemon.stop()
             await asyncio.wait_for(task, settings.shutdown_timeout_s + 5)
+
+
+@pytest.fixture
+def parla(tmp_path, monkeypatch):
+    """`parla ARGS...` in-process on a store, config and control socket of the test's own (no key
+    set); `ok=False` for a command expected to fail, `input` for what is typed."""
+    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "parla.db"))
+    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(tmp_path / "ctl.sock"))
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    runner = CliRunner()
+
+    def run(*args: str, ok: bool = True, input: str | None = None):
+        result = runner.invoke(app, list(args), input=input)
+        if ok:
+            assert result.exit_code == 0, result.output
+        return result
+
+    return run

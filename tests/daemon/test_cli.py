@@ -24,24 +24,6 @@ from memory.pins import Pin
 DATA = Path(__file__).parent.parent / "data"
 
 
-@pytest.fixture
-def parla(tmp_path, monkeypatch):
-    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "parla.db"))
-    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "none.toml"))
-    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.chdir(tmp_path)
-    runner = CliRunner()
-
-    def run(*args: str, ok: bool = True):
-        result = runner.invoke(app, list(args))
-        if ok:
-            assert result.exit_code == 0, result.output
-        return result
-
-    return run
-
-
 def test_import_300_chats_then_search_offline(parla, tmp_path):
     source = write_jsonl(tmp_path / "chats.jsonl", 300, turns=(4, 40))
     with source.open("a") as f:
@@ -151,7 +133,7 @@ def test_forgotten_items_are_listed_and_restored(parla, tmp_path):
         (["show", "nope"], {}, "no chat matches 'nope'"),
         (["search", "  "], {}, "search request is empty"),
         (["memory", "regenerate", "x", "--range", "ab"], {}, "--range takes two message numbers"),
-        (["chats"], {"PARLA_TAIL": "many"}, "setting tail (PARLA_TAIL)"),
+        (["chats"], {"PARLA_TAIL": "many"}, "setting tail, from PARLA_TAIL in the environment: Input should be"),
         (["chats"], {"PARLA_TAIL": "40"}, "tail (40) must be smaller than summary_window_size"),
         (["search", "x"], {"PARLA_EMBEDDER": "gemini"}, "PARLA_EMBEDDER=gemini needs a Gemini API key"),
     ],

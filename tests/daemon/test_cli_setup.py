@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
+import socket
 import stat
+import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from daemon import service
 from daemon.cli import app
+from daemon.control import send_command
+from daemon.settings import Settings
 
 
 @pytest.fixture
@@ -99,7 +107,6 @@ def test_service_install_writes_the_unit_and_a_private_env_file(parla, tmp_path,
     monkeypatch.setenv("PATH", str(tmp_path / "no-systemd"))  # as in a container without systemd
     monkeypatch.setenv("GEMINI_API_KEY", "AIza-secret-value-1")
     result = parla("service", "install")
-    assert result.exit_code == 0, result.stdout
     unit = tmp_path / "xdg" / "systemd" / "user" / "parla.service"
     text = unit.read_text()
     assert "Restart=on-failure" in text and " -m daemon run" in text and "WantedBy=default.target" in text
@@ -107,7 +114,14 @@ def test_service_install_writes_the_unit_and_a_private_env_file(parla, tmp_path,
     assert f"EnvironmentFile=-{env}" in text and "AIza" not in text
     assert stat.S_IMODE(env.stat().st_mode) == 0o600 and "GEMINI_API_KEY=AIza-secret-value-1" in env.read_text()
     assert "AIza" not in result.stdout and "systemctl --user daemon-reload" in result.stdout
-    assert parla("service", "status").exit_code == 0
+    assert result.exit_code == 1  # installed, but systemd could not start it: not a success
+    status = parla("service", "status")
+    assert status.exit_code == 1 and "systemctl is not available" in status.stdout
+    for action in ("start", "stop", "restart"):
+        failed = parla("service", action)
+        assert failed.exit_code == 1 and f"systemd could not {action} it" in failed.stderr
+    logs = parla("service", "logs")
+    assert logs.exit_code == 1 and "journalctl is not available" in logs.stderr
     result = parla("service", "uninstall")
     assert not unit.exists() and "is kept (it holds your key)" in result.stdout
     status = parla("service", "status")
@@ -128,3 +142,82 @@ def test_daemon_commands_without_a_daemon_say_how_to_start_it(parla, args):
     result = parla(*args)
     assert result.exit_code == 1
     assert "the Parla daemon is not running" in result.stderr and "parla run" in result.stderr
+
+
+def test_the_unit_waits_for_readiness_and_limits_restarts(parla, tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    text = service.unit_text(Settings())
+    unit = dict(line.split("=", 1) for line in text.splitlines() if "=" in line and not line.startswith("#"))
+    assert unit["Type"] == "notify" and unit["NotifyAccess"] == "main" and unit["Restart"] == "on-failure"
+    # three failed starts within two minutes and systemd stops restarting it
+    assert (unit["StartLimitBurst"], unit["StartLimitIntervalSec"], unit["RestartSec"]) == ("3", "120", "5")
+    assert text.index("StartLimitBurst") < text.index("[Service]")  # a [Unit] setting
+    assert unit["ExecStart"] == f"{sys.executable} -m daemon run"
+    docs = unit.get("Documentation", "")
+    assert docs.startswith("file://") and Path(docs.removeprefix("file://")).is_file()
+
+
+def test_notify_sends_one_datagram_to_the_notify_socket(tmp_path, monkeypatch):
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(tmp_path / "notify"))
+    receiver.settimeout(5)
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "notify"))
+    assert service.notify("READY=1", "STATUS=listening")
+    assert receiver.recv(4096) == b"READY=1\nSTATUS=listening"
+    receiver.close()
+    # the abstract namespace: a leading @ in $NOTIFY_SOCKET
+    name = f"parla-test-{os.getpid()}"
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as abstract:
+        abstract.bind("\0" + name)
+        abstract.settimeout(5)
+        monkeypatch.setenv("NOTIFY_SOCKET", "@" + name)
+        assert service.notify("STOPPING=1")
+        assert abstract.recv(4096) == b"STOPPING=1"
+    monkeypatch.setenv("NOTIFY_SOCKET", str(tmp_path / "gone"))
+    assert not service.notify("READY=1")  # nobody listens: a warning, not a crash
+    monkeypatch.delenv("NOTIFY_SOCKET")
+    assert not service.notify("READY=1")
+
+
+async def test_the_daemon_says_ready_only_when_it_is(pulse, live, gemini, live_certificate, tmp_path):
+    """`parla run` as systemd starts it: READY=1 arrives when the control socket answers; a second
+    daemon fails with one line, never says it is running and never says ready."""
+    notify_path = tmp_path / "notify"
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(notify_path))
+    receiver.setblocking(False)
+    control = tmp_path / "ctl.sock"
+    env = {
+        **os.environ,
+        "NOTIFY_SOCKET": str(notify_path),
+        "PULSE_SERVER": pulse.env["PULSE_SERVER"],
+        "SSL_CERT_FILE": str(live_certificate[0]),
+        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
+        "PARLA_STORE_PATH": str(tmp_path / "parla.db"),
+        "PARLA_ACTIVATION": "push_to_talk",
+        "PARLA_CONTROL_SOCKET": str(control),
+        "PARLA_LIVE_URL": live.url,
+        "GEMINI_API_KEY": live.api_key,
+        "PARLA_GEMINI_BASE_URL": gemini.base_url,
+        "PARLA_SUMMARIZER": "offline",
+    }
+    loop = asyncio.get_running_loop()
+    run = [sys.executable, "-m", "daemon", "run"]
+    proc = await asyncio.create_subprocess_exec(*run, env=env, stderr=asyncio.subprocess.PIPE)
+    try:
+        ready = await asyncio.wait_for(loop.sock_recv(receiver, 4096), 60)
+        assert ready.startswith(b"READY=1\nSTATUS=in ")
+        assert (await send_command(control, "status"))["state"] == "idle"  # ready means it answers
+        second = await asyncio.create_subprocess_exec(*run, env=env, stderr=asyncio.subprocess.PIPE)
+        _, said = await asyncio.wait_for(second.communicate(), 60)
+        assert second.returncode == 1 and b"already running" in said
+        assert b"is running in" not in said and len(said.strip().splitlines()) == 1
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(loop.sock_recv(receiver, 4096), 30) == b"STOPPING=1"
+        _, said = await asyncio.wait_for(proc.communicate(), 30)
+        assert proc.returncode == 0 and b"Parla is running in" in said
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        receiver.close()

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from tests.daemon.test_cli import parla  # noqa: F401 - the fixture
 
-
-def test_converse_without_a_key_says_how_to_get_one(parla):  # noqa: F811
+def test_converse_without_a_key_says_how_to_get_one(parla):
     result = parla("converse", "--new", ok=False)
     assert result.exit_code == 1
     assert "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY" in result.stderr
 
 
-def test_converse_with_a_wrong_microphone_lists_the_devices(parla, pulse, monkeypatch):  # noqa: F811
+def test_converse_with_a_wrong_microphone_lists_the_devices(parla, pulse, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "some-key")
     monkeypatch.setenv("PARLA_INPUT_DEVICE", "USB headset")
     result = parla("converse", ok=False)

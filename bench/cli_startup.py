@@ -1,0 +1,61 @@
+"""CLI start-up benchmark: `python -m bench.cli_startup [--runs N]`. Prints its figures; asserts nothing.
+
+How long `parla` takes to start for commands that need neither the memory nor the cloud SDKs
+(`--version`, `status --json` with no daemon, `config path`), next to what every command loaded
+before the SDKs were imported lazily (`import daemon.memory_services`: google-genai, supabase,
+numpy), the floor of any typer + pydantic-settings program, and a bare interpreter, all measured
+in the same run. Each figure is the best of N runs: wall time and the child's CPU time (user +
+system, which a busy machine inflates less than wall time)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CASES = {
+    "python -c pass (baseline)": ["-c", "pass"],
+    "import typer, rich, pydantic_settings": ["-c", "import typer, rich.console, pydantic_settings"],
+    "parla --version": ["-m", "daemon", "--version"],
+    "parla status --json (no daemon)": ["-m", "daemon", "status", "--json"],
+    "parla config path": ["-m", "daemon", "config", "path"],
+    "import daemon.memory_services (before)": ["-c", "import daemon.cli_support, daemon.memory_services"],
+}
+
+
+def measure(args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run([sys.executable, *args], env=env, capture_output=True, check=False, timeout=120)
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=5)
+    runs = parser.parse_args().runs
+    with tempfile.TemporaryDirectory() as folder:
+        env = {
+            **os.environ,
+            "PARLA_CONFIG_FILE": str(Path(folder) / "config.toml"),
+            "PARLA_CONTROL_SOCKET": str(Path(folder) / "ctl.sock"),
+            "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        }
+        best = {name: min(measure(args, env) for _ in range(runs)) for name, args in CASES.items()}
+    base_cpu = best["python -c pass (baseline)"][1]
+    print(f"CLI start-up, best of {runs} runs; load average {os.getloadavg()[0]:.1f}")
+    print(f"{'':42} {'wall ms':>8} {'cpu ms':>8} {'cpu / python':>13}")
+    for name, (wall, cpu) in best.items():
+        print(f"{name:42} {wall * 1000:8.0f} {cpu * 1000:8.0f} {cpu / base_cpu:12.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Managing chats from the command line: rm, rename, export (and importing the export back),
+forget; and the chat the daemon starts in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+from daemon.cli_voice import chat_for
+from daemon.control import send_command
+from daemon.memory_services import open_memory
+from daemon.settings import Settings
+from memory.pins import Pin
+from memory.turn import Turn
+from tests.daemon.conftest import running
+
+DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
+
+
+def _chats(parla) -> list[dict]:
+    return json.loads(parla("chats", "--json").stdout)
+
+
+def test_export_jsonl_is_read_back_unchanged(parla, tmp_path, monkeypatch):
+    parla("import", str(DATA))
+    parla("export", "--all", "-o", str(tmp_path / "all.jsonl"))
+    exported = (tmp_path / "all.jsonl").read_text()
+    assert len(exported.splitlines()) == 12
+    again = json.loads(parla("import", str(tmp_path / "all.jsonl"), "--json").stdout)
+    assert (again["imported"], again["unchanged"], again["turns_added"]) == (0, 12, 0)  # same store: nothing new
+    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "other.db"))  # a second machine
+    moved = json.loads(parla("import", str(tmp_path / "all.jsonl"), "--json").stdout)
+    assert (moved["imported"], moved["turns_added"]) == (12, 72)
+
+    def content(jsonl: str) -> list[dict]:  # a store may give an imported chat its own id
+        return sorted(
+            ({k: v for k, v in json.loads(line).items() if k != "id"} for line in jsonl.splitlines()), key=str
+        )
+
+    assert content(parla("export", "--all", "--format", "jsonl").stdout) == content(exported)  # the same chats
+
+
+def test_export_markdown_reads_as_a_conversation(parla):
+    parla("import", str(DATA))
+    text = parla("export", "japan-trip").stdout
+    assert text.startswith("# ") and "6 turns." in text
+    assert "**You** (" in text and "**Parla** (" in text and "two weeks in Japan in April" in text
+    assert parla("export", ok=False).exit_code == 1  # neither chats nor --all
+
+
+def test_rename_then_find_by_the_new_title(parla):
+    parla("import", str(DATA))
+    renamed = parla("rename", "japan-trip", "[Japan] in April")
+    assert "to [Japan] in April." in renamed.stdout  # brackets are text, not markup
+    shown = json.loads(parla("show", "[japan] in april", "--json").stdout)
+    assert shown["chat"]["title"] == "[Japan] in April"
+
+
+def test_rm_needs_a_yes_and_deletes_everything(parla):
+    parla("import", str(DATA))
+    refused = parla("rm", "japan-trip", ok=False)
+    assert refused.exit_code == 1 and "add --yes" in refused.stderr and len(_chats(parla)) == 12
+    declined = parla("rm", "japan-trip", ok=False, input="n\n")
+    assert declined.exit_code == 1 and len(_chats(parla)) == 12
+    parla("rm", "japan-trip", "--yes")
+    assert len(_chats(parla)) == 11
+    assert json.loads(parla("stats", "--json").stdout)["total_messages"] == 66
+    assert "no chat matches 'japan-trip'" in parla("show", "japan-trip", ok=False).stderr
+
+
+def test_forget_a_pin_then_restore_it(parla):
+    parla("import", str(DATA))
+    chat = json.loads(parla("show", "japan-trip", "--json").stdout)["chat"]
+
+    async def pin() -> None:
+        async with open_memory(Settings()) as mem:
+            await mem.store.add_pin(Pin(chat_id=chat["id"], content="The ryokan is booked for [April 12]"))
+            await mem.store.add_pin(Pin(chat_id=chat["id"], content="The ryokan budget is 200 euros"))
+
+    asyncio.run(pin())
+    vague = parla("forget", "japan-trip", "ryokan", ok=False)
+    assert vague.exit_code == 1 and "matches 2 items" in vague.stderr
+    assert "Forgot the pin: The ryokan is booked for [April 12]" in parla("forget", "japan-trip", "booked").stdout
+    listed = parla("memory", "forgotten", "japan-trip").stdout
+    assert "1. [pin] The ryokan is booked for [April 12]" in listed  # neither [pin] nor [April 12] is markup
+    assert "Restored the pin: The ryokan is booked" in parla("memory", "restore", "japan-trip", "1").stdout
+    pins = json.loads(parla("show", "japan-trip", "--json").stdout)["pins"]
+    assert sorted(p["content"] for p in pins) == [
+        "The ryokan budget is 200 euros",
+        "The ryokan is booked for [April 12]",
+    ]
+
+
+async def test_the_daemon_never_starts_in_an_empty_untitled_chat(tmp_path):
+    settings = Settings(store_path=tmp_path / "parla.db", control_socket=tmp_path / "ctl.sock")
+    async with open_memory(settings) as mem:
+        kept = (await mem.store.create_chat(turns=[Turn.of("user", "the bread rose well")])).chat
+        named = (await mem.store.create_chat(title="Ideas")).chat  # empty, but you named it
+        await asyncio.sleep(0.01)
+        empty = (await mem.store.create_chat()).chat  # `parla new`, then nothing said
+        chat_id, title = await chat_for(mem, None, False)
+        assert chat_id == named.id and title == "Ideas"
+        assert {c.id for c in await mem.store.list_chats()} == {kept.id, named.id}
+        assert empty.id not in {c.id for c in await mem.store.list_chats()}
+
+
+async def test_the_empty_chat_a_running_daemon_is_in_is_kept(daemon_settings):
+    async with running(daemon_settings) as (_daemon, mem, _chat):
+        fresh = await send_command(daemon_settings.control_socket, "new")
+        chat_id, _title = await chat_for(mem, None, False)
+        assert chat_id != fresh["chat_id"]
+        assert fresh["chat_id"] in {c.id for c in await mem.store.list_chats()}
+
+
+def test_a_chat_said_in_parla_exported_and_imported_again_is_not_doubled(parla, tmp_path):
+    async def said() -> str:
+        async with open_memory(Settings()) as mem:
+            turns = [Turn.of("user", "the bread [rose] well"), Turn.of("model", "Good, keep it warm.")]
+            return (await mem.store.create_chat(turns=turns)).chat.id
+
+    chat_id = asyncio.run(said())
+    parla("export", chat_id[:8], "-o", str(tmp_path / "mine.jsonl"))
+    again = json.loads(parla("import", str(tmp_path / "mine.jsonl"), "--json").stdout)
+    assert (again["unchanged"], again["turns_added"], again["differs"]) == (1, 0, [])
+    assert [c["turns"] for c in _chats(parla)] == [2]

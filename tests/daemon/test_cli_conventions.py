@@ -1,0 +1,131 @@
+"""What every command line tool is expected to do: --version, completion, -v/-q, grouped help,
+one-line usage errors, exit codes, a quiet broken pipe, `parla config`, `parla devices`, and a
+start-up that does not load the cloud SDKs for commands that do not use them."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from daemon import cli
+from daemon.cli import app
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "parla.db"))
+    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "config.toml"))
+    monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(tmp_path / "ctl.sock"))
+    for key in list(os.environ):
+        if key.startswith("PARLA_") and key not in ("PARLA_STORE_PATH", "PARLA_CONFIG_FILE", "PARLA_CONTROL_SOCKET"):
+            monkeypatch.delenv(key)
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def parla(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def script(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
+    """The installed `parla` script (daemon.cli.main), in this process."""
+    monkeypatch.setattr(sys, "argv", ["parla", *args])
+    with pytest.raises(SystemExit) as done:
+        cli.main()
+    captured = capsys.readouterr()
+    return done.value.code, captured.out, captured.err
+
+
+def test_version_help_groups_and_completion(env):
+    assert parla("--version").stdout == "parla 0.1.0\n"
+    shown = parla("--help").stdout
+    for group in ("Talk to Parla", "Chats", "Memory", "Setup"):
+        assert group in shown
+    assert "--install-completion" in shown and "--verbose" in shown and "--quiet" in shown
+    assert "OpenAI/ChatGPT" in parla("import", "--help").stdout  # the formats it reads
+
+
+def test_usage_errors_are_one_line(env, monkeypatch, capsys):
+    code, out, err = script(monkeypatch, capsys, "show")
+    assert (code, out) == (2, "")
+    assert err.lower() == "parla: error: missing argument 'chat'; `parla show --help` shows the usage\n"
+    code, _, err = script(monkeypatch, capsys, "chats", "--limit", "zero")
+    assert code == 2 and err.startswith("parla: error: Invalid value for '--limit'") and err.count("\n") == 1
+    code, out, _ = script(monkeypatch, capsys)  # no command: the help, and success
+    assert code == 0 and "Usage: parla" in out
+
+
+def test_status_json_without_a_daemon(env):
+    result = parla("status", "--json")
+    assert result.exit_code == 1 and json.loads(result.stdout) == {"running": False}
+
+
+def test_a_reader_that_goes_away_is_not_an_error(env):
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "daemon", "config", "show"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    proc.stdout.close()  # as `parla config show | head -0` does
+    err = proc.stderr.read()
+    assert proc.wait(timeout=60) == 1 and err == b""
+
+
+def test_config_show_says_where_each_value_came_from(env, monkeypatch):
+    (env / "config.toml").write_text("tail = 5\n")
+    (env / ".env").write_text("PARLA_SUMMARY_WINDOW_SIZE=25\n")
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-very-secret")
+    shown = json.loads(parla("-v", "config", "show", "--json").stdout)
+    assert shown["tail"] == {"value": 5, "source": "file", "where": f"{env / 'config.toml'}, line 1"}
+    assert shown["summary_window_size"] == {"value": 25, "source": ".env", "where": "PARLA_SUMMARY_WINDOW_SIZE"}
+    assert shown["gemini_api_key"] == {"value": "********", "source": "environment", "where": "GEMINI_API_KEY"}
+    assert shown["log_level"] == {"value": "INFO", "source": "command line", "where": "-v/-q"}
+    assert shown["chunk_size"] == {"value": 10, "source": "default"}
+    text = parla("config", "show").stdout
+    assert "AIza" not in text and f"tail = 5  # {env / 'config.toml'}, line 1" in text
+    assert parla("config", "path").stdout == f"{env / 'config.toml'}\n"
+
+
+def test_quiet_hides_warnings_and_verbose_logs(env, monkeypatch):
+    monkeypatch.setenv("PARLA_TALE", "5")
+    assert "did you mean PARLA_TAIL?" in parla("stats").stderr
+    assert parla("-q", "stats").stderr == ""
+    broken = parla("-q", "show", "nope")
+    assert broken.exit_code == 1 and "no chat matches 'nope'" in broken.stderr  # errors still print
+
+
+def test_devices_lists_what_parla_would_use(env, pulse):
+    result = parla("devices", "--json")
+    assert result.exit_code == 0, result.output
+    devices = json.loads(result.stdout)
+    assert any("input" in d["used_for"] for d in devices) and any("output" in d["used_for"] for d in devices)
+    assert "Parla uses it for" in parla("devices").stdout
+
+
+@pytest.mark.parametrize("args", [["--version"], ["--help"], ["status", "--json"], ["config", "path"]])
+def test_commands_without_the_cloud_start_without_its_sdks(env, args):
+    """Not a timed test: the figure is printed (pytest -s) and `bench/cli_startup.py` compares it
+    with a bare interpreter; what is asserted is that the SDKs are not imported at all."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "daemon", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == (1 if args[0] == "status" else 0), done.stderr[-2000:]  # no daemon runs
+    imported = {line.rsplit("|", 1)[-1].strip(): line for line in done.stderr.splitlines() if "|" in line}
+    heavy = [m for m in ("google.genai", "supabase", "numpy", "sounddevice", "aiosqlite", "wordllama") if m in imported]
+    assert heavy == []
+    total_us = int(imported["daemon.cli"].split("|")[1])
+    print(f"parla {' '.join(args)}: daemon.cli imports in {total_us / 1000:.0f} ms")
+
+
+def test_bracketed_text_is_printed_as_it_is(env, monkeypatch):
+    monkeypatch.setenv("PARLA_STORE_PATH", "[red]/parla.db")  # relative to the test's folder
+    assert "│ [red]/parla.db" in parla("stats").stdout
