@@ -3,7 +3,7 @@
 receive task per connection and a saver task for finished turns, all owned by `LiveConversation`
 (an async context manager).
 
-Reconnection policy (DESIGN §5):
+Reconnection policy:
 - The newest resumable handle is kept. A new connection resumes with it while it is younger than
   `resume_handle_max_age_s`; otherwise, or after a 1007, the session starts fresh, seeded from the
   store: the memory block in the system instruction and the tail turns as client content with
@@ -60,6 +60,7 @@ from memory.models import not_found_advice
 from memory.turn import Turn
 from voice.config import MIC_RATE, VoiceConfig
 from voice.live_config import connect_config, system_instruction
+from voice.profiles import profile_for
 from voice.seed import Seed, SessionMemory
 from voice.tool_calls import Reply, ToolCalls, ToolHandler
 from voice.transcript import TranscriptAssembler
@@ -209,6 +210,7 @@ class LiveConversation:
 
     def __post_init__(self) -> None:
         self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
+        self.profile = profile_for(self.config.live_model)
         self._tool_calls = ToolCalls(self.tools)
         self._outgoing: deque[_Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
@@ -219,6 +221,7 @@ class LiveConversation:
         self._draining = False
         self._goaway_timer: asyncio.TimerHandle | None = None
         self._silence_timer: asyncio.TimerHandle | None = None
+        self._hold_timer: asyncio.TimerHandle | None = None
         self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
@@ -380,15 +383,16 @@ class LiveConversation:
             # A store that cannot give the seed ends the session (the caller reports it); it is
             # not a connection failure that retrying would help.
             seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
+            seeding = seed is not None and bool(seed.history)
             assert self._instruction is not None
-            cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle)
+            cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle, seeding)
             try:
                 async with AsyncExitStack() as stack:
                     session = await self._connect(stack, cfg)
                     started = time.monotonic()
-                    if seed is not None and seed.history:
-                        history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
-                        await session.send_client_content(turns=history, turn_complete=False)
+                    if seeding:
+                        assert seed is not None
+                        await self._send_seed(session, seed)
                     self._connected(resumed=seed is None)
                     await self._serve(session)
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
@@ -490,10 +494,12 @@ class LiveConversation:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             # Running tool calls outlive the connection: their answers go out on the next one.
-            for timer in (self._goaway_timer, self._silence_timer):
+            for timer in (self._goaway_timer, self._silence_timer, self._hold_timer):
                 if timer is not None:
                     timer.cancel()
-            self._goaway_timer = self._silence_timer = None
+            self._goaway_timer = self._silence_timer = self._hold_timer = None
+            # No late fragment of a held turn can come over another connection.
+            self._queue_save(self.assembler.release())
         for task in done:
             if task is not restart and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
@@ -515,8 +521,7 @@ class LiveConversation:
                 await self._send_audio(session, self._held_block)
                 self._held_block = None
             while True:
-                while self._outgoing:
-                    item = self._outgoing.popleft()
+                while (item := self._next_outgoing()) is not None:
                     try:
                         await self._send(session, item)
                     except BaseException:
@@ -544,22 +549,54 @@ class LiveConversation:
                 if task is not None:
                     task.cancel()
 
+    def _next_outgoing(self) -> _Outgoing | None:
+        """The first queued item that may go now. A tool's answer always may (the model may be
+        waiting on it); a conversation turn waits while the model speaks where a completed client
+        turn would cut the reply off, in order with the turns queued before it."""
+        for i, item in enumerate(self._outgoing):
+            if not self._is_conversation(item) or not self._turn_would_interrupt():
+                del self._outgoing[i]
+                return item
+        return None
+
+    def _is_conversation(self, item: _Outgoing) -> bool:
+        return isinstance(item, _Text) or item.connection != self.status.connections
+
+    def _turn_would_interrupt(self) -> bool:
+        return (
+            self.profile.turn_complete_interrupts
+            and self.profile.typed_turns_via == "client_content"
+            and self.assembler.model_speaking
+        )
+
     async def _send_audio(self, session: Any, block: bytes) -> None:
         await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
 
+    async def _send_seed(self, session: Any, seed: Seed) -> None:
+        """The tail turns, with their roles, before any realtime input: left open where a
+        completed turn would ask for an answer, closed where it ends the initial history."""
+        history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
+        await session.send_client_content(turns=history, turn_complete=self.profile.seed_turn_complete)
+
+    async def _send_text(self, session: Any, text: str) -> None:
+        """A user turn in words, the way the model takes one mid-session."""
+        if self.profile.typed_turns_via == "client_content":
+            turn = types.Content(role="user", parts=[types.Part(text=text)])
+            await session.send_client_content(turns=turn, turn_complete=True)
+        else:
+            await session.send_realtime_input(text=text)
+
     async def _send(self, session: Any, item: _Outgoing) -> None:
         if isinstance(item, _Text):
-            turn = types.Content(role="user", parts=[types.Part(text=item.text)])
-            await session.send_client_content(turns=turn, turn_complete=True)
+            await self._send_text(session, item.text)
             self.assembler.user_text(item.text, source="text")
             self.status.last_activity = time.monotonic()
         elif item.connection == self.status.connections:
-            await session.send_tool_response(function_responses=item.response)
+            await session.send_tool_response(function_responses=self.profile.function_response(item.response))
         else:
             # The server does not act on an answer to a call another connection issued (even a
             # resumed one): the model hears the result as conversation instead.
-            turn = types.Content(role="user", parts=[types.Part(text=item.as_text())])
-            await session.send_client_content(turns=turn, turn_complete=True)
+            await self._send_text(session, item.as_text())
 
     # receiving
 
@@ -609,7 +646,7 @@ class LiveConversation:
             for part in content.model_turn.parts or []:
                 blob = part.inline_data
                 if blob is not None and blob.data:
-                    self.assembler.model_audio(len(blob.data))
+                    self._queue_save(self.assembler.model_audio(len(blob.data)))
                     if self.speaker is not None:
                         self.speaker.play(blob.data)
         if content.output_transcription is not None and content.output_transcription.text:
@@ -617,6 +654,7 @@ class LiveConversation:
         if content.interrupted:
             unplayed = self.speaker.flush() if self.speaker is not None else 0
             self._queue_save(self.assembler.interrupt(unplayed))
+            self._model_turn_ended()
         if content.turn_complete:
             self._turn_over()
         elif self.assembler.model_speaking:
@@ -624,8 +662,25 @@ class LiveConversation:
 
     def _turn_over(self) -> None:
         self._queue_save(self.assembler.complete())
+        self._model_turn_ended()
         if (self._draining or self._next_memory is not None) and not self.assembler.model_speaking:
             self._reconnect.set()
+
+    def _model_turn_ended(self) -> None:
+        """The ended turn waits `transcript_hold_s` for trailing transcription before it is
+        stored; a conversation turn held back while the model spoke may go now."""
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        if self.assembler.holding:
+            loop = asyncio.get_running_loop()
+            self._hold_timer = loop.call_later(self.config.transcript_hold_s, self._release_held)
+        if self._outgoing:
+            self._outgoing_ready.set()
+
+    def _release_held(self) -> None:
+        self._hold_timer = None
+        self._queue_save(self.assembler.release())
 
     def _watch_silence(self) -> None:
         """(Re)start the clock of the model's silence: model output with no turnComplete after it
