@@ -162,7 +162,9 @@ def _reason(exc: BaseException) -> str:
         frame = exc.rcvd
         return f"close {frame.code}: {frame.reason or 'no reason given'}" if frame else "connection lost (1006)"
     if isinstance(exc, InvalidStatus):
-        return f"the server refused the connection with HTTP {exc.response.status_code}"
+        status = exc.response.status_code
+        quota = " (quota or rate limit exhausted; see the key's limits in Google AI Studio)" if status == 429 else ""
+        return f"the server refused the connection with HTTP {status}{quota}"
     if isinstance(exc, (UnreadableMessage, SetupTimeout)):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
@@ -211,9 +213,9 @@ class LiveConversation:
     def __post_init__(self) -> None:
         self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
         self.profile = profile_for(self.config.live_model)
-        self._tool_calls = ToolCalls(self.tools)
         self._outgoing: deque[_Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
+        self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
         self._saves: asyncio.Queue[tuple[SessionMemory, list[Turn]]] = asyncio.Queue()
         self._handle: _Handle | None = None
         self._instruction: str | None = None
@@ -222,6 +224,8 @@ class LiveConversation:
         self._goaway_timer: asyncio.TimerHandle | None = None
         self._silence_timer: asyncio.TimerHandle | None = None
         self._hold_timer: asyncio.TimerHandle | None = None
+        # A BLOCKING call was answered and the model's turn about it has not ended yet.
+        self._answer_due = False
         self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
@@ -498,6 +502,7 @@ class LiveConversation:
                 if timer is not None:
                     timer.cancel()
             self._goaway_timer = self._silence_timer = self._hold_timer = None
+            self._answer_due = False
             # No late fragment of a held turn can come over another connection.
             self._queue_save(self.assembler.release())
         for task in done:
@@ -550,23 +555,31 @@ class LiveConversation:
                     task.cancel()
 
     def _next_outgoing(self) -> _Outgoing | None:
-        """The first queued item that may go now. A tool's answer always may (the model may be
-        waiting on it); a conversation turn waits while the model speaks where a completed client
-        turn would cut the reply off, in order with the turns queued before it."""
-        for i, item in enumerate(self._outgoing):
-            if not self._is_conversation(item) or not self._turn_would_interrupt():
-                del self._outgoing[i]
-                return item
-        return None
+        """The next queued item that may go now. Tools' answers go first, always (the model may
+        be waiting on them); conversation turns go in order, and wait while a completed client
+        turn would cut the model off."""
+        items = [i for i, item in enumerate(self._outgoing) if not self._is_conversation(item)]
+        if not items and self._outgoing and not self._turn_would_interrupt():
+            items = [0]
+        if not items:
+            return None
+        item = self._outgoing[items[0]]
+        del self._outgoing[items[0]]
+        return item
 
     def _is_conversation(self, item: _Outgoing) -> bool:
         return isinstance(item, _Text) or item.connection != self.status.connections
 
     def _turn_would_interrupt(self) -> bool:
+        """Whether a completed client turn now would cut the model off: its reply under way, or
+        a BLOCKING call it waits on (the service cancels that call on new input)."""
+        if not (self.profile.turn_complete_interrupts and self.profile.typed_turns_via == "client_content"):
+            return False
+        blocking = types.Behavior.BLOCKING
         return (
-            self.profile.turn_complete_interrupts
-            and self.profile.typed_turns_via == "client_content"
-            and self.assembler.model_speaking
+            self.assembler.model_speaking
+            or self._answer_due
+            or any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
         )
 
     async def _send_audio(self, session: Any, block: bytes) -> None:
@@ -593,6 +606,10 @@ class LiveConversation:
             self.status.last_activity = time.monotonic()
         elif item.connection == self.status.connections:
             await session.send_tool_response(function_responses=self.profile.function_response(item.response))
+            if self.profile.tool_behaviour(item.response.name or "").behavior == types.Behavior.BLOCKING:
+                # The model speaks about the result next: a typed turn would cut that off.
+                self._answer_due = True
+                self._watch_silence()
         else:
             # The server does not act on an answer to a call another connection issued (even a
             # resumed one): the model hears the result as conversation instead.
@@ -601,19 +618,26 @@ class LiveConversation:
     # receiving
 
     async def _receive_loop(self, session: Any) -> None:
-        while True:  # receive() ends after each turnComplete
+        while True:  # receive() ends after each turnComplete, and after a message it cannot read
             messages = session.receive()
             while True:
                 try:
                     message = await anext(messages)
                 except StopAsyncIteration:
                     break
-                except (TypeError, ValueError) as e:
-                    # The SDK parses in receive(): a message type it does not know raises
-                    # TypeError, broken JSON ValueError. What the server meant is unknown: reconnect.
-                    raise UnreadableMessage(
-                        f"a message from the Live API could not be read ({type(e).__name__}: {e})"
-                    ) from e
+                except TypeError as e:
+                    # The SDK parses in receive(): a message with no field it knows (a message
+                    # type newer than the SDK) raises TypeError. The stream itself is intact and
+                    # the message is nothing Parla asked for: skip it and read on.
+                    log.warning(
+                        "skipped a Live API message of a type the SDK does not know (%s)",
+                        e,
+                        extra={"event": "live_unknown_message"},
+                    )
+                    break
+                except ValueError as e:
+                    # Broken JSON: what the server meant (a turn's end, a tool call) is lost.
+                    raise UnreadableMessage(f"a message from the Live API could not be read (ValueError: {e})") from e
                 self._on_message(message)
 
     def _on_message(self, message: types.LiveServerMessage) -> None:
@@ -669,12 +693,17 @@ class LiveConversation:
     def _model_turn_ended(self) -> None:
         """The ended turn waits `transcript_hold_s` for trailing transcription before it is
         stored; a conversation turn held back while the model spoke may go now."""
+        self._answer_due = False
         if self._hold_timer is not None:
             self._hold_timer.cancel()
             self._hold_timer = None
         if self.assembler.holding:
             loop = asyncio.get_running_loop()
             self._hold_timer = loop.call_later(self.config.transcript_hold_s, self._release_held)
+        self._wake_sender()
+
+    def _wake_sender(self) -> None:
+        """Something that held a conversation turn back may have ended: the send loop looks again."""
         if self._outgoing:
             self._outgoing_ready.set()
 
@@ -694,6 +723,9 @@ class LiveConversation:
     def _model_went_silent(self) -> None:
         self._silence_timer = None
         if not self.assembler.model_speaking:
+            if self._answer_due:  # the model said nothing about a tool's result
+                self._answer_due = False
+                self._wake_sender()
             return
         if self._tool_calls.pending:  # the model waits for a tool mid-turn
             self._watch_silence()

@@ -138,4 +138,3 @@ def test_late_fragments_of_an_interrupted_turn_stay_with_it_and_are_cut_at_what_
     a.complete()  # interrupted, then turnComplete: nothing more to close
     assert texts(a.release()) == [("user", "Tell me about Lisbon", False), ("model", "Lisbon is the capital", True)]
     assert texts(a.flush()) == [("user", "stop", False)]
-
