@@ -6,12 +6,17 @@ receive task per connection and a saver task for finished turns, all owned by `L
 Reconnection policy:
 - The newest resumable handle is kept. A new connection resumes with it while it is younger than
   `resume_handle_max_age_s`; otherwise, or after a 1007, the session starts fresh, seeded from the
-  store: the memory block in the system instruction and the tail turns as client content with
-  turn_complete false.
+  store the way the model's profile says (voice.profiles): the memory block in the system
+  instruction, and the tail turns, with their roles, as client content before any realtime input:
+  left open (turn_complete false) where a completed turn would ask for an answer (3.8, 2.5), or
+  announced in the setup (`historyConfig.initialHistoryInClientContent`) and closed with
+  turn_complete true, which makes no model call, where client content is only taken as the
+  initial history (3.1).
 - GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
   before the deadline if the model is not speaking then. A reply is never cut by us.
-- Close 1006/1011, other drops, a setup not completed within `live_setup_timeout_s`, a server
-  message the SDK cannot read, and any unexpected failure of a connection: reconnect with backoff
+- Close 1006/1011, other drops, a refused upgrade (HTTP 429: quota), a setup not completed within
+  `live_setup_timeout_s`, a server message that is not JSON, and any unexpected failure of a
+  connection: reconnect with backoff
   (`reconnect_delay` doubling up to `reconnect_max_delay`). After `reconnect_attempts`
   consecutive failures the conversation gives up with `LiveSessionFailed`; a connection that
   lasted `reconnect_stable_s` resets the count.
@@ -19,6 +24,15 @@ Reconnection policy:
   second 1007 in a row starts with the memory block only (no tail turns); a third gives up.
 - Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
   give up at once: retrying cannot help, and the message says what the server said.
+
+A server message of a type the SDK does not know is skipped (logged): the stream is intact, and a
+newer service must not cost a reconnect per message.
+
+Typed turns (`say`) and other conversation text go as the profile says: a client-content user turn
+(3.8, 2.5) or realtime text where client content is refused mid-session (3.1). Where a completed
+client turn interrupts the model (3.8), they wait while the model speaks, while a BLOCKING call
+runs (the service would cancel it) and until the model's turn about a BLOCKING call's result has
+ended. Tool answers never wait, and carry the scheduling of their tool's behaviour.
 
 Tool calls outlive the connection that issued them; an answer for a call an earlier connection
 issued reaches the model as conversation (the server does not act on a tool response for a call
@@ -29,7 +43,8 @@ Switching chats (`switch_to`): after the model's current turn completes, pending
 in the chat they belong to, the handle is dropped and a fresh session opens seeded from the new
 chat's memory.
 
-Turns: finished exchanges go to a queue that the saver task hands to `SessionMemory.save`, so the
+Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
+(voice.transcript says how fragments are attributed), then its exchange goes to a queue that the saver task hands to `SessionMemory.save`, so the
 audio path never waits on the store. Turns the store refuses for good are kept locally by the
 memory and block nothing; any other failed save is retried with backoff, in order. What is still
 unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`).

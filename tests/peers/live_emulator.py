@@ -26,6 +26,26 @@ ai.google.dev, read November 2026; the refusal wording of 1007 is ours (the page
 script that never calls `complete_setup()` is a service that accepted the websocket and then
 stalled.
 
+Client input follows the model family's rules (`LiveConnection._apply_rules`), from the same pages
+and the SDK's HistoryConfig: on 3.1, client content is taken only as the initial history the setup
+announced (`historyConfig.initialHistoryInClientContent`), until a turn_complete=true, with no
+realtime input before that; any other client content is closed with 1007. On 3.8 a client turn
+with turn_complete=true cuts the reply under way (`interrupted`, then turnComplete; a script's
+`reply(paced=True)` is a generation that can be cut) and cancels a running BLOCKING call
+(toolCallCancellation), as the migration guide from 2.5 describes. `answer_tool()` speaks a
+tool's result as its declared behaviour and the response's scheduling say (NON_BLOCKING calls
+default to WHEN_IDLE, per the SDK's FunctionResponseScheduling).
+
+Service limits: a connection lives about ten minutes, with a GoAway 60 s before its end, then is
+closed with 1011 "Deadline expired..." (the wording field reports quote); a resumption handle is
+valid 2 hours after it was issued, after which, like an unknown handle, the setup is closed with
+1007 (field reports describe 1007 for a resumption past its time; the wording is ours). Both run
+on the emulator's clock, which `time_scale` speeds up and `advance()` moves on. `refuse_upgrades`
+answers websocket upgrades with an HTTP status, as the service does with 429 when the quota is
+exhausted. `reply(transcript="late"|"none")` and `transcribe()` send transcripts after
+turnComplete or interleaved with the next turn (the API does not order them); `usage()` sends
+usageMetadata, `model_audio()` several parts in one message.
+
 Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
 did not issue (a call made before a reconnect) is not acted on, as field reports of the real
 service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
