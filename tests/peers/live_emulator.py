@@ -448,9 +448,11 @@ class LiveConnection:
 
     async def interrupted(self) -> None:
         await self.content(interrupted=True)
+        self.idle.set()
 
     async def turn_complete(self) -> None:
         await self.content(turnComplete=True)
+        self.idle.set()
 
     async def resumption(self, handle: str, resumable: bool = True) -> None:
         if resumable:
