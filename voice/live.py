@@ -44,8 +44,8 @@ in the chat they belong to, the handle is dropped and a fresh session opens seed
 chat's memory.
 
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
-(voice.transcript says how fragments are attributed), then its exchange goes to a queue that the saver task hands to `SessionMemory.save`, so the
-audio path never waits on the store. Turns the store refuses for good are kept locally by the
+(voice.transcript says how fragments are attributed), then its exchange goes to a queue that the
+saver task hands to `SessionMemory.save`, so the audio path never waits on the store. Turns the store refuses for good are kept locally by the
 memory and block nothing; any other failed save is retried with backoff, in order. What is still
 unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`).
 Before a fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
