@@ -12,9 +12,10 @@ the next model turn starts speaking. Attribution follows the order of turns, not
 - A user fragment before the model starts answering belongs to the user turn. One that arrives
   while the model answers is held apart: when the answer completes it is a late word of the same
   user turn; when the model is interrupted it is the start of the user's next turn (the barge-in).
-- A user fragment after the model's turn ended starts the user's next turn: the service only
-  answers once the user's turn is over, and a new question glued onto an old one is worse than a
-  late word split off.
+- A user fragment after the model's turn ended starts the user's next turn (a new question glued
+  onto an old one is worse than a late word split off), with one exception the order of turns
+  settles: an answer that completed while no word of the user was heard yet answered words still
+  to come, so until the next turn begins, fragments are that answer's user turn.
 - A `turn_complete` with no model output (say, right after an interruption) closes nothing; the
   user's words wait for the answer they get. `generationComplete` closes nothing either: the
   transcript and `turnComplete` follow it.
@@ -55,6 +56,7 @@ class Exchange:
     model_audio_bytes: int = 0
     user_source: Source = "voice"
     played: float | None = None  # share of the model's audio heard, once it was interrupted
+    words_due: bool = False  # the answer completed before any word of the user was heard
 
     @property
     def model_started(self) -> bool:
@@ -75,7 +77,10 @@ class TranscriptAssembler:
         """A fragment of what the user said, or a whole typed turn (`source="text"`)."""
         if not text:
             return
-        if self.current.model_started:
+        held = self.closing
+        if source == "voice" and held is not None and held.words_due and self.current.empty:
+            held.user.append(text)  # the words the held answer answered, transcribed late
+        elif self.current.model_started:
             self.current.late_user.append(text)
         else:
             self.current.user.append(text)
@@ -118,6 +123,7 @@ class TranscriptAssembler:
         self.current = Exchange()
         ex.user += ex.late_user
         ex.late_user = []
+        ex.words_due = not ex.user
         self.closing = ex
         return released
 

@@ -235,6 +235,21 @@ async def test_late_and_interleaved_transcripts_go_to_their_own_turns(live, live
     ]
 
 
+async def test_words_transcribed_after_the_answer_they_got_are_stored_before_it(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.reply("Sunny and warm.", tone(0.1))  # it answered speech not transcribed yet
+        await conn.heard(" How is the weather?")
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id):
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the exchange")
+    assert await stored(store, chat.id) == [("user", "How is the weather?"), ("model", "Sunny and warm.")]
+
+
 async def test_usage_metadata_several_parts_in_one_message_and_interrupted_then_turn_complete(
     live, live_client, voice_config, store
 ):

@@ -138,3 +138,14 @@ def test_late_fragments_of_an_interrupted_turn_stay_with_it_and_are_cut_at_what_
     a.complete()  # interrupted, then turnComplete: nothing more to close
     assert texts(a.release()) == [("user", "Tell me about Lisbon", False), ("model", "Lisbon is the capital", True)]
     assert texts(a.flush()) == [("user", "stop", False)]
+
+
+def test_words_transcribed_after_the_answer_they_got_join_its_exchange():
+    a = TranscriptAssembler()
+    a.model_audio(100)  # the model answers words not transcribed yet
+    a.model_text(" Sunny.")
+    a.complete()
+    a.user_text(" How is the weather?")
+    a.user_text(" Today?")
+    assert texts(a.release()) == [("user", "How is the weather? Today?", False), ("model", "Sunny.", False)]
+    assert not a.in_progress
