@@ -171,7 +171,9 @@ def live_client(live, gemini):
 def voice_config(live) -> VoiceConfig:
     from voice.config import VoiceConfig
 
-    return VoiceConfig(live_url=live.url, reconnect_delay=0.05, reconnect_max_delay=0.2, save_drain_s=5)
+    return VoiceConfig(
+        live_url=live.url, reconnect_delay=0.05, reconnect_max_delay=0.2, save_drain_s=5, transcript_hold_s=0.1
+    )
 
 
 async def eventually(predicate, timeout: float = 5.0, what: str = "the condition"):

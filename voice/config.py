@@ -78,6 +78,12 @@ class VoiceConfig(BaseModel):
         description="Seconds without model output after which an unfinished model turn counts as over "
         "(stray audio after the turn ended, a lost turnComplete).",
     )
+    transcript_hold_s: float = Field(
+        0.5,
+        ge=0,
+        description="Seconds a finished model turn waits for transcription fragments that trail it "
+        "before it is stored (the Live API does not order transcriptions with turnComplete).",
+    )
     reconnect_attempts: int = Field(
         5, ge=1, description="Consecutive failed connections before the session gives up and tells the user."
     )

@@ -3,15 +3,20 @@
 receive task per connection and a saver task for finished turns, all owned by `LiveConversation`
 (an async context manager).
 
-Reconnection policy (DESIGN §5):
+Reconnection policy:
 - The newest resumable handle is kept. A new connection resumes with it while it is younger than
   `resume_handle_max_age_s`; otherwise, or after a 1007, the session starts fresh, seeded from the
-  store: the memory block in the system instruction and the tail turns as client content with
-  turn_complete false.
+  store the way the model's profile says (voice.profiles): the memory block in the system
+  instruction, and the tail turns, with their roles, as client content before any realtime input:
+  left open (turn_complete false) where a completed turn would ask for an answer (3.8, 2.5), or
+  announced in the setup (`historyConfig.initialHistoryInClientContent`) and closed with
+  turn_complete true, which makes no model call, where client content is only taken as the
+  initial history (3.1).
 - GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
   before the deadline if the model is not speaking then. A reply is never cut by us.
-- Close 1006/1011, other drops, a setup not completed within `live_setup_timeout_s`, a server
-  message the SDK cannot read, and any unexpected failure of a connection: reconnect with backoff
+- Close 1006/1011, other drops, a refused upgrade (HTTP 429: quota), a setup not completed within
+  `live_setup_timeout_s`, a server message that is not JSON, and any unexpected failure of a
+  connection: reconnect with backoff
   (`reconnect_delay` doubling up to `reconnect_max_delay`). After `reconnect_attempts`
   consecutive failures the conversation gives up with `LiveSessionFailed`; a connection that
   lasted `reconnect_stable_s` resets the count.
@@ -19,6 +24,15 @@ Reconnection policy (DESIGN §5):
   second 1007 in a row starts with the memory block only (no tail turns); a third gives up.
 - Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
   give up at once: retrying cannot help, and the message says what the server said.
+
+A server message of a type the SDK does not know is skipped (logged): the stream is intact, and a
+newer service must not cost a reconnect per message.
+
+Typed turns (`say`) and other conversation text go as the profile says: a client-content user turn
+(3.8, 2.5) or realtime text where client content is refused mid-session (3.1). Where a completed
+client turn interrupts the model (3.8), they wait while the model speaks, while a BLOCKING call
+runs (the service would cancel it) and until the model's turn about a BLOCKING call's result has
+ended. Tool answers never wait, and carry the scheduling of their tool's behaviour.
 
 Tool calls outlive the connection that issued them; an answer for a call an earlier connection
 issued reaches the model as conversation (the server does not act on a tool response for a call
@@ -29,8 +43,9 @@ Switching chats (`switch_to`): after the model's current turn completes, pending
 in the chat they belong to, the handle is dropped and a fresh session opens seeded from the new
 chat's memory.
 
-Turns: finished exchanges go to a queue that the saver task hands to `SessionMemory.save`, so the
-audio path never waits on the store. Turns the store refuses for good are kept locally by the
+Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
+(voice.transcript says how fragments are attributed), then its exchange goes to a queue that the
+saver task hands to `SessionMemory.save`, so the audio path never waits on the store. Turns the store refuses for good are kept locally by the
 memory and block nothing; any other failed save is retried with backoff, in order. What is still
 unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`).
 Before a fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
@@ -60,6 +75,7 @@ from memory.models import not_found_advice
 from memory.turn import Turn
 from voice.config import MIC_RATE, VoiceConfig
 from voice.live_config import connect_config, system_instruction
+from voice.profiles import profile_for
 from voice.seed import Seed, SessionMemory
 from voice.tool_calls import Reply, ToolCalls, ToolHandler
 from voice.transcript import TranscriptAssembler
@@ -161,7 +177,9 @@ def _reason(exc: BaseException) -> str:
         frame = exc.rcvd
         return f"close {frame.code}: {frame.reason or 'no reason given'}" if frame else "connection lost (1006)"
     if isinstance(exc, InvalidStatus):
-        return f"the server refused the connection with HTTP {exc.response.status_code}"
+        status = exc.response.status_code
+        quota = " (quota or rate limit exhausted; see the key's limits in Google AI Studio)" if status == 429 else ""
+        return f"the server refused the connection with HTTP {status}{quota}"
     if isinstance(exc, (UnreadableMessage, SetupTimeout)):
         return str(exc)
     return f"{type(exc).__name__}: {exc}"
@@ -209,9 +227,10 @@ class LiveConversation:
 
     def __post_init__(self) -> None:
         self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
-        self._tool_calls = ToolCalls(self.tools)
+        self.profile = profile_for(self.config.live_model)
         self._outgoing: deque[_Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
+        self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
         self._saves: asyncio.Queue[tuple[SessionMemory, list[Turn]]] = asyncio.Queue()
         self._handle: _Handle | None = None
         self._instruction: str | None = None
@@ -219,6 +238,9 @@ class LiveConversation:
         self._draining = False
         self._goaway_timer: asyncio.TimerHandle | None = None
         self._silence_timer: asyncio.TimerHandle | None = None
+        self._hold_timer: asyncio.TimerHandle | None = None
+        # A BLOCKING call was answered and the model's turn about it has not ended yet.
+        self._answer_due = False
         self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
@@ -380,15 +402,16 @@ class LiveConversation:
             # A store that cannot give the seed ends the session (the caller reports it); it is
             # not a connection failure that retrying would help.
             seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
+            seeding = seed is not None and bool(seed.history)
             assert self._instruction is not None
-            cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle)
+            cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle, seeding)
             try:
                 async with AsyncExitStack() as stack:
                     session = await self._connect(stack, cfg)
                     started = time.monotonic()
-                    if seed is not None and seed.history:
-                        history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
-                        await session.send_client_content(turns=history, turn_complete=False)
+                    if seeding:
+                        assert seed is not None
+                        await self._send_seed(session, seed)
                     self._connected(resumed=seed is None)
                     await self._serve(session)
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
@@ -490,10 +513,13 @@ class LiveConversation:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             # Running tool calls outlive the connection: their answers go out on the next one.
-            for timer in (self._goaway_timer, self._silence_timer):
+            for timer in (self._goaway_timer, self._silence_timer, self._hold_timer):
                 if timer is not None:
                     timer.cancel()
-            self._goaway_timer = self._silence_timer = None
+            self._goaway_timer = self._silence_timer = self._hold_timer = None
+            self._answer_due = False
+            # No late fragment of a held turn can come over another connection.
+            self._queue_save(self.assembler.release())
         for task in done:
             if task is not restart and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
@@ -515,8 +541,7 @@ class LiveConversation:
                 await self._send_audio(session, self._held_block)
                 self._held_block = None
             while True:
-                while self._outgoing:
-                    item = self._outgoing.popleft()
+                while (item := self._next_outgoing()) is not None:
                     try:
                         await self._send(session, item)
                     except BaseException:
@@ -544,39 +569,90 @@ class LiveConversation:
                 if task is not None:
                     task.cancel()
 
+    def _next_outgoing(self) -> _Outgoing | None:
+        """The next queued item that may go now. Tools' answers go first, always (the model may
+        be waiting on them); conversation turns go in order, and wait while a completed client
+        turn would cut the model off."""
+        items = [i for i, item in enumerate(self._outgoing) if not self._is_conversation(item)]
+        if not items and self._outgoing and not self._turn_would_interrupt():
+            items = [0]
+        if not items:
+            return None
+        item = self._outgoing[items[0]]
+        del self._outgoing[items[0]]
+        return item
+
+    def _is_conversation(self, item: _Outgoing) -> bool:
+        return isinstance(item, _Text) or item.connection != self.status.connections
+
+    def _turn_would_interrupt(self) -> bool:
+        """Whether a completed client turn now would cut the model off: its reply under way, or
+        a BLOCKING call it waits on (the service cancels that call on new input)."""
+        if not (self.profile.turn_complete_interrupts and self.profile.typed_turns_via == "client_content"):
+            return False
+        blocking = types.Behavior.BLOCKING
+        return (
+            self.assembler.model_speaking
+            or self._answer_due
+            or any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
+        )
+
     async def _send_audio(self, session: Any, block: bytes) -> None:
         await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
 
+    async def _send_seed(self, session: Any, seed: Seed) -> None:
+        """The tail turns, with their roles, before any realtime input: left open where a
+        completed turn would ask for an answer, closed where it ends the initial history."""
+        history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
+        await session.send_client_content(turns=history, turn_complete=self.profile.seed_turn_complete)
+
+    async def _send_text(self, session: Any, text: str) -> None:
+        """A user turn in words, the way the model takes one mid-session."""
+        if self.profile.typed_turns_via == "client_content":
+            turn = types.Content(role="user", parts=[types.Part(text=text)])
+            await session.send_client_content(turns=turn, turn_complete=True)
+        else:
+            await session.send_realtime_input(text=text)
+
     async def _send(self, session: Any, item: _Outgoing) -> None:
         if isinstance(item, _Text):
-            turn = types.Content(role="user", parts=[types.Part(text=item.text)])
-            await session.send_client_content(turns=turn, turn_complete=True)
+            await self._send_text(session, item.text)
             self.assembler.user_text(item.text, source="text")
             self.status.last_activity = time.monotonic()
         elif item.connection == self.status.connections:
-            await session.send_tool_response(function_responses=item.response)
+            await session.send_tool_response(function_responses=self.profile.function_response(item.response))
+            if self.profile.tool_behaviour(item.response.name or "").behavior == types.Behavior.BLOCKING:
+                # The model speaks about the result next: a typed turn would cut that off.
+                self._answer_due = True
+                self._watch_silence()
         else:
             # The server does not act on an answer to a call another connection issued (even a
             # resumed one): the model hears the result as conversation instead.
-            turn = types.Content(role="user", parts=[types.Part(text=item.as_text())])
-            await session.send_client_content(turns=turn, turn_complete=True)
+            await self._send_text(session, item.as_text())
 
     # receiving
 
     async def _receive_loop(self, session: Any) -> None:
-        while True:  # receive() ends after each turnComplete
+        while True:  # receive() ends after each turnComplete, and after a message it cannot read
             messages = session.receive()
             while True:
                 try:
                     message = await anext(messages)
                 except StopAsyncIteration:
                     break
-                except (TypeError, ValueError) as e:
-                    # The SDK parses in receive(): a message type it does not know raises
-                    # TypeError, broken JSON ValueError. What the server meant is unknown: reconnect.
-                    raise UnreadableMessage(
-                        f"a message from the Live API could not be read ({type(e).__name__}: {e})"
-                    ) from e
+                except TypeError as e:
+                    # The SDK parses in receive(): a message with no field it knows (a message
+                    # type newer than the SDK) raises TypeError. The stream itself is intact and
+                    # the message is nothing Parla asked for: skip it and read on.
+                    log.warning(
+                        "skipped a Live API message of a type the SDK does not know (%s)",
+                        e,
+                        extra={"event": "live_unknown_message"},
+                    )
+                    break
+                except ValueError as e:
+                    # Broken JSON: what the server meant (a turn's end, a tool call) is lost.
+                    raise UnreadableMessage(f"a message from the Live API could not be read (ValueError: {e})") from e
                 self._on_message(message)
 
     def _on_message(self, message: types.LiveServerMessage) -> None:
@@ -609,7 +685,7 @@ class LiveConversation:
             for part in content.model_turn.parts or []:
                 blob = part.inline_data
                 if blob is not None and blob.data:
-                    self.assembler.model_audio(len(blob.data))
+                    self._queue_save(self.assembler.model_audio(len(blob.data)))
                     if self.speaker is not None:
                         self.speaker.play(blob.data)
         if content.output_transcription is not None and content.output_transcription.text:
@@ -617,6 +693,7 @@ class LiveConversation:
         if content.interrupted:
             unplayed = self.speaker.flush() if self.speaker is not None else 0
             self._queue_save(self.assembler.interrupt(unplayed))
+            self._model_turn_ended()
         if content.turn_complete:
             self._turn_over()
         elif self.assembler.model_speaking:
@@ -624,8 +701,30 @@ class LiveConversation:
 
     def _turn_over(self) -> None:
         self._queue_save(self.assembler.complete())
+        self._model_turn_ended()
         if (self._draining or self._next_memory is not None) and not self.assembler.model_speaking:
             self._reconnect.set()
+
+    def _model_turn_ended(self) -> None:
+        """The ended turn waits `transcript_hold_s` for trailing transcription before it is
+        stored; a conversation turn held back while the model spoke may go now."""
+        self._answer_due = False
+        if self._hold_timer is not None:
+            self._hold_timer.cancel()
+            self._hold_timer = None
+        if self.assembler.holding:
+            loop = asyncio.get_running_loop()
+            self._hold_timer = loop.call_later(self.config.transcript_hold_s, self._release_held)
+        self._wake_sender()
+
+    def _wake_sender(self) -> None:
+        """Something that held a conversation turn back may have ended: the send loop looks again."""
+        if self._outgoing:
+            self._outgoing_ready.set()
+
+    def _release_held(self) -> None:
+        self._hold_timer = None
+        self._queue_save(self.assembler.release())
 
     def _watch_silence(self) -> None:
         """(Re)start the clock of the model's silence: model output with no turnComplete after it
@@ -639,6 +738,9 @@ class LiveConversation:
     def _model_went_silent(self) -> None:
         self._silence_timer = None
         if not self.assembler.model_speaking:
+            if self._answer_due:  # the model said nothing about a tool's result
+                self._answer_due = False
+                self._wake_sender()
             return
         if self._tool_calls.pending:  # the model waits for a tool mid-turn
             self._watch_silence()

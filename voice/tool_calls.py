@@ -29,9 +29,11 @@ Reply = Callable[[types.FunctionResponse], Awaitable[None]]
 
 
 class ToolCalls:
-    def __init__(self, handler: ToolHandler | None) -> None:
+    def __init__(self, handler: ToolHandler | None, on_done: Callable[[], None] = lambda: None) -> None:
         self.handler = handler
+        self.on_done = on_done  # told when a call's task ends (answered, failed or cancelled)
         self._running: dict[str, set[asyncio.Task[None]]] = {}
+        self._names: dict[asyncio.Task[None], str] = {}
 
     def declarations(self) -> list[types.FunctionDeclaration]:
         return self.handler.declarations() if self.handler else []
@@ -40,18 +42,25 @@ class ToolCalls:
     def pending(self) -> int:
         return sum(len(tasks) for tasks in self._running.values())
 
+    def running(self) -> list[str]:
+        """The names of the tools whose calls are running."""
+        return list(self._names.values())
+
     def start(self, call: types.FunctionCall, reply: Reply) -> None:
         call_id = call.id or ""
         task = asyncio.create_task(self._run(call, reply), name=f"tool:{call.name}:{call_id}")
         self._running.setdefault(call_id, set()).add(task)
+        self._names[task] = call.name or ""
         task.add_done_callback(lambda t: self._forget(call_id, t))
 
     def _forget(self, call_id: str, task: asyncio.Task[None]) -> None:
+        self._names.pop(task, None)
         tasks = self._running.get(call_id)
         if tasks is not None:
             tasks.discard(task)
             if not tasks:
                 del self._running[call_id]
+        self.on_done()
 
     async def _run(self, call: types.FunctionCall, reply: Reply) -> None:
         name = call.name or ""
@@ -70,11 +79,13 @@ class ToolCalls:
     def cancel(self, ids: list[str]) -> None:
         for call_id in ids:
             for task in self._running.pop(call_id, set()):
+                self._names.pop(task, None)
                 task.cancel()
 
     async def cancel_all(self) -> None:
         tasks = [task for group in self._running.values() for task in group]
         self._running.clear()
+        self._names.clear()
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)

@@ -1,15 +1,26 @@
 """Transcript assembly: the Live API's transcription fragments become one user turn and one model
 turn per exchange.
 
-Attribution rules, since transcription lags the audio:
-- Input fragments that arrive before the model starts answering belong to the user turn.
-- Input fragments that arrive while the model is answering are held apart: when the exchange
-  completes normally they are late words of the same user turn; when the model is interrupted they
-  are the start of the user's next turn (the barge-in).
+Transcriptions carry no ordering guarantee relative to the model's audio, `turnComplete` or the
+next turn, so an exchange is not stored the moment its model turn ends. The design: a model turn
+that ends (turnComplete, or `interrupted`) is *held* as the closing exchange until the caller
+releases it, a short while later (`transcript_hold_s`), when the connection ends, or at once when
+the next model turn starts speaking. Attribution follows the order of turns, not arrival alone:
+- A model fragment belongs to the newest model turn that has begun: while the next turn has no
+  model output yet, a fragment is a late piece of the closing turn (it joins it, and never makes
+  the session "speaking"); once the next model turn's audio has begun, fragments are its own.
+- A user fragment before the model starts answering belongs to the user turn. One that arrives
+  while the model answers is held apart: when the answer completes it is a late word of the same
+  user turn; when the model is interrupted it is the start of the user's next turn (the barge-in).
+- A user fragment after the model's turn ended starts the user's next turn (a new question glued
+  onto an old one is worse than a late word split off), with one exception the order of turns
+  settles: an answer that completed while no word of the user was heard yet answered words still
+  to come, so until the next turn begins, fragments are that answer's user turn.
 - A `turn_complete` with no model output (say, right after an interruption) closes nothing; the
-  user's words wait for the answer they get.
-- An interrupted model turn keeps only what was played: the received text cut at the share of its
-  audio that reached the speaker, at a word boundary, and is marked `interrupted`.
+  user's words wait for the answer they get. `generationComplete` closes nothing either: the
+  transcript and `turnComplete` follow it.
+- An interrupted model turn keeps only what was played: its text (late fragments included) cut
+  at the share of its audio that reached the speaker, at a word boundary, marked `interrupted`.
 """
 
 from __future__ import annotations
@@ -44,6 +55,8 @@ class Exchange:
     model: list[str] = field(default_factory=list)
     model_audio_bytes: int = 0
     user_source: Source = "voice"
+    played: float | None = None  # share of the model's audio heard, once it was interrupted
+    words_due: bool = False  # the answer completed before any word of the user was heard
 
     @property
     def model_started(self) -> bool:
@@ -58,59 +71,95 @@ class Exchange:
 class TranscriptAssembler:
     model_variant: str | None = None
     current: Exchange = field(default_factory=Exchange)
+    closing: Exchange | None = None  # a model turn that ended, waiting for late fragments
 
     def user_text(self, text: str, source: Source = "voice") -> None:
         """A fragment of what the user said, or a whole typed turn (`source="text"`)."""
         if not text:
             return
-        if self.current.model_started:
+        held = self.closing
+        if source == "voice" and held is not None and held.words_due and self.current.empty:
+            held.user.append(text)  # the words the held answer answered, transcribed late
+        elif self.current.model_started:
             self.current.late_user.append(text)
         else:
             self.current.user.append(text)
             self.current.user_source = source
 
     def model_text(self, text: str) -> None:
-        if text:
+        if not text:
+            return
+        if self.closing is not None and not self.current.model_started:
+            self.closing.model.append(text)  # a late piece of the turn that ended
+        else:
             self.current.model.append(text)
 
-    def model_audio(self, nbytes: int) -> None:
+    def model_audio(self, nbytes: int) -> list[Turn]:
+        """The model's voice; when it starts a new turn, the closing one can take no more
+        fragments and is returned for storing."""
+        released = self.release() if nbytes and not self.current.model_started else []
         self.current.model_audio_bytes += nbytes
+        return released
 
     @property
     def in_progress(self) -> bool:
-        return not self.current.empty
+        return not self.current.empty or self.closing is not None
 
     @property
     def model_speaking(self) -> bool:
         return self.current.model_started
 
+    @property
+    def holding(self) -> bool:
+        return self.closing is not None
+
     def complete(self) -> list[Turn]:
-        """The model finished its turn: the exchange's turns (none when the model said nothing)."""
+        """The model finished its turn: it is held for late fragments (see `release`). Returns
+        the turns of an exchange held before it, now final."""
         ex = self.current
-        if not ex.model:
-            # Nothing was said back (or it was not transcribed): the words wait for the answer.
-            self.current = Exchange(user=ex.user + ex.late_user, user_source=ex.user_source)
-            return []
+        if not ex.model_started:
+            return []  # nothing was said back: the words wait for the answer
+        released = self.release()
         self.current = Exchange()
-        return self._turns(ex.user + ex.late_user, ex.user_source, _join(ex.model), interrupted=False)
+        ex.user += ex.late_user
+        ex.late_user = []
+        ex.words_due = not ex.user
+        self.closing = ex
+        return released
 
     def interrupt(self, unplayed_bytes: int) -> list[Turn]:
-        """The user barged in: the model turn keeps what was played of it; words heard during the
-        answer start the next exchange."""
+        """The user barged in: the model turn is held, to keep what was played of it; words
+        heard during the answer start the next exchange."""
         ex = self.current
-        self.current = Exchange(user=ex.late_user)
         if not ex.model_started:
-            self.current.user = ex.user + ex.late_user
-            self.current.user_source = ex.user_source
             return []
-        played = 1.0 - unplayed_bytes / ex.model_audio_bytes if ex.model_audio_bytes else 1.0
-        spoken = spoken_prefix(_join(ex.model), played)
-        return self._turns(ex.user, ex.user_source, spoken, interrupted=True)
+        released = self.release()
+        self.current = Exchange(user=ex.late_user)
+        ex.late_user = []
+        ex.played = 1.0 - unplayed_bytes / ex.model_audio_bytes if ex.model_audio_bytes else 1.0
+        self.closing = ex
+        return released
+
+    def release(self) -> list[Turn]:
+        """The held exchange's turns, final now. A model turn that was not transcribed at all
+        stores nothing of itself, and its user's words wait for the next answer."""
+        ex, self.closing = self.closing, None
+        if ex is None:
+            return []
+        if not ex.model and ex.played is None:
+            self.current.user[:0] = ex.user
+            if ex.user:
+                self.current.user_source = ex.user_source
+            return []
+        model = _join(ex.model)
+        if ex.played is not None:
+            model = spoken_prefix(model, ex.played)
+        return self._turns(ex.user, ex.user_source, model, interrupted=ex.played is not None)
 
     def flush(self, unplayed_bytes: int = 0) -> list[Turn]:
         """Close whatever is open (the connection dropped, the session is closing): a model turn
         that did not complete counts as interrupted."""
-        turns = self.interrupt(unplayed_bytes)
+        turns = self.interrupt(unplayed_bytes) + self.release()
         rest, self.current = self.current, Exchange()
         return turns + self._turns(rest.user, rest.user_source, "", interrupted=False)
 

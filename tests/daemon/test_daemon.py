@@ -212,7 +212,7 @@ async def test_unreadable_server_messages_and_a_broken_store_never_end_the_daemo
     async def script(conn):
         if conn.index < 2:
             await conn.complete_setup()
-            await conn.send({"someFutureMessage": {}})
+            await conn.send_raw(b'{"serverContent": ')  # broken JSON: the connection cannot go on
             await conn.closed.wait()
         else:
             await echo(conn)

@@ -26,6 +26,26 @@ ai.google.dev, read November 2026; the refusal wording of 1007 is ours (the page
 script that never calls `complete_setup()` is a service that accepted the websocket and then
 stalled.
 
+Client input follows the model family's rules (`LiveConnection._apply_rules`), from the same pages
+and the SDK's HistoryConfig: on 3.1, client content is taken only as the initial history the setup
+announced (`historyConfig.initialHistoryInClientContent`), until a turn_complete=true, with no
+realtime input before that; any other client content is closed with 1007. On 3.8 a client turn
+with turn_complete=true cuts the reply under way (`interrupted`, then turnComplete; a script's
+`reply(paced=True)` is a generation that can be cut) and cancels a running BLOCKING call
+(toolCallCancellation), as the migration guide from 2.5 describes. `answer_tool()` speaks a
+tool's result as its declared behaviour and the response's scheduling say (NON_BLOCKING calls
+default to WHEN_IDLE, per the SDK's FunctionResponseScheduling).
+
+Service limits: a connection lives about ten minutes, with a GoAway 60 s before its end, then is
+closed with 1011 "Deadline expired..." (the wording field reports quote); a resumption handle is
+valid 2 hours after it was issued, after which, like an unknown handle, the setup is closed with
+1007 (field reports describe 1007 for a resumption past its time; the wording is ours). Both run
+on the emulator's clock, which `time_scale` speeds up and `advance()` moves on. `refuse_upgrades`
+answers websocket upgrades with an HTTP status, as the service does with 429 when the quota is
+exhausted. `reply(transcript="late"|"none")` and `transcribe()` send transcripts after
+turnComplete or interleaved with the next turn (the API does not order them); `usage()` sends
+usageMetadata, `model_audio()` several parts in one message.
+
 Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
 did not issue (a call made before a reconnect) is not acted on, as field reports of the real
 service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
@@ -134,27 +154,63 @@ def rms(pcm: bytes) -> float:
     return float(np.sqrt(np.mean(samples**2))) if samples.size else 0.0
 
 
+def family(model: str) -> str:
+    """The Live model family whose rules apply: "3.8", "3.1" or "2.5"."""
+    if model.startswith("gemini-3.8-live"):
+        return "3.8"
+    if model.startswith("gemini-3.1-flash-live"):
+        return "3.1"
+    return "2.5"
+
+
 @dataclass
 class ClientFrame:
     kind: str  # realtime_input, client_content, tool_response
     body: dict[str, Any]
     audio: bytes = b""
     received_at: float = field(default_factory=time.monotonic)
+    seed: bool = False  # client content taken as the initial history (historyConfig)
 
 
 class LiveConnection:
-    def __init__(self, index: int, ws: ServerConnection, setup: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        index: int,
+        ws: ServerConnection,
+        setup: dict[str, Any],
+        on_handle: Callable[[str], None] = lambda handle: None,
+    ) -> None:
         self.index = index
         self.ws = ws
         self.setup = setup
+        self.model = str(setup.get("model", "")).removeprefix("models/")
+        self.family = family(self.model)
         self.frames: list[ClientFrame] = []
         self.sent: list[dict[str, Any]] = []
         self.issued: set[str] = set()  # tool-call ids this connection sent
+        self.pending_calls: dict[str, str] = {}  # id -> function name, not answered yet
         self.ignored: list[ClientFrame] = []  # what the service did not act on
+        self.refused: str | None = None  # why this connection was closed with 1007 by the rules
+        self.cut_replies = 0  # replies cut off by the client's input (3.8's turn_complete rule)
+        self._on_handle = on_handle
+        # 3.1 with historyConfig: client content is the initial history until turn_complete=true.
+        history = (setup.get("history_config") or {}).get("initial_history_in_client_content")
+        self.history_open = self.family == "3.1" and bool(history)
         self._inbox: asyncio.Queue[ClientFrame | None] = asyncio.Queue()
         self._unheard = bytearray()  # audio not yet taken by utterance()
         self._audio_changed = asyncio.Event()
+        self._cut = asyncio.Event()  # the reply under way must stop
+        self.idle = asyncio.Event()  # the model is not generating
+        self.idle.set()
         self.closed = asyncio.Event()
+
+    def behaviour(self, name: str) -> str:
+        """A declared function's behaviour; undeclared, the family's default (NON_BLOCKING on 3.8)."""
+        for tool in self.setup.get("tools") or []:
+            for d in tool.get("function_declarations") or []:
+                if d.get("name") == name and d.get("behavior"):
+                    return str(d["behavior"])
+        return "NON_BLOCKING" if self.family == "3.8" else "BLOCKING"
 
     # what the client sent
 
@@ -183,6 +239,8 @@ class LiveConnection:
                 if frame.kind == "tool_response" and not self._issued_here(frame):
                     self.ignored.append(frame)
                     continue
+                if not await self._apply_rules(frame):
+                    break
                 if frame.audio:
                     self._unheard += frame.audio
                     self._audio_changed.set()
@@ -192,6 +250,40 @@ class LiveConnection:
         finally:
             self.closed.set()
             await self._inbox.put(None)
+
+    async def _apply_rules(self, frame: ClientFrame) -> bool:
+        """The model family's rules on client input; False when the connection was closed for it.
+        3.1 takes client content only as the initial history announced in the setup (then 1007),
+        and no realtime input before that history is complete; 3.8 cuts the reply under way on a
+        client turn with turn_complete=true, and cancels a running BLOCKING call on new input."""
+        if frame.kind == "client_content" and self.family == "3.1":
+            if not self.history_open:
+                await self._refuse("client content is only accepted as the initial history (historyConfig)")
+                return False
+            frame.seed = True
+            self.history_open = not frame.body.get("turn_complete")
+        elif frame.kind == "realtime_input" and self.history_open:
+            await self._refuse("realtime input before the initial history was completed with turn_complete")
+            return False
+        elif frame.kind == "client_content" and self.family == "3.8" and frame.body.get("turn_complete"):
+            await self._new_input()
+        elif frame.kind == "tool_response":
+            for response in frame.body.get("function_responses") or []:
+                self.pending_calls.pop(response.get("id"), None)
+        return True
+
+    async def _new_input(self) -> None:
+        if not self.idle.is_set():
+            self._cut.set()
+        blocking = [i for i, name in self.pending_calls.items() if self.behaviour(name) == "BLOCKING"]
+        if blocking:
+            for call_id in blocking:
+                del self.pending_calls[call_id]
+            await self.cancel_tool_calls(*blocking)
+
+    async def _refuse(self, why: str) -> None:
+        self.refused = why
+        await self.ws.close(1007, close_reason(why))
 
     @staticmethod
     def _parse(message: dict[str, Any]) -> ClientFrame:
@@ -269,34 +361,102 @@ class LiveConnection:
     async def heard(self, text: str) -> None:
         await self.content(inputTranscription={"text": text})
 
-    async def model_audio(self, pcm: bytes) -> None:
-        """One chunk of the model's voice."""
-        data = base64.b64encode(pcm).decode()
-        await self.content(modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]})
+    async def model_audio(self, *pcm: bytes, transcript: str | None = None) -> None:
+        """Chunks of the model's voice in one message (one part each), with the transcript of
+        them in the same message when given."""
+        parts = [
+            {"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": base64.b64encode(p).decode()}} for p in pcm
+        ]
+        fields: dict[str, Any] = {"modelTurn": {"parts": parts}}
+        if transcript is not None:
+            fields["outputTranscription"] = {"text": transcript}
+        await self.content(**fields)
 
-    async def reply(self, text: str, audio: bytes, chunk_ms: int = 40, complete: bool = True) -> None:
-        """A spoken answer: audio in chunks, the transcript spread across them, then turnComplete."""
+    async def reply(
+        self,
+        text: str,
+        audio: bytes,
+        chunk_ms: int = 40,
+        complete: bool = True,
+        paced: bool = False,
+        transcript: str = "inline",
+    ) -> bool:
+        """A spoken answer: audio in chunks, the transcript spread across them, then
+        generationComplete and turnComplete. `paced` sends a chunk per `chunk_ms` (a generation
+        the client can cut into); `transcript` "late" sends it after turnComplete, "none" not at
+        all (the script sends it with `transcribe`, interleaved as it likes). False when the
+        client's input cut it off: then `interrupted` and turnComplete went instead."""
         chunk = OUT_RATE * 2 * chunk_ms // 1000
         pieces = [audio[i : i + chunk] for i in range(0, len(audio), chunk)] or [b""]
         words = [" " + w for w in text.split()]
         per = max(1, -(-len(words) // len(pieces)))
+        self.idle.clear()
+        self._cut.clear()
         for i, piece in enumerate(pieces):
+            if self._cut.is_set():
+                self._cut.clear()
+                self.cut_replies += 1
+                await self.interrupted()
+                await self.turn_complete()
+                self.idle.set()
+                return False
             said = "".join(words[i * per : (i + 1) * per])
             if piece:
                 await self.model_audio(piece)
-            if said:
+            if said and transcript == "inline":
                 await self.content(outputTranscription={"text": said})
+            if paced:
+                await asyncio.sleep(chunk_ms / 1000)
         if complete:
             await self.content(generationComplete=True)
             await self.content(turnComplete=True)
+            self.idle.set()
+        if transcript == "late":
+            await self.transcribe(text)
+        return True
+
+    async def transcribe(self, text: str) -> None:
+        """The model's transcript of `text`, one fragment per word."""
+        for word in text.split():
+            await self.content(outputTranscription={"text": " " + word})
+
+    async def answer_tool(self, frame: ClientFrame, text: str, audio: bytes) -> bool:
+        """Speak a tool's result as the call's behaviour and the response's scheduling say: a
+        BLOCKING call's result at once (the model waited for it); a NON_BLOCKING one's per its
+        scheduling (WHEN_IDLE when absent, as the API documents): SILENT not at all, WHEN_IDLE
+        once the reply under way is over, INTERRUPT cutting it off. True when spoken."""
+        response = frame.body["function_responses"][0]
+        if self.behaviour(response["name"]) == "NON_BLOCKING":
+            scheduling = response.get("scheduling", "WHEN_IDLE")
+            if scheduling == "SILENT":
+                return False
+            if scheduling == "INTERRUPT" and not self.idle.is_set():
+                self._cut.set()
+            await self.idle.wait()
+        return await self.reply(text, audio)
+
+    async def usage(self, prompt_tokens: int, response_tokens: int) -> None:
+        await self.send(
+            {
+                "usageMetadata": {
+                    "promptTokenCount": prompt_tokens,
+                    "responseTokenCount": response_tokens,
+                    "totalTokenCount": prompt_tokens + response_tokens,
+                }
+            }
+        )
 
     async def interrupted(self) -> None:
         await self.content(interrupted=True)
+        self.idle.set()
 
     async def turn_complete(self) -> None:
         await self.content(turnComplete=True)
+        self.idle.set()
 
     async def resumption(self, handle: str, resumable: bool = True) -> None:
+        if resumable:
+            self._on_handle(handle)
         await self.send({"sessionResumptionUpdate": {"newHandle": handle, "resumable": resumable}})
 
     async def go_away(self, seconds: float) -> None:
@@ -304,6 +464,7 @@ class LiveConnection:
 
     async def tool_call(self, *calls: dict[str, Any]) -> None:
         self.issued.update(c["id"] for c in calls if "id" in c)
+        self.pending_calls.update({c["id"]: c["name"] for c in calls if "id" in c})
         await self.send({"toolCall": {"functionCalls": list(calls)}})
 
     async def cancel_tool_calls(self, *ids: str) -> None:
@@ -320,12 +481,49 @@ class LiveConnection:
 Script = Callable[[LiveConnection], Awaitable[None]]
 
 
+def typed(frame: ClientFrame) -> str | None:
+    """The text of a typed user turn in this frame, whichever way the client sent it (client
+    content that asks for an answer, or realtime text); None for anything else."""
+    if frame.kind == "client_content" and frame.body.get("turn_complete") and not frame.seed:
+        turns = frame.body["turns"]
+        return str((turns[-1] if isinstance(turns, list) else turns)["parts"][0]["text"])
+    if frame.kind == "realtime_input" and "text" in frame.body:
+        return str(frame.body["text"])
+    return None
+
+
+async def typed_turn(conn: LiveConnection, timeout: float = 5.0) -> str:
+    """The next typed user turn."""
+    async with asyncio.timeout(timeout):
+        while True:
+            frame = await conn._inbox.get()
+            if frame is None:
+                raise AssertionError("the client closed before typing a turn")
+            text = typed(frame)
+            if text is not None:
+                return text
+
+
 async def echo(conn: LiveConnection) -> None:
     """A script: a service that answers every typed turn with "You said <it>." (a short tone)."""
     await conn.complete_setup()
-    async for frame in conn.each("client_content"):
-        if frame.body.get("turn_complete"):
-            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
+    await answer_typed_turns(conn)
+
+
+async def resumable_echo(conn: LiveConnection) -> None:
+    """`echo` that gives each connection a resumption handle, "h<index>"."""
+    await conn.complete_setup()
+    await conn.resumption(f"h{conn.index}")
+    await answer_typed_turns(conn)
+
+
+async def answer_typed_turns(conn: LiveConnection) -> None:
+    while not conn.closed.is_set():
+        try:
+            text = await typed_turn(conn, timeout=3600)
+        except AssertionError:
+            return
+        await conn.reply(f"You said {text}.", tone(0.05))
 
 
 async def _idle(conn: LiveConnection) -> None:
@@ -333,17 +531,38 @@ async def _idle(conn: LiveConnection) -> None:
     await conn.closed.wait()
 
 
+HANDLE_LIFETIME_S = 2 * 3600  # resumption handles stay valid 2 h (session management guide)
+CONNECTION_LIFETIME_S = 600  # a connection lasts about 10 minutes ...
+GOAWAY_BEFORE_S = 60  # ... and a GoAway comes about 60 s before it ends
+
+
 @dataclass
 class LiveEmulator:
+    """`time_scale` emulated seconds pass per real second (for the connection lifetime and the
+    age of handles); `advance()` moves the emulated clock on. `refuse_upgrades` answers the next
+    websocket upgrades with these HTTP statuses (429: the quota is exhausted)."""
+
     cert: Path
     key: Path
     api_key: str = "test-key"
     models: frozenset[str] = LIVE_MODELS
     script: Script = _idle
+    time_scale: float = 1.0
+    refuse_upgrades: list[int] = field(default_factory=list)
     connections: list[LiveConnection] = field(default_factory=list)
+    handles: dict[str, float] = field(default_factory=dict)  # handle -> emulated time it was issued
+    upgrades_refused: list[int] = field(default_factory=list)
+    setups_refused: list[str] = field(default_factory=list)  # 1007 at setup: refused fields or handles
     errors: list[BaseException] = field(default_factory=list)
     connected: asyncio.Condition = field(default_factory=asyncio.Condition)
     _server: Server | None = None
+    _offset: float = 0.0
+
+    def now(self) -> float:
+        return time.monotonic() * self.time_scale + self._offset
+
+    def advance(self, seconds: float) -> None:
+        self._offset += seconds
 
     @property
     def url(self) -> str:
@@ -357,7 +576,9 @@ class LiveEmulator:
     async def __aenter__(self) -> LiveEmulator:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(self.cert, self.key)
-        self._server = await serve(self._serve, "127.0.0.1", 0, ssl=tls, max_size=None)
+        self._server = await serve(
+            self._serve, "127.0.0.1", 0, ssl=tls, max_size=None, process_request=self._process_request
+        )
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -369,6 +590,30 @@ class LiveEmulator:
         async with asyncio.timeout(timeout), self.connected:
             await self.connected.wait_for(lambda: len(self.connections) >= n)
         return self.connections[n - 1]
+
+    def _process_request(self, ws: ServerConnection, request: Any) -> Any:
+        if not self.refuse_upgrades:
+            return None
+        status = self.refuse_upgrades.pop(0)
+        self.upgrades_refused.append(status)
+        return ws.respond(status, "Resource has been exhausted (e.g. check quota).\n")
+
+    def _handle_refusal(self, handle: str | None) -> str | None:
+        if handle is None:
+            return None
+        issued = self.handles.get(handle)
+        if issued is None:
+            return "session resumption handle is not valid"
+        if self.now() - issued > HANDLE_LIFETIME_S:
+            return "session resumption handle has expired"
+        return None
+
+    async def _lifetime(self, conn: LiveConnection) -> None:
+        """About ten minutes per connection: a GoAway 60 s before the end, then the close."""
+        await asyncio.sleep((CONNECTION_LIFETIME_S - GOAWAY_BEFORE_S) / self.time_scale)
+        await conn.go_away(GOAWAY_BEFORE_S / self.time_scale)
+        await asyncio.sleep(GOAWAY_BEFORE_S / self.time_scale)
+        await conn.close(1011, "Deadline expired before operation could complete.")
 
     async def _serve(self, ws: ServerConnection) -> None:
         request = ws.request
@@ -396,11 +641,16 @@ class LiveEmulator:
             )
             return
         refused = setup_refusals(model, first["setup"])
+        handle_refused = self._handle_refusal((first["setup"].get("session_resumption") or {}).get("handle"))
+        if handle_refused:
+            refused.append(handle_refused)
         if refused:
+            self.setups_refused.append("; ".join(refused))
             await ws.close(1007, close_reason("; ".join(refused)))
             return
-        conn = LiveConnection(len(self.connections), ws, first["setup"])
+        conn = LiveConnection(len(self.connections), ws, first["setup"], self._issue_handle)
         reader = asyncio.create_task(conn._read())
+        lifetime = asyncio.create_task(self._lifetime(conn))
         async with self.connected:
             self.connections.append(conn)
             self.connected.notify_all()
@@ -413,3 +663,7 @@ class LiveEmulator:
             await ws.close(1011, f"emulator script failed: {e!r}"[:120])
         finally:
             reader.cancel()
+            lifetime.cancel()
+
+    def _issue_handle(self, handle: str) -> None:
+        self.handles[handle] = self.now()

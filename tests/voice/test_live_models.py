@@ -127,3 +127,15 @@ async def test_the_emulator_refuses_non_blocking_functions_on_gemini_3_1(receive
     )
     error = await refused(received, "gemini-3.1-flash-live-preview", tools=[non_blocking])
     assert close_code(error) == 1007 and "NON_BLOCKING function calls are not supported" in str(error)
+
+
+async def test_transparent_resumption_is_not_offered_on_the_gemini_developer_api(live_client, voice_config):
+    """Replaying only what the server did not consume needs `SessionResumptionConfig.transparent`
+    (the server then reports lastConsumedClientMessageIndex). The SDK refuses it on the Gemini
+    Developer API, the one Parla connects to with an API key; when this stops failing, the API
+    offers it and Parla should use it."""
+    cfg = connect_config(voice_config, "Be brief.", [], None)
+    cfg.session_resumption = types.SessionResumptionConfig(transparent=True)
+    with pytest.raises(ValueError, match="transparent parameter is only supported in Gemini Enterprise Agent"):
+        async with live_client.aio.live.connect(model=voice_config.live_model, config=cfg):
+            pass

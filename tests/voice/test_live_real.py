@@ -10,6 +10,7 @@ from google import genai
 
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
+from memory.models import DEFAULT_LIVE_MODEL
 from memory.refused import RefusedTurns
 from tests.conftest import eventually
 from voice.config import VoiceConfig
@@ -21,7 +22,7 @@ pytestmark = pytest.mark.skipif(not KEY, reason="set GEMINI_API_KEY to run again
 
 async def test_real_live_api_answers_a_typed_turn(store):
     chat = (await store.create_chat(title="real")).chat
-    config = VoiceConfig(live_model=os.environ.get("PARLA_LIVE_MODEL", VoiceConfig().live_model))
+    config = VoiceConfig()  # the default model, as a new user gets it
     client = genai.Client(api_key=KEY)
     async with LiveConversation(
         client, config, ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path)))
@@ -30,6 +31,7 @@ async def test_real_live_api_answers_a_typed_turn(store):
         await eventually(lambda: _stored(store, chat.id), timeout=60, what="the spoken answer")
     history = (await store.load_history(chat.id)).full_history
     assert history[0].source == "text" and history[1].role == "model"
+    assert history[1].model_variant == DEFAULT_LIVE_MODEL
     assert "blue" in history[1].text.lower()
 
 

@@ -1,5 +1,5 @@
 """Transcript assembly: fragments → one user and one model turn per exchange; barge-in keeps only
-what was played; late and early words go to the right turn."""
+what was played; late, early and interleaved fragments go to the right turn."""
 
 from voice.transcript import TranscriptAssembler, spoken_prefix
 
@@ -15,7 +15,8 @@ def test_fragments_make_one_turn_each():
     a.model_audio(4800)
     for piece in [" It is", " sunny", " and warm."]:
         a.model_text(piece)
-    turns = a.complete()
+    assert a.complete() == [] and a.holding  # held for late fragments
+    turns = a.release()
     assert texts(turns) == [
         ("user", "What is the weather in Lisbon?", False),
         ("model", "It is sunny and warm.", False),
@@ -29,7 +30,8 @@ def test_late_user_words_join_the_turn_when_the_reply_completes():
     a.model_audio(100)
     a.user_text(" a joke")  # transcription lagging the audio
     a.model_text("Why did the chicken cross the road?")
-    assert texts(a.complete())[0] == ("user", "Tell me a joke", False)
+    a.complete()
+    assert texts(a.release())[0] == ("user", "Tell me a joke", False)
 
 
 def test_interrupted_turn_keeps_the_played_share_and_barge_in_words_start_the_next():
@@ -38,19 +40,21 @@ def test_interrupted_turn_keeps_the_played_share_and_barge_in_words_start_the_ne
     a.model_audio(10_000)
     a.model_text("Lisbon is the capital of Portugal and sits on seven hills by the river")
     a.user_text("wait, stop")  # heard while the model spoke
-    turns = a.interrupt(unplayed_bytes=7_000)
+    assert a.interrupt(unplayed_bytes=7_000) == []
+    turns = a.model_audio(10)  # the next answer starts: the cut turn is final
     assert texts(turns) == [("user", "Tell me about Lisbon", False), ("model", "Lisbon is the capital", True)]
-    a.model_audio(10)
     a.model_text("Sure.")
-    assert texts(a.complete()) == [("user", "wait, stop", False), ("model", "Sure.", False)]
+    a.complete()
+    assert texts(a.release()) == [("user", "wait, stop", False), ("model", "Sure.", False)]
 
 
 def test_turn_complete_without_an_answer_keeps_the_words_waiting():
     a = TranscriptAssembler()
     a.user_text("hello")
-    assert a.complete() == [] and a.in_progress
+    assert a.complete() == [] and a.in_progress and not a.holding
     a.model_text("Hi!")
-    assert texts(a.complete()) == [("user", "hello", False), ("model", "Hi!", False)]
+    a.complete()
+    assert texts(a.release()) == [("user", "hello", False), ("model", "Hi!", False)]
 
 
 def test_nothing_played_stores_no_model_turn():
@@ -58,7 +62,8 @@ def test_nothing_played_stores_no_model_turn():
     a.user_text("question")
     a.model_audio(1000)
     a.model_text("An answer nobody heard")
-    assert texts(a.interrupt(unplayed_bytes=1000)) == [("user", "question", False)]
+    a.interrupt(unplayed_bytes=1000)
+    assert texts(a.release()) == [("user", "question", False)]
 
 
 def test_flush_closes_an_open_exchange():
@@ -75,7 +80,8 @@ def test_typed_turn_keeps_its_source():
     a = TranscriptAssembler()
     a.user_text("typed", source="text")
     a.model_text("ok")
-    assert [t.source for t in a.complete()] == ["text", "voice"]
+    a.complete()
+    assert [t.source for t in a.release()] == ["text", "voice"]
 
 
 def test_spoken_prefix_cuts_at_words():
@@ -84,3 +90,62 @@ def test_spoken_prefix_cuts_at_words():
     assert spoken_prefix(text, 1.0) == text
     assert spoken_prefix(text, 0.5) == "one two"
     assert spoken_prefix(text, 0.05) == ""
+
+
+def test_a_model_fragment_after_turn_complete_joins_its_turn_and_is_not_speaking():
+    a = TranscriptAssembler()
+    a.user_text("hello")
+    a.model_audio(100)
+    a.model_text(" Sure.")
+    a.complete()
+    a.model_text(" Really.")  # transcription trails turnComplete
+    assert not a.model_speaking
+    assert texts(a.release()) == [("user", "hello", False), ("model", "Sure. Really.", False)]
+    assert not a.in_progress
+
+
+def test_a_turn_transcribed_only_after_turn_complete_keeps_its_words():
+    a = TranscriptAssembler()
+    a.user_text("What time is it?")
+    a.model_audio(100)
+    a.complete()
+    a.model_text(" It is")
+    a.model_text(" noon.")
+    assert texts(a.release()) == [("user", "What time is it?", False), ("model", "It is noon.", False)]
+
+
+def test_fragments_interleaved_with_the_next_turn_go_to_their_own_turns():
+    a = TranscriptAssembler()
+    a.user_text("What time is it?")
+    a.model_audio(100)
+    a.complete()
+    a.user_text(" And in Rome?")  # the next question, heard before the last answer's transcript
+    a.model_text(" It is noon.")  # late: the next answer has not begun
+    assert texts(a.model_audio(100)) == [("user", "What time is it?", False), ("model", "It is noon.", False)]
+    a.model_text(" One in the afternoon.")
+    a.complete()
+    assert texts(a.release()) == [("user", "And in Rome?", False), ("model", "One in the afternoon.", False)]
+
+
+def test_late_fragments_of_an_interrupted_turn_stay_with_it_and_are_cut_at_what_was_played():
+    a = TranscriptAssembler()
+    a.user_text("Tell me about Lisbon")
+    a.model_audio(10_000)
+    a.model_text("Lisbon is the capital")
+    a.user_text("stop")
+    a.interrupt(unplayed_bytes=5_000)
+    a.model_text(" of Portugal and more")  # transcript of audio sent before the cut
+    a.complete()  # interrupted, then turnComplete: nothing more to close
+    assert texts(a.release()) == [("user", "Tell me about Lisbon", False), ("model", "Lisbon is the capital", True)]
+    assert texts(a.flush()) == [("user", "stop", False)]
+
+
+def test_words_transcribed_after_the_answer_they_got_join_its_exchange():
+    a = TranscriptAssembler()
+    a.model_audio(100)  # the model answers words not transcribed yet
+    a.model_text(" Sunny.")
+    a.complete()
+    a.user_text(" How is the weather?")
+    a.user_text(" Today?")
+    assert texts(a.release()) == [("user", "How is the weather? Today?", False), ("model", "Sunny.", False)]
+    assert not a.in_progress
