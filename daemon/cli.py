@@ -27,6 +27,7 @@ from daemon.cli_support import (
     summarise,
     when,
 )
+from daemon.logs import redact_output
 from daemon.memory_services import open_memory
 from daemon.settings import Settings
 from memory.compaction import RangeError
@@ -396,4 +397,5 @@ async def restore(
 
 
 def main() -> None:
+    redact_output()  # no secret in anything printed, tracebacks included
     app()
