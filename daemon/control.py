@@ -30,8 +30,8 @@ MAX_LINE = 64 * 1024
 BACKLOG = 1024
 # Clients served at once; one more is told to retry (each costs a task and a descriptor).
 MAX_CLIENTS = 128
-# How long a client told to retry may take to send its request.
-BUSY_READ_S = 1.0
+# How long a refused client (busy, request too long) may go on sending before the connection closes.
+LINGER_S = 1.0
 # How long send_command keeps retrying a daemon too busy to take the connection.
 BUSY_RETRY_S = 3.0
 
@@ -132,7 +132,7 @@ class ControlServer:
                 # The request is read before the answer: closing with it unread would reset the
                 # connection, and the client would see an error instead of the answer.
                 with suppress(TimeoutError, ValueError):
-                    await asyncio.wait_for(reader.readline(), BUSY_READ_S)
+                    await asyncio.wait_for(reader.readline(), LINGER_S)
                 await _write(
                     writer, {"ok": False, "busy": True, "error": f"the daemon is serving {MAX_CLIENTS} clients; retry"}
                 )
@@ -143,6 +143,12 @@ class ControlServer:
                     line = await reader.readline()
                 except ValueError:  # longer than MAX_LINE
                     await _write(writer, {"ok": False, "error": f"request longer than {MAX_LINE} bytes"})
+                    # the rest of it is read and dropped: closing with it unread would reset the
+                    # connection before the client reads the answer
+                    with suppress(TimeoutError):
+                        async with asyncio.timeout(LINGER_S):
+                            while await reader.read(MAX_LINE):
+                                pass
                     break
                 if not line:
                     break

@@ -109,6 +109,6 @@ async def test_deeply_nested_and_over_long_requests_get_an_error_answer(tmp_path
 
         (too_long,) = await _raw(path, b"[" * 100_000 + b"\n")
         assert too_long == {"ok": False, "error": f"request longer than {MAX_LINE} bytes"}
-        (unterminated,) = await _raw(path, b'{"cmd": "say", "text": "' + b"a" * 200_000)
+        (unterminated,) = await _raw(path, b'{"cmd": "say", "text": "' + b"a" * 1_000_000)
         assert not unterminated["ok"] and "longer than" in unterminated["error"]
         assert (await send_command(path, "status")) == {"state": "idle", "cmd": "status"}
