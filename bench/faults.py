@@ -392,9 +392,11 @@ async def _start_daemon(env: dict[str, str], socket: Path, log: Path) -> asyncio
             await asyncio.sleep(0.05)
 
 
-async def _talk(socket: Path, answers: _Answers, counter: list[int], acked: list[str], said: list[str]) -> None:
+async def _talk(
+    socket: Path, answers: _Answers, counter: list[int], acked: list[str], said: list[str], lag: list[float]
+) -> None:
     """Typed turns one after another until the daemon goes away; a turn is acknowledged once its
-    answer was sent and the daemon reports nothing unsaved."""
+    answer was sent and the daemon reports nothing unsaved (`lag`: seconds from the one to the other)."""
     while True:
         counter[0] += 1
         text = f"typed turn number {counter[0]}, remember it"
@@ -404,6 +406,7 @@ async def _talk(socket: Path, answers: _Answers, counter: list[int], acked: list
         while (await send_command(socket, "status", timeout=5))["unsaved_turns"]:
             await asyncio.sleep(0.01)
         acked.append(text)
+        lag.append(time.monotonic() - answers.answered[text])
 
 
 async def live_faults(
@@ -420,6 +423,7 @@ async def live_faults(
     counter = [0]
     acked: list[str] = []
     said: list[str] = []
+    lag: list[float] = []
     chat_id: str | None = None
     answered = answered_stored = unanswered = unanswered_stored = 0
     while figures.kills < kills:
@@ -430,7 +434,7 @@ async def live_faults(
             chat_id = status["chat"]["id"]
         elif status["chat"]["id"] != chat_id:
             figures.problem(f"the restarted daemon is in chat {status['chat']['id'][:8]}, not {chat_id[:8]}")
-        talking = asyncio.create_task(_talk(socket, answers, counter, acked, said))
+        talking = asyncio.create_task(_talk(socket, answers, counter, acked, said, lag))
         await asyncio.sleep(rng.uniform(0, 3.0))
         if talking.done():  # the daemon failed on its own: the figures say so
             figures.problem(f"the talk ended before the kill: {talking.exception()!r}")
@@ -462,10 +466,16 @@ async def live_faults(
         said[:] = [t for t in said if t in acked]
         await recompact(mem, [chat_id], figures, when)
     socket.unlink(missing_ok=True)
+    lag.sort()
     figures.note = (
         f"in flight at a kill (not acknowledged): {answered} turns answered but not yet reported stored "
         f"({answered_stored} stored), {unanswered} not answered yet ({unanswered_stored} stored)"
     )
+    if lag:
+        figures.note += (
+            f"; answer sent -> reported stored: median {lag[len(lag) // 2] * 1000:.0f} ms, "
+            f"p95 {lag[int(len(lag) * 0.95)] * 1000:.0f} ms (n={len(lag)})"
+        )
     return figures
 
 
