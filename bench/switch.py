@@ -21,6 +21,7 @@ from pathlib import Path
 from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
 from daemon.chat_memory import ChatMemory
 from memory.embedding import embed_texts
+from memory.refused import RefusedTurns
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
@@ -38,6 +39,10 @@ class Session:
 
     def switch(self, chat_id: str) -> None:
         self.chat_id = chat_id
+
+
+# The seed is all this measures: nothing is saved, so nothing is ever refused.
+SEED_ONLY = RefusedTurns(Path(tempfile.gettempdir()) / "bench-switch.refused.jsonl")
 
 
 async def timed(fn: Callable[[int], Awaitable[object]], runs: int) -> list[float]:
@@ -61,7 +66,7 @@ async def measure(name: str, store: ChatStore, chats: int, runs: int) -> None:
     async def switch(i: int) -> None:
         answer = await tools.switch_chat(SwitchArgs(query=REQUESTS[i % len(REQUESTS)]))
         target = answer.get("chat_id") or answer.get("candidates", [{}])[0].get("chat_id") or first
-        await ChatMemory(store, CONFIG, target).seed()
+        await ChatMemory(store, CONFIG, target, SEED_ONLY).seed()
         session.chat_id = first
 
     await switch(0)  # warm: the SQLite store loads its vector matrix once after writes

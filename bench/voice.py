@@ -124,6 +124,7 @@ async def run(pulse: PulseServer, quick: bool) -> None:
 
     from daemon.chat_memory import ChatMemory
     from memory.config import MemoryConfig
+    from memory.refused import RefusedTurns
     from memory.store.sqlite import SQLiteChatStore
     from tests.peers.live_emulator import make_certificate, tone
     from voice.audio import Microphone, Speaker
@@ -171,7 +172,11 @@ async def run(pulse: PulseServer, quick: bool) -> None:
             mic,
             Speaker() as speaker,
             LiveConversation(
-                client, config, ChatMemory(store, MemoryConfig(), chat_id), microphone=mic, speaker=speaker
+                client,
+                config,
+                ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path))),
+                microphone=mic,
+                speaker=speaker,
             ),
         ):
             cpu0, wall0 = time.process_time(), time.monotonic()

@@ -1,17 +1,38 @@
 """The voice session's memory for one chat, over the store: a fresh session is seeded with the
 chat's memory context (the block for the system instruction, the tail turns as history), finished
-turns are appended and compaction is scheduled in the background, never on the audio path."""
+turns are appended and compaction is scheduled in the background, never on the audio path.
+
+Which store failures are for good is decided here: a turn the store refuses for good (its chat is
+gone, the store cannot hold its content) is kept on this machine with the reason (`RefusedTurns`)
+so it blocks no later turn; turns the Supabase store queued in its outbox while it is away count
+as saved (the outbox sends them); any other failure (the SQLite file is locked or full) is raised
+for the session to retry in order."""
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass
 
 from memory.compaction import CompactionWorker
 from memory.config import MemoryConfig
 from memory.context import load_context
-from memory.store import ChatStore
+from memory.refused import RefusedTurns
+from memory.store import ChatNotFound, ChatStore, TurnConflict
+from memory.store.supabase import StoreOffline, StoreRefused
 from memory.turn import Turn
-from voice.seed import Seed
+from voice.seed import Refused, Seed
+
+# The same request fails the same way every time: the turn's chat is gone or taken, the server
+# refused the content, or the content cannot be encoded for the store at all.
+_FOR_GOOD = (ChatNotFound, TurnConflict, StoreRefused, ValueError, TypeError, sqlite3.IntegrityError, sqlite3.DataError)
+
+
+def refused_for_good(exc: BaseException) -> bool:
+    return isinstance(exc, _FOR_GOOD)
+
+
+def _reason(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 @dataclass
@@ -19,13 +40,50 @@ class ChatMemory:
     store: ChatStore
     config: MemoryConfig
     chat_id: str
+    refused: RefusedTurns
     compaction: CompactionWorker | None = None
 
     async def seed(self) -> Seed:
         context = await load_context(self.store, self.chat_id, self.config)
         return Seed(context.render(include_tail=False), context.tail)
 
-    async def save(self, turns: list[Turn]) -> None:
-        await self.store.append_turns(self.chat_id, turns)
+    async def save(self, turns: list[Turn]) -> Refused | None:
+        try:
+            await self.store.append_turns(self.chat_id, turns)
+        except StoreOffline:
+            # the turns are durable in the local outbox, which sends them once Supabase answers
+            return None
+        except Exception as e:
+            if not refused_for_good(e):
+                raise
+            return await self._save_each(turns)
+        self._compact()
+        return None
+
+    async def _save_each(self, turns: list[Turn]) -> Refused | None:
+        """One turn at a time, so only the turns the store refuses are kept aside; a failure that
+        is not for good raises before anything is kept (the whole batch is retried: appends are
+        idempotent by turn id)."""
+        refused: list[tuple[Turn, str]] = []
+        for turn in turns:
+            try:
+                await self.store.append_turns(self.chat_id, [turn])
+            except Exception as e:
+                if not refused_for_good(e):
+                    raise
+                refused.append((turn, _reason(e)))
+        if len(refused) < len(turns):
+            self._compact()
+        if not refused:
+            return None
+        reasons = list(dict.fromkeys(reason for _, reason in refused))
+        for reason in reasons:
+            await self.refused.keep(self.chat_id, [t for t, r in refused if r == reason], reason)
+        return Refused(len(refused), "; ".join(reasons), str(self.refused.path))
+
+    async def keep(self, turns: list[Turn], reason: str) -> None:
+        await self.refused.keep(self.chat_id, turns, reason)
+
+    def _compact(self) -> None:
         if self.compaction is not None:
             self.compaction.schedule(self.chat_id)

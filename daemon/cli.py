@@ -7,6 +7,9 @@ line on stderr saying what went wrong and what to do.
 
 from __future__ import annotations
 
+import contextlib
+import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,7 @@ from daemon.settings import Settings
 from memory.compaction import RangeError
 from memory.context import load_context
 from memory.forgetting import memory_items, set_forgotten
-from memory.importer import ImportChat, ImportLineError, chat_id_of, parse_line, turns_of
+from memory.importer import ImportChat, ImportLineError, ImportResult, decode_line, id_scope, import_chat, parse_line
 from memory.summary import MessageRange
 from memory.tokens import estimate_tokens
 
@@ -60,61 +63,106 @@ def _store_name(settings: Settings) -> str:
 
 # -- import -----------------------------------------------------------------------------------
 
+IMPORT_HELP = """Import chats from a JSONL file (one chat per line, UTF-8), or from stdin with `-`,
+then summarise, extract facts and embed them.
 
-def _read_jsonl(path: Path) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
+\b
+A line is Parla's shape:
+  {"id": "trip", "title": "Japan", "turns": [{"role": "user", "text": "..."}, {"role": "model", "text": "..."}]}
+or OpenAI/ChatGPT's:
+  {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
+
+\b
+Roles user, model and assistant are imported; system and tool messages are skipped (and counted).
+Importing again adds only new chats and the turns a chat gained; a chat whose turns were edited
+is reported and left as stored unless --replace is given. A bad line is skipped with its number
+and reason; when every line is skipped the command fails."""
+
+
+def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
     chats, errors = [], []
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
+    with contextlib.ExitStack() as stack:
+        stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
+        for line_no, raw in enumerate(stream, start=1):
             try:
-                chats.append((line_no, parse_line(line_no, line)))
+                line = decode_line(line_no, raw)
+                if line.strip():
+                    chats.append((line_no, parse_line(line_no, line)))
             except ImportLineError as e:
                 errors.append(e)
     return chats, errors
 
 
-@app.command("import")
+@app.command("import", help=IMPORT_HELP)
 @command
 async def import_chats(
-    file: Path = typer.Argument(..., exists=True, dir_okay=False, readable=True, help="JSONL, one chat per line."),
+    file: str = typer.Argument(..., help="JSONL file, one chat per line; - reads stdin."),
+    replace: bool = typer.Option(
+        False,
+        "--replace",
+        help="Replace stored chats whose turns differ from the file's (their summaries and pins go).",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
-    """Import chats from a JSONL file, then summarise, extract facts and embed them."""
     settings = load_settings()
+    if file != "-" and not Path(file).is_file():
+        raise ValueError(f"no file {file!r} to import (use - to read stdin)")
     chats, errors = _read_jsonl(file)
     for e in errors:
         err.print(f"parla: skipped {e}", markup=False)
-    imported = unchanged = turns_added = 0
+    if not chats:
+        source = "stdin" if file == "-" else file
+        raise ValueError(
+            f"nothing imported: {'every line of ' + source + ' was skipped' if errors else source + ' holds no chat'}"
+        )
+    results: list[tuple[int, ImportResult]] = []
     async with open_memory(settings) as mem:
-        ids = []
+        scope = await id_scope(mem.store)
         with progress_bar() as progress:
             storing = progress.add_task("storing chats", total=len(chats))
-            for _, chat in chats:
-                cid = chat_id_of(chat)
-                result = await mem.store.create_chat(
-                    chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns_of(chat, cid)
+            for line_no, chat in chats:
+                # A turn must fit one bounded summarising step with room for the turns around it.
+                result = await import_chat(
+                    mem.store,
+                    chat,
+                    scope=scope,
+                    replace=replace,
+                    max_turn_tokens=settings.chunk_summarize_threshold // 2,
                 )
-                imported += result.added > 0
-                unchanged += result.added == 0
-                turns_added += result.added
-                ids.append(cid)
+                results.append((line_no, result))
                 progress.advance(storing)
-            failed = await summarise(mem, ids, progress, "run the same import again to retry")
+            # unchanged chats too: a run that could not summarise them is finished by the next one
+            failed = await summarise(
+                mem, [r.chat_id for _, r in results], progress, "run the same import again to retry"
+            )
+    count = Counter(r.outcome for _, r in results)
     report = {
-        "imported": imported,
-        "unchanged": unchanged,
-        "turns_added": turns_added,
+        "imported": count["imported"],
+        "added_to": count["added"],
+        "replaced": count["replaced"],
+        "unchanged": count["unchanged"],
+        "turns_added": sum(r.turns_added for _, r in results),
+        "differs": [
+            {"line": n, "chat_id": r.chat_id, "detail": r.detail} for n, r in results if r.outcome == "differs"
+        ],
+        "notes": [{"line": n, "note": note} for n, r in results for note in r.notes],
         "skipped": [{"line": e.line_no, "reason": e.reason} for e in errors],
         "not_summarised": failed,
     }
+    for n, r in results:
+        for note in r.notes:
+            err.print(f"parla: line {n}: {note}", markup=False)
+        if r.outcome == "differs":
+            how = "" if replace else "; `parla import --replace` replaces it with the file's version"
+            err.print(f"parla: line {n}: chat {r.chat_id[:8]} not changed: {r.detail}{how}", markup=False)
     if as_json:
         emit_json(report)
-    else:
-        out.print(
-            f"Imported {imported} chats ({turns_added} turns); {unchanged} already there; "
-            f"{len(errors)} lines skipped. Store: {_store_name(settings)}"
-        )
+        return
+    out.print(
+        f"Imported {report['imported']} chats ({report['turns_added']} turns in all); "
+        f"{report['added_to']} gained turns; {report['replaced']} replaced; {report['unchanged']} already there; "
+        f"{len(report['differs'])} differ; {len(errors)} lines skipped. Store: {_store_name(settings)}"
+    )
 
 
 # -- chats, show ------------------------------------------------------------------------------

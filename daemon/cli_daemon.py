@@ -64,7 +64,7 @@ def _chat_name(card: dict[str, Any]) -> str:
 
 @command
 async def status(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """What the daemon is doing: state, current chat, session age, outbox depth, last error."""
+    """What the daemon is doing: state, current chat, session age, outbox depth, refused turns, last error."""
     s = await _send("status")
     if as_json:
         emit_json(s)
@@ -72,15 +72,26 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
     age = f", session {s['session_age_s']:.0f}s old" if s["session_age_s"] is not None else ""
     out.print(f"{s['state']}{' (muted)' if s['muted'] else ''}{age}; activation {s['activation']}")
     out.print(f"chat: {escape(s['chat']['title'] or '(untitled)')} ({s['chat']['id'][:8]})")
-    if s["outbox"]["waiting"] or s["outbox"]["refused"]:
-        out.print(f"outbox: {s['outbox']['waiting']} waiting, {s['outbox']['refused']} refused")
+    outbox = s["outbox"]
+    if outbox["waiting"] or outbox["refused"] or outbox["set_aside"]:
+        aside = f", {outbox['set_aside']} damaged files set aside" if outbox["set_aside"] else ""
+        out.print(f"outbox: {outbox['waiting']} waiting, {outbox['refused']} refused{aside}")
+    if outbox["problem"]:
+        out.print(f"outbox problem: {escape(outbox['problem'])}")
+    if s["refused_turns"]:
+        out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
     if s["last_error"]:
         out.print(f"last error: {escape(s['last_error'])}")
 
 
 @command
-async def switch(query: str = typer.Argument(..., help="What the chat was about, e.g. 'the Japan trip'.")) -> None:
-    """Move the daemon to the chat a description means (the open session carries on there)."""
+async def switch(
+    query: str = typer.Argument(
+        ..., help="A chat id, id start (4+ characters) or exact title, or what the chat was about."
+    ),
+) -> None:
+    """Move the daemon to a chat by id or title, or to the chat a description means (the open
+    session carries on there)."""
     answer = await _send("switch", query=query)
     if answer["result"] in ("switching", "already_here"):
         verb = "Switched to" if answer["result"] == "switching" else "Already in"
@@ -121,10 +132,24 @@ async def unmute() -> None:
 
 
 @command
-async def say(text: str = typer.Argument(..., help="What to say to Parla; it answers by voice.")) -> None:
-    """A typed turn in the current chat, answered by voice (opens a session if none is open)."""
-    await _send("say", text=text)
-    out.print("Sent.")
+async def say(
+    text: str = typer.Argument(..., help="What to say to Parla; it answers by voice."),
+    wait: float = typer.Option(30.0, min=0, help="Seconds to wait for the answer (0: do not wait)."),
+) -> None:
+    """A typed turn in the current chat, answered by voice (opens a session if none is open).
+    Says whether it was answered, is still queued, or failed (the text is stored either way)."""
+    answer = await _send("say", text=text, wait=wait, timeout=wait + 10)
+    result = answer["result"]
+    if result == "answered":
+        out.print(f"Answered: {escape(answer['answer'])}")
+    elif result == "failed":
+        where = "stored in the chat, unanswered" if answer["stored"] else "kept, sent when a session opens"
+        raise ValueError(f"not answered: {answer['error']}; your text is {where}")
+    elif result == "queued":
+        why = f" (last error: {answer['last_error']})" if answer.get("last_error") else ""
+        out.print(f"Queued: not answered within {wait:g}s; Parla answers when the session is up{why}.")
+    else:
+        out.print("Sent." if result == "sent" else "Sent; a session is opening.")
 
 
 @command

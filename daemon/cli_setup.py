@@ -16,7 +16,7 @@ _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "
 
 @command
 async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """Check the key, the Live model, the audio devices, the store, the wake phrase and the daemon."""
+    """Check the key, the Gemini models in use, the audio devices, the store, the wake phrase and the daemon."""
     checks = await diagnose(load_settings())
     if as_json:
         emit_json([c.__dict__ for c in checks])

@@ -23,7 +23,7 @@ from daemon.settings import Settings
 from daemon.wake import WakeWordError
 from memory.compaction import CompactionWorker, RangeError
 from memory.embedding import ModelError
-from memory.importer import external_chat_id
+from memory.importer import find_chats_named
 from memory.store import ChatNotFound, StoreError
 from voice.audio import AudioDeviceError
 from voice.live import LiveSessionFailed
@@ -76,7 +76,7 @@ def command(fn: Callable[..., Awaitable[T]]) -> Callable[..., T]:
 
 async def resolve_chat(mem: MemoryServices, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
-    chats = await mem.store.find_chats(ref) or await mem.store.find_chats(external_chat_id(ref))
+    chats = await find_chats_named(mem.store, ref)
     if not chats:
         raise ChatNotFound(ref)
     if len(chats) > 1:
@@ -125,4 +125,11 @@ async def summarise(mem: MemoryServices, ids: list[str], progress: Progress, ret
         await worker.drain()
     for cid, error in worker.last_errors.items():
         err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, {retry}", markup=False)
+    if worker.offline:
+        err.print(
+            f"parla: {len(worker.offline)} chats were summarised offline because Gemini could not be used "
+            f"({next(iter(worker.offline.values()))}); Gemini rewrites their summary at their next fold, "
+            "`parla memory regenerate CHAT` redoes the rest",
+            markup=False,
+        )
     return sorted(worker.last_errors)

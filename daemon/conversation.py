@@ -32,7 +32,7 @@ class CurrentChat:
     conversation: LiveConversation | None = field(default=None, repr=False)
 
     def memory(self, chat_id: str) -> ChatMemory:
-        return ChatMemory(self.mem.store, self.mem.settings, chat_id, self.worker)
+        return ChatMemory(self.mem.store, self.mem.settings, chat_id, self.mem.refused, self.worker)
 
     def switch(self, chat_id: str) -> None:
         """Carry on in `chat_id`: in the open session once its turn is over, else in the next one."""

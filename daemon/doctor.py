@@ -6,10 +6,15 @@ import asyncio
 from dataclasses import dataclass
 from typing import Literal
 
+from google import genai
+from google.genai import errors
+
 from daemon.control import CommandError, DaemonNotRunning, send_command
 from daemon.memory_services import NO_KEY, ConfigError, gemini_client, open_store
 from daemon.settings import Settings
 from daemon.wake import WakePhrase, WakeWordError
+from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
+from memory.refused import RefusedTurns
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
 from voice.audio import AudioDeviceError, describe_devices, list_devices, resolve_device
@@ -39,25 +44,77 @@ def _key(settings: Settings) -> Check:
     )
 
 
-async def _live_model(settings: Settings) -> Check:
-    name = f"Live model {settings.live_model}"
-    if not settings.has_gemini_key:
-        return Check(name, "warn", "not checked without a key")
+_ROLE_NAMES: dict[ModelRole, str] = {"live": "Live model", "summary": "summary model", "embedding": "embedding model"}
+# How many fitting models a failed check names.
+_LISTED = 8
+
+
+def _used_models(settings: Settings) -> list[tuple[ModelRole, str]]:
+    """The Gemini models these settings use (all need the key)."""
+    used: list[tuple[ModelRole, str]] = [("live", settings.live_model)]
+    if settings.summarizer == "gemini" or (settings.summarizer == "auto" and settings.has_gemini_key):
+        used.append(("summary", settings.summary_model))
+    if settings.embedder == "gemini":
+        used.append(("embedding", settings.embedding_model))
+    return used
+
+
+async def _fitting(client: genai.Client, role: ModelRole) -> list[str]:
+    """The models the key can use for `role` (models.list filtered by the method the role needs),
+    retired ones left out."""
+    names = []
+    async with asyncio.timeout(_ONLINE_TIMEOUT_S):
+        async for model in await client.aio.models.list(config={"page_size": 100}):
+            name = bare_id(model.name or "")
+            if ACTIONS[role] in (model.supported_actions or []) and retirement(name) is None:
+                names.append(name)
+    return names
+
+
+async def _unusable(client: genai.Client, role: ModelRole, model: str, why: str) -> Check:
     try:
-        client = gemini_client(settings)
-        await asyncio.wait_for(client.aio.models.get(model=settings.live_model), _ONLINE_TIMEOUT_S)
-    except ConfigError as e:
-        return Check(name, "fail", str(e))
+        fitting = await _fitting(client, role)
+    except (errors.APIError, TimeoutError, OSError):
+        fitting = []
+    listed = f"; your key can use: {', '.join(fitting[:_LISTED])}" if fitting else ""
+    return Check(f"{_ROLE_NAMES[role]} {model}", "fail", why, replacement_advice(role, model) + listed)
+
+
+async def _model(client: genai.Client, role: ModelRole, model: str) -> Check:
+    name = f"{_ROLE_NAMES[role]} {model}"
+    try:
+        found = await asyncio.wait_for(client.aio.models.get(model=model), _ONLINE_TIMEOUT_S)
     except TimeoutError:
         return Check(name, "warn", "the Gemini API did not answer (offline?)", "check the network connection")
+    except errors.APIError as e:
+        if e.code in (400, 401, 403):
+            return Check(name, "fail", f"the key was refused ({e.code})", "create a new key in Google AI Studio")
+        if e.code == 404:
+            known = retirement(model)
+            why = f"{known.status} ({known.when})" if known else "the Gemini API has no such model"
+            return await _unusable(client, role, model, why)
+        return Check(name, "warn", f"the Gemini API answered {e.code}: {e.message}", "try again later")
     except Exception as e:  # noqa: BLE001 - any failure here is the report
-        code = getattr(e, "code", None)
-        if code in (400, 401, 403):
-            return Check(name, "fail", f"the key was refused ({code})", "create a new key in Google AI Studio")
-        if code == 404:
-            return Check(name, "fail", "the model does not exist", "set PARLA_LIVE_MODEL to a Live model")
         return Check(name, "warn", f"could not reach the Gemini API ({type(e).__name__})", "check the network")
-    return Check(name, "ok", "reachable")
+    if ACTIONS[role] not in (found.supported_actions or []):
+        return await _unusable(client, role, model, f"the model does not offer {ACTIONS[role]}")
+    known = retirement(model)
+    if known is not None:
+        return Check(name, "warn", f"available but {known.status} ({known.when})", replacement_advice(role, model))
+    return Check(name, "ok", "available")
+
+
+async def _models(settings: Settings) -> list[Check]:
+    """Each model in use, asked for with models.get; one that is missing, cannot serve its role or
+    is on its way out is reported with the setting to change and what to put there."""
+    used = _used_models(settings)
+    if not settings.has_gemini_key:
+        return [Check(f"{_ROLE_NAMES[role]} {model}", "warn", "not checked without a key") for role, model in used]
+    try:
+        client = gemini_client(settings)
+    except ConfigError as e:
+        return [Check(f"{_ROLE_NAMES[role]} {model}", "fail", str(e)) for role, model in used]
+    return [await _model(client, role, model) for role, model in used]
 
 
 def _audio(settings: Settings) -> list[Check]:
@@ -92,10 +149,24 @@ async def _store(settings: Settings) -> Check:
             version = await store.schema_version() if isinstance(store, SupabaseChatStore) else None
             stats = await store.stats()
     except (StoreError, ConfigError, OSError) as e:
-        fix = "`parla db migrate` or `parla login`" if settings.store == "supabase" else "check the path's folder"
+        # a SQLite store's error already says what to do about that file
+        fix = "`parla db migrate` or `parla login`" if settings.store == "supabase" else ""
         return Check("store", "fail", f"{where}: {e}", fix)
     schema = f", schema version {version}" if version is not None else ""
     return Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")
+
+
+def _refused(settings: Settings) -> Check:
+    kept = RefusedTurns(RefusedTurns.beside(settings.store_path))
+    count = kept.count()
+    if not count:
+        return Check("refused turns", "ok", "none")
+    return Check(
+        "refused turns",
+        "warn",
+        f"{count} turns the store refused for good are kept in {kept.path}",
+        "each line says which chat the turn belongs to and why it was refused",
+    )
 
 
 def _wake(settings: Settings) -> Check:
@@ -121,7 +192,8 @@ async def _daemon(settings: Settings) -> Check:
 
 
 async def diagnose(settings: Settings) -> list[Check]:
-    checks = [_key(settings), await _live_model(settings)]
+    checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
-    checks += [await _store(settings), await asyncio.to_thread(_wake, settings), await _daemon(settings)]
+    checks += [await _store(settings), await asyncio.to_thread(_refused, settings)]
+    checks += [await asyncio.to_thread(_wake, settings), await _daemon(settings)]
     return checks

@@ -3,6 +3,7 @@ and chat search, opened and closed together."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,15 +16,18 @@ from pydantic import SecretStr
 
 from daemon.settings import Settings
 from memory.compaction import Compactor
-from memory.embedders.gemini import GeminiEmbedder
+from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from memory.embedders.offline import OfflineEmbedder
 from memory.embedding import Embedder
+from memory.refused import RefusedTurns
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
-from memory.store.supabase import SupabaseChatStore
+from memory.store.sqlite_file import create_private, tighten
+from memory.store.supabase import RetryPolicy, SupabaseChatStore
 from memory.summarizers import Summarizer
 from memory.summarizers.extractive import ExtractiveSummarizer
+from memory.summarizers.fallback import FallbackSummarizer
 from memory.summarizers.gemini import GeminiSummarizer
 
 
@@ -58,11 +62,22 @@ class MemoryServices:
         return gemini_client(self.settings)
 
     @cached_property
+    def gemini_availability(self) -> GeminiAvailability:
+        """One for the client: when Gemini cannot be used, embedder and summarizer stop trying for a while."""
+        return GeminiAvailability(cooldown_s=self.settings.model_offline_cooldown_s)
+
+    @cached_property
     def embedder(self) -> Embedder:
         if self.settings.embedder == "gemini":
             if not self.settings.has_gemini_key:
                 raise ConfigError(f"PARLA_EMBEDDER=gemini {NO_KEY}, or set PARLA_EMBEDDER=offline")
-            return GeminiEmbedder(self.client, self.settings.embedding_model, self.settings.embedding_dim)
+            # No offline fallback here: a store holds the vectors of one embedder only.
+            return GeminiEmbedder(
+                self.client,
+                self.settings.embedding_model,
+                self.settings.embedding_dim,
+                availability=self.gemini_availability,
+            )
         return OfflineEmbedder()
 
     @cached_property
@@ -71,12 +86,18 @@ class MemoryServices:
         if choice == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
         if choice == "gemini" or (choice == "auto" and self.settings.has_gemini_key):
-            return GeminiSummarizer(self.client, self.settings.summary_model)
+            gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability)
+            return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()
 
     @cached_property
     def compactor(self) -> Compactor:
         return Compactor(self.store, self.summarizer, self.embedder, self.settings)
+
+    @cached_property
+    def refused(self) -> RefusedTurns:
+        """Turns the store refused for good, kept beside the store's file."""
+        return RefusedTurns(RefusedTurns.beside(self.settings.store_path))
 
     @cached_property
     def search(self) -> ChatSearch:
@@ -106,7 +127,13 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
     url = supabase_url(settings)
-    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout}
+    retry = RetryPolicy(
+        settings.supabase_retry_attempts, settings.supabase_retry_delay, settings.supabase_retry_max_delay
+    )
+    # the outbox holds turns not yet sent, in the store's file: as private as the SQLite store
+    await asyncio.to_thread(create_private, settings.store_path)
+    await asyncio.to_thread(tighten, settings.store_path)
+    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout, "retry": retry}
     service_key = _secret(settings.supabase_service_key)
     if service_key is not None or settings.supabase_user_id:
         if service_key is None or not settings.supabase_user_id:

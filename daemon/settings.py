@@ -20,6 +20,7 @@ from pydantic_settings import (
 
 from daemon.config import DaemonConfig
 from memory.config import MemoryConfig
+from memory.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
 from voice.config import VoiceConfig
 
 APP = "parla"
@@ -62,6 +63,18 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         default_factory=default_session_file, description="Where `parla login` keeps the session (mode 0600)."
     )
     supabase_timeout: float = Field(10.0, gt=0, description="Seconds before a Supabase request counts as failed.")
+    supabase_retry_attempts: int = Field(
+        3,
+        ge=1,
+        description="Tries of a write of turns while Supabase answers a temporary error (pool or statement "
+        "timeout, serialization failure, deadlock, gateway 408/429/5xx, lost answer) before it waits in the outbox.",
+    )
+    supabase_retry_delay: float = Field(
+        0.25, gt=0, description="Seconds before the second try of such a write; doubled each time, with jitter."
+    )
+    supabase_retry_max_delay: float = Field(
+        30.0, gt=0, description="Longest wait between two rounds of sending the outbox while Supabase is away or busy."
+    )
     embedder: Literal["offline", "gemini"] = Field(
         "offline",
         description="`offline` (WordLlama, 256 dims, no key) or `gemini` (gemini-embedding-001); "
@@ -70,9 +83,9 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     summarizer: Literal["auto", "offline", "gemini"] = Field(
         "auto", description="`auto` uses Gemini when a key is set, else the offline extractive summarizer."
     )
-    embedding_model: str = Field("gemini-embedding-001", description="Gemini embedding model.")
+    embedding_model: str = Field(DEFAULT_EMBEDDING_MODEL, description="Gemini embedding model.")
     embedding_dim: int = Field(768, ge=128, le=3072, description="Gemini embedding size.")
-    summary_model: str = Field("gemini-2.5-flash-lite", description="Cheap Gemini model for summaries, facts, titles.")
+    summary_model: str = Field(DEFAULT_SUMMARY_MODEL, description="Cheap Gemini model for summaries, facts, titles.")
     gemini_api_key: SecretStr | None = Field(
         None,
         validation_alias=AliasChoices("PARLA_GEMINI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY"),
@@ -80,9 +93,18 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     )
     gemini_base_url: str | None = Field(None, description="Override of the Gemini API address (proxies, tests).")
     model_retries: int = Field(
-        3, ge=0, description="Retries of a failed model call (HTTP 408/429/5xx) and of a failed compaction."
+        3,
+        ge=0,
+        description="Retries of a failed Gemini call (HTTP 408/429/5xx, connection errors) by the client, and of "
+        "a compaction that failed otherwise (a model that cannot be used is not retried again).",
     )
     model_retry_delay: float = Field(1.0, ge=0, description="First retry delay in seconds; doubles each retry.")
+    model_offline_cooldown_s: float = Field(
+        60.0,
+        ge=0,
+        description="After Gemini was unreachable or refused the key, seconds during which summaries are made "
+        "offline without trying Gemini.",
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("WARNING", description="Log level.")
 
     @classmethod

@@ -32,8 +32,10 @@ from daemon.control import CommandError, ControlServer
 from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
+from memory.importer import find_chats_named
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
+from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs
 from voice.audio import Microphone
 from voice.config import SPEAKER_RATE
@@ -45,6 +47,11 @@ State = Literal["starting", "idle", "active", "stopping"]
 
 # How often an open session checks for silence (the timeout itself is a setting).
 _IDLE_POLL_S = 0.25
+# After an unexpected failure the loop goes on after 1 s, doubling per failure in a row up to a
+# minute; failures further apart than five minutes start the count again.
+_RESTART_DELAY_S = 1.0
+_RESTART_MAX_DELAY_S = 60.0
+_CRASH_RESET_S = 300.0
 
 
 def cue(rising: bool) -> bytes:
@@ -73,11 +80,26 @@ class GatedMicrophone:
 
 
 @dataclass
+class TypedTurn:
+    """A `parla say` waiting for what became of it: answered, or failed (and then whether the
+    text is stored in the chat)."""
+
+    text: str
+    outcome: asyncio.Future[dict[str, Any]]
+    sent: bool = False
+
+    def settle(self, result: dict[str, Any]) -> None:
+        if not self.outcome.done():
+            self.outcome.set_result(result)
+
+
+@dataclass
 class DaemonStatus:
     state: State = "starting"
     session_started: float | None = None
     sessions: int = 0
     wake_detections: int = 0
+    restarts: int = 0  # unexpected failures the daemon went on after
     last_error: str | None = None
 
 
@@ -91,6 +113,7 @@ class Daemon:
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
         self._pending_says: list[str] = []
+        self._typed: list[TypedTurn] = []
         self._current: CurrentChat | None = None
         self._tools: ChatTools | None = None
         self._voice: VoiceServices | None = None
@@ -98,6 +121,8 @@ class Daemon:
         self._wake: WakePhrase | None = None
         self._conversation: LiveConversation | None = None
         self._session_failed = False
+        self._crashes = 0  # unexpected failures in a row
+        self._last_crash = 0.0
         self.ready = asyncio.Event()  # set once the socket listens and the devices are open
 
     # lifecycle
@@ -143,13 +168,40 @@ class Daemon:
             try:
                 while not self._stop.is_set():
                     self.status.state = "idle"
-                    if not await self._wait_for_activation():
-                        break
-                    await self._session(live_client)
+                    try:
+                        if not await self._wait_for_activation():
+                            break
+                        await self._session(live_client)
+                    except Exception as e:  # noqa: BLE001 - no failure of listening or of a session ends the daemon
+                        await self._restart_after(e)
             finally:
                 self.status.state = "stopping"
                 log.info("daemon stopping", extra={"event": "daemon_stopping"})
+                await self._store_typed("the daemon stopped before a session could send it")
         await self._flush_outbox()
+
+    async def _restart_after(self, exc: Exception) -> None:
+        """Listening or a session died of something unexpected (a bug, a broken store file):
+        say so with the traceback, then carry on after a delay that doubles with each failure in
+        a row (up to a minute), so a failure that repeats at once never spins."""
+        now = time.monotonic()
+        if now - self._last_crash > _CRASH_RESET_S:
+            self._crashes = 0
+        self._crashes += 1
+        self._last_crash = now
+        self.status.restarts += 1
+        self.status.state = "idle"
+        self.status.last_error = f"{type(exc).__name__}: {exc}"
+        delay = min(_RESTART_DELAY_S * 2 ** (self._crashes - 1), _RESTART_MAX_DELAY_S)
+        log.error(
+            "the daemon's loop failed (%s); going on in %.0fs",
+            self.status.last_error,
+            delay,
+            exc_info=exc,
+            extra={"event": "daemon_restart", "restarts": self.status.restarts},
+        )
+        with suppress(TimeoutError):
+            await asyncio.wait_for(self._stop.wait(), delay)
 
     async def _flush_outbox(self) -> None:
         """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
@@ -221,13 +273,16 @@ class Daemon:
                 await self._until_session_ends(conversation)
         except (LiveSessionFailed, StoreError) as e:
             # The daemon outlives a session that cannot go on (Live API gave up, the chat's
-            # memory cannot be loaded): back to idle, with the reason in `parla status`.
+            # memory cannot be loaded): back to idle, with the reason in `parla status`. Any
+            # other failure reaches the loop in `_run`, which logs it and goes on after a delay.
             self.status.last_error = str(e)
             self._session_failed = True
             log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
             # typed turns that never went out wait for the next session instead of being lost
             self._pending_says[:0] = conversation.unsent()
+            if self._session_failed:
+                await self._store_typed(self.status.last_error or "the session failed")
             self._conversation = self._current.conversation = None
             self.status.session_started = None
             if s.cues and not self._stop.is_set():
@@ -253,8 +308,30 @@ class Daemon:
                 task.cancel()
             await asyncio.gather(failed, stopping, return_exceptions=True)
 
+    async def _store_typed(self, reason: str) -> None:
+        """Typed turns no session could send are stored in the chat as said, unanswered (a
+        `say` waiting for them is told so); if the chat cannot take them they stay queued for
+        the next session. A sent turn that was not answered is stored by the session itself."""
+        assert self._current is not None
+        unsent, self._pending_says = self._pending_says, []
+        stored = False
+        if unsent:
+            turns = [Turn.of("user", text, source="text") for text in unsent]
+            try:
+                await self.mem.store.append_turns(self._current.chat_id, turns)
+                stored = True
+            except StoreError as e:
+                log.error("typed turns kept for the next session: %s", e, extra={"event": "typed_kept"})
+                self._pending_says = unsent
+        for typed in self._typed:
+            kept = not typed.sent and not stored and typed.text in self._pending_says
+            typed.settle({"result": "failed", "error": reason, "stored": not kept, "chat_id": self._current.chat_id})
+        self._typed.clear()
+
     def _on_event(self, event: SessionEvent) -> None:
-        if event.kind in ("gave_up", "save_failed", "reconnecting"):
+        if event.kind == "turn":
+            self._settle_typed(event.detail)
+        if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
         if event.kind != "turn":  # transcripts stay out of the logs at info level
             log.info("live %s %s", event.kind, event.detail, extra={"event": f"live_{event.kind}"})
@@ -287,7 +364,12 @@ class Daemon:
         except StoreError as e:
             title, self.status.last_error = None, str(e)
         store = self.mem.store
-        waiting, refused = await store.outbox.depth() if isinstance(store, SupabaseChatStore) else (0, 0)
+        outbox: dict[str, Any] = {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
+        if isinstance(store, SupabaseChatStore):
+            box = store.outbox
+            outbox["waiting"], outbox["refused"] = await box.depth()
+            outbox["set_aside"] = len(box.set_aside_files())
+            outbox["problem"] = box.problems[-1] if box.problems else None
         started = self.status.session_started
         conversation = self._conversation
         return {
@@ -298,17 +380,26 @@ class Daemon:
             "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
             "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
             "sessions": self.status.sessions,
+            "restarts": self.status.restarts,
             "wake_detections": self.status.wake_detections,
-            "outbox": {"waiting": waiting, "refused": refused},
+            "outbox": outbox,
             "unsaved_turns": conversation.status.unsaved_turns if conversation is not None else 0,
+            "refused_turns": await asyncio.to_thread(self.mem.refused.count),
             "last_error": self.status.last_error,
         }
 
     # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
 
     async def _cmd_switch(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A chat id, the start of one, an exact title or an imported chat's id goes to that chat
+        (the ambiguous answer tells the user to give the id); anything else is searched for by
+        meaning."""
         assert self._tools is not None
-        return await self._tools.switch_chat(SwitchArgs(query=self._text(request, "query")))
+        ref = self._text(request, "query")
+        named = await find_chats_named(self.mem.store, ref)
+        if len(named) == 1:
+            return await self._tools.switch_chat(SwitchArgs(chat_id=named[0].id))
+        return await self._tools.switch_chat(SwitchArgs(query=ref))
 
     async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._tools is not None
@@ -321,14 +412,44 @@ class Daemon:
         self._activate.set()
         return {"result": "activating"}
 
+    def _settle_typed(self, line: str) -> None:
+        """A stored turn of the session: the user's typed text, then the answer to it."""
+        speaker, _, said = line.partition(": ")
+        for typed in self._typed:
+            if speaker == "User" and not typed.sent and typed.text in said:
+                typed.sent = True
+                return
+            if speaker == "Assistant" and typed.sent:
+                typed.settle({"result": "answered", "answer": said})
+                self._typed.remove(typed)
+                return
+
     async def _cmd_say(self, request: dict[str, Any]) -> dict[str, Any]:
+        """With `wait` (seconds), answers what became of the text: `answered` (with the answer),
+        `failed` (with the reason and whether the text is stored) or, past the wait, `queued`."""
         text = self._text(request, "text")
+        wait = request.get("wait", 0)
+        if not isinstance(wait, int | float) or wait < 0:
+            raise CommandError("say's `wait` is a number of seconds")
+        typed = TypedTurn(text, asyncio.get_running_loop().create_future())
+        if wait:
+            self._typed.append(typed)
         if self._conversation is not None:
             self._conversation.say(text)
-            return {"result": "sent"}
-        self._pending_says.append(text)
-        self._activate.set()
-        return {"result": "activating"}
+            sent = "sent"
+        else:
+            self._pending_says.append(text)
+            self._activate.set()
+            sent = "activating"
+        if not wait:
+            return {"result": sent}
+        try:
+            return await asyncio.wait_for(asyncio.shield(typed.outcome), wait)
+        except TimeoutError:
+            return {"result": "queued", "last_error": self.status.last_error}
+        finally:
+            if typed in self._typed:
+                self._typed.remove(typed)
 
     async def _cmd_mute(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._gate is not None

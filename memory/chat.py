@@ -7,7 +7,7 @@ from datetime import datetime
 from pydantic import BaseModel, ConfigDict
 
 from memory.assistant_history import build_assistant_history
-from memory.turn import Turn
+from memory.turn import Turn, storable_text
 
 
 class Chat(BaseModel):
@@ -51,3 +51,8 @@ class ChatHistory(BaseModel):
     @property
     def assistant_history(self) -> list[Turn]:
         return build_assistant_history(self.chat.rolling_summary, self.tail)
+
+
+def storable_title(title: str | None, chat_id: str) -> str | None:
+    """A chat title (given, imported or generated) as every store can hold it."""
+    return None if title is None else storable_text(title, f"the title of chat {chat_id}")

@@ -20,17 +20,19 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from typing import Self
 
 import numpy as np
 
 from memory.chat import Chat
 from memory.config import MemoryConfig
-from memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
+from memory.embedding import EmbeddedText, Embedder, ModelUnavailable, embed_texts, normalize_rows
 from memory.facts import format_fact_lines
 from memory.store import ChatStore, CompactionCommit, StoreError
-from memory.summarizers import Summarizer, transcript
+from memory.summarizers import Summarizer, offline_fallbacks, transcript
 from memory.summary import MessageRange, SummaryLevel
 from memory.tokens import estimate_tokens, truncate_to_tokens
 from memory.turn import Turn
@@ -56,6 +58,8 @@ class CompactionReport:
     meta_summaries: int = 0
     described: bool = False
     titled: str | None = None
+    # Why some of this run's summaries were made by the offline summarizer (Gemini could not be used).
+    offline: str | None = None
     duration_ms: float = 0.0
 
     def log_line(self) -> str:
@@ -109,8 +113,9 @@ class Compactor:
     async def compact(self, chat_id: str) -> CompactionReport:
         started = time.perf_counter()
         report = CompactionReport(chat_id)
-        chat = await self._fold(chat_id, report)
-        await self._dual_memory(chat, report, only=None)
+        with _offline_noted(report):
+            chat = await self._fold(chat_id, report)
+            await self._dual_memory(chat, report, only=None)
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})
         return report
@@ -124,7 +129,8 @@ class Compactor:
         if rng is not None:
             self._check_range(rng, chunks)
         report = CompactionReport(chat_id)
-        await self._dual_memory(chat, report, only=rng or MessageRange(start=1, end=max(chat.turn_count, 1)))
+        with _offline_noted(report):
+            await self._dual_memory(chat, report, only=rng or MessageRange(start=1, end=max(chat.turn_count, 1)))
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("regeneration %s", report.log_line(), extra={"event": "regeneration", **asdict(report)})
         return report
@@ -298,6 +304,25 @@ async def _none() -> None:
     return None
 
 
+@contextmanager
+def _offline_noted(report: CompactionReport) -> Iterator[None]:
+    """Notes in `report` whether any summary of the run was made offline (FallbackSummarizer)."""
+    reasons: list[str] = []
+    token = offline_fallbacks.set(reasons)
+    try:
+        yield
+    finally:
+        offline_fallbacks.reset(token)
+        if reasons:
+            report.offline = reasons[0]
+            log.info(
+                "chat %s summarised offline (%s); its next fold is summarised by Gemini again",
+                report.chat_id,
+                reasons[0],
+                extra={"event": "compaction_offline", "chat_id": report.chat_id},
+            )
+
+
 async def _bounded(jobs: list[Callable[[], Awaitable[None]]], limit: int) -> None:
     """Run the jobs at most `limit` at a time; the first failure cancels the rest and is raised."""
     semaphore = asyncio.Semaphore(limit)
@@ -315,7 +340,8 @@ async def _bounded(jobs: list[Callable[[], Awaitable[None]]], limit: int) -> Non
 class CompactionWorker:
     """Runs compactions in the background: at most one at a time per chat (a request that arrives
     while its chat is being compacted makes the run go once more afterwards), at most
-    `concurrency` chats at once, each run retried with exponential backoff when it fails. The
+    `concurrency` chats at once, each run retried with exponential backoff when it fails, except
+    when a model cannot be used (its client already retried; the run says so at once). The
     worker owns its tasks: leaving the `async with` cancels what is still running, which is safe
     because every write of a run is atomic on its own."""
 
@@ -326,11 +352,13 @@ class CompactionWorker:
     # Called after each run with the chat id and whether it succeeded (progress, metrics).
     on_done: Callable[[str, bool], None] | None = None
     last_errors: dict[str, str] = field(default_factory=dict)
+    # Chats whose last run was summarised (partly) offline, and why Gemini could not be used.
+    offline: dict[str, str] = field(default_factory=dict)
     _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
     _again: set[str] = field(default_factory=set)
     _slots: asyncio.Semaphore | None = None
 
-    async def __aenter__(self) -> CompactionWorker:
+    async def __aenter__(self) -> Self:
         self._slots = asyncio.Semaphore(self.concurrency)
         return self
 
@@ -372,8 +400,12 @@ class CompactionWorker:
     async def _with_retries(self, chat_id: str) -> None:
         for attempt in range(self.retries + 1):
             try:
-                await self.compactor.compact(chat_id)
+                report = await self.compactor.compact(chat_id)
                 self.last_errors.pop(chat_id, None)
+                if report.offline:
+                    self.offline[chat_id] = report.offline
+                else:
+                    self.offline.pop(chat_id, None)
                 if self.on_done:
                     self.on_done(chat_id, True)
                 return
@@ -381,7 +413,7 @@ class CompactionWorker:
                 raise
             except Exception as e:  # noqa: BLE001 - any failure leaves the data intact; report and retry
                 self.last_errors[chat_id] = f"{type(e).__name__}: {e}"
-                if attempt == self.retries:
+                if attempt == self.retries or isinstance(e, ModelUnavailable):
                     log.error(
                         "compaction failed chat=%s attempts=%d error=%s; data left as it was, next turn retries",
                         chat_id,

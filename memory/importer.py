@@ -1,22 +1,44 @@
-"""Reading chats from JSONL (one chat per line) for `parla import`.
+"""Reading chats for `parla import` and storing them without duplicates.
 
-A line: {"id"?, "title"?, "created_at"?, "turns": [{"role": "user"|"model", "text" or "parts",
-"created_at"?, "thinking"?}]}. Ids are made deterministic so that importing the same file again
-adds nothing: a chat without an id gets one derived from its content, a chat id that is not a
-UUID is mapped to one (the Supabase schema keys chats by UUID), and turn ids derive from the chat
-id and the turn's position (a line that gained turns at its end appends only those)."""
+One chat per line, UTF-8 (a byte-order mark is fine), in either shape:
+- Parla's: {"id"?, "title"?, "created_at"?, "turns": [{"role", "text" or "parts", "created_at"?, "thinking"?}]}
+- OpenAI/ChatGPT's: {"id"?, "title"?, "messages": [{"role", "content": "..." or [{"type": "text", "text"}]}]}
+Roles `user`, `model` and `assistant` (stored as `model`) are imported; `system`, `developer` and
+`tool` messages are skipped and counted: they instructed another assistant and were not said in
+the chat. A turn longer than the caller's limit is split at paragraph or sentence ends.
+
+Ids are deterministic so that importing the same file again adds nothing, and derived inside the
+importing user's own id space (`scope`), so one user's import can never collide with, or reveal,
+another user's chat on a shared store. A chat with an id keeps it across imports; a chat without
+one is known by its opening turns, so a chat that gained turns since the last import only adds
+those. An id that already names one of the user's chats (a UUID from `parla export`, or an
+import made before ids were scoped) keeps naming it. A stored chat whose turns differ from the
+file's is left alone unless the caller asks to replace it."""
 
 from __future__ import annotations
 
 import json
+import re
 import uuid
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memory.turn import Part, Role, Turn, utcnow
+from memory.chat import Chat
+from memory.store import ChatNotFound, ChatStore
+from memory.tokens import CHARS_PER_TOKEN
+from memory.turn import Part, Role, Turn, storable_text, utcnow
 
 _NAMESPACE = uuid.UUID("6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de")
+_ROLES: dict[str, Role] = {"user": "user", "model": "model", "assistant": "model"}
+_SKIPPED_ROLES = ("system", "developer", "tool", "function")
+# A chat without an id is known by this many opening turns.
+_OPENING_TURNS = 2
+_SPLIT_AT = re.compile(r"\n\s*\n|(?<=[.!?])\s+|\n")
 
 
 class ImportLineError(ValueError):
@@ -31,17 +53,23 @@ class ImportLineError(ValueError):
 class ImportTurn(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    role: Role
+    role: Literal["user", "model", "assistant", "system", "developer", "tool", "function"]
     text: str | None = None
     parts: list[Part] | None = None
     thinking: str | None = None
     created_at: datetime | None = None
 
+    @field_validator("text")
+    @classmethod
+    def _storable(cls, text: str | None) -> str | None:
+        # before the chat's id is derived from the text (and hashing needs encodable text)
+        return None if text is None else storable_text(text, "a turn's text")
+
     @model_validator(mode="after")
     def _one_text(self) -> ImportTurn:
         if (self.text is None) == (self.parts is None):
             raise ValueError('give the turn either "text" or "parts", not both or neither')
-        if not self.joined.strip():
+        if self.role not in _SKIPPED_ROLES and not self.joined.strip():
             raise ValueError("the turn has no text")
         return self
 
@@ -57,6 +85,13 @@ class ImportChat(BaseModel):
     title: str | None = None
     created_at: datetime | None = None
     turns: list[ImportTurn] = Field(min_length=1)
+    # What was left out of the line or changed, for the report ("1 system message skipped").
+    notes: list[str] = Field(default_factory=list, exclude=True)
+
+    @property
+    def spoken(self) -> list[ImportTurn]:
+        """The turns that were said in the chat (system and tool messages left out)."""
+        return [t for t in self.turns if t.role in _ROLES]
 
 
 def _aware(value: datetime) -> datetime:
@@ -70,52 +105,237 @@ def _describe(error: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
+def _content_text(content: Any) -> str | None:
+    """The text of an OpenAI message's content: a string, or the text parts of a list."""
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts = [p.get("text") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "\n".join(texts)
+    return None
+
+
+def _from_messages(data: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """An OpenAI/ChatGPT-shaped line in Parla's shape; messages without text (tool calls,
+    images only) are skipped and counted."""
+    messages = data.get("messages")
+    if not isinstance(messages, list):
+        return data
+    turns, textless = [], 0
+    for m in messages:
+        if not isinstance(m, dict):
+            turns.append(m)  # validation says what is wrong with it
+            continue
+        text = _content_text(m.get("content"))
+        if text is None or not text.strip():
+            textless += 1
+            continue
+        turns.append({"role": m.get("role"), "text": text, "created_at": m.get("created_at")})
+    if textless:
+        notes.append(f"{textless} message{'s' * (textless > 1)} without text skipped (tool calls, images)")
+    return {**data, "turns": turns}
+
+
+def decode_line(line_no: int, raw: bytes) -> str:
+    """One line of the file as text: UTF-8, with a byte-order mark allowed at the start."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ImportLineError(
+            line_no,
+            f"not UTF-8 text (byte 0x{raw[e.start]:02x} at column {e.start + 1}); save the file as UTF-8, "
+            "e.g. `iconv -f latin1 -t utf-8 FILE > FILE.utf8`",
+        ) from None
+    return text.removeprefix("\ufeff") if line_no == 1 else text
+
+
 def parse_line(line_no: int, line: str) -> ImportChat:
     try:
         data = json.loads(line)
     except json.JSONDecodeError as e:
         raise ImportLineError(line_no, f"not valid JSON ({e.msg} at column {e.colno})") from None
     if not isinstance(data, dict):
-        raise ImportLineError(line_no, 'expected a JSON object with a "turns" list')
+        raise ImportLineError(line_no, 'expected a JSON object with a "turns" or "messages" list')
+    notes: list[str] = []
+    if "turns" not in data:
+        data = _from_messages(data, notes)
     try:
-        return ImportChat.model_validate(data)
+        chat = ImportChat.model_validate(data)
     except ValidationError as e:
-        raise ImportLineError(line_no, _describe(e)) from None
+        left_out = f" ({'; '.join(notes)})" if notes else ""
+        raise ImportLineError(line_no, _describe(e) + left_out) from None
+    skipped = Counter(t.role for t in chat.turns if t.role not in _ROLES)
+    notes += [f"{n} {role} message{'s' * (n > 1)} skipped" for role, n in sorted(skipped.items())]
+    if not chat.spoken:
+        raise ImportLineError(line_no, "no user or assistant turn with text (" + "; ".join(notes) + ")")
+    chat.notes = notes
+    return chat
 
 
-def external_chat_id(given: str) -> str:
-    """The store id of a chat imported with id `given` (a UUID stays itself)."""
+# -- ids ---------------------------------------------------------------------------------------
+
+
+def _derived(scope: str, key: str) -> str:
+    return str(uuid.uuid5(_NAMESPACE, f"user:{scope}\n{key}" if scope else key))
+
+
+def _legacy_id(given: str) -> str:
     try:
         return str(uuid.UUID(given))
     except ValueError:
-        return str(uuid.uuid5(_NAMESPACE, f"id:{given}"))
+        return _derived("", f"id:{given}")
 
 
-def chat_id_of(chat: ImportChat) -> str:
+def external_chat_ids(given: str, scope: str = "") -> list[str]:
+    """The store ids a chat imported with id `given` may have, the current derivation first."""
+    current = _derived(scope, f"id:{given}") if scope else _legacy_id(given)
+    return list(dict.fromkeys([current, _legacy_id(given)]))
+
+
+def _opening_key(chat: ImportChat) -> str:
+    opening = [
+        [_ROLES[t.role], t.joined, t.created_at.isoformat() if t.created_at else None]
+        for t in chat.spoken[:_OPENING_TURNS]
+    ]
+    return "opening:" + json.dumps([chat.created_at.isoformat() if chat.created_at else None, opening])
+
+
+def chat_ids_of(chat: ImportChat, scope: str = "") -> list[str]:
+    """Where the chat may already be stored; the first is the id a new import gets."""
     if chat.id is not None:
-        return external_chat_id(chat.id)
-    content = json.dumps([[t.role, t.joined] for t in chat.turns], ensure_ascii=False)
-    return str(uuid.uuid5(_NAMESPACE, f"content:{content}"))
+        return external_chat_ids(chat.id, scope)
+    # Before opening keys, a chat without an id was keyed by all of its content.
+    content = json.dumps([[_ROLES[t.role], t.joined] for t in chat.spoken], ensure_ascii=False)
+    return [_derived(scope, _opening_key(chat)), _derived("", f"content:{content}")]
 
 
-def turns_of(chat: ImportChat, chat_id: str, now: datetime | None = None) -> list[Turn]:
+def chat_id_of(chat: ImportChat, scope: str = "") -> str:
+    return chat_ids_of(chat, scope)[0]
+
+
+# -- turns -------------------------------------------------------------------------------------
+
+
+def split_text(text: str, max_chars: int) -> list[str]:
+    """`text` in pieces of at most `max_chars`, cut after a paragraph or sentence where possible."""
+    pieces = []
+    while len(text) > max_chars:
+        window = text[:max_chars]
+        ends = [m.end() for m in _SPLIT_AT.finditer(window) if m.end() >= max_chars // 2]
+        cut = ends[-1] if ends else (window.rfind(" ") + 1 or max_chars)
+        pieces.append(text[:cut].strip())
+        text = text[cut:]
+    return [p for p in [*pieces, text.strip()] if p]
+
+
+def turns_of(
+    chat: ImportChat, chat_id: str, now: datetime | None = None, max_turn_tokens: int | None = None
+) -> list[Turn]:
     """Turns with deterministic ids; a turn without a timestamp follows the previous one by a
-    second (the first falls back to the chat's created_at, else the import time)."""
+    second (the first falls back to the chat's created_at, else the import time). A turn over
+    `max_turn_tokens` becomes several turns of the same speaker (noted in `chat.notes`)."""
     namespace = uuid.UUID(chat_id)
     previous = _aware(chat.created_at) if chat.created_at else None
-    turns = []
-    for index, t in enumerate(chat.turns):
+    turns: list[Turn] = []
+    max_chars = max_turn_tokens * CHARS_PER_TOKEN if max_turn_tokens else None
+    for number, t in enumerate(chat.spoken, start=1):
         created = _aware(t.created_at) if t.created_at else (previous + timedelta(seconds=1) if previous else None)
         created = created or now or utcnow()
         previous = created
-        turns.append(
-            Turn(
-                id=str(uuid.uuid5(namespace, str(index))),
-                role=t.role,
-                parts=t.parts if t.parts is not None else [Part(text=t.text or "")],
-                thinking=t.thinking,
-                created_at=created,
-                source="import",
+        texts = [t.joined]
+        if max_chars is not None and len(t.joined) > max_chars:
+            texts = split_text(t.joined, max_chars)
+            note = f"turn {number} ({len(t.joined):,} characters) split into {len(texts)} turns"
+            if note not in chat.notes:
+                chat.notes.append(note)
+        for i, text in enumerate(texts):
+            parts = t.parts if t.parts is not None and len(texts) == 1 else [Part(text=text)]
+            turns.append(
+                Turn(
+                    id=str(uuid.uuid5(namespace, str(len(turns)))),
+                    role=_ROLES[t.role],
+                    parts=parts,
+                    thinking=t.thinking if i == len(texts) - 1 else None,
+                    created_at=created,
+                    source="import",
+                )
             )
-        )
     return turns
+
+
+# -- storing -----------------------------------------------------------------------------------
+
+Outcome = Literal["imported", "added", "unchanged", "differs", "replaced"]
+
+
+@dataclass
+class ImportResult:
+    chat_id: str
+    outcome: Outcome
+    turns_added: int = 0
+    detail: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def _said(turns: Sequence[Turn]) -> list[tuple[str, str]]:
+    return [(t.role, t.text) for t in turns]
+
+
+async def _stored_turns(store: ChatStore, ids: list[str]) -> tuple[str, list[Turn] | None]:
+    for cid in ids:
+        try:
+            return cid, await store.load_turns(cid)
+        except ChatNotFound:
+            continue
+    return ids[0], None
+
+
+async def import_chat(
+    store: ChatStore, chat: ImportChat, *, scope: str = "", replace: bool = False, max_turn_tokens: int | None = None
+) -> ImportResult:
+    """Store one parsed chat: new, or the turns it gained since the last import, or nothing when
+    the stored chat already holds it. A stored chat whose turns differ from the file's is left
+    as it is (`differs`), or with `replace` deleted and imported again, unless it holds turns
+    said in Parla after the import, which a replacement would lose."""
+    cid, stored = await _stored_turns(store, chat_ids_of(chat, scope))
+    turns = turns_of(chat, cid, max_turn_tokens=max_turn_tokens)
+    if stored is None:
+        added = (await store.create_chat(chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns)).added
+        return ImportResult(cid, "imported", added, notes=chat.notes)
+    have, given = _said(stored), _said(turns)
+    common = min(len(have), len(given))
+    if have[:common] == given[:common]:
+        if len(given) <= len(have):
+            return ImportResult(cid, "unchanged", notes=chat.notes)
+        added = (await store.append_turns(cid, turns[len(have) :])).added
+        return ImportResult(cid, "added", added, notes=chat.notes)
+    first = next(i for i in range(common) if have[i] != given[i]) + 1
+    detail = f"turn {first} differs from the stored chat's"
+    said_here = sum(t.source != "import" for t in stored)
+    if not replace:
+        return ImportResult(cid, "differs", detail=detail, notes=chat.notes)
+    if said_here:
+        return ImportResult(
+            cid,
+            "differs",
+            detail=f"{detail}, and the stored chat has {said_here} turns said in Parla since: not replaced",
+            notes=chat.notes,
+        )
+    await store.delete_chat(cid)
+    added = (await store.create_chat(chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns)).added
+    return ImportResult(cid, "replaced", added, detail=detail, notes=chat.notes)
+
+
+async def find_chats_named(store: ChatStore, ref: str) -> list[Chat]:
+    """The chats `ref` names: an id, the start of one, an exact title, or the id a chat was
+    imported with (in the user's id space)."""
+    chats = await store.find_chats(ref)
+    for cid in [] if chats or not ref.strip() else external_chat_ids(ref.strip(), await id_scope(store)):
+        chats = chats or await store.find_chats(cid)
+    return chats
+
+
+async def id_scope(store: ChatStore) -> str:
+    """The id space of imports: the signed-in user on a shared store, none on a local one."""
+    user_id = getattr(store, "user_id", None)
+    return str(await user_id()) if user_id is not None else ""

@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from memory.turn import new_id, utcnow
+from memory.turn import new_id, storable_text, utcnow
 
 PinType = Literal["manual", "auto", "code", "concept", "system"]
 
@@ -24,3 +24,8 @@ class Pin(BaseModel):
     created_at: datetime = Field(default_factory=utcnow)
     # set when the user asked to forget it: out of every prompt, restorable from the CLI
     forgotten_at: datetime | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _storable(cls, content: str, info: ValidationInfo) -> str:
+        return storable_text(content, f"pin {info.data.get('id')}")

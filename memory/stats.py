@@ -22,3 +22,6 @@ class MemoryStats(BaseModel):
     # turns waiting in a remote store's local outbox, and writes it refused for good (kept)
     outbox_depth: int = 0
     outbox_failed: int = 0
+    # damaged outbox files moved aside (kept for recovery), and what last happened to the file
+    outbox_set_aside: int = 0
+    outbox_problem: str | None = None

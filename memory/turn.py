@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
+import re
 import uuid
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+
+log = logging.getLogger("parla.memory")
+
+# NUL: Postgres refuses it in text and in JSON; surrogates: not encodable as UTF-8 (SQLite, HTTP).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 Role = Literal["user", "model"]
 Source = Literal["voice", "text", "tool", "import"]
@@ -20,9 +27,30 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
+def storable_text(text: str, what: str) -> str:
+    """`text` as every store can hold it: each code point no store can hold (NUL, a lone UTF-16
+    surrogate) becomes U+FFFD and a surrogate pair becomes the character it encodes; nothing else
+    changes. Every turn (a live one, a typed `say`, an import), pin and chat title passes here, so
+    both stores keep the same text."""
+    if _UNSTORABLE.search(text) is None:
+        return text
+    repaired = text.encode("utf-16-le", "surrogatepass").decode("utf-16-le", "replace").replace("\x00", "\ufffd")
+    log.warning(
+        "%s had code points no store can hold (NUL, lone surrogates): stored with U+FFFD in their place (%d replaced)",
+        what,
+        repaired.count("\ufffd") - text.count("\ufffd"),
+    )
+    return repaired
+
+
 class Part(BaseModel):
     model_config = ConfigDict(frozen=True)
     text: str
+
+    @field_validator("text")
+    @classmethod
+    def _storable(cls, text: str) -> str:
+        return storable_text(text, "a turn's text")
 
 
 class Turn(BaseModel):
@@ -42,6 +70,11 @@ class Turn(BaseModel):
     interrupted: bool = False
     source: Source = "voice"
     model_variant: str | None = None
+
+    @field_validator("thinking")
+    @classmethod
+    def _storable_thinking(cls, thinking: str | None, info: ValidationInfo) -> str | None:
+        return thinking if thinking is None else storable_text(thinking, f"the thinking of turn {info.data.get('id')}")
 
     @field_validator("created_at")
     @classmethod

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from memory.models import DEFAULT_LIVE_MODEL
+
 Sensitivity = Literal["default", "high", "low"]
 
 # The wire formats of the Live API: 16 kHz in, 24 kHz out, 16-bit little-endian mono.
@@ -26,7 +28,9 @@ DEFAULT_INSTRUCTION = (
 
 class VoiceConfig(BaseModel):
     live_model: str = Field(
-        "gemini-2.5-flash-native-audio-preview-09-2025", description="Gemini Live model for the voice loop."
+        DEFAULT_LIVE_MODEL,
+        description="Gemini Live model for the voice loop; its family decides how the session is set up "
+        "(gemini-3.8-live, -extended-thinking, 3.1 Flash Live, 2.5 native audio; others are treated as 3.8).",
     )
     live_voice: str = Field("Puck", description="Prebuilt voice of the spoken answers (Puck, Charon, Kore, Aoede...).")
     live_language: str | None = Field(None, description="BCP-47 language of the speech (default: the model's own).")
@@ -62,6 +66,17 @@ class VoiceConfig(BaseModel):
     )
     compression_target_tokens: int = Field(
         32_000, ge=500, description="Context size the sliding window compresses down to."
+    )
+    live_setup_timeout_s: float = Field(
+        10.0,
+        gt=0,
+        description="Seconds a new Live connection may take to complete its setup; then it counts as failed.",
+    )
+    model_silence_s: float = Field(
+        5.0,
+        gt=0,
+        description="Seconds without model output after which an unfinished model turn counts as over "
+        "(stray audio after the turn ended, a lost turnComplete).",
     )
     reconnect_attempts: int = Field(
         5, ge=1, description="Consecutive failed connections before the session gives up and tells the user."

@@ -10,21 +10,30 @@ Reconnection policy (DESIGN §5):
   turn_complete false.
 - GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
   before the deadline if the model is not speaking then. A reply is never cut by us.
-- Close 1006/1011 and other drops: reconnect with backoff (`reconnect_delay` doubling up to
-  `reconnect_max_delay`). After `reconnect_attempts` consecutive failures the conversation gives
-  up with `LiveSessionFailed`; a connection that lasted `reconnect_stable_s` resets the count.
+- Close 1006/1011, other drops, a setup not completed within `live_setup_timeout_s`, a server
+  message the SDK cannot read, and any unexpected failure of a connection: reconnect with backoff
+  (`reconnect_delay` doubling up to `reconnect_max_delay`). After `reconnect_attempts`
+  consecutive failures the conversation gives up with `LiveSessionFailed`; a connection that
+  lasted `reconnect_stable_s` resets the count.
 - Close 1007 (the server refused what we sent): never resend it. Start fresh from the store; a
   second 1007 in a row starts with the memory block only (no tail turns); a third gives up.
 - Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
   give up at once: retrying cannot help, and the message says what the server said.
+
+Tool calls outlive the connection that issued them; an answer for a call an earlier connection
+issued reaches the model as conversation (the server does not act on a tool response for a call
+it did not issue, even on a resumed session). Model output with no turnComplete after it counts
+as over after `model_silence_s`, so stray audio cannot hold a switch, a GoAway or the idle timeout.
 
 Switching chats (`switch_to`): after the model's current turn completes, pending turns are stored
 in the chat they belong to, the handle is dropped and a fresh session opens seeded from the new
 chat's memory.
 
 Turns: finished exchanges go to a queue that the saver task hands to `SessionMemory.save`, so the
-audio path never waits on the store; a failed save is retried with backoff, in order. Before a
-fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
+audio path never waits on the store. Turns the store refuses for good are kept locally by the
+memory and block nothing; any other failed save is retried with backoff, in order. What is still
+unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`).
+Before a fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
 mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
 interrupted; the user's words heard before the model answered are kept open when the session
 resumes (the server heard them too) and stored when it starts fresh.
@@ -33,12 +42,13 @@ resumes (the server heard them too) and stored when it starts fresh.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import ssl
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -46,11 +56,12 @@ from google import genai
 from google.genai import errors, types
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from memory.models import not_found_advice
 from memory.turn import Turn
 from voice.config import MIC_RATE, VoiceConfig
 from voice.live_config import connect_config, system_instruction
 from voice.seed import Seed, SessionMemory
-from voice.tool_calls import ToolCalls, ToolHandler
+from voice.tool_calls import Reply, ToolCalls, ToolHandler
 from voice.transcript import TranscriptAssembler
 
 log = logging.getLogger(__name__)
@@ -71,7 +82,9 @@ class LiveSessionFailed(RuntimeError):
     """The conversation cannot go on; the message says why and what to do."""
 
 
-EventKind = Literal["connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "turn", "switched"]
+EventKind = Literal[
+    "connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "save_refused", "turn", "switched"
+]
 
 
 @dataclass(frozen=True)
@@ -88,6 +101,7 @@ class LiveStatus:
     reconnects: int = 0
     last_error: str | None = None
     unsaved_turns: int = 0
+    refused_turns: int = 0  # refused for good by the store and kept locally, this session
     # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
     last_activity: float = field(default_factory=time.monotonic)
 
@@ -105,7 +119,30 @@ class _Text:
     text: str
 
 
-_Outgoing = _Text | types.FunctionResponse
+@dataclass
+class _ToolResult:
+    """A tool's answer, for the connection that issued the call (`connection`)."""
+
+    response: types.FunctionResponse
+    connection: int
+
+    def as_text(self) -> str:
+        r = self.response
+        return (
+            f"[The {r.name} call (id {r.id}) you made before the connection was renewed returned: "
+            f"{json.dumps(r.response, ensure_ascii=False)}]"
+        )
+
+
+_Outgoing = _Text | _ToolResult
+
+
+class UnreadableMessage(RuntimeError):
+    """The SDK could not parse a server message (a type it does not know, broken JSON)."""
+
+
+class SetupTimeout(TimeoutError):
+    """The server accepted the websocket but did not complete the setup in time."""
 
 
 def close_code(exc: BaseException) -> int | None:
@@ -125,6 +162,8 @@ def _reason(exc: BaseException) -> str:
         return f"close {frame.code}: {frame.reason or 'no reason given'}" if frame else "connection lost (1006)"
     if isinstance(exc, InvalidStatus):
         return f"the server refused the connection with HTTP {exc.response.status_code}"
+    if isinstance(exc, (UnreadableMessage, SetupTimeout)):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}"
 
 
@@ -132,7 +171,7 @@ def _fatal(exc: BaseException) -> str | None:
     """Why retrying cannot help, or None when it can."""
     code = close_code(exc)
     if code == 1008:
-        return (
+        return not_found_advice("live", f"the Live API refused the session ({_reason(exc)})") or (
             f"the Live API refused the session ({_reason(exc)}); check the API key, the model name "
             "(PARLA_LIVE_MODEL) and that the key may use the Live API"
         )
@@ -143,7 +182,9 @@ def _fatal(exc: BaseException) -> str | None:
     return None
 
 
-_RETRYABLE = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError)
+# Failures a connection is expected to meet; any other exception is logged with its traceback
+# (a bug, or a server change) and handled the same way.
+_EXPECTED = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError, UnreadableMessage)
 
 
 def _parse_seconds(duration: str | None) -> float | None:
@@ -177,11 +218,14 @@ class LiveConversation:
         self._reconnect = asyncio.Event()
         self._draining = False
         self._goaway_timer: asyncio.TimerHandle | None = None
+        self._silence_timer: asyncio.TimerHandle | None = None
         self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
         self._saver_task: asyncio.Task[None] | None = None
+        self._saving: tuple[SessionMemory, list[Turn]] | None = None  # the batch the saver holds
+        self._save_error: str | None = None
 
     # lifecycle
 
@@ -203,6 +247,7 @@ class LiveConversation:
             self._saver_task.cancel()
             with suppress(asyncio.CancelledError):
                 await self._saver_task
+        await self._keep_unsaved()
 
     async def wait(self) -> None:
         """Until the conversation ends on its own: it only does so by giving up (LiveSessionFailed)."""
@@ -244,29 +289,57 @@ class LiveConversation:
                 self._emit("turn", turn.transcript_line() + (" [cut off]" if turn.interrupted else ""))
 
     async def _saver(self) -> None:
+        """Stores batches in order. A failure the memory does not settle (it keeps turns refused
+        for good aside itself) is temporary: the same batch is retried with backoff, and the
+        batches after it wait, so turns reach the store in the order they were said."""
         while True:
-            memory, turns = await self._saves.get()
+            memory, turns = self._saving = await self._saves.get()
             delay = 0.5
             while True:
                 try:
-                    await memory.save(turns)
+                    refused = await memory.save(turns)
                     break
                 except asyncio.CancelledError:
                     raise
                 except Exception as e:  # noqa: BLE001 - keep the turns and try again; say so
+                    self._save_error = f"{type(e).__name__}: {e}"
                     log.error("storing %d turns failed: %s; retrying in %.1fs", len(turns), e, delay)
-                    self._emit("save_failed", f"{type(e).__name__}: {e}")
+                    self._emit("save_failed", self._save_error)
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 30.0)
+            if refused is not None:
+                self.status.refused_turns += refused.count
+                detail = f"{refused.count} turns kept in {refused.where}: {refused.reason}"
+                log.error("the store refused turns for good; %s", detail, extra={"event": "turns_refused"})
+                self._emit("save_refused", detail)
+            self._saving = None
             self.status.unsaved_turns -= len(turns)
             self._saves.task_done()
+
+    async def _keep_unsaved(self) -> None:
+        """The session is over and the saver has stopped: what it could not store is kept locally."""
+        batches = [self._saving] if self._saving is not None else []
+        self._saving = None
+        while not self._saves.empty():
+            batches.append(self._saves.get_nowait())
+        reason = f"not stored before the session closed (last error: {self._save_error or 'none'})"
+        for memory, turns in batches:
+            try:
+                await memory.keep(turns, reason)
+            except Exception:
+                log.exception(
+                    "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
+                )
+                continue
+            self.status.unsaved_turns -= len(turns)
+            self.status.refused_turns += len(turns)
 
     async def _drain_saves(self) -> None:
         try:
             await asyncio.wait_for(self._saves.join(), self.config.save_drain_s)
         except TimeoutError:
             log.error(
-                "%d turns are not stored yet after %.0fs; they are kept only in memory",
+                "%d turns are not stored yet after %gs",
                 self.status.unsaved_turns,
                 self.config.save_drain_s,
                 extra={"event": "turns_unsaved", "count": self.status.unsaved_turns},
@@ -275,8 +348,12 @@ class LiveConversation:
     # the connection loop
 
     def _emit(self, kind: EventKind, detail: str = "") -> None:
-        if self.on_event is not None:
+        if self.on_event is None:
+            return
+        try:
             self.on_event(SessionEvent(kind, detail))
+        except Exception:  # an observer's bug must not stop the saver or the connection loop
+            log.exception("the session's event handler failed on %s", kind)
 
     def _usable_handle(self) -> str | None:
         h = self._handle
@@ -300,11 +377,14 @@ class LiveConversation:
                 await self._change_memory(self._next_memory)
             handle = self._usable_handle()
             started: float | None = None
+            # A store that cannot give the seed ends the session (the caller reports it); it is
+            # not a connection failure that retrying would help.
+            seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
+            assert self._instruction is not None
+            cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle)
             try:
-                seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
-                assert self._instruction is not None
-                cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle)
-                async with self.client.aio.live.connect(model=self.config.live_model, config=cfg) as session:
+                async with AsyncExitStack() as stack:
+                    session = await self._connect(stack, cfg)
                     started = time.monotonic()
                     if seed is not None and seed.history:
                         history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
@@ -315,7 +395,9 @@ class LiveConversation:
                 failures = refused = 0
             except asyncio.CancelledError:
                 raise
-            except _RETRYABLE as e:
+            except Exception as e:  # no failure of one connection may end the conversation
+                if not isinstance(e, _EXPECTED):
+                    log.exception("live session failed unexpectedly", extra={"event": "live_unexpected"})
                 self._disconnected(e)
                 fatal = _fatal(e)
                 if fatal:
@@ -347,6 +429,17 @@ class LiveConversation:
                     extra={"event": "live_reconnect", "code": close_code(e), "attempt": failures},
                 )
                 await asyncio.sleep(delay)
+
+    async def _connect(self, stack: AsyncExitStack, cfg: types.LiveConnectConfig) -> Any:
+        """Open a connection; the SDK waits for setupComplete without a limit, so we set one."""
+        limit = self.config.live_setup_timeout_s
+        try:
+            async with asyncio.timeout(limit):
+                return await stack.enter_async_context(
+                    self.client.aio.live.connect(model=self.config.live_model, config=cfg)
+                )
+        except TimeoutError:
+            raise SetupTimeout(f"the Live API did not complete the setup within {limit:g}s") from None
 
     async def _change_memory(self, memory: SessionMemory) -> None:
         self._queue_save(self.assembler.flush())  # stored in the chat they belong to
@@ -396,10 +489,11 @@ class LiveConversation:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            await self._tool_calls.cancel_all()
-            if self._goaway_timer is not None:
-                self._goaway_timer.cancel()
-                self._goaway_timer = None
+            # Running tool calls outlive the connection: their answers go out on the next one.
+            for timer in (self._goaway_timer, self._silence_timer):
+                if timer is not None:
+                    timer.cancel()
+            self._goaway_timer = self._silence_timer = None
         for task in done:
             if task is not restart and task.exception() is not None:
                 raise task.exception()  # type: ignore[misc]
@@ -426,8 +520,7 @@ class LiveConversation:
                     try:
                         await self._send(session, item)
                     except BaseException:
-                        if isinstance(item, _Text):  # resent on the next connection
-                            self._send_later(item, first=True)
+                        self._send_later(item, first=True)  # sent on the next connection
                         raise
                 self._outgoing_ready.clear()
                 if self.microphone is not None and mic_read is None:
@@ -460,14 +553,30 @@ class LiveConversation:
             await session.send_client_content(turns=turn, turn_complete=True)
             self.assembler.user_text(item.text, source="text")
             self.status.last_activity = time.monotonic()
+        elif item.connection == self.status.connections:
+            await session.send_tool_response(function_responses=item.response)
         else:
-            await session.send_tool_response(function_responses=item)
+            # The server does not act on an answer to a call another connection issued (even a
+            # resumed one): the model hears the result as conversation instead.
+            turn = types.Content(role="user", parts=[types.Part(text=item.as_text())])
+            await session.send_client_content(turns=turn, turn_complete=True)
 
     # receiving
 
     async def _receive_loop(self, session: Any) -> None:
-        while True:
-            async for message in session.receive():
+        while True:  # receive() ends after each turnComplete
+            messages = session.receive()
+            while True:
+                try:
+                    message = await anext(messages)
+                except StopAsyncIteration:
+                    break
+                except (TypeError, ValueError) as e:
+                    # The SDK parses in receive(): a message type it does not know raises
+                    # TypeError, broken JSON ValueError. What the server meant is unknown: reconnect.
+                    raise UnreadableMessage(
+                        f"a message from the Live API could not be read ({type(e).__name__}: {e})"
+                    ) from e
                 self._on_message(message)
 
     def _on_message(self, message: types.LiveServerMessage) -> None:
@@ -480,15 +589,18 @@ class LiveConversation:
             self._on_go_away(_parse_seconds(message.go_away.time_left))
         if message.tool_call is not None:
             for call in message.tool_call.function_calls or []:
-                self._tool_calls.start(call, self._reply_tool)
+                self._tool_calls.start(call, self._reply_tool(self.status.connections))
         if message.tool_call_cancellation is not None:
             self._tool_calls.cancel(message.tool_call_cancellation.ids or [])
         content = message.server_content
         if content is not None:
             self._on_content(content)
 
-    async def _reply_tool(self, response: types.FunctionResponse) -> None:
-        self._send_later(response)
+    def _reply_tool(self, connection: int) -> Reply:
+        async def reply(response: types.FunctionResponse) -> None:
+            self._send_later(_ToolResult(response, connection))
+
+        return reply
 
     def _on_content(self, content: types.LiveServerContent) -> None:
         if content.input_transcription is not None and content.input_transcription.text:
@@ -506,9 +618,37 @@ class LiveConversation:
             unplayed = self.speaker.flush() if self.speaker is not None else 0
             self._queue_save(self.assembler.interrupt(unplayed))
         if content.turn_complete:
-            self._queue_save(self.assembler.complete())
-            if (self._draining or self._next_memory is not None) and not self.assembler.model_speaking:
-                self._reconnect.set()
+            self._turn_over()
+        elif self.assembler.model_speaking:
+            self._watch_silence()
+
+    def _turn_over(self) -> None:
+        self._queue_save(self.assembler.complete())
+        if (self._draining or self._next_memory is not None) and not self.assembler.model_speaking:
+            self._reconnect.set()
+
+    def _watch_silence(self) -> None:
+        """(Re)start the clock of the model's silence: model output with no turnComplete after it
+        (stray audio after the turn ended, a lost turnComplete) must not keep the model
+        "speaking" for ever, which would hold idle timeouts, switches and GoAway reconnects."""
+        if self._silence_timer is not None:
+            self._silence_timer.cancel()
+        loop = asyncio.get_running_loop()
+        self._silence_timer = loop.call_later(self.config.model_silence_s, self._model_went_silent)
+
+    def _model_went_silent(self) -> None:
+        self._silence_timer = None
+        if not self.assembler.model_speaking:
+            return
+        if self._tool_calls.pending:  # the model waits for a tool mid-turn
+            self._watch_silence()
+            return
+        log.info(
+            "no model output for %.1fs and no turnComplete: the model turn counts as over",
+            self.config.model_silence_s,
+            extra={"event": "live_model_silent"},
+        )
+        self._turn_over()
 
     def _on_go_away(self, time_left: float | None) -> None:
         self._emit("goaway", f"{time_left}s left" if time_left is not None else "")

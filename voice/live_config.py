@@ -1,12 +1,15 @@
-"""The Live session's setup, built from the voice settings: model voice, system instruction (the
-fixed opening, then the chat's memory block), tools, transcription both ways, session resumption,
-context window compression and voice activity detection."""
+"""The Live session's setup, built from the voice settings and the model's profile: model voice,
+system instruction (the fixed opening, then the chat's memory block), tools with their behaviour
+stated, the history config where the model seeds history through it, transcription both ways,
+session resumption, context window compression and voice activity detection. Fields the model
+refuses are never sent."""
 
 from __future__ import annotations
 
 from google.genai import types
 
 from voice.config import VoiceConfig
+from voice.profiles import profile_for
 
 # "default" is absent on purpose: the field stays unset and the model's own default applies.
 _START = {"high": types.StartSensitivity.START_SENSITIVITY_HIGH, "low": types.StartSensitivity.START_SENSITIVITY_LOW}
@@ -24,7 +27,10 @@ def connect_config(
     instruction: str,
     declarations: list[types.FunctionDeclaration],
     handle: str | None,
+    seeding: bool = False,
 ) -> types.LiveConnectConfig:
+    """`seeding`: a fresh session whose history the client sends right after the setup."""
+    profile = profile_for(config.live_model)
     speech = types.SpeechConfig(
         voice_config=types.VoiceConfig(prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=config.live_voice)),
         language_code=config.live_language,
@@ -36,11 +42,11 @@ def connect_config(
         silence_duration_ms=config.vad_silence_ms,
         prefix_padding_ms=config.vad_prefix_padding_ms,
     )
-    return types.LiveConnectConfig(
+    setup = types.LiveConnectConfig(
         response_modalities=[types.Modality.AUDIO],
         speech_config=speech,
         system_instruction=types.Content(parts=[types.Part(text=instruction)]),
-        tools=[types.Tool(function_declarations=declarations)] if declarations else None,
+        tools=[types.Tool(function_declarations=profile.declare(declarations))] if declarations else None,
         input_audio_transcription=types.AudioTranscriptionConfig(),
         output_audio_transcription=types.AudioTranscriptionConfig(),
         session_resumption=types.SessionResumptionConfig(handle=handle),
@@ -49,5 +55,10 @@ def connect_config(
             sliding_window=types.SlidingWindow(target_tokens=config.compression_target_tokens),
         ),
         realtime_input_config=types.RealtimeInputConfig(automatic_activity_detection=vad),
+        history_config=profile.history_config(seeding),
         http_options=types.HttpOptions(base_url=config.live_url) if config.live_url else None,
     )
+    refused = profile.refused(setup)
+    if refused:
+        raise ValueError(f"{config.live_model} would refuse this setup: {'; '.join(refused)}")
+    return setup

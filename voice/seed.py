@@ -18,9 +18,24 @@ class Seed:
     history: list[Turn] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Refused:
+    """Turns the store refused for good: kept on this machine instead (`where`), with why."""
+
+    count: int
+    reason: str
+    where: str
+
+
 class SessionMemory(Protocol):
     async def seed(self) -> Seed: ...
 
-    async def save(self, turns: list[Turn]) -> None:
-        """Store finished turns (idempotent by turn id, so a retry never duplicates)."""
+    async def save(self, turns: list[Turn]) -> Refused | None:
+        """Store finished turns (idempotent by turn id, so a retry never duplicates). Turns the
+        store refuses for good are kept locally and reported, never raised; any other failure
+        raises, and the same turns are tried again later."""
+        ...
+
+    async def keep(self, turns: list[Turn], reason: str) -> None:
+        """Keep turns that could not be stored (the session is closing) on this machine, with why."""
         ...

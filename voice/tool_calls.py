@@ -1,5 +1,8 @@
 """Tool calls from the live model: each runs as its own task, owned here, and is answered with its
-id; a toolCallCancellation cancels the running handler and sends nothing for it."""
+id; a toolCallCancellation cancels the running handler and sends nothing for it. Two calls with
+the same id (a server bug, but not ours to lose) are both tracked: each is answered, and a
+cancellation of that id cancels both. A call outlives the connection that issued it: its answer
+goes out on the next one."""
 
 from __future__ import annotations
 
@@ -28,18 +31,27 @@ Reply = Callable[[types.FunctionResponse], Awaitable[None]]
 class ToolCalls:
     def __init__(self, handler: ToolHandler | None) -> None:
         self.handler = handler
-        self._running: dict[str, asyncio.Task[None]] = {}
+        self._running: dict[str, set[asyncio.Task[None]]] = {}
 
     def declarations(self) -> list[types.FunctionDeclaration]:
         return self.handler.declarations() if self.handler else []
 
     @property
     def pending(self) -> int:
-        return len(self._running)
+        return sum(len(tasks) for tasks in self._running.values())
 
     def start(self, call: types.FunctionCall, reply: Reply) -> None:
         call_id = call.id or ""
-        self._running[call_id] = asyncio.create_task(self._run(call, reply), name=f"tool:{call.name}:{call_id}")
+        task = asyncio.create_task(self._run(call, reply), name=f"tool:{call.name}:{call_id}")
+        self._running.setdefault(call_id, set()).add(task)
+        task.add_done_callback(lambda t: self._forget(call_id, t))
+
+    def _forget(self, call_id: str, task: asyncio.Task[None]) -> None:
+        tasks = self._running.get(call_id)
+        if tasks is not None:
+            tasks.discard(task)
+            if not tasks:
+                del self._running[call_id]
 
     async def _run(self, call: types.FunctionCall, reply: Reply) -> None:
         name = call.name or ""
@@ -48,23 +60,20 @@ class ToolCalls:
                 response: dict[str, Any] = {"error": f"no tools are available; {name!r} cannot be called"}
             else:
                 response = await self.handler.call(name, dict(call.args or {}))
-            await reply(types.FunctionResponse(id=call.id, name=name, response=response))
         except asyncio.CancelledError:
             raise
         except Exception:
             log.exception("tool %s failed", name, extra={"event": "tool_failed", "tool": name})
-            await reply(types.FunctionResponse(id=call.id, name=name, response={"error": f"{name} failed"}))
-        finally:
-            self._running.pop(call.id or "", None)
+            response = {"error": f"{name} failed"}
+        await reply(types.FunctionResponse(id=call.id, name=name, response=response))
 
     def cancel(self, ids: list[str]) -> None:
         for call_id in ids:
-            task = self._running.pop(call_id, None)
-            if task is not None:
+            for task in self._running.pop(call_id, set()):
                 task.cancel()
 
     async def cancel_all(self) -> None:
-        tasks = list(self._running.values())
+        tasks = [task for group in self._running.values() for task in group]
         self._running.clear()
         for task in tasks:
             task.cancel()

@@ -1,14 +1,88 @@
 """Gemini embeddings through google-genai: `gemini-embedding-001` at 768 dims, documents embedded
-as RETRIEVAL_DOCUMENT and spoken requests as RETRIEVAL_QUERY, in batches. Retries of 429/5xx
-belong to the client's HttpRetryOptions (configured by the daemon), so they happen once, there."""
+as RETRIEVAL_DOCUMENT and spoken requests as RETRIEVAL_QUERY, in batches.
+
+One retry policy for every Gemini REST call (embeddings and summaries): the client's
+HttpRetryOptions (configured by the daemon) retries 408/429/5xx and connection errors, once,
+there. What still fails is a ModelError; when Gemini cannot be used at all (unreachable, or the
+key refused) it is ModelUnavailable and `GeminiAvailability` makes the calls of the next
+`cooldown_s` fail at once instead of waiting through the retries again, so callers can fall back
+to the offline models quickly."""
 
 from __future__ import annotations
+
+import importlib
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 from google import genai
 from google.genai import errors, types
 
-from memory.embedding import ModelError, TaskType, normalize_rows
+from memory.embedding import ModelError, ModelUnavailable, TaskType, normalize_rows
+from memory.models import ModelRole, not_found_advice
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# Answers after which retrying now cannot help: a refused key (400 API_KEY_INVALID, 401, 403) and
+# statuses the client already retried (408, 429, 5xx).
+_REFUSED = (401, 403)
+_UNREACHABLE = (408, 429, 500, 502, 503, 504)
+
+
+def _transport_errors() -> tuple[type[Exception], ...]:
+    """How a call fails when the API cannot be reached: google-genai sends through httpx or its
+    fork httpx2, whichever it finds; OSError and TimeoutError cover its optional aiohttp transport."""
+    found: list[type[Exception]] = [OSError, TimeoutError]
+    for name in ("httpx", "httpx2"):
+        with suppress(ImportError):
+            found.append(importlib.import_module(name).TransportError)
+    return tuple(found)
+
+
+_TRANSPORT = _transport_errors()
+
+
+def model_failure(e: Exception, what: str, role: ModelRole, model: str) -> ModelError:
+    """`e`, an APIError or a transport failure of a Gemini call, as the ModelError callers handle;
+    a model the API does not know comes with the setting to change and its replacement."""
+    if isinstance(e, errors.APIError):
+        detail = f"Gemini {what} failed ({e.code}): {e.message}"
+        if e.code in _REFUSED or (e.code == 400 and "API key" in (e.message or "")):
+            return ModelUnavailable(f"{detail}; check GEMINI_API_KEY")
+        if e.code in _UNREACHABLE:
+            return ModelUnavailable(detail)
+        return ModelError(not_found_advice(role, detail, model) or detail)
+    return ModelUnavailable(f"Gemini {what} failed: could not reach the API ({type(e).__name__}: {e})")
+
+
+@dataclass
+class GeminiAvailability:
+    """Shared by the Gemini embedder and summarizer of one client: after a ModelUnavailable,
+    calls fail at once for `cooldown_s`, then Gemini is tried again."""
+
+    cooldown_s: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    _until: float = 0.0
+    _reason: str = ""
+
+    async def call(self, what: str, role: ModelRole, model: str, request: Callable[[], Awaitable[T]]) -> T:
+        if self.clock() < self._until:
+            raise ModelUnavailable(f"{self._reason} (not retried for {self._until - self.clock():.0f} s)")
+        try:
+            return await request()
+        except (errors.APIError, *_TRANSPORT) as e:
+            failure = model_failure(e, what, role, model)
+            if isinstance(failure, ModelUnavailable):
+                if self.clock() >= self._until:
+                    log.warning("%s; using offline models for %.0f s", failure, self.cooldown_s)
+                self._until, self._reason = self.clock() + self.cooldown_s, str(failure)
+            raise failure from e
+
 
 _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRIEVAL_QUERY"}
 
@@ -19,9 +93,15 @@ class GeminiEmbedder:
     default_title_drift_distance = 0.45
 
     def __init__(
-        self, client: genai.Client, model: str = "gemini-embedding-001", dim: int = 768, batch_size: int = 100
+        self,
+        client: genai.Client,
+        model: str = "gemini-embedding-001",
+        dim: int = 768,
+        batch_size: int = 100,
+        availability: GeminiAvailability | None = None,
     ):
         self._client = client
+        self.availability = availability or GeminiAvailability()
         self.model = model
         self.dim = dim
         self.batch_size = batch_size
@@ -34,14 +114,16 @@ class GeminiEmbedder:
         return np.concatenate(out) if out else np.zeros((0, self.dim), dtype=np.float32)
 
     async def _batch(self, texts: list[str], task: TaskType) -> np.ndarray:
-        try:
-            response = await self._client.aio.models.embed_content(
+        response = await self.availability.call(
+            "embedding",
+            "embedding",
+            self.model,
+            lambda: self._client.aio.models.embed_content(
                 model=self.model,
                 contents=texts,
                 config=types.EmbedContentConfig(task_type=_TASKS[task], output_dimensionality=self.dim),
-            )
-        except errors.APIError as e:
-            raise ModelError(f"Gemini embedding failed ({e.code}): {e.message}") from e
+            ),
+        )
         vectors = [e.values for e in (response.embeddings or []) if e.values]
         if len(vectors) != len(texts) or any(len(v) != self.dim for v in vectors):
             raise ModelError(

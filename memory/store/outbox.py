@@ -9,20 +9,38 @@ server (the answer was lost) stores nothing twice.
 An entry the server refuses for good (bad input, a chat that no longer exists) is not retried
 forever, which would block every later turn: it is marked failed with the server's message and
 kept, so nothing is deleted; `parla stats` counts it.
+
+The file itself can go bad under the running process. A damaged file (not a database, or corrupt
+pages) would stop every write, so it is moved aside, kept under a timestamped name for recovery,
+and a fresh outbox takes its place with every entry that could still be read from the old one. A
+file deleted (or replaced) while Parla runs would take the queue with it when the process ends:
+each operation checks that the path still names the file it opened, and if not, the entries are
+carried over to a new file there. Both are logged as errors and reported by `problems` and
+`set_aside_files()` (`parla status`, `parla stats`).
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
+import os
 import sqlite3
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
 from memory.store import StoreError
 from memory.turn import utcnow
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 OutboxOp = Literal["create_chat", "append_turns"]
 
@@ -37,6 +55,9 @@ CREATE TABLE IF NOT EXISTS outbox (
     failed TEXT
 )
 """
+_COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed"
+_SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
+_SET_ASIDE_MARK = ".damaged-"
 
 
 @dataclass(frozen=True)
@@ -47,6 +68,35 @@ class OutboxEntry:
     payload: dict[str, Any]
 
 
+async def _nothing(db: aiosqlite.Connection) -> None:
+    pass
+
+
+async def _to_the_end(work: Awaitable[T]) -> T:
+    """`work` run to its end even when the caller is cancelled meanwhile (the cancellation is then
+    raised after it): a local write stopped half way would leave its transaction open, holding the
+    file's write lock, and a queue being carried over to a new file exists only in memory."""
+    task = asyncio.ensure_future(work)
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        await asyncio.wait([task])
+        if not task.cancelled() and task.exception() is not None:
+            log.error("an outbox operation failed after its caller was cancelled", exc_info=task.exception())
+        raise
+
+
+def _damaged(e: sqlite3.Error) -> bool:
+    name = getattr(e, "sqlite_errorname", "")
+    return name == "SQLITE_NOTADB" or name.startswith("SQLITE_CORRUPT")
+
+
+class _Damaged(sqlite3.DatabaseError):
+    """The file opened, but its outbox table fails SQLite's check."""
+
+    sqlite_errorname = "SQLITE_CORRUPT"
+
+
 class Outbox:
     """Entries for one remote (its URL and user) in the SQLite file at `path`."""
 
@@ -54,67 +104,223 @@ class Outbox:
         self.path = Path(path)
         self.remote = remote
         self._db: aiosqlite.Connection | None = None
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the file opened
+        self._lock = asyncio.Lock()  # one check-and-replace at a time
+        self._last_id = 0  # ids are never reused, even in a new file: a send in flight acks by id
+        self.problems: list[str] = []  # what happened to the file in this run, newest last
 
     async def open(self) -> None:
+        await _to_the_end(self._open())
+
+    async def _open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            await self._connect()
+        except sqlite3.Error as e:
+            if not _damaged(e):
+                raise StoreError(f"cannot open the outbox in {self.path}: {e}") from e
+            rows = await self._salvage()
+            await self._replace(f"the outbox file {self.path} is damaged ({e})", rows, set_aside=True)
+
+    async def _salvage(self) -> list[tuple[Any, ...]]:
+        try:
             db = await aiosqlite.connect(self.path)
+        except sqlite3.Error:
+            return []
+        try:
+            return await self._read_all(db)
+        finally:
+            with suppress(sqlite3.Error):
+                await db.close()
+
+    async def _connect(self) -> None:
+        db = await aiosqlite.connect(self.path)
+        try:
             for pragma in ("journal_mode=WAL", "busy_timeout=10000", "synchronous=FULL"):
                 await db.execute(f"PRAGMA {pragma}")
             await db.execute(_SCHEMA)
             await db.commit()
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open the outbox in {self.path}: {e}") from e
-        self._db = db
+            # reads every page of the outbox table: a damaged one is found now, not at a later write
+            (verdict,) = await (await db.execute("PRAGMA quick_check(outbox)")).fetchone() or ("no answer",)
+            if verdict != "ok":
+                raise _Damaged(verdict)
+            st = os.stat(self.path)
+        except BaseException:
+            with suppress(sqlite3.Error):
+                await db.close()
+            raise
+        self._db, self._identity = db, (st.st_dev, st.st_ino)
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
+        if self._db is None:
+            return
+        try:
+            await self._run(_nothing)  # a file deleted meanwhile: its queue moves to a new one before the end
+        finally:
+            if self._db is not None:
+                await self._db.close()
+                self._db = None
+
+    def set_aside_files(self) -> list[Path]:
+        """Damaged outbox files moved aside, in this run or an earlier one (kept for recovery)."""
+        pattern = f"{self.path.name}{_SET_ASIDE_MARK}*"
+        return sorted(p for p in self.path.parent.glob(pattern) if not p.name.endswith(_SIDECARS))
+
+    # -- the file under the process -------------------------------------------------------
+
+    async def _run(self, op: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        """`op` on the outbox, after checking that the file is still the one opened; a file found
+        damaged on the way is replaced (what can be read of it carried over) and `op` runs again."""
+        return await _to_the_end(self._run_locked(op))
+
+    async def _run_locked(self, op: Callable[[aiosqlite.Connection], Awaitable[T]]) -> T:
+        async with self._lock:
+            if not self._still_there():
+                rows = await self._read_all(self._conn())
+                what = f"the outbox file {self.path} was deleted or replaced while Parla ran"
+                await self._replace(what, rows)
+            try:
+                return await op(self._conn())
+            except sqlite3.Error as e:
+                if not _damaged(e):
+                    raise
+                rows = await self._read_all(self._conn())
+                what = f"the outbox file {self.path} is damaged ({e})"
+                # unless another process already moved it aside and made a new one there
+                await self._replace(what, rows, set_aside=self._still_there())
+            return await op(self._conn())
 
     def _conn(self) -> aiosqlite.Connection:
         if self._db is None:
             raise StoreError("the outbox is not open")
         return self._db
 
-    async def put(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> int:
-        """Queue a write; it is on disk (synchronous=FULL) when this returns."""
+    def _still_there(self) -> bool:
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        return (st.st_dev, st.st_ino) == self._identity
+
+    @staticmethod
+    async def _read_all(db: aiosqlite.Connection) -> list[tuple[Any, ...]]:
+        """Every entry that can still be read, in order; reading stops at the first damaged page."""
+        rows: list[tuple[Any, ...]] = []
+        with suppress(sqlite3.Error):
+            async with db.execute(f"SELECT {_COLUMNS} FROM outbox ORDER BY id") as cur:
+                async for row in cur:
+                    rows.append(tuple(row))
+        return rows
+
+    async def _replace(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool = False) -> None:
+        """An outbox file at `path` holding `rows`: a new one, or the file someone put there; the
+        file there is moved aside first when `set_aside`, or when it turns out damaged itself."""
+        if self._db is not None:
+            with suppress(sqlite3.Error):
+                await self._db.close()
+            self._db = None
+        moved = self._move_aside() if set_aside else None
+        if not self.path.exists():  # SQLite would replay another file's leftover journal into the new one
+            for suffix in _SIDECARS:
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
+        try:
+            await self._connect()
+        except sqlite3.Error as e:
+            if not _damaged(e) or moved is not None:
+                raise
+            moved = self._move_aside()
+            await self._connect()
         db = self._conn()
-        cur = await db.execute(
-            "INSERT INTO outbox (remote, op, chat_id, payload, queued_at) VALUES (?, ?, ?, ?, ?)",
-            (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False), utcnow().isoformat()),
+        await db.executemany(f"INSERT OR IGNORE INTO outbox ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        last = max([self._last_id, *(r[0] for r in rows)])
+        await db.execute(
+            "INSERT INTO sqlite_sequence (name, seq) SELECT 'outbox', 0 "
+            "WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'outbox')"
         )
+        await db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'outbox'", (last,))
         await db.commit()
-        assert cur.lastrowid is not None
-        return cur.lastrowid
+        kept = f"; the damaged file is kept as {moved}" if moved else ""
+        message = f"{what}: a new outbox was made with the {len(rows)} entries that could be read{kept}"
+        self.problems.append(message)
+        log.error(message, extra={"event": "outbox_replaced", "entries": len(rows)})
+
+    def _move_aside(self) -> Path:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        target = self.path.with_name(f"{self.path.name}{_SET_ASIDE_MARK}{stamp}")
+        for suffix in ("", *_SIDECARS):
+            with suppress(FileNotFoundError):
+                os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
+        return target
+
+    # -- entries ---------------------------------------------------------------------------
+
+    async def put(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> int:
+        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same write queued
+        before (a caller trying again after an outage or a refusal) is queued in the entry it has,
+        not in a second one."""
+        row = (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False))
+
+        async def insert(db: aiosqlite.Connection) -> int:
+            again = await (
+                await db.execute(
+                    "UPDATE outbox SET failed = NULL WHERE id = (SELECT max(id) FROM outbox WHERE remote = ? "
+                    "AND op = ? AND chat_id = ? AND payload = ?) RETURNING id",
+                    row,
+                )
+            ).fetchone()
+            if again is not None:
+                entry_id = int(again[0])
+            else:
+                cur = await db.execute(
+                    "INSERT INTO outbox (remote, op, chat_id, payload, queued_at) VALUES (?, ?, ?, ?, ?)",
+                    (*row, utcnow().isoformat()),
+                )
+                assert cur.lastrowid is not None
+                entry_id = cur.lastrowid
+            await db.commit()
+            self._last_id = max(self._last_id, entry_id)
+            return entry_id
+
+        return await self._run(insert)
 
     async def pending(self) -> list[OutboxEntry]:
-        rows = await (
-            await self._conn().execute(
-                "SELECT id, op, chat_id, payload FROM outbox WHERE remote = ? AND failed IS NULL ORDER BY id",
-                (self.remote,),
-            )
-        ).fetchall()
-        return [OutboxEntry(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+        async def select(db: aiosqlite.Connection) -> list[OutboxEntry]:
+            rows = await (
+                await db.execute(
+                    "SELECT id, op, chat_id, payload FROM outbox WHERE remote = ? AND failed IS NULL ORDER BY id",
+                    (self.remote,),
+                )
+            ).fetchall()
+            self._last_id = max([self._last_id, *(r[0] for r in rows)])
+            return [OutboxEntry(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+
+        return await self._run(select)
 
     async def ack(self, entry_id: int) -> None:
-        db = self._conn()
-        await db.execute("DELETE FROM outbox WHERE id = ?", (entry_id,))
-        await db.commit()
+        await self._write("DELETE FROM outbox WHERE id = ?", (entry_id,))
 
     async def fail(self, entry_id: int, reason: str) -> None:
-        db = self._conn()
-        await db.execute("UPDATE outbox SET failed = ? WHERE id = ?", (reason, entry_id))
-        await db.commit()
+        await self._write("UPDATE outbox SET failed = ? WHERE id = ?", (reason, entry_id))
+
+    async def _write(self, statement: str, params: tuple[Any, ...]) -> None:
+        async def write(db: aiosqlite.Connection) -> None:
+            await db.execute(statement, params)
+            await db.commit()
+
+        await self._run(write)
 
     async def depth(self) -> tuple[int, int]:
         """(entries waiting, entries refused for good)."""
-        row = await (
-            await self._conn().execute(
-                "SELECT count(*) FILTER (WHERE failed IS NULL), count(*) FILTER (WHERE failed IS NOT NULL) "
-                "FROM outbox WHERE remote = ?",
-                (self.remote,),
-            )
-        ).fetchone()
-        assert row is not None
-        return int(row[0]), int(row[1])
+
+        async def count(db: aiosqlite.Connection) -> tuple[int, int]:
+            row = await (
+                await db.execute(
+                    "SELECT count(*) FILTER (WHERE failed IS NULL), count(*) FILTER (WHERE failed IS NOT NULL) "
+                    "FROM outbox WHERE remote = ?",
+                    (self.remote,),
+                )
+            ).fetchone()
+            assert row is not None
+            return int(row[0]), int(row[1])
+
+        return await self._run(count)

@@ -11,17 +11,17 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self, TypeVar
 
-import aiosqlite
 import numpy as np
 
-from memory.chat import Chat, ChatHistory
+from memory.chat import Chat, ChatHistory, storable_title
 from memory.embedding import EmbeddedText
 from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
 from memory.pins import Pin
@@ -39,9 +39,12 @@ from memory.store import (
     TurnConflict,
     facts_text,
 )
+from memory.store.sqlite_file import create_private, store_error, tighten
 from memory.store.sqlite_schema import MIGRATIONS
 from memory.summary import MessageRange, Summary, SummaryLevel
 from memory.turn import Part, Turn, new_id, utcnow
+
+T = TypeVar("T")
 
 _KIND_OF_LEVEL = {SummaryLevel.CHUNK: "chunk", SummaryLevel.META: "meta"}
 _LEVEL_OF_KIND = {v: k for k, v in _KIND_OF_LEVEL.items()}
@@ -141,17 +144,23 @@ class _VectorIndex:
 
 
 class SQLiteChatStore:
-    """`ChatStore` on one SQLite file. Use as `async with SQLiteChatStore(path) as store:`."""
+    """`ChatStore` on one SQLite file. Use as `async with SQLiteChatStore(path) as store:`.
+
+    One thread owns the connection, and every operation is one function run there from BEGIN to
+    COMMIT or ROLLBACK, awaited once. Cancelling the awaiting task (a tool timeout, a reconnect, a
+    TaskGroup exiting) therefore never leaves a transaction open or the file's write lock held: the
+    function finishes on its own, and rolls back instead if it was abandoned before it began its
+    work (for instance while waiting for another process's write lock)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
-        self._db: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
-        self._index: _VectorIndex | None = None
+        self._thread: ThreadPoolExecutor | None = None
+        self._db: sqlite3.Connection | None = None
+        self._index: _VectorIndex | None = None  # touched only in the connection's thread
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> SQLiteChatStore:
+    async def __aenter__(self) -> Self:
         await self.open()
         return self
 
@@ -159,66 +168,79 @@ class SQLiteChatStore:
         await self.close()
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parla-sqlite")
+        opening = thread.submit(self._connect)
         try:
-            db = await aiosqlite.connect(self.path, isolation_level=None)
-        except sqlite3.Error as e:
-            raise StoreError(f"cannot open the SQLite store at {self.path}: {e}") from e
-        db.row_factory = sqlite3.Row
-        for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
-            await db.execute(f"PRAGMA {pragma}")
-        self._db = db
-        await self._migrate()
+            self._db = await asyncio.shield(asyncio.wrap_future(opening))
+        except BaseException:
+            # failed or cancelled: close what the thread opens (it runs on), then end the thread
+            thread.submit(_close_opened, opening)
+            thread.shutdown(wait=False)
+            raise
+        self._thread = thread
 
     async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
+        thread, db = self._thread, self._db
+        if thread is None or db is None:
+            return
+        self._thread = self._db = None
+        closing = thread.submit(db.close)  # after every operation already queued
+        thread.shutdown(wait=False)
+        await asyncio.shield(asyncio.wrap_future(closing))
 
-    async def _migrate(self) -> None:
-        async with self._tx() as db:
-            version = (await (await db.execute("PRAGMA user_version")).fetchone())[0]
-            if version > len(MIGRATIONS):
-                raise StoreError(
-                    f"{self.path} has schema version {version}, newer than this Parla knows "
-                    f"({len(MIGRATIONS)}): upgrade Parla"
-                )
-            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
-                for statement in script.split(";\n"):
-                    if statement.strip():
-                        await db.execute(statement)
-                await db.execute(f"PRAGMA user_version = {number}")
+    def _connect(self) -> sqlite3.Connection:
+        create_private(self.path)
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None)
+        except sqlite3.Error as e:
+            raise store_error(self.path, e, "open") from e
+        try:
+            db.row_factory = sqlite3.Row
+            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
+                db.execute(f"PRAGMA {pragma}")
+            _transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
+            tighten(self.path)
+        except BaseException as e:
+            db.close()
+            if isinstance(e, sqlite3.Error):
+                raise store_error(self.path, e, "open") from e
+            raise
+        return db
 
-    @asynccontextmanager
-    async def _tx(self) -> AsyncIterator[aiosqlite.Connection]:
-        """One write transaction at a time in this process; BEGIN IMMEDIATE takes the file's write
-        lock up front so a concurrent writer in another process waits instead of failing late."""
-        db = self._conn()
-        async with self._lock:
-            await db.execute("BEGIN IMMEDIATE")
-            try:
-                yield db
-            except BaseException:
-                await db.execute("ROLLBACK")
-                raise
-            else:
-                await db.execute("COMMIT")
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this Parla knows "
+                f"({len(MIGRATIONS)}): upgrade Parla"
+            )
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in script.split(";\n"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {number}")
 
-    @asynccontextmanager
-    async def _read(self) -> AsyncIterator[aiosqlite.Connection]:
-        """A consistent snapshot for reads of several statements."""
-        db = self._conn()
-        async with self._lock:
-            await db.execute("BEGIN")
-            try:
-                yield db
-            finally:
-                await db.execute("COMMIT")
-
-    def _conn(self) -> aiosqlite.Connection:
-        if self._db is None:
+    async def _run(self, begin: str, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        if self._thread is None or self._db is None:
             raise StoreError("the store is not open")
-        return self._db
+        abandoned = threading.Event()
+        job = asyncio.get_running_loop().run_in_executor(self._thread, _transaction, self._db, begin, work, abandoned)
+        try:
+            return await job
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+        except sqlite3.Error as e:
+            raise store_error(self.path, e, doing) from e
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """One write transaction; BEGIN IMMEDIATE takes the file's write lock up front so a
+        concurrent writer in another process waits (busy_timeout) instead of failing late."""
+        return await self._run("BEGIN IMMEDIATE", work, "write to")
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """A consistent snapshot for reads of several statements."""
+        return await self._run("BEGIN", work, "read")
 
     # -- chats -----------------------------------------------------------------------------
 
@@ -232,168 +254,111 @@ class SQLiteChatStore:
     ) -> AppendResult:
         chat_id = chat_id or new_id()
         created = created_at or (turns[0].created_at if turns else utcnow())
-        async with self._tx() as db:
-            await db.execute(
+        title = storable_title(title, chat_id)
+
+        def create(db: sqlite3.Connection) -> AppendResult:
+            db.execute(
                 "INSERT INTO chats (id, title, created_at, last_activity_at) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT (id) DO NOTHING",
                 (chat_id, title, _ts(created), _ts(created)),
             )
-            stored, added = await self._append(db, chat_id, turns)
-            chat = await self._get_chat(db, chat_id)
-        return AppendResult(chat, stored, added)
+            stored, added = _append(db, chat_id, turns)
+            return AppendResult(_get_chat(db, chat_id), stored, added)
+
+        return await self._write(create)
 
     async def get_chat(self, chat_id: str) -> Chat:
-        async with self._read() as db:
-            return await self._get_chat(db, chat_id)
-
-    async def _get_chat(self, db: aiosqlite.Connection, chat_id: str) -> Chat:
-        row = await (await db.execute("SELECT * FROM chats WHERE id = ?", (chat_id,))).fetchone()
-        if row is None:
-            raise ChatNotFound(chat_id)
-        return _chat(row)
+        return await self._read(lambda db: _get_chat(db, chat_id))
 
     async def load_memory(self, chat_id: str) -> MemorySnapshot:
-        # a local file: the separate reads cost microseconds, no need for one query
-        chat = await self.get_chat(chat_id)
-        return MemorySnapshot(
-            chat=chat,
-            tail=await self.load_turns(chat_id, chat.summarized_through + 1),
-            pins=await self.list_pins(chat_id),
-            metas=await self.list_summaries(chat_id, SummaryLevel.META),
-            facts=await self.list_facts(chat_id),
-        )
+        def load(db: sqlite3.Connection) -> MemorySnapshot:
+            chat = _get_chat(db, chat_id)
+            return MemorySnapshot(
+                chat=chat,
+                tail=_turns(db, chat_id, chat.summarized_through + 1, None),
+                pins=_pins(db, chat_id, forgotten=False),
+                metas=_summaries(db, chat_id, SummaryLevel.META),
+                facts=_facts(db, chat_id),
+            )
+
+        return await self._read(load)
 
     async def find_chats(self, ref: str) -> list[Chat]:
         """Chats whose id is `ref`, starts with `ref`, or whose title is `ref` (any case)."""
         ref = ref.strip()
         if not ref:
             return []
-        async with self._read() as db:
-            rows = await (
-                await db.execute(
-                    "SELECT * FROM chats WHERE id = ? OR (length(?) >= 4 AND id LIKE ? || '%') "
-                    "OR lower(title) = lower(?) ORDER BY last_activity_at DESC",
-                    (ref, ref, ref.replace("%", "").replace("_", ""), ref),
-                )
+        rows = await self._read(
+            lambda db: db.execute(
+                "SELECT * FROM chats WHERE id = ? OR (length(?) >= 4 AND id LIKE ? || '%') "
+                "OR lower(title) = lower(?) ORDER BY last_activity_at DESC",
+                (ref, ref, ref.replace("%", "").replace("_", ""), ref),
             ).fetchall()
+        )
         exact = [r for r in rows if r["id"] == ref]
         return [_chat(r) for r in (exact or rows)]
 
     async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
-        async with self._read() as db:
-            rows = await (
-                await db.execute(
-                    "SELECT * FROM chats ORDER BY last_activity_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
-                )
+        rows = await self._read(
+            lambda db: db.execute(
+                "SELECT * FROM chats ORDER BY last_activity_at DESC, id LIMIT ? OFFSET ?", (limit, offset)
             ).fetchall()
+        )
         return [_chat(r) for r in rows]
 
     async def rename_chat(self, chat_id: str, title: str) -> Chat:
         title = title.strip()
         if not title:
             raise StoreError("a chat title cannot be empty")
-        async with self._tx() as db:
-            cur = await db.execute("UPDATE chats SET title = ?, title_generated = 0 WHERE id = ?", (title, chat_id))
+        title = storable_title(title, chat_id)
+
+        def rename(db: sqlite3.Connection) -> Chat:
+            cur = db.execute("UPDATE chats SET title = ?, title_generated = 0 WHERE id = ?", (title, chat_id))
             if cur.rowcount == 0:
                 raise ChatNotFound(chat_id)
-            return await self._get_chat(db, chat_id)
+            return _get_chat(db, chat_id)
+
+        return await self._write(rename)
 
     async def delete_chat(self, chat_id: str) -> None:
-        async with self._tx() as db:
-            cur = await db.execute("DELETE FROM chats WHERE id = ?", (chat_id,))
-            if cur.rowcount == 0:
+        def delete(db: sqlite3.Connection) -> None:
+            if db.execute("DELETE FROM chats WHERE id = ?", (chat_id,)).rowcount == 0:
                 raise ChatNotFound(chat_id)
-            await self._bump_generation(db)
+            _bump_generation(db)
+
+        await self._write(delete)
 
     # -- turns -----------------------------------------------------------------------------
 
     async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult:
-        async with self._tx() as db:
-            await self._get_chat(db, chat_id)
-            stored, added = await self._append(db, chat_id, turns)
-            chat = await self._get_chat(db, chat_id)
-        return AppendResult(chat, stored, added)
+        def append(db: sqlite3.Connection) -> AppendResult:
+            _get_chat(db, chat_id)
+            stored, added = _append(db, chat_id, turns)
+            return AppendResult(_get_chat(db, chat_id), stored, added)
 
-    async def _append(self, db: aiosqlite.Connection, chat_id: str, turns: Sequence[Turn]) -> tuple[list[Turn], int]:
-        if not turns:
-            return [], 0
-        ids = [t.id for t in turns]
-        if len(set(ids)) != len(ids):
-            raise StoreError("the same turn id appears twice in one append")
-        marks = ",".join("?" * len(ids))
-        existing = {
-            r["id"]: r
-            for r in await (
-                await db.execute(f"SELECT id, chat_id, seq FROM turns WHERE id IN ({marks})", ids)
-            ).fetchall()
-        }
-        row = await (await db.execute("SELECT turn_count FROM chats WHERE id = ?", (chat_id,))).fetchone()
-        seq = row["turn_count"]
-        stored: list[Turn] = []
-        fresh: list[tuple[Any, ...]] = []
-        latest: datetime | None = None
-        for turn in turns:
-            known = existing.get(turn.id)
-            if known is not None:
-                if known["chat_id"] != chat_id:
-                    raise TurnConflict(f"turn {turn.id} is already stored in chat {known['chat_id']}")
-                stored.append(turn.model_copy(update={"seq": known["seq"]}))
-                continue
-            seq += 1
-            stored.append(turn.model_copy(update={"seq": seq}))
-            latest = turn.created_at if latest is None or turn.created_at > latest else latest
-            fresh.append(
-                (
-                    turn.id,
-                    chat_id,
-                    seq,
-                    turn.role,
-                    json.dumps([p.model_dump() for p in turn.parts], ensure_ascii=False),
-                    turn.thinking,
-                    _ts(turn.created_at),
-                    int(turn.interrupted),
-                    turn.source,
-                    turn.model_variant,
-                )
-            )
-        if fresh:
-            await db.executemany(
-                "INSERT INTO turns (id, chat_id, seq, role, parts, thinking, created_at, interrupted, source, "
-                "model_variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                fresh,
-            )
-            await db.execute(
-                "UPDATE chats SET turn_count = ?, last_activity_at = max(last_activity_at, ?) WHERE id = ?",
-                (seq, _ts(latest or utcnow()), chat_id),
-            )
-        return stored, len(fresh)
+        return await self._write(append)
 
     async def load_history(self, chat_id: str) -> ChatHistory:
-        async with self._read() as db:
-            chat = await self._get_chat(db, chat_id)
-            turns = await self._turns(db, chat_id, 1, None)
-        return ChatHistory(chat=chat, full_history=turns)
+        def load(db: sqlite3.Connection) -> ChatHistory:
+            return ChatHistory(chat=_get_chat(db, chat_id), full_history=_turns(db, chat_id, 1, None))
+
+        return await self._read(load)
 
     async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]:
-        async with self._read() as db:
-            await self._get_chat(db, chat_id)
-            return await self._turns(db, chat_id, start, end)
+        def load(db: sqlite3.Connection) -> list[Turn]:
+            _get_chat(db, chat_id)
+            return _turns(db, chat_id, start, end)
 
-    async def _turns(self, db: aiosqlite.Connection, chat_id: str, start: int, end: int | None) -> list[Turn]:
-        rows = await (
-            await db.execute(
-                "SELECT * FROM turns WHERE chat_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
-                (chat_id, start, end if end is not None else 2**62),
-            )
-        ).fetchall()
-        return [_turn(r) for r in rows]
+        return await self._read(load)
 
     # -- compaction ------------------------------------------------------------------------
 
     async def commit_compaction(self, commit: CompactionCommit) -> Chat | None:
-        async with self._tx() as db:
-            await self._check_embedder(db, commit.description)
-            cur = await db.execute(
+        title = storable_title(commit.title, commit.chat_id)
+
+        def write(db: sqlite3.Connection) -> Chat | None:
+            _check_embedder(db, commit.description)
+            cur = db.execute(
                 "UPDATE chats SET rolling_summary = ?, summarized_through = ?, summary_text = ?, "
                 f"summary_embedding = ?, summary_embedder = ?, {_GENERATED_TITLE}, "
                 "compaction_version = compaction_version + 1 "
@@ -404,25 +369,29 @@ class SQLiteChatStore:
                     commit.description.text,
                     _blob(commit.description.vector),
                     commit.description.embedder,
-                    commit.title,
-                    commit.title,
+                    title,
+                    title,
                     commit.chat_id,
                     commit.expected_version,
                     commit.summarized_through,
                 ),
             )
             if cur.rowcount == 0:
-                await self._get_chat(db, commit.chat_id)
+                _get_chat(db, commit.chat_id)
                 return None
-            await self._bump_generation(db)
-            return await self._get_chat(db, commit.chat_id)
+            _bump_generation(db)
+            return _get_chat(db, commit.chat_id)
+
+        return await self._write(write)
 
     async def set_description(
         self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
     ) -> bool:
-        async with self._tx() as db:
-            await self._check_embedder(db, description)
-            cur = await db.execute(
+        title = storable_title(title, chat_id)
+
+        def write(db: sqlite3.Connection) -> bool:
+            _check_embedder(db, description)
+            cur = db.execute(
                 "UPDATE chats SET summary_text = ?, summary_embedding = ?, summary_embedder = ?, "
                 f"{_GENERATED_TITLE} WHERE id = ? AND compaction_version = ?",
                 (
@@ -436,8 +405,10 @@ class SQLiteChatStore:
                 ),
             )
             if cur.rowcount:
-                await self._bump_generation(db)
+                _bump_generation(db)
             return bool(cur.rowcount)
+
+        return await self._write(write)
 
     # -- summaries and facts ---------------------------------------------------------------
 
@@ -445,10 +416,11 @@ class SQLiteChatStore:
         self, chat_id: str, level: SummaryLevel, rng: MessageRange, embedded: EmbeddedText
     ) -> Summary:
         now = utcnow()
-        async with self._tx() as db:
-            await self._get_chat(db, chat_id)
-            await self._check_embedder(db, embedded)
-            await db.execute(
+
+        def write(db: sqlite3.Connection) -> None:
+            _get_chat(db, chat_id)
+            _check_embedder(db, embedded)
+            db.execute(
                 "INSERT INTO summaries (chat_id, level, start_seq, end_seq, text, embedding, embedder, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, level, start_seq, end_seq) DO UPDATE SET "
                 "text = excluded.text, embedding = excluded.embedding, embedder = excluded.embedder, "
@@ -464,39 +436,25 @@ class SQLiteChatStore:
                     _ts(now),
                 ),
             )
-            await self._bump_generation(db)
+            _bump_generation(db)
+
+        await self._write(write)
         return Summary(chat_id=chat_id, level=level, range=rng, text=embedded.text, updated_at=now)
 
     async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]:
-        async with self._read() as db:
-            rows = await (
-                await db.execute(
-                    "SELECT chat_id, level, start_seq, end_seq, text, updated_at FROM summaries "
-                    "WHERE chat_id = ? AND (? IS NULL OR level = ?) ORDER BY level, start_seq",
-                    (chat_id, None if level is None else int(level), None if level is None else int(level)),
-                )
-            ).fetchall()
-        return [
-            Summary(
-                chat_id=r["chat_id"],
-                level=SummaryLevel(r["level"]),
-                range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
-                text=r["text"],
-                updated_at=_dt(r["updated_at"]),
-            )
-            for r in rows
-        ]
+        return await self._read(lambda db: _summaries(db, chat_id, level))
 
     async def upsert_facts(
         self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
     ) -> FactBlock:
         text = facts_text(lines, embedded)
         now = utcnow()
-        async with self._tx() as db:
-            await self._get_chat(db, chat_id)
+
+        def write(db: sqlite3.Connection) -> None:
+            _get_chat(db, chat_id)
             if embedded is not None:
-                await self._check_embedder(db, embedded)
-            await db.execute(
+                _check_embedder(db, embedded)
+            db.execute(
                 "INSERT INTO facts (chat_id, start_seq, end_seq, text, embedding, embedder, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, start_seq, end_seq) DO UPDATE SET "
                 "text = excluded.text, embedding = excluded.embedding, embedder = excluded.embedder, "
@@ -511,55 +469,50 @@ class SQLiteChatStore:
                     _ts(now),
                 ),
             )
-            await self._bump_generation(db)
+            _bump_generation(db)
+
+        await self._write(write)
         return FactBlock(chat_id=chat_id, range=rng, lines=lines, updated_at=now)
 
     async def list_facts(self, chat_id: str) -> list[FactBlock]:
-        async with self._read() as db:
-            rows = await (
-                await db.execute(
-                    "SELECT chat_id, start_seq, end_seq, text, forgotten, updated_at FROM facts WHERE chat_id = ? "
-                    "ORDER BY start_seq",
-                    (chat_id,),
-                )
-            ).fetchall()
-        return [_fact_block(r) for r in rows]
+        return await self._read(lambda db: _facts(db, chat_id))
 
     async def set_fact_lines(
         self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
     ) -> FactBlock:
         text = facts_text(lines, embedded)
-        async with self._tx() as db:
+
+        def write(db: sqlite3.Connection) -> FactBlock:
             if embedded is not None:
-                await self._check_embedder(db, embedded)
-            row = await (
-                await db.execute(
-                    "UPDATE facts SET text = ?, forgotten = ?, embedding = ?, embedder = ?, updated_at = ? "
-                    "WHERE chat_id = ? AND start_seq = ? AND end_seq = ? "
-                    "RETURNING chat_id, start_seq, end_seq, text, forgotten, updated_at",
-                    (
-                        text,
-                        format_fact_lines(forgotten),
-                        _blob(embedded.vector) if embedded else None,
-                        embedded.embedder if embedded else None,
-                        _ts(utcnow()),
-                        chat_id,
-                        rng.start,
-                        rng.end,
-                    ),
-                )
+                _check_embedder(db, embedded)
+            row = db.execute(
+                "UPDATE facts SET text = ?, forgotten = ?, embedding = ?, embedder = ?, updated_at = ? "
+                "WHERE chat_id = ? AND start_seq = ? AND end_seq = ? "
+                "RETURNING chat_id, start_seq, end_seq, text, forgotten, updated_at",
+                (
+                    text,
+                    format_fact_lines(forgotten),
+                    _blob(embedded.vector) if embedded else None,
+                    embedded.embedder if embedded else None,
+                    _ts(utcnow()),
+                    chat_id,
+                    rng.start,
+                    rng.end,
+                ),
             ).fetchone()
             if row is None:
                 raise StoreError(f"no facts for messages {rng} of chat {chat_id}")
-            await self._bump_generation(db)
-        return _fact_block(row)
+            _bump_generation(db)
+            return _fact_block(row)
+
+        return await self._write(write)
 
     # -- pins ------------------------------------------------------------------------------
 
     async def add_pin(self, pin: Pin) -> Pin:
-        async with self._tx() as db:
-            await self._get_chat(db, pin.chat_id)
-            await db.execute(
+        def write(db: sqlite3.Connection) -> None:
+            _get_chat(db, pin.chat_id)
+            db.execute(
                 "INSERT INTO pins (id, chat_id, content, importance, pin_type, source_turn_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET content = excluded.content, "
                 "importance = excluded.importance, pin_type = excluded.pin_type",
@@ -573,83 +526,40 @@ class SQLiteChatStore:
                     _ts(pin.created_at),
                 ),
             )
+
+        await self._write(write)
         return pin
 
     async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
-        async with self._read() as db:
-            rows = await (
-                await db.execute(
-                    "SELECT * FROM pins WHERE chat_id = ? AND (forgotten_at IS NOT NULL) = ? "
-                    "ORDER BY importance DESC, created_at, id",
-                    (chat_id, forgotten),
-                )
-            ).fetchall()
-        return [_pin(r) for r in rows]
+        return await self._read(lambda db: _pins(db, chat_id, forgotten=forgotten))
 
     async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin:
-        async with self._tx() as db:
-            row = await (
-                await db.execute(
-                    "UPDATE pins SET forgotten_at = ? WHERE id = ? RETURNING *",
-                    (_ts(utcnow()) if forgotten else None, pin_id),
-                )
+        def write(db: sqlite3.Connection) -> Pin:
+            row = db.execute(
+                "UPDATE pins SET forgotten_at = ? WHERE id = ? RETURNING *",
+                (_ts(utcnow()) if forgotten else None, pin_id),
             ).fetchone()
             if row is None:
                 raise StoreError(f"no pin with id {pin_id!r}")
-        return _pin(row)
+            return _pin(row)
+
+        return await self._write(write)
 
     async def delete_pin(self, pin_id: str) -> None:
-        async with self._tx() as db:
-            cur = await db.execute("DELETE FROM pins WHERE id = ?", (pin_id,))
-            if cur.rowcount == 0:
+        def write(db: sqlite3.Connection) -> None:
+            if db.execute("DELETE FROM pins WHERE id = ?", (pin_id,)).rowcount == 0:
                 raise StoreError(f"no pin with id {pin_id!r}")
+
+        await self._write(write)
 
     # -- embeddings and search -------------------------------------------------------------
 
-    async def _embedder_info(self, db: aiosqlite.Connection) -> tuple[str, int] | None:
-        rows = dict(
-            await (
-                await db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'embedding_dim')")
-            ).fetchall()
-        )
-        if "embedder" not in rows:
-            return None
-        return rows["embedder"], int(rows["embedding_dim"])
-
-    async def _check_embedder(self, db: aiosqlite.Connection, embedded: EmbeddedText) -> None:
-        info = await self._embedder_info(db)
-        if info == (embedded.embedder, embedded.dim):
-            return
-        if info is None or not await self._vector_count(db):
-            await self._set_embedder(db, embedded.embedder, embedded.dim)
-            return
-        name, dim = info
-        raise EmbedderMismatch(
-            f"this store's vectors were made by {name} ({dim} dims) but the embedder now is "
-            f"{embedded.embedder} ({embedded.dim} dims): run `parla memory reembed` to rebuild them, "
-            "or set PARLA_EMBEDDER back"
-        )
-
-    async def _set_embedder(self, db: aiosqlite.Connection, name: str, dim: int) -> None:
-        await db.executemany(
-            "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            [("embedder", name), ("embedding_dim", str(dim))],
-        )
-
-    async def _bump_generation(self, db: aiosqlite.Connection) -> None:
-        await db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
-
-    async def _generation(self, db: aiosqlite.Connection) -> int:
-        row = await (await db.execute("SELECT value FROM meta WHERE key = 'generation'")).fetchone()
-        return int(row[0])
-
     async def embedder_info(self) -> tuple[str, int] | None:
-        async with self._read() as db:
-            return await self._embedder_info(db)
+        return await self._read(_embedder_info)
 
     async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:
-        async with self._read() as db:
-            info = await self._embedder_info(db)
+        def read(db: sqlite3.Connection) -> list[ChatMatch]:
+            info = _embedder_info(db)
             if info is None:
                 return []
             if info != (query.embedder, query.dim):
@@ -657,20 +567,16 @@ class SQLiteChatStore:
                     f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors by "
                     f"{info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
                 )
-            generation = await self._generation(db)
+            generation = _generation(db)
             if self._index is None or self._index.generation != generation:
-                rows = await self._vector_rows(db)
-                self._index = await asyncio.to_thread(_VectorIndex.build, generation, rows, info[1])
-            index = self._index
-            best = await asyncio.to_thread(index.best_per_chat, query.vector, match_count)
+                self._index = _VectorIndex.build(generation, _vector_rows(db), info[1])
+            best = self._index.best_per_chat(query.vector, match_count)
             marks = ",".join("?" * len(best))
             chats = {
                 r["id"]: r
-                for r in await (
-                    await db.execute(
-                        f"SELECT id, title, last_activity_at FROM chats WHERE id IN ({marks})",
-                        [chat_id for chat_id, _, _ in best],
-                    )
+                for r in db.execute(
+                    f"SELECT id, title, last_activity_at FROM chats WHERE id IN ({marks})",
+                    [chat_id for chat_id, _, _ in best],
                 ).fetchall()
             }
             return [
@@ -679,59 +585,23 @@ class SQLiteChatStore:
                     title=chats[chat_id]["title"],
                     similarity=similarity,
                     matched=ref,
-                    matched_text=await self._text_of(db, ref),
+                    matched_text=_text_of(db, ref),
                     last_activity_at=_dt(chats[chat_id]["last_activity_at"]),
                 )
                 for chat_id, similarity, ref in best
             ]
 
-    async def _vector_rows(self, db: aiosqlite.Connection) -> list[tuple[TextRef, bytes]]:
-        rows = await (
-            await db.execute(
-                "SELECT id AS chat_id, 'summary' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
-                "WHERE summary_embedding IS NOT NULL "
-                "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
-                "embedding FROM summaries "
-                "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, embedding FROM facts WHERE embedding IS NOT NULL"
-            )
-        ).fetchall()
-        return [
-            (TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4]) for r in rows
-        ]
-
-    async def _vector_count(self, db: aiosqlite.Connection) -> int:
-        row = await (
-            await db.execute(
-                "SELECT (SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL) "
-                "+ (SELECT count(*) FROM summaries) + (SELECT count(*) FROM facts WHERE embedding IS NOT NULL)"
-            )
-        ).fetchone()
-        return int(row[0])
-
-    async def _text_of(self, db: aiosqlite.Connection, ref: TextRef) -> str:
-        if ref.kind == "summary":
-            sql, args = "SELECT summary_text FROM chats WHERE id = ?", (ref.chat_id,)
-        elif ref.kind == "facts":
-            assert ref.range is not None
-            sql = "SELECT text FROM facts WHERE chat_id = ? AND start_seq = ? AND end_seq = ?"
-            args = (ref.chat_id, ref.range.start, ref.range.end)
-        else:
-            assert ref.range is not None
-            sql = "SELECT text FROM summaries WHERE chat_id = ? AND level = ? AND start_seq = ? AND end_seq = ?"
-            args = (ref.chat_id, int(_LEVEL_OF_KIND[ref.kind]), ref.range.start, ref.range.end)
-        row = await (await db.execute(sql, args)).fetchone()
-        return row[0] if row else ""
+        return await self._read(read)
 
     async def embedded_texts(self) -> list[StoredText]:
-        async with self._read() as db:
-            rows = await (
-                await db.execute(
-                    "SELECT id, 'summary', 0, 0, summary_text FROM chats WHERE summary_text != '' "
-                    "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
-                    "text FROM summaries "
-                    "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != ''"
-                )
+        rows = await self._read(
+            lambda db: db.execute(
+                "SELECT id, 'summary', 0, 0, summary_text FROM chats WHERE summary_text != '' "
+                "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
+                "text FROM summaries "
+                "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != ''"
             ).fetchall()
+        )
         return [
             StoredText(TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4])
             for r in rows
@@ -743,8 +613,9 @@ class SQLiteChatStore:
         dims = {int(v.shape[0]) for _, v in items}
         if len(dims) > 1:
             raise EmbedderMismatch(f"vectors of several dimensions given: {sorted(dims)}")
-        async with self._tx() as db:
-            stale = await self._vector_count(db) - len(items)
+
+        def write(db: sqlite3.Connection) -> None:
+            stale = _vector_count(db) - len(items)
             if stale > 0:
                 raise StoreError(
                     f"{stale} embedded texts would be left with old vectors: embed every text from embedded_texts()"
@@ -752,57 +623,257 @@ class SQLiteChatStore:
             for ref, vector in items:
                 blob = _blob(vector)
                 if ref.kind == "summary":
-                    await db.execute(
+                    db.execute(
                         "UPDATE chats SET summary_embedding = ?, summary_embedder = ? WHERE id = ?",
                         (blob, embedder, ref.chat_id),
                     )
                 elif ref.kind == "facts":
                     assert ref.range is not None
-                    await db.execute(
+                    db.execute(
                         "UPDATE facts SET embedding = ?, embedder = ? WHERE chat_id = ? AND start_seq = ? AND end_seq = ?",
                         (blob, embedder, ref.chat_id, ref.range.start, ref.range.end),
                     )
                 else:
                     assert ref.range is not None
-                    await db.execute(
+                    db.execute(
                         "UPDATE summaries SET embedding = ?, embedder = ? WHERE chat_id = ? AND level = ? "
                         "AND start_seq = ? AND end_seq = ?",
                         (blob, embedder, ref.chat_id, int(_LEVEL_OF_KIND[ref.kind]), ref.range.start, ref.range.end),
                     )
             if dims:
-                await self._set_embedder(db, embedder, dims.pop())
-            await self._bump_generation(db)
+                _set_embedder(db, embedder, next(iter(dims)))
+            _bump_generation(db)
+
+        await self._write(write)
 
     # -- stats -----------------------------------------------------------------------------
 
     async def stats(self) -> MemoryStats:
-        async with self._read() as db:
-            one = await (
-                await db.execute(
-                    "SELECT (SELECT count(*) FROM chats), (SELECT count(*) FROM turns), "
-                    "(SELECT count(*) FROM summaries), (SELECT count(*) FROM facts WHERE text != ''), "
-                    "(SELECT count(*) FROM pins WHERE forgotten_at IS NULL), (SELECT min(created_at) FROM turns), "
-                    "(SELECT max(created_at) FROM turns), (SELECT avg(importance) FROM pins WHERE forgotten_at IS NULL)"
-                )
+        def read(db: sqlite3.Connection) -> MemoryStats:
+            one = db.execute(
+                "SELECT (SELECT count(*) FROM chats), (SELECT count(*) FROM turns), "
+                "(SELECT count(*) FROM summaries), (SELECT count(*) FROM facts WHERE text != ''), "
+                "(SELECT count(*) FROM pins WHERE forgotten_at IS NULL), (SELECT min(created_at) FROM turns), "
+                "(SELECT max(created_at) FROM turns), (SELECT avg(importance) FROM pins WHERE forgotten_at IS NULL)"
             ).fetchone()
-            info = await self._embedder_info(db)
-            vectors = await self._vector_count(db)
-        return MemoryStats(
-            total_chats=one[0],
-            total_messages=one[1],
-            total_summaries=one[2],
-            total_facts=one[3],
-            total_pins=one[4],
-            oldest_message=_dt(one[5]) if one[5] else None,
-            newest_message=_dt(one[6]) if one[6] else None,
-            average_importance=round(one[7], 2) if one[7] is not None else None,
-            embedder=info[0] if info else None,
-            embedding_dim=info[1] if info else None,
-            embedded_texts=vectors,
+            info = _embedder_info(db)
+            return MemoryStats(
+                total_chats=one[0],
+                total_messages=one[1],
+                total_summaries=one[2],
+                total_facts=one[3],
+                total_pins=one[4],
+                oldest_message=_dt(one[5]) if one[5] else None,
+                newest_message=_dt(one[6]) if one[6] else None,
+                average_importance=round(one[7], 2) if one[7] is not None else None,
+                embedder=info[0] if info else None,
+                embedding_dim=info[1] if info else None,
+                embedded_texts=_vector_count(db),
+            )
+
+        return await self._read(read)
+
+
+# -- run in the connection's thread ------------------------------------------------------------
+
+
+def _transaction(
+    db: sqlite3.Connection, begin: str, work: Callable[[sqlite3.Connection], T], abandoned: threading.Event
+) -> T:
+    """BEGIN, the work, COMMIT; ROLLBACK on any failure, and when the caller gave up while BEGIN
+    waited (nothing it asked for is then done). The connection is outside a transaction after."""
+    db.execute(begin)
+    try:
+        if abandoned.is_set():
+            raise asyncio.CancelledError
+        result = work(db)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return result
+
+
+def _close_opened(opening: Future[sqlite3.Connection]) -> None:
+    if opening.exception() is None:
+        opening.result().close()
+
+
+def _get_chat(db: sqlite3.Connection, chat_id: str) -> Chat:
+    row = db.execute("SELECT * FROM chats WHERE id = ?", (chat_id,)).fetchone()
+    if row is None:
+        raise ChatNotFound(chat_id)
+    return _chat(row)
+
+
+def _append(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> tuple[list[Turn], int]:
+    if not turns:
+        return [], 0
+    ids = [t.id for t in turns]
+    if len(set(ids)) != len(ids):
+        raise StoreError("the same turn id appears twice in one append")
+    marks = ",".join("?" * len(ids))
+    existing = {
+        r["id"]: r for r in db.execute(f"SELECT id, chat_id, seq FROM turns WHERE id IN ({marks})", ids).fetchall()
+    }
+    seq = db.execute("SELECT turn_count FROM chats WHERE id = ?", (chat_id,)).fetchone()["turn_count"]
+    stored: list[Turn] = []
+    fresh: list[tuple[Any, ...]] = []
+    latest: datetime | None = None
+    for turn in turns:
+        known = existing.get(turn.id)
+        if known is not None:
+            if known["chat_id"] != chat_id:
+                raise TurnConflict(f"turn {turn.id} is already stored in chat {known['chat_id']}")
+            stored.append(turn.model_copy(update={"seq": known["seq"]}))
+            continue
+        seq += 1
+        stored.append(turn.model_copy(update={"seq": seq}))
+        latest = turn.created_at if latest is None or turn.created_at > latest else latest
+        fresh.append(
+            (
+                turn.id,
+                chat_id,
+                seq,
+                turn.role,
+                json.dumps([p.model_dump() for p in turn.parts], ensure_ascii=False),
+                turn.thinking,
+                _ts(turn.created_at),
+                int(turn.interrupted),
+                turn.source,
+                turn.model_variant,
+            )
         )
+    if fresh:
+        db.executemany(
+            "INSERT INTO turns (id, chat_id, seq, role, parts, thinking, created_at, interrupted, source, "
+            "model_variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            fresh,
+        )
+        db.execute(
+            "UPDATE chats SET turn_count = ?, last_activity_at = max(last_activity_at, ?) WHERE id = ?",
+            (seq, _ts(latest or utcnow()), chat_id),
+        )
+    return stored, len(fresh)
 
 
-def _pin(r: aiosqlite.Row) -> Pin:
+def _turns(db: sqlite3.Connection, chat_id: str, start: int, end: int | None) -> list[Turn]:
+    rows = db.execute(
+        "SELECT * FROM turns WHERE chat_id = ? AND seq >= ? AND seq <= ? ORDER BY seq",
+        (chat_id, start, end if end is not None else 2**62),
+    ).fetchall()
+    return [_turn(r) for r in rows]
+
+
+def _summaries(db: sqlite3.Connection, chat_id: str, level: SummaryLevel | None) -> list[Summary]:
+    rows = db.execute(
+        "SELECT chat_id, level, start_seq, end_seq, text, updated_at FROM summaries "
+        "WHERE chat_id = ? AND (? IS NULL OR level = ?) ORDER BY level, start_seq",
+        (chat_id, None if level is None else int(level), None if level is None else int(level)),
+    ).fetchall()
+    return [
+        Summary(
+            chat_id=r["chat_id"],
+            level=SummaryLevel(r["level"]),
+            range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
+            text=r["text"],
+            updated_at=_dt(r["updated_at"]),
+        )
+        for r in rows
+    ]
+
+
+def _facts(db: sqlite3.Connection, chat_id: str) -> list[FactBlock]:
+    rows = db.execute(
+        "SELECT chat_id, start_seq, end_seq, text, forgotten, updated_at FROM facts WHERE chat_id = ? ORDER BY start_seq",
+        (chat_id,),
+    ).fetchall()
+    return [_fact_block(r) for r in rows]
+
+
+def _pins(db: sqlite3.Connection, chat_id: str, *, forgotten: bool) -> list[Pin]:
+    rows = db.execute(
+        "SELECT * FROM pins WHERE chat_id = ? AND (forgotten_at IS NOT NULL) = ? ORDER BY importance DESC, created_at, id",
+        (chat_id, forgotten),
+    ).fetchall()
+    return [_pin(r) for r in rows]
+
+
+def _embedder_info(db: sqlite3.Connection) -> tuple[str, int] | None:
+    rows = dict(db.execute("SELECT key, value FROM meta WHERE key IN ('embedder', 'embedding_dim')").fetchall())
+    if "embedder" not in rows:
+        return None
+    return rows["embedder"], int(rows["embedding_dim"])
+
+
+def _check_embedder(db: sqlite3.Connection, embedded: EmbeddedText) -> None:
+    info = _embedder_info(db)
+    if info == (embedded.embedder, embedded.dim):
+        return
+    if info is None or not _vector_count(db):
+        _set_embedder(db, embedded.embedder, embedded.dim)
+        return
+    name, dim = info
+    raise EmbedderMismatch(
+        f"this store's vectors were made by {name} ({dim} dims) but the embedder now is "
+        f"{embedded.embedder} ({embedded.dim} dims): run `parla memory reembed` to rebuild them, "
+        "or set PARLA_EMBEDDER back"
+    )
+
+
+def _set_embedder(db: sqlite3.Connection, name: str, dim: int) -> None:
+    db.executemany(
+        "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+        [("embedder", name), ("embedding_dim", str(dim))],
+    )
+
+
+def _bump_generation(db: sqlite3.Connection) -> None:
+    db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+
+
+def _generation(db: sqlite3.Connection) -> int:
+    return int(db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
+
+
+def _vector_rows(db: sqlite3.Connection) -> list[tuple[TextRef, bytes]]:
+    rows = db.execute(
+        "SELECT id AS chat_id, 'summary' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
+        "WHERE summary_embedding IS NOT NULL "
+        "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
+        "embedding FROM summaries "
+        "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, embedding FROM facts WHERE embedding IS NOT NULL"
+    ).fetchall()
+    return [
+        (TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4]) for r in rows
+    ]
+
+
+def _vector_count(db: sqlite3.Connection) -> int:
+    row = db.execute(
+        "SELECT (SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL) "
+        "+ (SELECT count(*) FROM summaries) + (SELECT count(*) FROM facts WHERE embedding IS NOT NULL)"
+    ).fetchone()
+    return int(row[0])
+
+
+def _text_of(db: sqlite3.Connection, ref: TextRef) -> str:
+    if ref.kind == "summary":
+        sql, args = "SELECT summary_text FROM chats WHERE id = ?", (ref.chat_id,)
+    elif ref.kind == "facts":
+        assert ref.range is not None
+        sql = "SELECT text FROM facts WHERE chat_id = ? AND start_seq = ? AND end_seq = ?"
+        args = (ref.chat_id, ref.range.start, ref.range.end)
+    else:
+        assert ref.range is not None
+        sql = "SELECT text FROM summaries WHERE chat_id = ? AND level = ? AND start_seq = ? AND end_seq = ?"
+        args = (ref.chat_id, int(_LEVEL_OF_KIND[ref.kind]), ref.range.start, ref.range.end)
+    row = db.execute(sql, args).fetchone()
+    return row[0] if row else ""
+
+
+def _pin(r: sqlite3.Row) -> Pin:
     return Pin(
         id=r["id"],
         chat_id=r["chat_id"],
@@ -815,7 +886,7 @@ def _pin(r: aiosqlite.Row) -> Pin:
     )
 
 
-def _fact_block(r: aiosqlite.Row) -> FactBlock:
+def _fact_block(r: sqlite3.Row) -> FactBlock:
     return FactBlock(
         chat_id=r["chat_id"],
         range=MessageRange(start=r["start_seq"], end=r["end_seq"]),

@@ -13,6 +13,13 @@ Two ways to authenticate:
 Writes of turns go through the local `Outbox` first, so an outage loses nothing: `append_turns`
 raises `StoreOffline` (the turns are safe and queued) and a replay task owned by the store sends
 the queue, in order and idempotently, when the server answers again.
+
+A real project answers some requests with a temporary error: its pool timed out (PGRST003), the
+database rolled the transaction back (serialization failure 40001, deadlock 40P01, statement
+timeout 57014), or the gateway in front of it answered 408/429/5xx with its own page. Those are
+`StoreOffline` too: the write is tried again with backoff (`RetryPolicy`), never marked failed.
+Only a refusal for good (the chat was deleted elsewhere, bad data, permission) marks an entry
+failed, with the server's reason; it stays in the outbox and the entries after it go on.
 """
 
 from __future__ import annotations
@@ -20,20 +27,22 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
 import httpx
 import numpy as np
 from postgrest.exceptions import APIError
 from supabase import AsyncClient, AsyncClientOptions, acreate_client
-from supabase_auth.errors import AuthError, AuthInvalidJwtError, AuthRetryableError
+from supabase_auth.errors import AuthApiError, AuthError, AuthInvalidJwtError, AuthRetryableError
 from supabase_auth.helpers import decode_jwt
 
-from memory.chat import Chat, ChatHistory
+from memory.chat import Chat, ChatHistory, storable_title
 from memory.embedding import EmbeddedText
 from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
 from memory.pins import Pin
@@ -77,6 +86,58 @@ class StoreRefused(StoreError):
     """The server refused a request for good (bad input): retrying the same request cannot help."""
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How a write that meets a temporary error is tried again: `attempts` tries in the call itself,
+    waiting `delay` seconds before the second and twice as long each time after (with jitter);
+    then the write waits in the outbox and the background replay tries again, backing off up to
+    `max_delay` seconds between rounds, for as long as it takes."""
+
+    attempts: int = 3
+    delay: float = 0.25
+    max_delay: float = 30.0
+
+    def backoff(self, delay: float) -> float:
+        return min(delay * 2, self.max_delay)
+
+
+class GatewayError(Exception):
+    """An HTTP error whose body is not PostgREST's (no error code): the page of a proxy or gateway
+    in front of the project. postgrest-py 2.x raises `APIError` for it either way: from a body
+    that is not JSON with the status as the code (or the code a `Proxy-Status` header names) and
+    the page as details, but from a JSON object without a code (what an API gateway sends) with
+    no code and the status lost. The status is read here instead, where the response still is."""
+
+    def __init__(self, status: int, body: str) -> None:
+        super().__init__(f"HTTP {status}: {body[:200]}")
+        self.status = status
+
+
+async def _gateway_check(response: httpx.Response) -> None:
+    """The response hook of the store's HTTP client: raises `GatewayError` for a REST error page."""
+    if response.status_code < 400 or "/rest/v1/" not in response.url.path:
+        return
+    await response.aread()
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        body = None
+    if not (isinstance(body, dict) and isinstance(body.get("code"), str)):
+        raise GatewayError(response.status_code, " ".join(response.text.split()))
+
+
+# Errors after which the same request can succeed: PostgREST cannot reach the database or its
+# pool timed out (PGRST000-003); the database rolled back (serialization failure, deadlock, lock
+# timeout, completion unknown) or is short of resources, shutting down or cancelled the statement
+# (classes 08, 53, 57, 58). Codes and statuses: docs.postgrest.org/en/latest/references/errors.html
+_TEMPORARY_CODES = frozenset({"PGRST000", "PGRST001", "PGRST002", "PGRST003", "40001", "40P01", "40003", "55P03"})
+_TEMPORARY_CLASSES = frozenset({"08", "53", "57", "58"})
+
+
+def _temporary_status(status: int) -> bool:
+    return status in (408, 429) or status >= 500
+
+
 def parse_vector(value: str | Sequence[float]) -> np.ndarray:
     """A pgvector value as PostgREST returns it (the string "[0.1,0.2]") or as a list."""
     if isinstance(value, str):
@@ -104,6 +165,14 @@ def _error(e: Exception, doing: str) -> StoreError:
     """A supabase-py / network failure as the store's error, with what to do about it."""
     if isinstance(e, (httpx.TransportError, AuthRetryableError)):
         return StoreOffline(f"Supabase is unreachable while trying to {doing} ({type(e).__name__}: {e})")
+    if isinstance(e, GatewayError):
+        if _temporary_status(e.status):
+            return StoreOffline(f"Supabase is busy or unreachable while trying to {doing} ({e})")
+        if e.status in (401, 403):
+            return StoreError(f"Supabase refused the credentials ({e}): run `parla login` or check the keys")
+        return StoreRefused(f"Supabase refused to {doing} ({e})")
+    if isinstance(e, AuthApiError) and _temporary_status(e.status):
+        return StoreOffline(f"Supabase Auth is busy while trying to {doing}: {e.message}")
     if isinstance(e, AuthError):
         return StoreError(f"Supabase refused the session while trying to {doing}: {e.message}; run `parla login`")
     if not isinstance(e, APIError):
@@ -119,10 +188,10 @@ def _error(e: Exception, doing: str) -> StoreError:
         return StoreError(f"the Supabase project lacks Parla's schema ({message}): {_MIGRATE_HINT}")
     if code in ("PGRST301", "PGRST302", "PGRST303") or detail == "not_signed_in":
         return StoreError(f"Supabase refused the credentials ({message}): run `parla login` or check the keys")
-    if code.startswith("08") or code in ("PGRST000", "PGRST001", "PGRST002") or code[:1] == "5":
-        return StoreOffline(f"Supabase is unavailable while trying to {doing}: {message or code}")
+    if code in _TEMPORARY_CODES or code[:2] in _TEMPORARY_CLASSES:
+        return StoreOffline(f"Supabase is busy or unavailable while trying to {doing}: {message or code} ({code})")
     if code == "42501":
-        return StoreError(f"Supabase denied permission to {doing}: {message}")
+        return StoreRefused(f"Supabase denied permission to {doing}: {message}")
     hint = f" ({e.hint})" if e.hint else ""
     return StoreRefused(f"Supabase refused to {doing}: {message}{hint}")
 
@@ -152,6 +221,7 @@ class SupabaseChatStore:
         *,
         user_id: str | None = None,
         user_session: bool = False,
+        retry: RetryPolicy = RetryPolicy(),
     ) -> None:
         self._client = client
         self._http = http
@@ -161,7 +231,7 @@ class SupabaseChatStore:
         self._send_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._replayer: asyncio.Task[None] | None = None
-        self.replay_delay = (0.5, 30.0)
+        self.retry = retry
         self._queued = True  # until a first flush: a previous run may have left turns queued
 
     @classmethod
@@ -174,6 +244,7 @@ class SupabaseChatStore:
         user_id: str | None = None,
         session_file: Path | None = None,
         timeout: float = 10.0,
+        retry: RetryPolicy = RetryPolicy(),
     ) -> SupabaseChatStore:
         """A store for `url`: with `user_id`, `key` must be the service-role key; otherwise `key` is
         the project's anon (publishable) key and `session_file` holds the session of `parla login`."""
@@ -184,7 +255,8 @@ class SupabaseChatStore:
                 "PARLA_SUPABASE_USER_ID is only for the service-role key, and PARLA_SUPABASE_KEY is the anon key: "
                 "set PARLA_SUPABASE_SERVICE_KEY, or unset the user id and run `parla login`"
             )
-        http = httpx.AsyncClient(timeout=timeout)  # the store owns it and closes it
+        # the store owns it and closes it
+        http = httpx.AsyncClient(timeout=timeout, event_hooks={"response": [_gateway_check]})
         options = AsyncClientOptions(
             httpx_client=http,
             postgrest_client_retry=False,  # the outbox retries writes; a read fails fast with a clear message
@@ -202,11 +274,20 @@ class SupabaseChatStore:
                 raise
             raise _error(e, "connect") from e
         outbox = Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}")
-        return cls(client, outbox, http, user_id=user_id, user_session=user_id is None)
+        return cls(client, outbox, http, user_id=user_id, user_session=user_id is None, retry=retry)
+
+    async def user_id(self) -> str:
+        """The user whose rows this store reads and writes (ids derived for imports are theirs)."""
+        if self._user_id is not None:
+            return self._user_id
+        session = await self._call("read the session", self._client.auth.get_session)
+        if session is None:
+            raise StoreError("not signed in to Supabase: run `parla login`")
+        return str(session.user.id)
 
     # -- lifecycle -------------------------------------------------------------------------
 
-    async def __aenter__(self) -> SupabaseChatStore:
+    async def __aenter__(self) -> Self:
         await self.open()
         return self
 
@@ -226,31 +307,33 @@ class SupabaseChatStore:
             except asyncio.CancelledError:
                 pass
             self._replayer = None
-        await self.outbox.close()
-        await self._http.aclose()
+        try:
+            await self.outbox.close()
+        finally:
+            await self._http.aclose()
 
     async def _replay_loop(self) -> None:
-        """Send the outbox whenever woken, retrying with backoff while the server is away."""
-        first, cap = self.replay_delay
-        delay = first
+        """Send the outbox whenever woken, retrying with backoff while the server is away or busy."""
+        delay = self.retry.delay
         while True:
             await self._wake.wait()
             self._wake.clear()
             try:
                 await self.flush()
             except StoreOffline as e:
+                delay = self.retry.backoff(delay)
                 log.info("outbox replay: %s; retrying in %.1f s", e, delay)
                 await asyncio.sleep(delay)
-                delay = min(delay * 2, cap)
                 self._wake.set()
             except Exception as e:  # an auth failure, or a bug: keep the turns, say so, try again later
+                cap = self.retry.max_delay
                 log.warning(
                     "outbox replay failed, retrying in %.0f s: %s", cap, e, exc_info=not isinstance(e, StoreError)
                 )
                 await asyncio.sleep(cap)
                 self._wake.set()
             else:
-                delay = first
+                delay = self.retry.delay
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -291,24 +374,42 @@ class SupabaseChatStore:
         self._queued = False
         return sum(isinstance(r, AppendResult) for r in results.values())
 
-    async def _send_pending(self, own: int | None = None) -> dict[int, AppendResult | StoreError]:
-        """Results by entry id. An entry refused for good cannot block those queued after it: the
-        caller's own entry (`own`) is removed, as its error reaches the caller; any other is kept,
-        marked failed."""
+    async def _send_pending(self) -> dict[int, AppendResult | StoreError]:
+        """Results by entry id. An entry refused for good is kept, marked failed with the reason,
+        and the ones queued after it go on; a temporary error stops the round (`StoreOffline`)
+        with that entry and the rest still queued, in order."""
         results: dict[int, AppendResult | StoreError] = {}
         for entry in await self.outbox.pending():
             try:
-                results[entry.id] = await self._send(entry)
+                results[entry.id] = await self._send_retrying(entry)
             except (ChatNotFound, TurnConflict, StoreRefused) as e:
                 results[entry.id] = e
-                if entry.id == own:
-                    await self.outbox.ack(entry.id)
-                    continue
                 await self.outbox.fail(entry.id, str(e))
-                log.error("outbox entry %s (%s, chat %s) refused for good: %s", entry.id, entry.op, entry.chat_id, e)
+                log.error(
+                    "Supabase refused %d turns of chat %s for good; they are kept in the outbox, marked failed: %s",
+                    len(entry.payload["turns"]),
+                    entry.chat_id,
+                    e,
+                    extra={"event": "outbox_refused"},
+                )
                 continue
             await self.outbox.ack(entry.id)
         return results
+
+    async def _send_retrying(self, entry: OutboxEntry) -> AppendResult:
+        """`_send`, tried again after a temporary error: safe, as the calls are idempotent by turn
+        id (a try whose answer was lost stored its turns once; the next one stores nothing more)."""
+        delay = self.retry.delay
+        for attempt in range(1, self.retry.attempts):
+            try:
+                return await self._send(entry)
+            except StoreOffline as e:
+                log.info(
+                    "Supabase write failed (try %d of %d), again in %.2f s: %s", attempt, self.retry.attempts, delay, e
+                )
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))  # jitter: clients that failed together spread
+            delay = self.retry.backoff(delay)
+        return await self._send(entry)
 
     async def _send(self, entry: OutboxEntry) -> AppendResult:
         p = entry.payload
@@ -330,10 +431,12 @@ class SupabaseChatStore:
         async with self._send_lock:
             entry_id = await self.outbox.put(op, chat_id, payload)
             try:
-                results = await self._send_pending(own=entry_id)
-            except StoreOffline as e:
+                results = await self._send_pending()
+            except StoreError as e:  # away, busy, or the session or schema is wrong: the turns wait
                 self._queued = True
                 self._wake.set()
+                if not isinstance(e, StoreOffline):
+                    raise
                 waiting, _ = await self.outbox.depth()
                 raise StoreOffline(
                     f"{e}; {waiting} writes wait in the local outbox and will be sent when it is back"
@@ -358,7 +461,7 @@ class SupabaseChatStore:
             raise StoreError(f"a Supabase chat id is a UUID, not {chat_id!r}")
         created = created_at or (turns[0].created_at if turns else None)
         payload = {
-            "title": title,
+            "title": storable_title(title, chat_id),
             "created_at": created.isoformat() if created else None,
             "turns": [_turn_payload(t) for t in turns],
         }
@@ -428,7 +531,9 @@ class SupabaseChatStore:
             raise StoreError("a chat title cannot be empty")
         if not _is_uuid(chat_id):
             raise ChatNotFound(chat_id)
-        return _chat(await self._rpc("rename_chat", "rename a chat", p_chat_id=chat_id, p_title=title))
+        return _chat(
+            await self._rpc("rename_chat", "rename a chat", p_chat_id=chat_id, p_title=storable_title(title, chat_id))
+        )
 
     async def delete_chat(self, chat_id: str) -> None:
         if not _is_uuid(chat_id):
@@ -457,7 +562,7 @@ class SupabaseChatStore:
             p_summary_text=commit.description.text,
             p_summary_embedding=_vector(commit.description.vector),
             p_embedder=commit.description.embedder,
-            p_title=commit.title,
+            p_title=storable_title(commit.title, commit.chat_id),
         )
         return _chat(data) if data else None
 
@@ -473,7 +578,7 @@ class SupabaseChatStore:
                 p_summary_text=description.text,
                 p_summary_embedding=_vector(description.vector),
                 p_embedder=description.embedder,
-                p_title=title,
+                p_title=storable_title(title, chat_id),
             )
         )
 
@@ -628,7 +733,13 @@ class SupabaseChatStore:
     async def stats(self) -> MemoryStats:
         data = await self._rpc("memory_stats", "read memory stats")
         waiting, failed = await self.outbox.depth()
-        return MemoryStats.model_validate({**data, "outbox_depth": waiting, "outbox_failed": failed})
+        outbox = {
+            "outbox_depth": waiting,
+            "outbox_failed": failed,
+            "outbox_set_aside": len(self.outbox.set_aside_files()),
+            "outbox_problem": self.outbox.problems[-1] if self.outbox.problems else None,
+        }
+        return MemoryStats.model_validate({**data, **outbox})
 
     async def embedded_texts(self) -> list[StoredText]:
         rows = await self._rpc("embedded_texts", "read the embedded texts")

@@ -3,9 +3,14 @@ Gemini (a cheap flash model) or an offline extractive one, so the default works 
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from typing import Protocol
 
 from memory.turn import Turn
+
+# Set by a compaction run to a list that collects why a summarizer fell back to the offline one
+# (one entry per call); the run's report says the chat was summarised offline.
+offline_fallbacks: ContextVar[list[str] | None] = ContextVar("offline_fallbacks", default=None)
 
 
 class Summarizer(Protocol):

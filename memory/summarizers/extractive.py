@@ -1,6 +1,7 @@
 """The offline summarizer: extractive, no model. It keeps the most salient sentences (frequent
 content words of the passage), and favours sentences that carry dates, numbers, names and the
-user's preferences or decisions, since those are what a summary must not lose (seed 000)."""
+user's preferences or decisions, since those are what a summary must not lose. Sentences
+that say the same thing again are left out, and titles are phrases taken from the passage."""
 
 from __future__ import annotations
 
@@ -122,14 +123,26 @@ def _rank(sentences: list[_Sentence]) -> list[tuple[float, _Sentence]]:
     return ranked
 
 
+# Sentences sharing this much of their content words say the same thing ("Compare at least 2
+# options" and "Compare at least 5 options"): a summary keeps only the first.
+_SAME_SENTENCE = 0.8
+
+
+def _same(a: set[str], b: set[str]) -> bool:
+    return bool(a | b) and len(a & b) / len(a | b) >= _SAME_SENTENCE
+
+
 def _select(sentences: list[_Sentence], cap_tokens: int) -> str:
     chosen: list[_Sentence] = []
+    kept: list[set[str]] = []
     used = 0
     for _, s in _rank(sentences):
         cost = estimate_tokens(s.line) + 1
-        if used + cost > cap_tokens:
+        terms = set(content_words(s.text)) or {s.text.lower()}
+        if used + cost > cap_tokens or any(_same(terms, other) for other in kept):
             continue
         chosen.append(s)
+        kept.append(terms)
         used += cost
     if not chosen and sentences:
         return truncate_to_tokens(sentences[0].line, cap_tokens)
@@ -164,20 +177,90 @@ class ExtractiveSummarizer:
         return _select(_split_lines("\n".join(summaries)), cap_tokens)
 
     async def title(self, description: str) -> str:
-        """The passage's most salient content terms, in order of first use."""
-        terms = [w for w in content_words(description) if w not in ("user", "assistant")]
-        if not terms:
-            return "New chat"
-        freq = Counter(terms)
-        capitals = {
-            w.lower()
-            for sentence in _SENTENCE.split(description)
-            for w in WORD.findall(sentence.partition(": ")[2] or sentence)[1:]
-            if w[0].isupper()
-        }
-        score = {w: freq[w] + (1.5 if w in capitals else 0) for w in freq}
-        best = sorted(score, key=lambda w: (-score[w], terms.index(w)))[:4]
-        ordered = sorted(best, key=terms.index)
-        display = {w.lower(): w for w in WORD.findall(description)}
-        title = ", ".join(display.get(w, w) for w in ordered)
-        return title[:1].upper() + title[1:]
+        return offline_title(description)
+
+
+# Small words a title may keep inside a phrase ("trip to Japan", "a bug in my Python service").
+_LINKS = frozenset(["of", "to", "for", "in", "on", "with", "at", "from", "my", "our", "the", "a", "an"])
+# Verbs that open advice ("Keep the lid on", "Use whole wheat flour") rather than name a topic: a
+# phrase starting with one starts after it. Gerunds stay ("Fixing a bug in my Python service").
+# fmt: off
+_VERBS = frozenset([
+    "add", "ask", "avoid", "bake", "book", "bring", "buy", "call", "check", "choose", "compare", "consider", "cook",
+    "cover", "cut", "decide", "do", "drink", "eat", "expect", "feed", "find", "fit", "focus", "give", "keep",
+    "least", "leave", "let", "look", "move", "order", "pay", "pick", "plan", "play", "practice", "practise", "put",
+    "read", "rest", "run", "save", "send", "set", "show", "sort", "start", "stay", "stop", "take", "tell", "try",
+    "turn", "use", "visit", "wait", "walk", "want", "water", "write",
+])
+# fmt: on
+_VERBISH = re.compile(r"(?:ly|ed)$")
+_CLAUSE = re.compile(r"[,;:()?!.\"“”]+|\s[-–—]\s|\n")
+_MAX_TITLE_WORDS = 7
+# Words with digits count when they also have letters ("10k race", "French B2 exam"); amounts do not.
+_TITLE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
+
+
+def _phrases(description: str) -> list[tuple[int, list[str]]]:
+    """Runs of content words joined by small links, in the passage's own words, with their
+    position; numbers and words like "should" or "what" end a run."""
+    out = []
+    for sentence in _SENTENCE.split(description):
+        speaker, sep, rest = sentence.partition(": ")
+        text = rest if sep and speaker in ("User", "Assistant") else sentence
+        for clause in _CLAUSE.split(text):
+            run: list[str] = []
+            for token in [*_TITLE_WORD.findall(clause), ""]:
+                lower = token.lower()
+                lettered = any(c.isalpha() for c in token) and (len(lower) > 2 or any(c.isdigit() for c in token))
+                content = lettered and lower not in STOPWORDS
+                if content or (run and lower in _LINKS):
+                    run.append(token)
+                    continue
+                while run and run[-1].lower() in STOPWORDS:
+                    run.pop()
+                if run:
+                    out.append((len(out), run))
+                run = []
+    return out
+
+
+def _content_of(phrase: list[str]) -> set[str]:
+    return {w.lower() for w in phrase if w.lower() not in _LINKS}
+
+
+def offline_title(description: str) -> str:
+    """A title made of the passage's own phrases, e.g. "Getting married in Florence in September":
+    the phrase whose words recur most (earlier ones count a little more), and a second one joined
+    with "and" when the first is short and another recurs almost as much."""
+    terms = Counter(w for w in content_words(description) if w not in ("user", "assistant"))
+    phrases = []
+    for position, phrase in _phrases(description):
+        while phrase and (phrase[0].lower() in _VERBS or phrase[0].lower() in _LINKS):
+            phrase = phrase[1:]
+        phrase = phrase[:_MAX_TITLE_WORDS]
+        while phrase and (phrase[-1].lower() in STOPWORDS or phrase[-1].lower().endswith("ly")):
+            phrase = phrase[:-1]
+        if phrase and not _VERBISH.search(phrase[0].lower()):
+            phrases.append((position, phrase))
+    if not phrases:
+        return "New chat"
+
+    def score(item: tuple[int, list[str]]) -> float:
+        position, phrase = item
+        words_in = _content_of(phrase)
+        # Recurring words make the topic (a word said once adds little); early phrases set the subject.
+        return sum(terms[w] - 0.7 for w in words_in) / (1 + 4 * position / len(phrases))
+
+    ranked = sorted(phrases, key=lambda item: (-score(item), item[0]))
+    title = list(ranked[0][1])
+    if len(_content_of(title)) < 3:
+        for item in ranked[1:]:
+            second = item[1]
+            if score(item) < score(ranked[0]) / 2 or max(terms[w] for w in _content_of(second)) < 2:
+                break  # nothing else recurs enough to belong in the title
+            if _content_of(second) & _content_of(title) or len(title) + 1 + len(second) > _MAX_TITLE_WORDS:
+                continue
+            title += ["and", *second]
+            break
+    words_out = [title[0][:1].upper() + title[0][1:], *title[1:]]
+    return " ".join(words_out)

@@ -1,16 +1,17 @@
 """Summaries, facts and titles from a cheap Gemini flash model through google-genai.
 
-Prompts follow seeds 000 and 004 in spirit (Parla's own wording): the rolling summary is the
-existing summary updated with new turns under a hard token cap; facts are plain bullet lines with
-an explicit "no facts" answer; titles are short and plain. Transient HTTP errors are retried by
-the client's HttpRetryOptions; an empty or blocked answer is a ModelError (the caller keeps its
-data as it was)."""
+The rolling summary is the existing summary updated with new turns under a hard token cap; facts
+are plain bullet lines with an explicit "no facts" answer; titles are short and plain. Failures
+follow the embedder's policy (memory.embedders.gemini): retried by the client once, then a
+ModelError, or ModelUnavailable when Gemini cannot be used now; an empty or blocked answer is a
+ModelError (the caller keeps its data as it was)."""
 
 from __future__ import annotations
 
 from google import genai
-from google.genai import errors, types
+from google.genai import types
 
+from memory.embedders.gemini import GeminiAvailability
 from memory.embedding import ModelError
 from memory.facts import NO_FACTS, parse_fact_lines
 from memory.summarizers import transcript
@@ -40,22 +41,28 @@ label a folder. No quotes, no trailing punctuation. Answer with the title only."
 
 
 class GeminiSummarizer:
-    def __init__(self, client: genai.Client, model: str) -> None:
+    def __init__(self, client: genai.Client, model: str, availability: GeminiAvailability | None = None) -> None:
         self._client = client
+        self.availability = availability or GeminiAvailability()
         self.model = model
         self.name = f"gemini-{model}"
 
     async def _ask(self, system: str, prompt: str) -> str:
         # No max_output_tokens: on thinking models it also bounds the thoughts and can leave no
-        # answer at all. Length is asked for in the prompt and enforced by truncation.
-        try:
-            response = await self._client.aio.models.generate_content(
+        # answer at all. Length is asked for in the prompt and enforced by truncation. No sampling
+        # knobs: gemini-3.5-flash-lite ignores temperature/top-k/top-p and refuses frequency and
+        # presence penalties; the one content is the user's (it refuses a request ending on a model
+        # turn). https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/gemini/3-5-flash-lite
+        response = await self.availability.call(
+            self.model,
+            "summary",
+            self.model,
+            lambda: self._client.aio.models.generate_content(
                 model=self.model,
                 contents=prompt,
-                config=types.GenerateContentConfig(system_instruction=system, temperature=0.2),
-            )
-        except errors.APIError as e:
-            raise ModelError(f"Gemini {self.model} failed ({e.code}): {e.message}") from e
+                config=types.GenerateContentConfig(system_instruction=system),
+            ),
+        )
         text = (response.text or "").strip()
         if not text:
             reason = response.candidates[0].finish_reason if response.candidates else "no candidates"

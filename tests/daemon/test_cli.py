@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -49,7 +51,10 @@ def test_import_300_chats_then_search_offline(parla, tmp_path):
     assert report["imported"] == 300 and report["unchanged"] == 0
     assert report["skipped"] == [
         {"line": 301, "reason": "not valid JSON (Expecting property name enclosed in double quotes at column 2)"},
-        {"line": 302, "reason": "turns.0.role: Input should be 'user' or 'model'"},
+        {
+            "line": 302,
+            "reason": "turns.0.role: Input should be 'user', 'model', 'assistant', 'system', 'developer', 'tool' or 'function'",
+        },
     ]
     again = json.loads(parla("import", str(source), "--json").stdout)
     assert (again["imported"], again["unchanged"], again["turns_added"]) == (0, 300, 0)
@@ -175,6 +180,7 @@ def test_installed_console_script(tmp_path):
     env = {**os.environ, "PARLA_STORE_PATH": str(tmp_path / "p.db"), "PARLA_CONFIG_FILE": str(tmp_path / "c.toml")}
     done = subprocess.run(
         [sys.executable, "-m", "daemon", "stats", "--json"],
+        check=False,
         capture_output=True,
         text=True,
         env=env,
@@ -186,7 +192,11 @@ def test_installed_console_script(tmp_path):
 
 
 def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, monkeypatch, gemini):
+    # Gemini embeddings have no offline stand-in (a store holds one embedder's vectors), so a
+    # Gemini that keeps failing leaves the chats unsummarised until the rerun.
     monkeypatch.setenv("PARLA_SUMMARIZER", "gemini")
+    monkeypatch.setenv("PARLA_EMBEDDER", "gemini")
+    monkeypatch.setenv("PARLA_MODEL_OFFLINE_COOLDOWN_S", "0")
     monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
     monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
     monkeypatch.setenv("PARLA_MODEL_RETRIES", "1")
@@ -214,3 +224,91 @@ def test_text_output_shows_user_text_verbatim(parla, tmp_path):
     shown = parla("show", "brackets").stdout  # the id it was imported with
     assert "[bold]not markup[/bold]" in shown and "[red]tomatoes[/red]" in shown
     assert "[bold]not markup[/bold]" in parla("chats").stdout
+
+
+def test_import_what_people_have(parla, tmp_path):
+    """A BOM, the OpenAI messages shape with assistant and system roles, a Latin-1 line, a huge
+    turn, then stdin, an edited re-import and --replace."""
+    chatgpt = {
+        "id": "conv-1",
+        "messages": [
+            {"role": "system", "content": "You are ChatGPT."},
+            {"role": "user", "content": "How long do I proof a sourdough loaf?"},
+            {"role": "assistant", "content": [{"type": "text", "text": "About four hours at 24 degrees."}]},
+        ],
+    }
+    huge = {"id": "paste", "turns": [{"role": "user", "text": "Here is my log. " * 2000}]}
+    latin = '{"turns": [{"role": "user", "text": "caf\u00e9"}]}'.encode("latin-1")
+    source = tmp_path / "mixed.jsonl"
+    source.write_bytes(
+        b"\xef\xbb\xbf" + json.dumps(chatgpt).encode() + b"\n" + latin + b"\n" + json.dumps(huge).encode() + b"\n"
+    )
+    first = parla("import", str(source), "--json")
+    report = json.loads(first.stdout)
+    assert (report["imported"], report["turns_added"]) == (2, 2 + 3)
+    assert report["skipped"][0]["line"] == 2 and "not UTF-8 text (byte 0xe9" in report["skipped"][0]["reason"]
+    assert {"line": 1, "note": "1 system message skipped"} in report["notes"]
+    assert {"line": 3, "note": "turn 1 (32,000 characters) split into 3 turns"} in report["notes"]
+    assert "line 1: 1 system message skipped" in first.stderr and "iconv" in first.stderr
+    shown = json.loads(parla("show", "conv-1", "--json").stdout)
+    assert [t["role"] for t in shown["full_history"]] == ["user", "model"]
+
+    runner = CliRunner()
+    chatgpt["messages"][2]["content"] = "About five hours."
+    chatgpt["messages"].append({"role": "user", "content": "Thanks!"})
+    edited = json.dumps(chatgpt) + "\n"
+    differs = runner.invoke(app, ["import", "-", "--json"], input=edited)
+    assert differs.exit_code == 0, differs.output
+    assert json.loads(differs.stdout)["differs"][0]["detail"] == "turn 2 differs from the stored chat's"
+    assert "--replace" in differs.stderr
+    replaced = runner.invoke(app, ["import", "-", "--replace"], input=edited)
+    assert replaced.exit_code == 0 and "1 replaced" in replaced.stdout, replaced.output
+    history = json.loads(parla("show", "conv-1", "--json").stdout)["full_history"]
+    texts = [t["parts"][0]["text"] for t in history]
+    assert texts == ["How long do I proof a sourdough loaf?", "About five hours.", "Thanks!"]
+
+
+def test_an_import_where_every_line_is_skipped_fails(parla, tmp_path):
+    (tmp_path / "bad.jsonl").write_text('{"turns": [{"role": "system", "text": "Be terse."}]}\n{nope\n')
+    result = parla("import", str(tmp_path / "bad.jsonl"), ok=False)
+    assert result.exit_code == 1
+    assert "line 1: no user or assistant turn with text (1 system message skipped)" in result.stderr
+    assert "parla: error: nothing imported: every line of" in result.stderr
+    empty = CliRunner().invoke(app, ["import", "-"], input="")
+    assert empty.exit_code == 1 and "stdin holds no chat" in empty.stderr
+    missing = parla("import", str(tmp_path / "nope.jsonl"), ok=False)
+    assert missing.exit_code == 1 and "no file" in missing.stderr
+
+
+@pytest.mark.parametrize("fault", ["refused", "dropped", "unreachable"])
+def test_import_with_a_key_gemini_cannot_use_summarises_offline_at_once(parla, monkeypatch, gemini, tmp_path, fault):
+    """A key that is set but unusable (refused, connections dropped, nothing listening): the
+    import does not wait through nested retries, and every chat is described and searchable."""
+    monkeypatch.setenv("GEMINI_API_KEY", "wrong-key" if fault == "refused" else gemini.api_key)
+    monkeypatch.setenv("PARLA_MODEL_RETRY_DELAY", "0.05")
+    if fault == "unreachable":
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]  # closed again: nothing listens there
+        monkeypatch.setenv("PARLA_GEMINI_BASE_URL", f"http://127.0.0.1:{port}")
+    else:
+        monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    if fault == "dropped":
+        gemini.drop_next(1000)
+    source = tmp_path / "three.jsonl"
+    source.write_text("".join((DATA / "search_chats.jsonl").read_text().splitlines(keepends=True)[:3]))
+    started = time.perf_counter()
+    result = parla("import", str(source), "--json")
+    elapsed = time.perf_counter() - started
+    calls = len(gemini.requests)
+    print(f"import of 3 chats with Gemini {fault}: {elapsed:.2f} s, {calls} Gemini calls")
+    report = json.loads(result.stdout)
+    assert report["imported"] == 3 and report["not_summarised"] == [], result.stderr
+    assert "3 chats were summarised offline because Gemini could not be used" in result.stderr
+    # one call per compaction running at once (2), then the cooldown: no call per chat, no retry
+    assert calls == 0 if fault == "unreachable" else 1 <= calls <= 2
+    chats = json.loads(parla("chats", "--json").stdout)
+    assert all(c["title"] for c in chats) and len(chats) == 3
+    monkeypatch.setenv("PARLA_SUMMARIZER", "offline")  # the search itself embeds offline anyway
+    found = json.loads(parla("search", "the bread with the starter", "--json").stdout)
+    assert found["decision"] == "switch" and "starter" in found["candidates"][0]["matched_text"].lower()

@@ -35,18 +35,63 @@ def test_doctor_without_a_key_says_how_to_get_one(parla, pulse):
     assert checks["daemon"]["outcome"] == "warn" and "parla run" in checks["daemon"]["fix"]
 
 
-def test_doctor_with_a_key_checks_the_live_model_and_never_prints_the_key(parla, pulse, gemini, monkeypatch):
+def test_doctor_with_a_key_checks_the_models_and_never_prints_the_key(parla, pulse, gemini, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
     monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
     result = parla("doctor")
     assert result.exit_code == 0, result.stdout
-    assert "Live model gemini-2.5-flash-native-audio-preview-09-2025: reachable" in result.stdout
+    assert "Live model gemini-3.8-live: available" in result.stdout
+    assert "summary model gemini-3.5-flash-lite: available" in result.stdout
     assert gemini.api_key not in result.stdout
     monkeypatch.setenv("PARLA_LIVE_MODEL", "gemini-no-such-model")
-    result = parla("doctor")
-    assert result.exit_code == 1 and "the model does not exist" in result.stdout and "PARLA_LIVE_MODEL" in result.stdout
+    checks = doctor_checks(parla)
+    live = checks["Live model gemini-no-such-model"]
+    assert live["outcome"] == "fail" and live["detail"] == "the Gemini API has no such model"
+    assert live["fix"].startswith("set PARLA_LIVE_MODEL to a model your key can use (the default is gemini-3.8-live)")
     monkeypatch.setenv("PARLA_WAKE_PHRASE", "hey zorblax")
     assert "'zorblax' is not in the offline dictionary" in parla("doctor").stdout
+
+
+def doctor_checks(parla) -> dict[str, dict[str, str]]:
+    return {c["name"]: c for c in json.loads(parla("doctor", "--json").stdout)}
+
+
+def test_doctor_reports_a_retired_model_with_its_replacement(parla, pulse, gemini, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
+    monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    monkeypatch.setenv("PARLA_LIVE_MODEL", "gemini-2.5-flash-native-audio-preview-09-2025")  # the old default
+    monkeypatch.setenv("PARLA_SUMMARY_MODEL", "gemini-2.5-flash-lite")  # the old default, still served
+    monkeypatch.setenv("PARLA_EMBEDDER", "gemini")
+    monkeypatch.setenv("PARLA_EMBEDDING_MODEL", "text-embedding-004")
+    checks = doctor_checks(parla)
+    live = checks["Live model gemini-2.5-flash-native-audio-preview-09-2025"]
+    assert live["outcome"] == "fail" and live["detail"].startswith("superseded")
+    # the replacement, then what models.list offers for bidiGenerateContent (superseded ones left out)
+    assert live["fix"].startswith(
+        "gemini-2.5-flash-native-audio-preview-09-2025 is superseded (by -12-2025 in December 2025, then by "
+        "Gemini 3.1 and 3.8 Live): set PARLA_LIVE_MODEL=gemini-3.8-live"
+    )
+    assert live["fix"].endswith("your key can use: gemini-3.8-live, gemini-3.8-live-extended-thinking")
+    summary = checks["summary model gemini-2.5-flash-lite"]
+    assert summary["outcome"] == "warn" and "deprecated" in summary["detail"]
+    assert "set PARLA_SUMMARY_MODEL=gemini-3.5-flash-lite" in summary["fix"]
+    embedding = checks["embedding model text-embedding-004"]
+    assert embedding["outcome"] == "fail" and "set PARLA_EMBEDDING_MODEL=gemini-embedding-001" in embedding["fix"]
+    assert "gemini-embedding-2" in embedding["fix"]
+    lists = [r for r in gemini.requests if r.method == "GET" and r.path.split("?")[0].endswith("/models")]
+    assert len(lists) == 2  # one models.list per failed check
+
+
+def test_doctor_refuses_a_model_that_cannot_serve_its_role(parla, pulse, gemini, monkeypatch):
+    monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
+    monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    monkeypatch.setenv("PARLA_LIVE_MODEL", "gemini-3.5-flash-lite")
+    monkeypatch.setenv("PARLA_SUMMARY_MODEL", "gemini-3.8-live")
+    checks = doctor_checks(parla)
+    live, summary = checks["Live model gemini-3.5-flash-lite"], checks["summary model gemini-3.8-live"]
+    assert live["outcome"] == "fail" and live["detail"] == "the model does not offer bidiGenerateContent"
+    assert summary["outcome"] == "fail" and summary["detail"] == "the model does not offer generateContent"
+    assert "gemini-3.8-flash" in summary["fix"] and "gemini-3.8-live" not in summary["fix"].split("use:")[1]
 
 
 def test_service_install_writes_the_unit_and_a_private_env_file(parla, tmp_path, monkeypatch):

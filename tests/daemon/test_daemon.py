@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 import stat
 
 import pytest
@@ -15,10 +16,11 @@ from daemon.cli import app
 from daemon.control import CommandError, DaemonNotRunning, send_command
 from daemon.memory_services import open_memory
 from daemon.settings import Settings
+from memory.importer import import_chat, parse_line
 from memory.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.conftest import running
-from tests.peers.live_emulator import tone
+from tests.peers.live_emulator import echo, tone
 
 
 async def ctl(settings: Settings, cmd: str, **args):
@@ -68,7 +70,10 @@ async def test_control_socket_commands(daemon_settings, live):
         assert stat.S_IMODE(sock.parent.stat().st_mode) == 0o700
         status = await ctl(daemon_settings, "status")
         assert (status["state"], status["chat"]["id"], status["muted"]) == ("idle", chat_id, False)
-        assert status["outbox"] == {"waiting": 0, "refused": 0} and status["session_age_s"] is None
+        assert (
+            status["outbox"] == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
+            and status["session_age_s"] is None
+        )
 
         # two clients at once, one sending garbage first: both get answers, the daemon goes on
         r1, w1 = await asyncio.open_unix_connection(str(sock))
@@ -172,3 +177,154 @@ async def test_always_on_opens_at_start_and_waits_before_retrying_a_refused_sess
         assert "API key not valid" in (await ctl(settings, "status"))["last_error"]
         await live.wait_connections(2, timeout=5)
         assert asyncio.get_running_loop().time() - failed_at >= 0.8  # not a tight loop
+
+
+async def test_turns_refused_for_good_are_kept_counted_and_block_no_later_turn(daemon_settings, live):
+    live.script = echo
+    async with running(daemon_settings) as (_, mem, chat_id):
+        await ctl(daemon_settings, "say", text="first")
+        await eventually(lambda: _turns(mem.store, chat_id, 2), timeout=10, what="the first exchange")
+        await mem.store.delete_chat(chat_id)  # from another device: the open session's chat is gone
+        await ctl(daemon_settings, "say", text="second")
+        await eventually(lambda: _refused(daemon_settings, 2), timeout=10, what="the refused exchange")
+        new = await ctl(daemon_settings, "new", title="Kitchen")
+        for n, text in ((2, "third"), (4, "fourth")):
+            await ctl(daemon_settings, "say", text=text)
+            await eventually(lambda n=n: _turns(mem.store, new["chat_id"], n), timeout=10, what=f"the answer to {text}")
+        status = await ctl(daemon_settings, "status")
+        assert status["refused_turns"] == 2 and "no chat matches" in status["last_error"]
+        env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+        shown = await asyncio.to_thread(CliRunner().invoke, app, ["status"], env=env)
+        assert "refused turns kept locally: 2" in shown.stdout
+    async with open_memory(daemon_settings) as mem:
+        history = (await mem.store.load_history(new["chat_id"])).full_history
+        kept = mem.refused.read()
+    assert [t.text for t in history] == ["third", "You said third.", "fourth", "You said fourth."]
+    assert [(k.chat_id, k.turn.text) for k in kept] == [(chat_id, "second"), (chat_id, "You said second.")]
+    doctor = await asyncio.to_thread(
+        CliRunner().invoke, app, ["doctor", "--json"], env={"PARLA_STORE_PATH": str(daemon_settings.store_path)}
+    )
+    (check,) = [c for c in json.loads(doctor.stdout) if c["name"] == "refused turns"]
+    assert check["outcome"] == "warn" and check["detail"].startswith("2 turns the store refused for good")
+
+
+async def test_unreadable_server_messages_and_a_broken_store_never_end_the_daemon(daemon_settings, live):
+    async def script(conn):
+        if conn.index < 2:
+            await conn.complete_setup()
+            await conn.send({"someFutureMessage": {}})
+            await conn.closed.wait()
+        else:
+            await echo(conn)
+
+    live.script = script
+    settings = daemon_settings.model_copy(update={"reconnect_attempts": 1, "reconnect_delay": 0.05})
+    async with running(settings) as (daemon, mem, chat_id):
+        await ctl(settings, "say", text="hello")
+        await live.wait_connections(2)
+        await eventually(lambda: daemon.status.state == "idle" and daemon.status.sessions == 1, what="giving up")
+        status = await ctl(settings, "status")
+        assert "could not be read" in status["last_error"] and status["state"] == "idle"
+        await ctl(settings, "say", text="hello again")
+        await eventually(lambda: _turns(mem.store, chat_id, 3), timeout=10, what="the next exchange")
+        await eventually(lambda: daemon.status.state == "idle", what="the idle timeout")
+        with sqlite3.connect(settings.store_path) as other:  # another program writes a row no Parla writes
+            other.execute(
+                "INSERT INTO pins (id, chat_id, content, importance, pin_type, created_at) "
+                "VALUES ('p', ?, 'x', 5, 'manual', 'not a time')",
+                (chat_id,),
+            )
+        await ctl(settings, "say", text="and now?")
+        await eventually(lambda: daemon.status.sessions == 3 and daemon.status.state == "idle", what="the failure")
+        status = await ctl(settings, "status")
+        assert "Invalid isoformat string: 'not a time'" in status["last_error"] and status["state"] == "idle"
+        assert status["restarts"] == 1  # not a StoreError: the supervisor's loop logged it and went on
+        await ctl(settings, "say", text="still there?")  # after the delay the daemon listens again
+        await eventually(lambda: daemon.status.sessions == 4, what="another try")
+    # what no session could answer is stored as said (the chat's table of turns was never broken)
+    assert [t.text for t in (await _history(settings, chat_id))] == [
+        "hello",
+        "hello again",
+        "You said hello again.",
+        "and now?",
+        "still there?",
+    ]
+
+
+async def test_stray_model_audio_after_the_turn_does_not_keep_the_session_open(daemon_settings, live):
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.expect("client_content")
+        await conn.reply("Done.", tone(0.05))
+        await conn.model_audio(tone(0.04))  # no turnComplete follows it
+        await conn.closed.wait()
+
+    live.script = script
+    settings = daemon_settings.model_copy(update={"model_silence_s": 0.3})
+    async with running(settings) as (daemon, _, _):
+        await ctl(settings, "say", text="go")
+        first = await live.wait_connections(1)
+        await asyncio.wait_for(first.closed.wait(), settings.idle_timeout + settings.model_silence_s + 3)
+        await eventually(lambda: daemon.status.state == "idle", what="the daemon to go idle")
+
+
+async def _refused(settings, n):
+    return (await ctl(settings, "status"))["refused_turns"] >= n
+
+
+async def _history(settings, chat_id):
+    async with open_memory(settings) as mem:
+        return (await mem.store.load_history(chat_id)).full_history
+
+
+async def test_switch_by_id_prefix_or_title_goes_to_that_chat(daemon_settings, live):
+    env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+    async with running(daemon_settings) as (_, mem, chat_id):
+        ids = []
+        for title, text in [
+            ("Kyoto in April", "Planning a trip to Kyoto in April."),
+            ("Kyoto in May", "Kyoto again in May."),
+        ]:
+            chat = (await mem.store.create_chat(title=title, turns=[Turn.of("user", text)])).chat
+            await mem.compactor.compact(chat.id)
+            ids.append(chat.id)
+        for ref, target in [(ids[1], ids[1]), (ids[0][:8], ids[0]), ("kyoto in may", ids[1])]:
+            answer = await ctl(daemon_settings, "switch", query=ref)
+            assert answer["result"] == "switching" and answer["chat_id"] == target, ref
+            assert (await ctl(daemon_settings, "status"))["chat"]["id"] == target
+        line = json.dumps({"id": "osaka-2026", "title": "Osaka", "turns": [{"role": "user", "text": "Osaka food."}]})
+        imported = await import_chat(mem.store, parse_line(1, line))
+        answer = await ctl(daemon_settings, "switch", query="osaka-2026")  # the id it was imported with
+        assert answer["result"] == "switching" and answer["chat_id"] == imported.chat_id
+        by_cli = await asyncio.to_thread(CliRunner().invoke, app, ["switch", chat_id[:6]], env=env)
+        assert by_cli.exit_code == 0 and by_cli.stdout.startswith("Switched to Japan ("), by_cli.output
+
+
+async def test_say_tells_whether_the_text_was_answered_and_stores_it_when_no_session_can_open(daemon_settings, live):
+    env = {"PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket)}
+
+    async def refuse(conn):
+        await conn.close(1008, "API key not valid")
+
+    live.script = refuse
+    async with running(daemon_settings) as (_, mem, chat_id):
+        failed = await asyncio.to_thread(CliRunner().invoke, app, ["say", "remember the milk", "--wait", "10"], env=env)
+        assert failed.exit_code == 1, failed.output
+        assert "not answered: " in failed.stderr and "API key not valid" in failed.stderr
+        assert "your text is stored in the chat, unanswered" in failed.stderr
+        history = (await mem.store.load_history(chat_id)).full_history
+        assert [(t.role, t.text, t.source) for t in history] == [("user", "remember the milk", "text")]
+
+        async def answer(conn):
+            await conn.complete_setup()
+            frame = await conn.expect("client_content")
+            while not frame.body.get("turn_complete"):  # the seeded history comes first
+                frame = await conn.expect("client_content")
+            await conn.reply("Milk is on the list.", tone(0.2, 600.0))
+            await conn.closed.wait()
+
+        live.script = answer
+        answered = await asyncio.to_thread(CliRunner().invoke, app, ["say", "and eggs", "--wait", "10"], env=env)
+        assert answered.exit_code == 0 and answered.stdout == "Answered: Milk is on the list.\n", answered.output
+        history = (await mem.store.load_history(chat_id)).full_history
+        assert [t.text for t in history] == ["remember the milk", "and eggs", "Milk is on the list."]

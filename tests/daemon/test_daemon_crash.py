@@ -94,7 +94,8 @@ async def test_kill_9_then_restart_replays_the_outbox_without_duplicates(
     try:
 
         async def replayed() -> bool:
-            return (await send_command(socket, "status"))["outbox"] == {"waiting": 0, "refused": 0}
+            outbox = (await send_command(socket, "status"))["outbox"]
+            return outbox == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
 
         await eventually(replayed, timeout=15, what="the outbox to be replayed")
         proc.send_signal(signal.SIGTERM)  # as systemd stops it

@@ -8,8 +8,9 @@ import pytest
 
 from daemon.memory_services import gemini_client
 from daemon.settings import Settings
-from memory.embedders.gemini import GeminiEmbedder
-from memory.embedding import ModelError
+from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
+from memory.embedding import ModelError, ModelUnavailable
+from memory.models import DEFAULT_SUMMARY_MODEL
 from memory.summarizers.gemini import GeminiSummarizer
 from memory.turn import Turn
 
@@ -57,9 +58,31 @@ async def test_persistent_errors_become_a_model_error(gemini):
 
 async def test_a_bad_key_is_not_retried(gemini):
     settings = Settings(gemini_api_key="wrong", gemini_base_url=gemini.base_url, model_retry_delay=0.01)
-    with pytest.raises(ModelError, match="403.*API key not valid"):
+    with pytest.raises(ModelError, match="400.*API key not valid"):
         await GeminiEmbedder(gemini_client(settings)).embed(["x"], "document")
     assert len(gemini.requests) == 1
+
+
+async def test_an_unusable_gemini_is_not_asked_again_until_the_cooldown_ends(gemini):
+    clock = [0.0]
+    availability = GeminiAvailability(cooldown_s=60.0, clock=lambda: clock[0])
+    settings = Settings(gemini_api_key="wrong", gemini_base_url=gemini.base_url, model_retry_delay=0.01)
+    summarizer = GeminiSummarizer(gemini_client(settings), "gemini-2.5-flash-lite", availability)
+    embedder = GeminiEmbedder(gemini_client(settings), availability=availability)
+    with pytest.raises(ModelUnavailable, match="400.*API key not valid.*check GEMINI_API_KEY"):
+        await summarizer.title("a chat about bread")
+    with pytest.raises(ModelUnavailable, match="not retried for 60 s"):
+        await embedder.embed(["x"], "document")  # shares the cooldown: no request
+    gemini.drop_next(1)
+    clock[0] = 61.0
+    with pytest.raises(ModelUnavailable, match="could not reach the API"):
+        await summarizer.title("a chat about bread")
+    assert len(gemini.requests) == 2
+    gemini.fail_next(400, message="Request contains an invalid argument.")
+    clock[0] = 200.0
+    with pytest.raises(ModelError) as plain:  # a bad request is not "unavailable": no cooldown
+        await GeminiEmbedder(client(gemini), availability=availability).embed(["x"], "document")
+    assert not isinstance(plain.value, ModelUnavailable)
 
 
 async def test_a_malformed_embedding_answer_is_a_model_error(gemini):
@@ -69,13 +92,13 @@ async def test_a_malformed_embedding_answer_is_a_model_error(gemini):
 
 
 async def test_summarizer_prompts_and_answers(gemini):
-    summarizer = GeminiSummarizer(client(gemini), "gemini-2.5-flash-lite")
+    summarizer = GeminiSummarizer(client(gemini), DEFAULT_SUMMARY_MODEL)
     turns = [Turn.of("user", "We fly to Osaka on April 3."), Turn.of("model", "Noted, Osaka on April 3.")]
     gemini.reply_text("The user flies to Osaka on April 3.")
     summary = await summarizer.rolling_summary("The user plans a Japan trip.", turns, 500)
     assert summary == "The user flies to Osaka on April 3."
     call = gemini.calls(":generateContent")[-1]
-    assert call.path.endswith("/models/gemini-2.5-flash-lite:generateContent")
+    assert call.path.endswith("/models/gemini-3.5-flash-lite:generateContent")
     prompt = call.body["contents"][0]["parts"][0]["text"]
     assert "The user plans a Japan trip." in prompt and "User: We fly to Osaka on April 3." in prompt
     assert "at most 500 tokens" in call.body["systemInstruction"]["parts"][0]["text"]
@@ -88,10 +111,47 @@ async def test_summarizer_prompts_and_answers(gemini):
     assert await summarizer.title("...") == "Japan trip planning"
     gemini.reply_text("word " * 400)
     assert len(await summarizer.chunk_summary(turns, 50)) <= 200
+    # what gemini-3.5-flash-lite accepts: the user's content last, no sampling knobs (ignored or refused)
+    for call in gemini.calls(":generateContent"):
+        assert [c["role"] for c in call.body["contents"]] == ["user"]
+        assert not {"temperature", "topK", "topP", "frequencyPenalty", "presencePenalty"} & set(
+            call.body.get("generationConfig") or {}
+        )
+
+
+async def test_a_retired_summary_model_names_the_setting_and_the_replacement(gemini):
+    summarizer = GeminiSummarizer(client(gemini), "gemini-2.0-flash")
+    with pytest.raises(ModelError) as failed:
+        await summarizer.title("A trip to Osaka")
+    assert "models/gemini-2.0-flash is not found for API version" in str(failed.value)
+    assert "set PARLA_SUMMARY_MODEL=gemini-3.5-flash-lite" in str(failed.value)
+
+
+async def test_a_retired_embedding_model_names_the_setting_and_the_replacement(gemini):
+    with pytest.raises(ModelError, match="set PARLA_EMBEDDING_MODEL=gemini-embedding-001"):
+        await GeminiEmbedder(client(gemini), "text-embedding-004").embed(["a"], "query")
+
+
+async def test_the_emulator_refuses_what_gemini_3_5_flash_lite_refuses(gemini):
+    from google.genai import errors, types
+
+    api = client(gemini, retries=0).aio.models
+    ending_on_model = [
+        types.Content(role="user", parts=[types.Part(text="Hi")]),
+        types.Content(role="model", parts=[types.Part(text="Hello")]),
+    ]
+    with pytest.raises(errors.ClientError, match="last content has role model"):
+        await api.generate_content(model=DEFAULT_SUMMARY_MODEL, contents=ending_on_model)
+    with pytest.raises(errors.ClientError, match="frequencyPenalty"):
+        await api.generate_content(
+            model=DEFAULT_SUMMARY_MODEL, contents="Hi", config=types.GenerateContentConfig(frequency_penalty=0.5)
+        )
+    with pytest.raises(errors.ClientError, match="not supported for generateContent"):
+        await api.generate_content(model="gemini-3.8-live", contents="Hi")
 
 
 async def test_summarizer_empty_or_blocked_answer_is_a_model_error(gemini):
-    summarizer = GeminiSummarizer(client(gemini), "gemini-2.5-flash-lite")
+    summarizer = GeminiSummarizer(client(gemini), DEFAULT_SUMMARY_MODEL)
     gemini.reply_raw({"candidates": [{"content": {"role": "model", "parts": []}, "finishReason": "SAFETY"}]})
     with pytest.raises(ModelError, match="SAFETY"):
         await summarizer.chunk_summary([Turn.of("user", "x")], 100)

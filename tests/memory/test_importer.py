@@ -1,4 +1,5 @@
-"""JSONL import parsing: clear errors with line numbers, deterministic ids."""
+"""Importing chats: clear errors with line numbers, the shapes people have, deterministic ids
+scoped by user, and re-imports that add only what is new (on both stores)."""
 
 from __future__ import annotations
 
@@ -7,20 +8,34 @@ import uuid
 
 import pytest
 
-from memory.importer import ImportLineError, chat_id_of, parse_line, turns_of
+from memory.importer import (
+    ImportLineError,
+    chat_id_of,
+    decode_line,
+    id_scope,
+    import_chat,
+    parse_line,
+    split_text,
+    turns_of,
+)
+from memory.store import ChatNotFound
+from tests.conftest import signed_in_store
 
 
 @pytest.mark.parametrize(
     ("line", "reason"),
     [
         ("{not json", "not valid JSON"),
-        ("[1, 2]", 'JSON object with a "turns" list'),
+        ("[1, 2]", 'JSON object with a "turns" or "messages" list'),
         ('{"title": "x"}', "turns: Field required"),
         ('{"turns": []}', "turns: List should have at least 1 item"),
         ('{"turns": [{"role": "bot", "text": "hi"}]}', "turns.0.role"),
         ('{"turns": [{"role": "user"}]}', 'either "text" or "parts"'),
         ('{"turns": [{"role": "user", "text": "a", "parts": [{"text": "b"}]}]}', 'either "text" or "parts"'),
         ('{"turns": [{"role": "user", "text": "   "}]}', "no text"),
+        ('{"turns": [{"role": "system", "text": "Be brief."}]}', "no user or assistant turn with text"),
+        ('{"messages": [{"role": "narrator", "content": "x"}]}', "turns.0.role"),
+        ('{"messages": [{"role": "assistant", "content": null}]}', "1 message without text skipped"),
         ('{"turns": [{"role": "user", "text": "a", "created_at": "yesterday"}]}', "turns.0.created_at"),
     ],
 )
@@ -62,3 +77,115 @@ def test_timestamps_fill_in_and_keep_order():
         "2025-03-01T12:00:01+02:00",
     ]
     assert all(t.source == "import" for t in turns)
+
+
+def test_assistant_system_and_the_openai_messages_shape():
+    line = json.dumps(
+        {
+            "title": "Sourdough",
+            "messages": [
+                {"role": "system", "content": "You are a helpful baker."},
+                {"role": "user", "content": "My starter smells of acetone."},
+                {"role": "assistant", "content": [{"type": "text", "text": "It is hungry."}, {"type": "image_url"}]},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "x"}]},
+                {"role": "tool", "content": "{}"},
+                {"role": "user", "content": "Thanks."},
+            ],
+        }
+    )
+    chat = parse_line(3, line)
+    turns = turns_of(chat, chat_id_of(chat))
+    assert [(t.role, t.text) for t in turns] == [
+        ("user", "My starter smells of acetone."),
+        ("model", "It is hungry."),
+        ("user", "Thanks."),
+    ]
+    assert chat.notes == [
+        "1 message without text skipped (tool calls, images)",
+        "1 system message skipped",
+        "1 tool message skipped",
+    ]
+    native = parse_line(
+        1, json.dumps({"turns": [{"role": "assistant", "text": "hi"}, {"role": "system", "text": "x"}]})
+    )
+    assert [t.role for t in turns_of(native, chat_id_of(native))] == ["model"]
+
+
+def test_lines_decode_as_utf8_with_a_bom_and_say_where_they_are_not():
+    assert decode_line(1, '\ufeff{"a": 1}\n'.encode()) == '{"a": 1}\n'
+    with pytest.raises(ImportLineError, match=r"line 4: not UTF-8 text \(byte 0xe9 at column 11\).*iconv"):
+        decode_line(4, '{"x": "caf\u00e9"}'.encode("latin-1"))
+
+
+def test_a_long_turn_is_split_at_sentence_ends_and_said_so():
+    sentence = "This sentence is forty characters long. "
+    text = sentence * 100  # 4,000 characters
+    pieces = split_text(text, 1000)
+    assert len(pieces) == 4 and all(len(p) <= 1000 and p.endswith(".") for p in pieces)
+    assert " ".join(pieces) == text.strip()
+    chat = parse_line(1, json.dumps({"turns": [{"role": "user", "text": "hi"}, {"role": "model", "text": text}]}))
+    turns = turns_of(chat, chat_id_of(chat), max_turn_tokens=250)
+    assert [t.role for t in turns] == ["user"] + ["model"] * 4 and len({t.id for t in turns}) == 5
+    assert chat.notes == ["turn 2 (4,000 characters) split into 4 turns"]
+
+
+def _line(turns: list[tuple[str, str]], **fields) -> str:
+    return json.dumps({**fields, "turns": [{"role": r, "text": t} for r, t in turns]})
+
+
+async def test_a_chat_without_an_id_that_gained_turns_adds_only_those(any_store):
+    opening = [("user", "Plan a trip to Japan."), ("model", "When?")]
+    first = await import_chat(any_store, parse_line(1, _line(opening)))
+    assert (first.outcome, first.turns_added) == ("imported", 2)
+    longer = opening + [("user", "In April."), ("model", "Book early.")]
+    again = await import_chat(any_store, parse_line(1, _line(longer)))
+    assert (again.outcome, again.chat_id, again.turns_added) == ("added", first.chat_id, 2)
+    same = await import_chat(any_store, parse_line(1, _line(longer)))
+    assert (same.outcome, same.turns_added) == ("unchanged", 0)
+    assert len(await any_store.list_chats()) == 1
+    assert [t.text for t in await any_store.load_turns(first.chat_id)] == [t for _, t in longer]
+
+
+async def test_an_edited_chat_differs_until_replaced(any_store):
+    await import_chat(any_store, parse_line(1, _line([("user", "a"), ("model", "b"), ("user", "c")], id="x")))
+    edited = _line([("user", "a"), ("model", "B!"), ("user", "c")], id="x")
+    differs = await import_chat(any_store, parse_line(1, edited))
+    assert differs.outcome == "differs" and differs.detail == "turn 2 differs from the stored chat's"
+    assert [t.text for t in await any_store.load_turns(differs.chat_id)] == ["a", "b", "c"]
+    replaced = await import_chat(any_store, parse_line(1, edited), replace=True)
+    assert (replaced.outcome, replaced.chat_id, replaced.turns_added) == ("replaced", differs.chat_id, 3)
+    assert [t.text for t in await any_store.load_turns(differs.chat_id)] == ["a", "B!", "c"]
+    # turns said in Parla since the import are never replaced away
+    from memory.turn import Turn
+
+    await any_store.append_turns(differs.chat_id, [Turn.of("user", "said later")])
+    kept = await import_chat(any_store, parse_line(1, _line([("user", "A")], id="x")), replace=True)
+    assert kept.outcome == "differs" and "1 turns said in Parla" in kept.detail
+    assert len(await any_store.load_turns(differs.chat_id)) == 4
+
+
+async def test_an_id_from_an_older_import_keeps_naming_its_chat(any_store):
+    """Chats imported before ids were scoped by user are found again, not duplicated."""
+    chat = parse_line(1, _line([("user", "a"), ("model", "b")], id="legacy"))
+    legacy = str(uuid.uuid5(uuid.UUID("6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de"), "id:legacy"))
+    await any_store.create_chat(chat_id=legacy, turns=turns_of(chat, legacy))
+    again = await import_chat(any_store, chat, scope=await id_scope(any_store))
+    assert (again.outcome, again.chat_id) == ("unchanged", legacy)
+
+
+async def test_two_users_import_the_same_file_on_supabase(supabase, tmp_path):
+    a = await signed_in_store(supabase, tmp_path, "a@example.com")
+    b = await signed_in_store(supabase, tmp_path, "b@example.org")
+    lines = [
+        _line([("user", "Japan in April?"), ("model", "Yes.")], id="trip"),
+        _line([("user", "hi"), ("model", "hello")]),
+    ]
+    async with a, b:
+        mine = [await import_chat(a, parse_line(n, line), scope=await id_scope(a)) for n, line in enumerate(lines)]
+        theirs = [await import_chat(b, parse_line(n, line), scope=await id_scope(b)) for n, line in enumerate(lines)]
+        assert [r.outcome for r in mine + theirs] == ["imported"] * 4
+        assert not {r.chat_id for r in mine} & {r.chat_id for r in theirs}
+        for r in mine:  # B learns nothing of A's chats and cannot reach them
+            with pytest.raises(ChatNotFound):
+                await b.get_chat(r.chat_id)
+        assert len(await a.list_chats()) == len(await b.list_chats()) == 2

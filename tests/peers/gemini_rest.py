@@ -1,10 +1,20 @@
-"""A local emulator of the Gemini REST API (generateContent, batchEmbedContents) on 127.0.0.1,
-so the real google-genai SDK runs unchanged against it.
+"""A local emulator of the Gemini REST API (models.get, models.list, generateContent,
+batchEmbedContents) on 127.0.0.1, so the real google-genai SDK runs unchanged against it.
 
 It checks what the API checks that our code could get wrong (the key header, the model path, the
 request fields), records every request, and is scripted per test: queued HTTP faults (status and
-body as the API sends them), queued replies for generateContent, and malformed answers.
+body as the API sends them), dropped connections (closed without an answer), queued replies for
+generateContent, and malformed answers. A wrong key gets what the API answers: HTTP 400
+INVALID_ARGUMENT "API key not valid" with the ErrorInfo reason API_KEY_INVALID; no key at all
+gets 403 PERMISSION_DENIED.
 Embeddings are deterministic hashed bags of words, so texts sharing words are similar.
+
+Models: a catalogue as the API listed it in November 2026 (the Gemini deprecations page and the
+model pages), each with its `supportedGenerationMethods`. An id not in it, or a method the model
+does not offer, is a 404 NOT_FOUND in the API's words ("models/X is not found for API version
+v1beta, or is not supported for generateContent. Call ListModels ..."). gemini-3.5-flash-lite
+refuses what its page says it refuses: a request whose last content is the model's, and frequency
+or presence penalties (custom temperature/top-k/top-p are ignored, so accepted).
 """
 
 from __future__ import annotations
@@ -12,11 +22,13 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import socket
 import threading
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
@@ -28,6 +40,34 @@ _STATUS = {
     500: "INTERNAL",
     503: "UNAVAILABLE",
 }
+
+
+_LIVE = ["bidiGenerateContent", "countTokens"]
+_TEXT = ["generateContent", "countTokens", "createCachedContent", "batchGenerateContent"]
+_EMBED = ["embedContent", "batchEmbedContents", "countTokens"]
+
+CATALOGUE: dict[str, list[str]] = {
+    "gemini-3.8-live": _LIVE,
+    "gemini-3.8-live-extended-thinking": _LIVE,
+    "gemini-3.1-flash-live-preview": _LIVE,
+    "gemini-2.5-flash-native-audio-preview-12-2025": _LIVE,
+    "gemini-3.8-flash": _TEXT,
+    "gemini-3.7-flash": _TEXT,
+    "gemini-3.6-flash": _TEXT,
+    "gemini-3.5-flash": _TEXT,
+    "gemini-3.5-flash-lite": _TEXT,
+    "gemini-3.1-flash-lite": _TEXT,
+    "gemini-2.5-flash-lite": _TEXT,
+    "gemini-2.5-flash": _TEXT,
+    "gemini-embedding-001": _EMBED,
+    "gemini-embedding-2": _EMBED,
+}
+
+# Models that refuse a request ending on a model turn and any frequency/presence penalty.
+_STRICT_TEXT = {"gemini-3.5-flash-lite"}
+
+# The page size models.list uses when the request names none.
+_LIST_PAGE = 50
 
 
 def hashed_embedding(text: str, dim: int) -> list[float]:
@@ -55,10 +95,9 @@ class GeminiRestEmulator:
     faults: deque[tuple[int, str]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
     malformed_embeddings: int = 0
-    # what GET models/{name} knows (`parla doctor` asks whether the Live model exists)
-    models: set[str] = field(
-        default_factory=lambda: {"gemini-2.5-flash-native-audio-preview-09-2025", "gemini-2.5-flash-lite"}
-    )
+    dropped: int = 0  # the next requests read and then closed without an answer
+    # model id -> its supportedGenerationMethods (what models.get / models.list answer)
+    models: dict[str, list[str]] = field(default_factory=lambda: dict(CATALOGUE))
     _server: ThreadingHTTPServer | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -67,6 +106,10 @@ class GeminiRestEmulator:
     def fail_next(self, status: int, times: int = 1, message: str = "scripted fault") -> None:
         for _ in range(times):
             self.faults.append((status, message))
+
+    def drop_next(self, times: int = 1) -> None:
+        with self._lock:
+            self.dropped += times
 
     def reply_text(self, *texts: str) -> None:
         for text in texts:
@@ -101,7 +144,12 @@ class GeminiRestEmulator:
             def do_POST(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b"{}"
-                status, body = emulator._handle(self.command, self.path, dict(self.headers), raw)
+                answer = emulator._handle(self.command, self.path, dict(self.headers), raw)
+                if answer is None:  # dropped: closed without a response
+                    self.close_connection = True
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                    return
+                status, body = answer
                 data = json.dumps(body).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json; charset=UTF-8")
@@ -120,29 +168,79 @@ class GeminiRestEmulator:
 
     # -- the API -----------------------------------------------------------------------------
 
-    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any]]:
+    def _handle(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict[str, Any]] | None:
         with self._lock:
             body = json.loads(raw or b"{}")
             self.requests.append(Request(method, path, {k.lower(): v for k, v in headers.items()}, body))
+            if self.dropped:
+                self.dropped -= 1
+                return None
             if self.faults:
                 status, message = self.faults.popleft()
                 return status, self._error(status, message)
-        if {k.lower(): v for k, v in headers.items()}.get("x-goog-api-key") != self.api_key:
-            return 403, self._error(403, "API key not valid. Please pass a valid API key.")
-        got = re.fullmatch(r"/v1(?:beta|alpha)?/models/([\w.-]+)", path.split("?")[0])
+        key = {k.lower(): v for k, v in headers.items()}.get("x-goog-api-key")
+        if not key:
+            return 403, self._error(403, "Method doesn't allow unregistered callers. Please use an API key.")
+        if key != self.api_key:
+            body = self._error(400, "API key not valid. Please pass a valid API key.")
+            body["error"]["details"] = [
+                {
+                    "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                    "reason": "API_KEY_INVALID",
+                    "domain": "googleapis.com",
+                    "metadata": {"service": "generativelanguage.googleapis.com"},
+                }
+            ]
+            return 400, body
+        url = urlsplit(path)
+        version = re.match(r"/(v1\w*)/", url.path)
+        api = version.group(1) if version else "v1beta"
+        if method == "GET" and re.fullmatch(r"/v1(?:beta|alpha)?/models", url.path):
+            return self._list(parse_qs(url.query))
+        got = re.fullmatch(r"/v1(?:beta|alpha)?/models/([\w.-]+)", url.path)
         if method == "GET" and got:
             if got.group(1) not in self.models:
-                return 404, self._error(404, f"models/{got.group(1)} is not found for API version v1beta")
-            return 200, {"name": f"models/{got.group(1)}", "displayName": got.group(1), "version": "001"}
-        match = re.fullmatch(r"/v1(?:beta|alpha)?/models/([\w.-]+):(\w+)", path.split("?")[0])
+                return 404, self._not_found(got.group(1), api, "getModel")
+            return 200, self._model(got.group(1))
+        match = re.fullmatch(r"/v1(?:beta|alpha)?/models/([\w.-]+):(\w+)", url.path)
         if not match:
             return 404, self._error(404, f"unknown path {path}")
         model, verb = match.groups()
+        if verb not in self.models.get(model, []):
+            return 404, self._not_found(model, api, verb)
         if verb == "batchEmbedContents":
             return self._embed(model, body)
         if verb == "generateContent":
-            return self._generate(body)
+            return self._generate(model, body)
         return 404, self._error(404, f"unknown method {verb}")
+
+    def _model(self, model: str) -> dict[str, Any]:
+        methods = self.models[model]
+        live = "bidiGenerateContent" in methods
+        return {
+            "name": f"models/{model}",
+            "version": "001",
+            "displayName": model.replace("-", " ").title(),
+            "inputTokenLimit": 2048 if "embedContent" in methods else 131_072 if live else 1_048_576,
+            "outputTokenLimit": 1 if "embedContent" in methods else 65_536,
+            "supportedGenerationMethods": methods,
+        }
+
+    def _list(self, query: dict[str, list[str]]) -> tuple[int, dict[str, Any]]:
+        size = int(query.get("pageSize", [_LIST_PAGE])[0])
+        start = int(query.get("pageToken", ["0"])[0])
+        names = list(self.models)
+        body: dict[str, Any] = {"models": [self._model(m) for m in names[start : start + size]]}
+        if start + size < len(names):
+            body["nextPageToken"] = str(start + size)
+        return 200, body
+
+    def _not_found(self, model: str, api: str, verb: str) -> dict[str, Any]:
+        return self._error(
+            404,
+            f"models/{model} is not found for API version {api}, or is not supported for {verb}. "
+            "Call ListModels to see the list of available models and their supported methods.",
+        )
 
     @staticmethod
     def _error(status: int, message: str) -> dict[str, Any]:
@@ -168,9 +266,15 @@ class GeminiRestEmulator:
                 embeddings = embeddings[:-1]
         return 200, {"embeddings": embeddings}
 
-    def _generate(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    def _generate(self, model: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if not body.get("contents"):
             return 400, self._error(400, "contents is required")
+        if model in _STRICT_TEXT:
+            if body["contents"][-1].get("role") == "model":
+                return 400, self._error(400, f"{model} does not support a request whose last content has role model.")
+            penalties = {"frequencyPenalty", "presencePenalty"} & set(body.get("generationConfig") or {})
+            if penalties:
+                return 400, self._error(400, f"{', '.join(sorted(penalties))} is not supported by {model}.")
         with self._lock:
             if self.replies:
                 return 200, self.replies.popleft()

@@ -11,6 +11,24 @@ Each test scripts the service: `emulator.script` is called once per connection w
 interrupted, turnComplete, toolCall, goAway, resumption updates, close codes) and wait for what the
 client sends. `utterance()` stands in for the service's voice activity detection: it returns the
 audio of one spoken utterance once it is followed by silence.
+
+The setup is checked as the service checks it: a model it does not serve over
+bidiGenerateContent is closed with 1008 and the service's words ("models/X is not found for API
+version v1beta, or is not supported for bidiGenerateContent. Call ListModels ...", cut at the
+123 bytes a close reason may hold, as the service cuts it), and a field the model refuses is
+closed with 1007: thinking config on gemini-3.8-live, affective dialog or `proactive_audio:
+false` on 3.8, a response modality other than audio on 3.8, affective dialog or proactivity on
+gemini-3.1-flash-live-preview, and a NON_BLOCKING function on it (its calls are synchronous only).
+Sources: the Gemini 3.8 Live and 3.1 Flash Live model pages and the Live tools guide on
+ai.google.dev, read November 2026; the refusal wording of 1007 is ours (the pages give none).
+
+`send_raw()` sends any frame at all (a message type the SDK does not know, broken JSON), and a
+script that never calls `complete_setup()` is a service that accepted the websocket and then
+stalled.
+
+Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
+did not issue (a call made before a reconnect) is not acted on, as field reports of the real
+service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
 """
 
 from __future__ import annotations
@@ -23,7 +41,7 @@ import json
 import re
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,9 +54,40 @@ from cryptography.x509.oid import NameOID
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
 
+from tests.peers.gemini_rest import CATALOGUE
+
 PATH = re.compile(r"/ws/google\.ai\.generativelanguage\.v1(alpha|beta)?\.GenerativeService\.BidiGenerateContent")
 IN_RATE = 16_000
 OUT_RATE = 24_000
+LIVE_MODELS = frozenset(m for m, methods in CATALOGUE.items() if "bidiGenerateContent" in methods)
+CLOSE_REASON_BYTES = 123  # the most a websocket close frame's reason holds
+
+
+def close_reason(text: str) -> str:
+    return text.encode()[:CLOSE_REASON_BYTES].decode(errors="ignore")
+
+
+def setup_refusals(model: str, setup: dict[str, Any]) -> list[str]:
+    """What the service refuses in this (snake-cased) setup for `model`."""
+    generation = setup.get("generation_config") or {}
+    proactivity = setup.get("proactivity")
+    refused = []
+    if model.startswith("gemini-3.8-live"):
+        if "thinking_config" in generation and not model.startswith("gemini-3.8-live-extended-thinking"):
+            refused.append("thinking_level is not supported by this model")
+        if "enable_affective_dialog" in generation:
+            refused.append("enable_affective_dialog is not supported by this model")
+        if proactivity is not None and proactivity.get("proactive_audio") is False:
+            refused.append("proactive_audio cannot be disabled for this model")
+        if [str(m).upper() for m in generation.get("response_modalities") or ["AUDIO"]] != ["AUDIO"]:
+            refused.append("only the AUDIO response modality is supported by this model")
+    if model.startswith("gemini-3.1-flash-live"):
+        if "enable_affective_dialog" in generation or proactivity is not None:
+            refused.append("affective dialog and proactive audio are not supported by this model")
+        declarations = [d for tool in setup.get("tools") or [] for d in tool.get("function_declarations") or []]
+        if any(d.get("behavior") == "NON_BLOCKING" for d in declarations):
+            refused.append("NON_BLOCKING function calls are not supported by this model")
+    return refused
 
 
 def make_certificate(directory: Path) -> tuple[Path, Path]:
@@ -100,6 +149,8 @@ class LiveConnection:
         self.setup = setup
         self.frames: list[ClientFrame] = []
         self.sent: list[dict[str, Any]] = []
+        self.issued: set[str] = set()  # tool-call ids this connection sent
+        self.ignored: list[ClientFrame] = []  # what the service did not act on
         self._inbox: asyncio.Queue[ClientFrame | None] = asyncio.Queue()
         self._unheard = bytearray()  # audio not yet taken by utterance()
         self._audio_changed = asyncio.Event()
@@ -129,6 +180,9 @@ class LiveConnection:
             async for raw in self.ws:
                 frame = self._parse(json.loads(raw))
                 self.frames.append(frame)
+                if frame.kind == "tool_response" and not self._issued_here(frame):
+                    self.ignored.append(frame)
+                    continue
                 if frame.audio:
                     self._unheard += frame.audio
                     self._audio_changed.set()
@@ -151,6 +205,9 @@ class LiveConnection:
             audio = base64.urlsafe_b64decode(blob["data"])
         return ClientFrame(kind, body, audio)
 
+    def _issued_here(self, frame: ClientFrame) -> bool:
+        return all(r.get("id") in self.issued for r in frame.body.get("function_responses") or [])
+
     async def expect(self, kind: str, timeout: float = 5.0) -> ClientFrame:
         """The next frame of `kind` (frames of other kinds in between are skipped but recorded)."""
         async with asyncio.timeout(timeout):
@@ -160,6 +217,15 @@ class LiveConnection:
                     raise AssertionError(f"the client closed before sending {kind}")
                 if frame.kind == kind:
                     return frame
+
+    async def each(self, kind: str) -> AsyncIterator[ClientFrame]:
+        """Every following frame of `kind`, until the client closes."""
+        while True:
+            frame = await self._inbox.get()
+            if frame is None:
+                return
+            if frame.kind == kind:
+                yield frame
 
     async def utterance(self, threshold: float = 300.0, silence_ms: int = 300, timeout: float = 15.0) -> bytes:
         """Audio from the first block louder than `threshold` until `silence_ms` of quiet: what a
@@ -190,6 +256,10 @@ class LiveConnection:
         self.sent.append(message)
         await self.ws.send(json.dumps(message).encode())
 
+    async def send_raw(self, frame: bytes | str) -> None:
+        """Any frame, as it is: what a newer or broken service might send."""
+        await self.ws.send(frame)
+
     async def complete_setup(self) -> None:
         await self.send({"setupComplete": {}})
 
@@ -198,6 +268,11 @@ class LiveConnection:
 
     async def heard(self, text: str) -> None:
         await self.content(inputTranscription={"text": text})
+
+    async def model_audio(self, pcm: bytes) -> None:
+        """One chunk of the model's voice."""
+        data = base64.b64encode(pcm).decode()
+        await self.content(modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]})
 
     async def reply(self, text: str, audio: bytes, chunk_ms: int = 40, complete: bool = True) -> None:
         """A spoken answer: audio in chunks, the transcript spread across them, then turnComplete."""
@@ -208,10 +283,7 @@ class LiveConnection:
         for i, piece in enumerate(pieces):
             said = "".join(words[i * per : (i + 1) * per])
             if piece:
-                data = base64.b64encode(piece).decode()
-                await self.content(
-                    modelTurn={"parts": [{"inlineData": {"mimeType": "audio/pcm;rate=24000", "data": data}}]}
-                )
+                await self.model_audio(piece)
             if said:
                 await self.content(outputTranscription={"text": said})
         if complete:
@@ -231,6 +303,7 @@ class LiveConnection:
         await self.send({"goAway": {"timeLeft": f"{seconds:g}s"}})
 
     async def tool_call(self, *calls: dict[str, Any]) -> None:
+        self.issued.update(c["id"] for c in calls if "id" in c)
         await self.send({"toolCall": {"functionCalls": list(calls)}})
 
     async def cancel_tool_calls(self, *ids: str) -> None:
@@ -247,6 +320,14 @@ class LiveConnection:
 Script = Callable[[LiveConnection], Awaitable[None]]
 
 
+async def echo(conn: LiveConnection) -> None:
+    """A script: a service that answers every typed turn with "You said <it>." (a short tone)."""
+    await conn.complete_setup()
+    async for frame in conn.each("client_content"):
+        if frame.body.get("turn_complete"):
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
+
+
 async def _idle(conn: LiveConnection) -> None:
     await conn.complete_setup()
     await conn.closed.wait()
@@ -257,6 +338,7 @@ class LiveEmulator:
     cert: Path
     key: Path
     api_key: str = "test-key"
+    models: frozenset[str] = LIVE_MODELS
     script: Script = _idle
     connections: list[LiveConnection] = field(default_factory=list)
     errors: list[BaseException] = field(default_factory=list)
@@ -300,6 +382,22 @@ class LiveEmulator:
         first = snake(json.loads(await ws.recv()))
         if "setup" not in first:
             await ws.close(1007, "the first message must be setup")
+            return
+        model = str(first["setup"].get("model", "")).removeprefix("models/")
+        if model not in self.models:
+            version = "v1" + (PATH.fullmatch(request.path).group(1) or "")  # type: ignore[union-attr]
+            await ws.close(
+                1008,
+                close_reason(
+                    f"models/{model} is not found for API version {version}, or is not supported for "
+                    "bidiGenerateContent. Call ListModels to see the list of available models and their "
+                    "supported methods."
+                ),
+            )
+            return
+        refused = setup_refusals(model, first["setup"])
+        if refused:
+            await ws.close(1007, close_reason("; ".join(refused)))
             return
         conn = LiveConnection(len(self.connections), ws, first["setup"])
         reader = asyncio.create_task(conn._read())

@@ -15,7 +15,8 @@ What it keeps of the real services (see ../shared/TESTING-NOTES.md):
 
 Faults for the outbox tests: `refuse()` closes the listening socket (connection refused) until
 `recover()`; `drop = "before" | "after"` closes the connection without an answer before the SQL
-runs or after it committed.
+runs or after it committed; `faults` answers chosen requests with the temporary errors of a real
+project and its gateway (see `Faults`).
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from __future__ import annotations
 import hashlib
 import json
 import queue
+import random
 import re
 import secrets
 import socket
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -121,6 +124,7 @@ class PostgrestShim:
         for _ in range(pool_size):
             self._pool.put(psycopg.connect(dsn))
         self.drop: Literal["before", "after"] | None = None
+        self.faults = Faults()
         self.log: list[tuple[str, str, int]] = []
         self._open: set[socket.socket] = set()
         self._procs: dict[str, list[dict[str, Any]]] = {}
@@ -510,6 +514,121 @@ class PostgrestShim:
         return Response(status, {"code": status, "error_code": code, "msg": message})
 
 
+# -- fault injection -------------------------------------------------------------------------
+# What a real project answers under load, byte for byte in shape: PostgREST's JSON error for its
+# own pool timeout (PGRST003, 504) and for the database's serialization failure, deadlock and
+# statement timeout (SQLSTATE class 40 and 57 answer 500); the gateway in front of it answers
+# with its own page, HTML or plain text, or a JSON object without a PostgREST code; and a
+# connection can drop before the request runs or after it committed (the answer is lost).
+
+
+@dataclass(frozen=True)
+class FaultAnswer:
+    status: int
+    body: bytes
+    content_type: str = "application/json; charset=utf-8"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+def _postgrest_error(code: str, message: str, details: str | None = None) -> FaultAnswer:
+    status = 504 if code == "PGRST003" else status_of(code, "authenticated")
+    body = {"code": code, "details": details, "hint": None, "message": message}
+    return FaultAnswer(status, json.dumps(body).encode())
+
+
+def _gateway_page(status: int, reason: str) -> FaultAnswer:
+    html = (
+        f"<html>\r\n<head><title>{status} {reason}</title></head>\r\n<body>\r\n"
+        f"<center><h1>{status} {reason}</h1></center>\r\n<hr><center>cloudflare</center>\r\n</body>\r\n</html>\r\n"
+    )
+    return FaultAnswer(status, html.encode(), "text/html")
+
+
+FAULTS: dict[str, FaultAnswer] = {
+    "PGRST003": _postgrest_error("PGRST003", "Timed out acquiring connection from connection pool."),
+    "40001": _postgrest_error("40001", "could not serialize access due to concurrent update"),
+    "40P01": _postgrest_error(
+        "40P01",
+        "deadlock detected",
+        "Process 4242 waits for ShareLock on transaction 7731; blocked by process 4243.",
+    ),
+    "57014": _postgrest_error("57014", "canceling statement due to statement timeout"),
+    "408": _gateway_page(408, "Request Timeout"),
+    "429": FaultAnswer(429, b"Too Many Requests", "text/plain", {"Retry-After": "1"}),
+    "429-json": FaultAnswer(429, b'{"message":"API rate limit exceeded"}'),
+    "502": _gateway_page(502, "Bad Gateway"),
+    "502-json": FaultAnswer(502, b'{"message":"An invalid response was received from the upstream server"}'),
+    "503": FaultAnswer(
+        503,
+        b"upstream connect error or disconnect/reset before headers. reset reason: connection failure",
+        "text/plain",
+    ),
+    "504": FaultAnswer(504, b"upstream request timeout", "text/plain"),
+    # for good: the gateway's limit on the body size
+    "413": _gateway_page(413, "Request Entity Too Large"),
+}
+FaultKind = str  # a key of FAULTS, or "drop_before" / "drop_after"
+ALL_FAULTS: tuple[FaultKind, ...] = (*FAULTS, "drop_before", "drop_after")
+TEMPORARY_FAULTS: tuple[FaultKind, ...] = tuple(k for k in ALL_FAULTS if k != "413")
+
+
+class Faults:
+    """Which requests the shim answers with a fault instead of serving them. `next(path, kind, n)`
+    answers the next `n` requests whose path starts with `path`; `random(p)` answers each matching
+    request with probability `p` with a kind from `kinds`, each kind once in a shuffled round before
+    the next round (seeded: a run can be repeated).
+    `injected` counts what was answered, by kind; `requests` every request, by path."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queued: list[tuple[str, FaultKind]] = []
+        self._random: tuple[str, float, tuple[FaultKind, ...]] | None = None
+        self._rng = random.Random(0)
+        self._deck: list[FaultKind] = []
+        self.injected: Counter[FaultKind] = Counter()
+        self.requests: Counter[str] = Counter()  # by path, faulty or not
+
+    def next(self, path: str, kind: FaultKind, times: int = 1) -> None:
+        if kind not in ALL_FAULTS:
+            raise ValueError(f"unknown fault {kind!r}: one of {ALL_FAULTS}")
+        with self._lock:
+            self._queued.extend([(path, kind)] * times)
+
+    def random(
+        self,
+        probability: float,
+        kinds: tuple[FaultKind, ...] = TEMPORARY_FAULTS,
+        path: str = "/rest/v1/",
+        seed: int = 0,
+    ) -> None:
+        unknown = set(kinds) - set(ALL_FAULTS)
+        if unknown:
+            raise ValueError(f"unknown faults {sorted(unknown)}")
+        with self._lock:
+            self._random = (path, probability, kinds)
+            self._rng = random.Random(seed)
+            self._deck = []
+
+    def clear(self) -> None:
+        with self._lock:
+            self._queued.clear()
+            self._random = None
+
+    def take(self, path: str) -> FaultKind | None:
+        with self._lock:
+            self.requests[path] += 1
+            kind = next((self._queued.pop(i)[1] for i, q in enumerate(self._queued) if path.startswith(q[0])), None)
+            if kind is None and self._random is not None:
+                prefix, probability, kinds = self._random
+                if path.startswith(prefix) and self._rng.random() < probability:
+                    if not self._deck:  # every kind comes up, in a shuffled order, before any repeats
+                        self._deck = self._rng.sample(kinds, len(kinds))
+                    kind = self._deck.pop()
+            if kind is not None:
+                self.injected[kind] += 1
+            return kind
+
+
 def _shutdown(conn: socket.socket) -> None:
     try:
         conn.shutdown(socket.SHUT_RDWR)
@@ -535,8 +654,13 @@ class _Handler(BaseHTTPRequestHandler):
                 Response(400, {"code": "PGRST102", "message": "Empty or invalid json", "details": None, "hint": None})
             )
             return
-        if self.shim.drop == "before":
+        fault = self.shim.faults.take(parts.path)
+        if self.shim.drop == "before" or fault == "drop_before":
             self._drop()
+            return
+        if fault is not None and fault != "drop_after":
+            self.shim.log.append((self.command, parts.path, FAULTS[fault].status))
+            self._send_fault(FAULTS[fault])
             return
         req = Request(
             self.command,
@@ -547,7 +671,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
         resp = self.shim.handle(req)
         self.shim.log.append((self.command, parts.path, resp.status))
-        if self.shim.drop == "after":
+        if self.shim.drop == "after" or fault == "drop_after":
             self._drop()
             return
         self._send(resp)
@@ -575,5 +699,14 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.end_headers()
         self.wfile.write(payload)
+
+    def _send_fault(self, fault: FaultAnswer) -> None:
+        self.send_response(fault.status)
+        self.send_header("Content-Type", fault.content_type)
+        self.send_header("Content-Length", str(len(fault.body)))
+        for k, v in fault.headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(fault.body)
 
     do_GET = do_POST = do_PATCH = do_DELETE = _serve

@@ -1,7 +1,11 @@
 """The Live conversation against the Live-protocol emulator, through the real google-genai SDK:
-typed and tool-call exchanges, GoAway and resumption, close codes, re-seeding from the store."""
+typed and tool-call exchanges, GoAway and resumption, close codes, re-seeding from the store, and
+the faults a session must outlive: unreadable server messages, a stalled setup, stray audio after
+a turn, tool calls across a drop, duplicate call ids, a store that is away or refuses turns."""
 
 from __future__ import annotations
+
+import dataclasses
 
 import asyncio
 from typing import Any
@@ -11,8 +15,9 @@ from google.genai import types
 
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
+from memory.refused import RefusedTurns
 from tests.conftest import eventually, make_turns
-from tests.peers.live_emulator import tone
+from tests.peers.live_emulator import echo, tone
 from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
 
 
@@ -25,7 +30,12 @@ async def stored(store, chat_id) -> list[tuple[str, str]]:
 
 
 def conversation(live_client, voice_config, store, chat_id, **kw) -> LiveConversation:
-    return LiveConversation(live_client, voice_config, ChatMemory(store, MemoryConfig(), chat_id), **kw)
+    return LiveConversation(
+        live_client,
+        voice_config,
+        ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path))),
+        **kw,
+    )
 
 
 async def has_turns(store, chat_id, n):
@@ -329,26 +339,263 @@ async def test_policy_close_and_a_bad_key_give_up_with_the_servers_reason(live, 
             await asyncio.wait_for(conv.wait(), 5)
 
 
-async def test_a_failing_store_keeps_the_turns_and_retries(live, live_client, voice_config, store):
+async def test_an_unreachable_store_keeps_the_turns_and_retries_in_order(
+    live, live_client, voice_config, supabase, tmp_path
+):
+    """Supabase away: the turns wait in its local outbox (saved, as far as the session goes: the
+    saver never spins on them) and reach the server in order once it answers again."""
+    from tests.conftest import signed_in_store
+
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = dataclasses.replace(store.retry, delay=0.01, max_delay=0.2)
+        chat = await new_chat(store)
+        memory = ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(tmp_path / "refused.jsonl"))
+        events: list[SessionEvent] = []
+        live.script = echo
+        async with LiveConversation(live_client, voice_config, memory, on_event=events.append) as conv:
+            await live.wait_connections(1)
+            supabase.shim.refuse()  # the server is away: a temporary failure
+            conv.say("How are you?")
+            await eventually(lambda: _queued(store, 1), what="the first exchange waiting in the outbox")
+            conv.say("Still there?")
+            await eventually(lambda: _queued(store, 2), what="both exchanges waiting in the outbox")
+            await eventually(lambda: conv.status.unsaved_turns == 0, what="the saver done with them")
+            supabase.shim.recover()
+            await eventually(lambda: has_turns(store, chat.id, 4), timeout=10, what="the turns once it is back")
+        assert await stored(store, chat.id) == [
+            ("user", "How are you?"),
+            ("model", "You said How are you?."),
+            ("user", "Still there?"),
+            ("model", "You said Still there?."),
+        ]
+        assert (await store.outbox.depth())[0] == 0
+    assert not any(e.kind == "save_failed" for e in events)
+    assert conv.status.unsaved_turns == 0 and conv.status.refused_turns == 0
+    assert not (tmp_path / "refused.jsonl").exists()
+
+
+async def _queued(store, n: int) -> bool:
+    return (await store.outbox.depth())[0] >= n
+
+
+async def test_turns_refused_for_good_are_kept_locally_and_block_nothing(
+    live, live_client, voice_config, any_store, tmp_path
+):
+    store = any_store  # on Supabase the refused entry leaves the outbox: the only copy is kept here
+    japan, kitchen = await new_chat(store), await new_chat(store)
+    refused = RefusedTurns(tmp_path / "refused.jsonl")
+    memory = ChatMemory(store, MemoryConfig(), japan.id, refused)
+    events: list[SessionEvent] = []
+    live.script = echo
+    async with LiveConversation(live_client, voice_config, memory, on_event=events.append) as conv:
+        conv.say("one")
+        await eventually(lambda: has_turns(store, japan.id, 2), what="the first exchange")
+        await store.delete_chat(japan.id)  # deleted from another device: every write to it fails for good
+        conv.say("two")
+        await eventually(lambda: conv.status.refused_turns == 2, what="the refused exchange")
+        conv.switch_to(ChatMemory(store, MemoryConfig(), kitchen.id, refused))
+        await live.wait_connections(2)
+        conv.say("three")
+        await eventually(lambda: has_turns(store, kitchen.id, 2), what="the next chat's exchange")
+    assert await stored(store, kitchen.id) == [("user", "three"), ("model", "You said three.")]
+    kept = refused.read()
+    assert [(k.chat_id, k.turn.role, k.turn.text) for k in kept] == [
+        (japan.id, "user", "two"),
+        (japan.id, "model", "You said two."),
+    ]
+    assert all(k.reason.startswith("ChatNotFound: no chat matches") for k in kept)
+    assert refused.count() == 2 and oct(refused.path.stat().st_mode & 0o777) == "0o600"
+    (detail,) = [e.detail for e in events if e.kind == "save_refused"]
+    assert detail.startswith(f"2 turns kept in {refused.path}: ChatNotFound")
+
+
+async def test_turns_not_stored_when_the_session_closes_are_kept_locally(live, live_client, supabase, tmp_path):
+    from tests.conftest import signed_in_store
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, save_drain_s=0.5)
+    refused = RefusedTurns(tmp_path / "kept.jsonl")
+    live.script = echo
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = await new_chat(store)
+        async with LiveConversation(live_client, config, ChatMemory(store, MemoryConfig(), chat.id, refused)) as conv:
+            await live.wait_connections(1)
+            supabase.shim.refuse()
+            conv.say("Remember the tomatoes")
+            await eventually(lambda: conv.status.unsaved_turns == 2, what="the exchange waiting")
+    assert conv.status.unsaved_turns == 0 and conv.status.refused_turns == 2
+    kept = refused.read()
+    assert [(k.chat_id, k.turn.text) for k in kept] == [
+        (chat.id, "Remember the tomatoes"),
+        (chat.id, "You said Remember the tomatoes."),
+    ]
+    assert all(k.reason.startswith("not stored before the session closed (last error: StoreOffline") for k in kept)
+
+
+async def test_unknown_and_malformed_server_messages_reconnect_instead_of_ending(
+    live, live_client, voice_config, store
+):
     chat = await new_chat(store)
 
     async def script(conn):
         await conn.complete_setup()
-        await conn.expect("client_content")
-        await conn.reply("Fine.", tone(0.05))
+        await conn.resumption(f"h{conn.index}")
+        if conn.index == 0:
+            await conn.send({"someFutureMessage": {"x": 1}})  # the SDK raises TypeError on it
+        elif conn.index == 1:
+            await conn.send_raw(b'{"serverContent": ')  # broken JSON: ValueError in the SDK
+        else:
+            frame = await conn.expect("client_content")
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
         await conn.closed.wait()
 
     live.script = script
+    async with conversation(live_client, voice_config, store, chat.id) as conv:
+        third = await live.wait_connections(3)
+        conv.say("hello")
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the answer on the third connection")
+    assert third.handle == "h1"
+    assert await stored(store, chat.id) == [("user", "hello"), ("model", "You said hello.")]
+    assert conv.status.reconnects == 2 and "could not be read" in (conv.status.last_error or "")
+
+
+async def test_a_server_that_never_completes_the_setup_times_out_and_counts_as_a_failure(live, live_client, store):
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, live_setup_timeout_s=0.3, reconnect_delay=0.01)
+    chat = await new_chat(store)
+
+    async def script(conn):
+        if conn.index > 0:
+            await conn.complete_setup()
+            frame = await conn.expect("client_content")
+            await conn.reply(f"You said {frame.body['turns'][0]['parts'][0]['text']}.", tone(0.05))
+        await conn.closed.wait()  # the first connection stalls before setupComplete
+
+    live.script = script
     events: list[SessionEvent] = []
-    async with conversation(live_client, voice_config, store, chat.id, on_event=events.append) as conv:
+    async with conversation(live_client, config, store, chat.id, on_event=events.append) as conv:
+        conv.say("anyone there?")
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the answer on the second connection")
+    assert len(live.connections) == 2 and live.connections[0].closed.is_set()
+    assert conv.status.reconnects == 1
+    reconnecting = [e.detail for e in events if e.kind == "reconnecting"]
+    assert len(reconnecting) == 1 and "did not complete the setup within 0.3s" in reconnecting[0]
+
+
+@pytest.mark.parametrize("stray", ["audio", "transcription"])
+async def test_stray_output_after_turn_complete_does_not_hold_a_goaway_reconnect(live, live_client, store, stray):
+    from voice.config import VoiceConfig
+
+    config = VoiceConfig(live_url=live.url, model_silence_s=0.3)
+    chat = await new_chat(store)
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.resumption("h")
+            await conn.expect("client_content")
+            await conn.reply("Sure.", tone(0.05))
+            # no turnComplete ever follows what comes next
+            if stray == "audio":
+                await conn.model_audio(tone(0.04))
+            else:  # transcriptions are not ordered with turnComplete: a late fragment
+                await conn.content(outputTranscription={"text": " Really."})
+            await conn.go_away(30)
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, config, store, chat.id) as conv:
+        conv.say("hello")
+        loop = asyncio.get_running_loop()
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the answer")
+        started = loop.time()
+        second = await live.wait_connections(2, timeout=3)
+        assert loop.time() - started < 1.5
+        assert conv.idle_for() > 0
+    assert second.handle == "h"
+    late = [("model", "Really.")] if stray == "transcription" else []  # kept, as its own turn
+    assert await stored(store, chat.id) == [("user", "hello"), ("model", "Sure."), *late]
+
+
+class Lookup(Clock):
+    """A tool whose answer waits for the test to release it (it outlives a connection)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.release = asyncio.Event()
+
+    def declarations(self) -> list[types.FunctionDeclaration]:
+        return [types.FunctionDeclaration(name="lookup", description="Looks up.", parameters_json_schema={})]
+
+    async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        self.calls.append((name, args))
+        await self.release.wait()
+        return {"found": "the tram runs until midnight"}
+
+
+async def test_a_tool_call_in_flight_across_a_drop_is_answered_on_the_next_connection(
+    live, live_client, voice_config, store
+):
+    chat = await new_chat(store)
+    lookup = Lookup()
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.resumption(f"h{conn.index}")
+        if conn.index == 0:
+            await conn.tool_call({"id": "call-1", "name": "lookup", "args": {}})
+            await asyncio.sleep(0.1)
+            await conn.drop()
+            return
+        frame = await conn.expect("client_content")
+        assert frame.body["turn_complete"] is True
+        await conn.reply("The tram runs until midnight.", tone(0.05))
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id, tools=lookup) as conv:
+        second = await live.wait_connections(2)
+        await eventually(lambda: conv.status.connected, what="the resumed session")
+        assert conv.idle_for() == 0.0  # the call is still running
+        lookup.release.set()
+        await eventually(lambda: has_turns(store, chat.id, 1), what="the answer")
+    assert second.handle == "h0"
+    (result,) = second.of_kind("client_content")
+    text = result.body["turns"][0]["parts"][0]["text"]
+    assert "lookup" in text and "the tram runs until midnight" in text
+    assert second.ignored == [] and second.of_kind("tool_response") == []
+    assert await stored(store, chat.id) == [("model", "The tram runs until midnight.")]
+
+
+async def test_duplicate_tool_call_ids_are_each_tracked_and_cancelled(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+    clock = Clock()
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.tool_call({"id": "dup", "name": "slow", "args": {}}, {"id": "dup", "name": "get_time", "args": {}})
+        frame = await conn.expect("tool_response")
+        assert frame.body["function_responses"][0]["name"] == "get_time"
+        await conn.cancel_tool_calls("dup")
+        await conn.closed.wait()
+
+    live.script = script
+    async with conversation(live_client, voice_config, store, chat.id, tools=clock) as conv:
         await live.wait_connections(1)
-        await store.delete_chat(chat.id)  # every write to it fails now: a real store error
-        conv.say("How are you?")
-        await eventually(lambda: any(e.kind == "save_failed" for e in events), what="a failed save")
-        assert conv.status.unsaved_turns == 2
-        await store.create_chat(chat_id=chat.id, title="back")
-        await eventually(lambda: has_turns(store, chat.id, 2), timeout=5, what="the turns once the chat is back")
-    failed = [e.detail for e in events if e.kind == "save_failed"]
-    assert failed and all(d.startswith("ChatNotFound") for d in failed)
-    assert await stored(store, chat.id) == [("user", "How are you?"), ("model", "Fine.")]
-    assert conv.status.unsaved_turns == 0
+        await eventually(lambda: len(clock.calls) == 2, what="both calls")
+        await asyncio.wait_for(clock.cancelled.wait(), 2)
+        assert conv._tool_calls.pending == 0
+
+
+async def test_a_failing_event_handler_stops_nothing(live, live_client, voice_config, store):
+    chat = await new_chat(store)
+
+    def broken(event: SessionEvent) -> None:
+        raise RuntimeError("observer bug")
+
+    live.script = echo
+    async with conversation(live_client, voice_config, store, chat.id, on_event=broken) as conv:
+        conv.say("hello")
+        await eventually(lambda: has_turns(store, chat.id, 2), what="the exchange")
+    assert await stored(store, chat.id) == [("user", "hello"), ("model", "You said hello.")]

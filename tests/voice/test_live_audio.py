@@ -9,6 +9,7 @@ import time
 
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
+from memory.refused import RefusedTurns
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
@@ -39,7 +40,11 @@ async def test_spoken_exchange_audio_in_and_out(pulse, live, live_client, voice_
         Microphone(block_ms=20) as mic,
         Speaker(block_ms=20) as speaker,
         LiveConversation(
-            live_client, voice_config, ChatMemory(store, MemoryConfig(), chat.id), microphone=mic, speaker=speaker
+            live_client,
+            voice_config,
+            ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path))),
+            microphone=mic,
+            speaker=speaker,
         ),
     ):
         await pulse.play_into_mic(said)
@@ -82,7 +87,10 @@ async def test_barge_in_silences_the_speaker_and_keeps_what_was_played(pulse, li
     async with (
         Speaker(block_ms=20) as speaker,
         LiveConversation(
-            live_client, voice_config, ChatMemory(store, MemoryConfig(), chat.id), speaker=speaker
+            live_client,
+            voice_config,
+            ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path))),
+            speaker=speaker,
         ) as conv,
     ):
         await asyncio.sleep(0.3)  # the recorder is running

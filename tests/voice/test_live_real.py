@@ -10,6 +10,7 @@ from google import genai
 
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
+from memory.refused import RefusedTurns
 from tests.conftest import eventually
 from voice.config import VoiceConfig
 from voice.live import LiveConversation
@@ -22,7 +23,9 @@ async def test_real_live_api_answers_a_typed_turn(store):
     chat = (await store.create_chat(title="real")).chat
     config = VoiceConfig(live_model=os.environ.get("PARLA_LIVE_MODEL", VoiceConfig().live_model))
     client = genai.Client(api_key=KEY)
-    async with LiveConversation(client, config, ChatMemory(store, MemoryConfig(), chat.id)) as conversation:
+    async with LiveConversation(
+        client, config, ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path)))
+    ) as conversation:
         conversation.say("Please answer with one short sentence: what colour is a clear daytime sky?")
         await eventually(lambda: _stored(store, chat.id), timeout=60, what="the spoken answer")
     history = (await store.load_history(chat.id)).full_history

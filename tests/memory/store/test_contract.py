@@ -141,7 +141,7 @@ async def test_search_returns_each_chats_best_text(any_store):
     await any_store.upsert_facts(a.id, MessageRange(start=1, end=10), ["fact of a"], emb("- fact of a", 2))
     await any_store.set_description(b.id, emb("about b", 3), 0)
     matches = await any_store.search(emb("q", 2), 10)
-    assert [m.chat_id for m in matches][0] == a.id
+    assert matches[0].chat_id == a.id
     assert matches[0].matched.kind == "facts" and matches[0].matched_text == "- fact of a"
     assert matches[0].similarity == pytest.approx(1.0, abs=1e-5)
     assert {m.chat_id for m in matches} == {a.id, b.id}
@@ -269,3 +269,22 @@ async def test_delete_cascades(any_store):
     await any_store.delete_chat(chat.id)
     stats = await any_store.stats()
     assert (stats.total_chats, stats.total_messages, stats.total_summaries, stats.total_pins) == (0, 0, 0, 0)
+
+
+async def test_text_no_store_can_hold_is_repaired_and_the_turns_after_it_are_stored(any_store, caplog):
+    """A lone surrogate (not encodable as UTF-8) and NUL (refused by Postgres in text and JSON)
+    become U+FFFD; everything else, a real surrogate pair included, is stored as it was said."""
+    chat = (await any_store.create_chat(title="bad \ud800 title\x00")).chat
+    poison = Turn.of("user", "a \ud800 b\x00c 😀 \ud83d\ude00", thinking="hm\x00")
+    turns = [poison, *make_turns(3)]
+    result = await any_store.append_turns(chat.id, turns)
+    assert result.added == 4
+    stored = await any_store.load_turns(chat.id)
+    assert [t.id for t in stored] == [t.id for t in turns]
+    assert stored[0].text == "a \ufffd b\ufffdc 😀 😀" and stored[0].thinking == "hm\ufffd"
+    assert [t.text for t in stored[1:]] == [t.text for t in turns[1:]]
+    assert "a turn's text had code points no store can hold" in caplog.text and "U+FFFD" in caplog.text
+    assert (await any_store.get_chat(chat.id)).title == "bad \ufffd title\ufffd"
+    assert (await any_store.rename_chat(chat.id, "mine \udcff")).title == "mine \ufffd"
+    pin = await any_store.add_pin(Pin(chat_id=chat.id, content="likes \x00 tea"))
+    assert [p.content for p in await any_store.list_pins(chat.id)] == [pin.content] == ["likes \ufffd tea"]

@@ -1,16 +1,21 @@
-"""What only the SQLite store does: several processes on one file, schema versions."""
+"""What only the SQLite store does: several processes on one file, schema versions, a file
+private to its user, and an open that fails cleanly."""
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
+import stat
+from pathlib import Path
 
 import pytest
 
 from memory.store import StoreError
 from memory.store.sqlite import SQLiteChatStore
-from tests.conftest import make_turns
+from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb
+from tests.memory.store.test_sqlite_cancel import quiet_threads, threads
 
 
 async def test_a_write_in_another_process_shows_up_in_the_next_search(store):
@@ -51,3 +56,71 @@ async def test_reopen_keeps_data_and_rejects_newer_schema(tmp_path):
     with pytest.raises(StoreError, match="upgrade Parla"):
         async with SQLiteChatStore(path):
             pass
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+async def test_the_store_is_private_to_its_user(tmp_path, caplog):
+    path = tmp_path / "data" / "parla" / "parla.db"
+    async with SQLiteChatStore(path) as store:
+        await store.create_chat(turns=make_turns(2))
+        assert [_mode(p) for p in (path.parent, path, Path(f"{path}-wal"), Path(f"{path}-shm"))] == [0o700] + [
+            0o600
+        ] * 3
+    assert "readable by you alone" not in caplog.text
+
+
+async def test_a_store_others_could_read_is_tightened_once_and_said(tmp_path, caplog):
+    folder = tmp_path / "parla"
+    async with SQLiteChatStore(folder / "parla.db") as store:
+        await store.create_chat(turns=make_turns(2))
+        os.chmod(folder, 0o755)  # as an older Parla made them, -wal and -shm included
+        for path in folder.iterdir():
+            os.chmod(path, 0o644)
+    async with SQLiteChatStore(folder / "parla.db"):
+        assert _mode(folder) == 0o700 and {_mode(p) for p in folder.iterdir()} == {0o600}
+    assert caplog.text.count("readable by you alone") == 1 and str(folder / "parla.db") in caplog.text
+    async with SQLiteChatStore(folder / "parla.db"):
+        pass
+    assert caplog.text.count("readable by you alone") == 1
+
+
+async def test_a_shared_folder_is_left_alone_and_a_foreign_file_untouched(tmp_path):
+    shared = tmp_path / "home"
+    shared.mkdir(mode=0o755)
+    (shared / "notes.txt").write_text("mine")
+    async with SQLiteChatStore(shared / "parla.db"):
+        pass
+    assert _mode(shared) == 0o755 and _mode(shared / "parla.db") == 0o600
+    notes = tmp_path / "notes.db"
+    notes.write_text("not a database, a list of things to buy\n" * 10)
+    notes.chmod(0o644)
+    with pytest.raises(StoreError, match="not a database"):
+        await SQLiteChatStore(notes).open()
+    assert _mode(notes) == 0o644
+
+
+async def test_a_failed_open_ends_its_thread(tmp_path):
+    before = await quiet_threads()
+    bad = tmp_path / "bad.db"
+    bad.write_text("x" * 4096)
+    for path in (bad, tmp_path / "newer.db"):
+        if path.name == "newer.db":
+            async with SQLiteChatStore(path):
+                pass
+            with sqlite3.connect(path) as raw:
+                raw.execute("PRAGMA user_version = 99")
+        with pytest.raises(StoreError, match=str(path)):
+            await SQLiteChatStore(path).open()
+    await eventually(lambda: threads() <= before, what="the failed opens' threads to end")
+
+
+async def test_an_sqlite_failure_is_a_store_error_naming_the_file(store):
+    chat = (await store.create_chat()).chat
+    with sqlite3.connect(store.path) as other:  # another program breaks the file under us
+        other.execute("DROP TABLE pins")
+    with pytest.raises(StoreError, match=f"cannot read the SQLite store {store.path} \\(no such table: pins\\)"):
+        await store.list_pins(chat.id)
+    assert (await store.append_turns(chat.id, make_turns(1))).added == 1

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import sqlite3
 import stat
 
 import httpx
@@ -16,11 +17,11 @@ import pytest
 
 from memory.pins import Pin
 from memory.store import ChatNotFound, CompactionCommit, StoreError
-from memory.store.supabase import StoreOffline, SupabaseChatStore, parse_vector
+from memory.store.supabase import RetryPolicy, StoreOffline, StoreRefused, SupabaseChatStore, parse_vector
 from memory.summary import MessageRange, SummaryLevel
 from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.test_contract import emb
-from tests.peers.postgrest import ANON_KEY, SERVICE_KEY
+from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, TEMPORARY_FAULTS
 
 
 def rest(peer, token: str) -> httpx.Client:
@@ -117,7 +118,7 @@ async def test_anon_sees_nothing_and_a_bad_token_is_refused(supabase, tmp_path):
 
 async def test_an_outage_loses_no_turn_and_replay_stores_each_once(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
-        store.replay_delay = (0.05, 0.2)
+        store.retry = RetryPolicy(attempts=1, delay=0.05, max_delay=0.2)
         first = make_turns(2)
         chat = (await store.create_chat(turns=first)).chat
         supabase.shim.refuse()
@@ -163,6 +164,7 @@ async def test_the_outbox_survives_a_restart_and_replays_at_start(supabase, tmp_
 
 async def test_a_refused_entry_does_not_block_the_queue(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=1, delay=60.0, max_delay=60.0)  # the replay task will not get there first
         keep = (await store.create_chat(turns=make_turns(1))).chat
         gone = (await store.create_chat(turns=make_turns(1, start=5))).chat
         supabase.shim.refuse()
@@ -177,6 +179,120 @@ async def test_a_refused_entry_does_not_block_the_queue(supabase, tmp_path):
         stats = await store.stats()
         assert (stats.outbox_depth, stats.outbox_failed) == (0, 1)  # kept, marked failed
         assert (await store.get_chat(keep.id)).turn_count == 2
+
+
+@pytest.mark.parametrize("fault", TEMPORARY_FAULTS)
+async def test_a_temporary_server_error_is_retried_not_failed(supabase, tmp_path, fault):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=3, delay=0.01, max_delay=0.05)
+        chat = (await store.create_chat(turns=make_turns(2))).chat
+        supabase.shim.faults.next("/rest/v1/rpc/append_turns", fault, times=2)
+        turns = make_turns(2, start=2)
+        result = await store.append_turns(chat.id, turns)  # the third try goes through
+        assert [t.seq for t in result.turns] == [3, 4] and result.added == (0 if fault == "drop_after" else 2)
+        assert supabase.shim.faults.injected[fault] == 2
+        assert await store.outbox.depth() == (0, 0)
+        history = await store.load_history(chat.id)
+        assert [t.id for t in history.full_history[2:]] == [t.id for t in turns]
+
+
+@pytest.mark.parametrize("fault", ["drop_after", "40P01", "503"])
+async def test_a_chat_created_through_faults_is_created_once(supabase, tmp_path, fault):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=3, delay=0.01, max_delay=0.05)
+        supabase.shim.faults.next("/rest/v1/rpc/create_chat", fault, times=2)
+        turns = make_turns(3)
+        chat = (await store.create_chat(title="through faults", turns=turns)).chat
+        assert [c.id for c in await store.list_chats()] == [chat.id]
+        assert [t.id for t in (await store.load_history(chat.id)).full_history] == [t.id for t in turns]
+
+
+async def test_a_temporary_error_past_the_tries_waits_in_the_outbox_and_is_sent_later(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=2, delay=0.01, max_delay=0.05)
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        supabase.shim.faults.next("/rest/v1/rpc/append_turns", "PGRST003", times=4)
+        turns = make_turns(2, start=1)
+        with pytest.raises(StoreOffline, match="PGRST003"):
+            await store.append_turns(chat.id, turns)
+        assert (await store.outbox.depth()) == (1, 0)  # waiting, not failed
+        for _ in range(200):  # the replay task sends it once the server answers again
+            if (await store.outbox.depth())[0] == 0:
+                break
+            await asyncio.sleep(0.01)
+        assert await store.outbox.depth() == (0, 0)
+        assert (await store.get_chat(chat.id)).turn_count == 3
+
+
+async def test_a_refused_own_write_is_kept_marked_failed_and_the_next_ones_go_on(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        gone = (await store.create_chat(turns=make_turns(1))).chat
+        keep = (await store.create_chat(turns=make_turns(1, start=5))).chat
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:  # deleted on another device
+            conn.execute("DELETE FROM public.chats WHERE id = %s", (gone.id,))
+        refused = make_turns(2, start=1)
+        with pytest.raises(ChatNotFound):
+            await store.append_turns(gone.id, refused)
+        assert await store.outbox.depth() == (0, 1)  # the words are kept, with the reason
+        with pytest.raises(ChatNotFound):  # a caller trying the same write again: still one entry
+            await store.append_turns(gone.id, refused)
+        assert await store.outbox.depth() == (0, 1)
+        with sqlite3.connect(tmp_path / "outbox-ada@example.com.db") as db:
+            ((reason, payload),) = db.execute("SELECT failed, payload FROM outbox").fetchall()
+        assert "no chat matches" in reason and len(json.loads(payload)["turns"]) == 2
+        assert (await store.append_turns(keep.id, make_turns(1, start=6))).added == 1
+        stats = await store.stats()
+        assert (stats.outbox_depth, stats.outbox_failed) == (0, 1)
+
+
+async def test_permission_denied_is_a_refusal_kept_with_its_reason(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:  # a grant lost in a migration
+            signature = conn.execute(
+                "SELECT oid::regprocedure::text FROM pg_proc WHERE proname = 'append_turns'"
+            ).fetchone()[0]
+            conn.execute(f"REVOKE EXECUTE ON FUNCTION {signature} FROM authenticated, PUBLIC")
+        with pytest.raises(StoreRefused, match="denied"):
+            await store.append_turns(chat.id, make_turns(1, start=1))
+        assert await store.outbox.depth() == (0, 1)
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+            conn.execute(f"GRANT EXECUTE ON FUNCTION {signature} TO authenticated")
+        assert (await store.append_turns(chat.id, make_turns(1, start=2))).turns[0].seq == 2
+
+
+async def test_a_refusal_by_the_gateway_is_for_good_and_kept(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=3, delay=0.01, max_delay=0.05)
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        supabase.shim.faults.next("/rest/v1/rpc/append_turns", "413")
+        with pytest.raises(StoreRefused, match="413"):
+            await store.append_turns(chat.id, make_turns(1, start=1))
+        assert supabase.shim.faults.injected["413"] == 1  # not tried again
+        assert await store.outbox.depth() == (0, 1)
+        assert (await store.append_turns(chat.id, make_turns(1, start=2))).turns[0].seq == 2
+
+
+async def test_appends_under_faults_store_every_turn_once_in_order(supabase, tmp_path):
+    """The fast fault run: a third of the requests meet a fault of every kind; bench/outbox_faults.py
+    runs the long one."""
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=3, delay=0.005, max_delay=0.02)
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        supabase.shim.faults.random(0.35, path="/rest/v1/rpc/append_turns", seed=7)
+        turns = make_turns(60, start=1)
+        for i in range(0, len(turns), 2):
+            try:
+                await store.append_turns(chat.id, turns[i : i + 2])
+            except StoreOffline:
+                pass  # safe in the outbox, sent before the next append
+        supabase.shim.faults.clear()
+        await store.flush()
+        history = await store.load_history(chat.id)
+        assert await store.outbox.depth() == (0, 0)
+    assert set(supabase.shim.faults.injected) == set(TEMPORARY_FAULTS)
+    assert [t.id for t in history.full_history[1:]] == [t.id for t in turns]
+    assert [t.seq for t in history.full_history] == list(range(1, 62))
 
 
 async def test_two_clients_appending_while_a_compaction_commits_lose_nothing(supabase, tmp_path):
@@ -297,12 +413,14 @@ async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_pa
 
 async def test_reading_a_chat_after_an_outage_sends_the_queue_first(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
-        store.replay_delay = (60.0, 60.0)  # the replay task will not get there first
+        store.retry = RetryPolicy(attempts=1, delay=60.0, max_delay=60.0)  # the replay task will not get there first
         chat = (await store.create_chat(turns=make_turns(1))).chat
         supabase.shim.refuse()
         queued = make_turns(2, start=1)
-        with pytest.raises(StoreOffline):
-            await store.append_turns(chat.id, queued)
+        for _ in range(3):  # a caller trying again while it is away: the turns are queued once
+            with pytest.raises(StoreOffline):
+                await store.append_turns(chat.id, queued)
+        assert await store.outbox.depth() == (1, 0)
         with pytest.raises(StoreOffline, match="unreachable"):
             await store.load_history(chat.id)
         supabase.shim.recover()

@@ -1,0 +1,123 @@
+"""A SQLite store Parla cannot open: every command (doctor included) ends at once with one line
+naming the file and what to do, exit code 1, and no thread left to keep the process alive."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from memory.store.sqlite import SQLiteChatStore
+
+ROOT = Path(__file__).resolve().parents[2]
+NOBODY = 65534
+
+
+@pytest.fixture
+def base() -> Iterator[Path]:
+    """A folder another user can reach: root ignores permissions, so as root the commands run as
+    nobody (a read-only folder must be read-only for whoever runs Parla)."""
+    folder = Path(tempfile.mkdtemp(prefix="parla-broken-"))
+    folder.chmod(0o755)
+    yield folder
+    for path in folder.rglob("*"):
+        if path.is_dir():
+            path.chmod(0o700)
+    shutil.rmtree(folder)
+
+
+def _as_user(*paths: Path) -> dict[str, object]:
+    """Run as nobody (owning `paths`) when the tests run as root, else as ourselves."""
+    if os.geteuid() != 0:
+        return {}
+    for path in paths:
+        os.chown(path, NOBODY, NOBODY)
+    return {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+
+
+def _parla(base: Path, store: Path, *args: str, **user: object) -> subprocess.Popen[str]:
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(ROOT),
+        "HOME": str(base),
+        "PARLA_STORE_PATH": str(store),
+        "PARLA_CONFIG_FILE": str(base / "none.toml"),
+        "PARLA_CONTROL_SOCKET": str(base / "run" / "ctl.sock"),
+    }
+    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
+        env.pop(key, None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "daemon", *args],
+        env=env,
+        cwd=base,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **user,  # type: ignore[call-overload]
+    )
+
+
+def _finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    try:
+        out, err = process.communicate(timeout=90)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
+        pytest.fail(f"`parla {' '.join(process.args[3:])}` hung on a store it cannot open")  # type: ignore[index]
+    return process.returncode, out, err
+
+
+async def test_a_store_parla_cannot_open_is_one_line_and_exit_1(base):
+    not_a_db = base / "notes" / "parla.db"
+    not_a_db.parent.mkdir()
+    not_a_db.write_text("shopping list: flour, eggs, a new sourdough starter\n" * 20)
+
+    newer = base / "newer" / "parla.db"
+    async with SQLiteChatStore(newer):
+        pass
+    with sqlite3.connect(newer) as raw:
+        raw.execute("PRAGMA user_version = 99")
+
+    read_only_empty = base / "read-only-empty"
+    read_only_empty.mkdir()
+    read_only_with_db = base / "read-only" / "parla.db"
+    async with SQLiteChatStore(read_only_with_db) as store:
+        await store.create_chat(title="kept")
+    read_only_empty_user = _as_user(read_only_empty)
+    read_only_user = _as_user(read_only_with_db.parent, read_only_with_db)
+    read_only_empty.chmod(0o500)
+    read_only_with_db.parent.chmod(0o500)
+
+    # started together: each one would hang today, and together they take the time of one
+    cases = [
+        (_parla(base, not_a_db, "stats"), str(not_a_db), "(file is not a database): move it aside"),
+        (_parla(base, newer, "chats"), str(newer), "has schema version 99, newer than this Parla knows (2): upgrade"),
+        (
+            _parla(base, read_only_empty / "parla.db", "stats", **read_only_empty_user),
+            str(read_only_empty / "parla.db"),
+            f"Permission denied: make {read_only_empty} writable for you",
+        ),
+        (
+            _parla(base, read_only_with_db, "stats", **read_only_user),
+            str(read_only_with_db),
+            "(attempt to write a readonly database): make the file, its -wal and -shm files and its folder writable",
+        ),
+    ]
+    doctor = _parla(base, not_a_db, "doctor")
+    for process, path, message in cases:
+        code, out, err = _finished(process)
+        assert (code, out) == (1, ""), err
+        assert err.startswith("parla: error: ") and path in err and message in err, err
+        assert len(err.strip().splitlines()) == 1, err
+
+    code, out, err = _finished(doctor)
+    assert code == 1 and "Traceback" not in out + err
+    (store_line,) = [line for line in out.splitlines() if line.startswith("FAIL store")]
+    assert str(not_a_db) in store_line and "move it aside" in store_line

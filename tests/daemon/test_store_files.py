@@ -1,0 +1,25 @@
+"""The Supabase store's outbox lives in the SQLite file at `store_path`: as private as the store."""
+
+from __future__ import annotations
+
+import stat
+
+from daemon.memory_services import open_store
+from daemon.settings import Settings
+from tests.conftest import make_turns
+
+
+async def test_the_outbox_file_is_private(supabase, tmp_path):
+    path = tmp_path / "data" / "parla" / "parla.db"
+    user = supabase.shim.create_user("ada@example.com")
+    settings = Settings(
+        store="supabase",
+        store_path=path,
+        supabase_url=supabase.url,
+        supabase_service_key=supabase.service_key,
+        supabase_user_id=user,
+    )
+    async with open_store(settings) as store:
+        await store.create_chat(turns=make_turns(2))
+        files = [path.parent, path, path.with_name("parla.db-wal"), path.with_name("parla.db-shm")]
+        assert [stat.S_IMODE(p.stat().st_mode) for p in files] == [0o700, 0o600, 0o600, 0o600]

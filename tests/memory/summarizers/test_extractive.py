@@ -1,0 +1,80 @@
+"""The offline summarizer on the 300-chat test corpus: titles read like titles, and no summary
+says the same sentence twice."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bench.corpus import chat_record
+from memory.importer import parse_line, turns_of
+from memory.summarizers import transcript
+from memory.summarizers.extractive import ExtractiveSummarizer, offline_title
+
+DATA = Path(__file__).parents[2] / "data"
+NAMESPACE = "6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de"
+
+
+def corpus(n: int = 300) -> list[list]:
+    rng = random.Random(7)
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    chats = []
+    for i in range(n):
+        record = chat_record(rng, i, rng.randint(4, 40), start + timedelta(hours=7 * i))
+        chats.append(turns_of(parse_line(i, json.dumps(record)), NAMESPACE))
+    return chats
+
+
+def sentences(summary: str) -> list[str]:
+    """The summary's sentences, compared without case and punctuation."""
+    return [re.sub(r"\W+", " ", s).strip().lower() for s in summary.splitlines() if s.strip()]
+
+
+async def test_no_summary_of_the_corpus_repeats_a_sentence():
+    summarizer = ExtractiveSummarizer()
+    for turns in corpus():
+        rolling = ""
+        for start in range(0, len(turns), 6):  # folded a few turns at a time, as compaction does
+            rolling = await summarizer.rolling_summary(rolling, turns[start : start + 6], 400)
+            repeated = [s for s, n in Counter(sentences(rolling)).items() if n > 1]
+            assert not repeated, rolling
+        for summary in (await summarizer.chunk_summary(turns, 200), await summarizer.meta_summary([rolling] * 3, 300)):
+            assert sentences(summary) and len(set(sentences(summary))) == len(sentences(summary)), summary
+
+
+def is_title(title: str) -> bool:
+    words = title.split()
+    return "," not in title and 1 <= len(words) <= 7 and title[0].isupper() and words[-1].lower() not in ("and", "the")
+
+
+async def test_titles_of_the_corpus_are_phrases_not_keyword_lists():
+    chats = corpus()
+    titles = [offline_title(transcript(turns[:6])) for turns in chats]
+    assert all(is_title(t) for t in titles), [t for t in titles if not is_title(t)]
+    # Each corpus chat opens "About <topic>: ...": the title names that topic in its own words.
+    topics = [turns[0].text.partition(":")[0].lower().split() for turns in chats]
+    named = sum(set(t.lower().split()) - {"and"} <= set(topic) for t, topic in zip(titles, topics, strict=True))
+    assert named >= 290, [(t, " ".join(topic)) for t, topic in zip(titles, topics, strict=True)][:20]
+    assert titles[0] == "Training for a cycling sportive"
+
+
+@pytest.mark.parametrize(
+    ("chat", "title"),
+    [
+        ("sourdough", "Sourdough starter smells"),
+        ("wedding-speech", "Getting married in Florence in September"),
+        ("python-deadlock", "Awaiting a lock inside a task"),
+        ("tomatoes", "Yellow leaves at the bottom"),
+        ("japan-trip", "Planning two weeks in Japan in April"),
+    ],
+)
+def test_titles_of_hand_written_chats(chat, title):
+    lines = (DATA / "search_chats.jsonl").read_text().splitlines()
+    record = next(parse_line(i, line) for i, line in enumerate(lines) if json.loads(line)["id"] == chat)
+    assert offline_title(transcript(turns_of(record, NAMESPACE)[:6])) == title
