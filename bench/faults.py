@@ -410,15 +410,31 @@ async def _talk(
 
 
 async def live_faults(
-    folder: Path, kills: int, rng: random.Random, mem: MemoryServices, live: LiveEmulator, env: dict[str, str]
+    folder: Path,
+    kills: int,
+    rng: random.Random,
+    mem: MemoryServices,
+    live: LiveEmulator,
+    pulse_server: str,
+    certificate: Path,
 ) -> Figures:
-    """`env`: the daemon's environment (the audio server, the Live emulator, its certificate)."""
+    """`pulse_server`: the audio server's address (PULSE_SERVER); `certificate`: the emulator's."""
     db = folder / "parla.db"
     socket = folder / "run" / "ctl.sock"
     answers = _Answers()
     live.script = answers.script
-    env = {**env, "PARLA_CONTROL_SOCKET": str(socket), "PARLA_ACTIVATION": "push_to_talk"}
-    env |= {"PARLA_IDLE_TIMEOUT": "600", "PARLA_CUES": "false", "PARLA_LOG_LEVEL": "INFO"}
+    env = environment(
+        folder,
+        PULSE_SERVER=pulse_server,
+        SSL_CERT_FILE=str(certificate),
+        PARLA_LIVE_URL=live.url,
+        GEMINI_API_KEY=live.api_key,
+        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
+        PARLA_CONTROL_SOCKET=str(socket),
+        PARLA_ACTIVATION="push_to_talk",
+        PARLA_IDLE_TIMEOUT="600",
+        PARLA_CUES="false",
+    )
     figures = Figures("live")
     counter = [0]
     acked: list[str] = []
@@ -523,15 +539,8 @@ async def live_suite(root: Path, kills: int, rng: random.Random) -> Figures:
     pulse = PulseServer(root / "pulse").start()
     try:
         async with LiveEmulator(*cert) as live:
-            env = environment(
-                folder,
-                PULSE_SERVER=pulse.env["PULSE_SERVER"],
-                SSL_CERT_FILE=str(cert[0]),
-                PARLA_LIVE_URL=live.url,
-                GEMINI_API_KEY=live.api_key,
-                PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
-            )
-            figures = await with_memory(folder, lambda m: live_faults(folder, kills, rng, m, live, env))
+            server = pulse.env["PULSE_SERVER"]
+            figures = await with_memory(folder, lambda m: live_faults(folder, kills, rng, m, live, server, cert[0]))
             if live.errors:
                 raise live.errors[0]
             return figures

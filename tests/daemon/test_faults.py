@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from bench.faults import Figures, compaction_faults, environment, import_faults, live_faults, settings_for
+from bench.faults import Figures, compaction_faults, import_faults, live_faults, settings_for
 from daemon.memory_services import open_memory
 
 
@@ -37,14 +37,8 @@ async def test_kill_9_during_compaction(tmp_path):
 
 
 async def test_kill_9_during_a_live_session(tmp_path, pulse, live, live_certificate):
-    env = environment(
-        tmp_path,
-        PULSE_SERVER=pulse.env["PULSE_SERVER"],
-        SSL_CERT_FILE=str(live_certificate[0]),
-        PARLA_LIVE_URL=live.url,
-        GEMINI_API_KEY=live.api_key,
-        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",
-    )
     async with open_memory(settings_for(tmp_path)) as mem:
-        figures = await live_faults(tmp_path, 2, random.Random(3), mem, live, env)
+        figures = await live_faults(
+            tmp_path, 2, random.Random(3), mem, live, pulse.env["PULSE_SERVER"], live_certificate[0]
+        )
     _clean(figures, 2)
