@@ -34,6 +34,7 @@ from daemon.cli_support import (
     summarise,
     when,
 )
+from daemon.logs import redact_output
 from daemon.settings import Settings
 
 if TYPE_CHECKING:
@@ -531,7 +532,9 @@ _USAGE_ERROR, _CLICK_EXCEPTION, _NO_ARGS_IS_HELP = _click_errors()
 
 def main() -> None:
     """The `parla` script: click's usage errors become one line like every other failure, and a
-    reader that goes away (`parla chats | head`) ends the command quietly."""
+    reader that goes away (`parla chats | head`) ends the command quietly; no secret appears in
+    anything printed, tracebacks included."""
+    redact_output()
     try:
         code = app(prog_name="parla", standalone_mode=False)
     except _NO_ARGS_IS_HELP as e:  # `parla` or `parla memory` alone: the help is the answer

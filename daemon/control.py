@@ -1,7 +1,11 @@
 """The daemon's control socket: a Unix socket in the user runtime dir, mode 0600, one JSON object
 per line each way. A request is `{"cmd": "status"}` or `{"cmd": "say", "text": "..."}`; the answer
 is `{"ok": true, ...}` or `{"ok": false, "error": "what is wrong and what to do"}`. A malformed
-line gets an error answer and the connection stays open; clients are served concurrently."""
+line (bad JSON, nested too deeply, too long) gets an error answer; clients are served concurrently,
+up to MAX_CLIENTS at once: one more is answered `{"ok": false, "busy": true, ...}` and may retry.
+
+The socket's folder must be ours and writable by nobody else, or another local user could put
+their own socket in its place and read what is sent to the daemon: both ends refuse such a folder."""
 
 from __future__ import annotations
 
@@ -10,10 +14,11 @@ import json
 import logging
 import os
 import socket
+import stat
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 log = logging.getLogger(__name__)
 
@@ -21,6 +26,14 @@ Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 # A line longer than this is refused (a `say` text fits many times over).
 MAX_LINE = 64 * 1024
+# Connections waiting to be accepted while the loop is busy; past it a connect fails (EAGAIN).
+BACKLOG = 1024
+# Clients served at once; one more is told to retry (each costs a task and a descriptor).
+MAX_CLIENTS = 128
+# How long a refused client (busy, request too long) may go on sending before the connection closes.
+LINGER_S = 1.0
+# How long send_command keeps retrying a daemon too busy to take the connection.
+BUSY_RETRY_S = 3.0
 
 
 class DaemonNotRunning(RuntimeError):
@@ -35,10 +48,32 @@ class CommandError(RuntimeError):
     """The daemon refused a command; the message is the daemon's."""
 
 
+class DaemonBusy(CommandError):
+    """The daemon had no room for one more client; nothing was done, the command can be sent again."""
+
+
+class UnsafeSocketFolder(OSError):
+    pass
+
+
+def check_folder(folder: Path) -> None:
+    """Refuse a socket folder another user owns or can write to."""
+    st = folder.stat()
+    fix = f"set PARLA_CONTROL_SOCKET to a path in a folder of yours that only you can write (chmod 700 {folder})"
+    if st.st_uid != os.getuid():
+        raise UnsafeSocketFolder(
+            f"the control socket's folder {folder} belongs to another user (uid {st.st_uid}); {fix}"
+        )
+    if st.st_mode & 0o022:
+        raise UnsafeSocketFolder(
+            f"the control socket's folder {folder} is writable by other users (mode {stat.S_IMODE(st.st_mode):o}), "
+            f"who could replace the socket; {fix}"
+        )
+
+
 def _prepare(path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.parent.stat().st_uid != os.getuid():
-        raise OSError(f"{path.parent} belongs to another user; set PARLA_CONTROL_SOCKET to a folder of yours")
+    check_folder(path.parent)
     if path.exists() or path.is_symlink():
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
@@ -60,11 +95,13 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._clients: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
 
-    async def __aenter__(self) -> ControlServer:
+    async def __aenter__(self) -> Self:
         _prepare(self.path)
         old = os.umask(0o177)  # the socket is born 0600: no window where others could connect
         try:
-            self._server = await asyncio.start_unix_server(self._client, path=str(self.path), limit=MAX_LINE)
+            self._server = await asyncio.start_unix_server(
+                self._client, path=str(self.path), limit=MAX_LINE, backlog=BACKLOG
+            )
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
@@ -90,13 +127,28 @@ class ControlServer:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
-        self._clients[task] = writer
         try:
+            if len(self._clients) >= MAX_CLIENTS:
+                # The request is read before the answer: closing with it unread would reset the
+                # connection, and the client would see an error instead of the answer.
+                with suppress(TimeoutError, ValueError):
+                    await asyncio.wait_for(reader.readline(), LINGER_S)
+                await _write(
+                    writer, {"ok": False, "busy": True, "error": f"the daemon is serving {MAX_CLIENTS} clients; retry"}
+                )
+                return
+            self._clients[task] = writer
             while True:
                 try:
                     line = await reader.readline()
                 except ValueError:  # longer than MAX_LINE
                     await _write(writer, {"ok": False, "error": f"request longer than {MAX_LINE} bytes"})
+                    # the rest of it is read and dropped: closing with it unread would reset the
+                    # connection before the client reads the answer
+                    with suppress(TimeoutError):
+                        async with asyncio.timeout(LINGER_S):
+                            while await reader.read(MAX_LINE):
+                                pass
                     break
                 if not line:
                     break
@@ -104,6 +156,8 @@ class ControlServer:
                     await _write(writer, await self._answer(line))
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
+        except Exception:  # one client's failure never reaches the server or the other clients
+            log.exception("control connection failed")
         finally:
             self._clients.pop(task, None)
             writer.close()
@@ -114,8 +168,10 @@ class ControlServer:
         try:
             request = json.loads(line)
             if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
-                raise ValueError("not an object with a string `cmd`")
-        except ValueError as e:
+                raise TypeError("not an object with a string `cmd`")
+        except RecursionError:
+            return {"ok": False, "error": "malformed request (nested too deeply): send one flat JSON object per line"}
+        except (ValueError, TypeError) as e:
             return {
                 "ok": False,
                 "error": f'malformed request ({e}): send one JSON object per line, like {{"cmd": "status"}}',
@@ -135,13 +191,45 @@ async def _write(writer: asyncio.StreamWriter, answer: dict[str, Any]) -> None:
 
 
 async def send_command(path: Path, cmd: str, timeout: float = 30.0, **args: Any) -> dict[str, Any]:
-    """Send one command to the daemon; the answer without `ok`, or CommandError with its message."""
+    """Send one command to the daemon; the answer without `ok`, or CommandError with its message.
+    A daemon too busy to take the connection did nothing, so the command is sent again for a while
+    (BUSY_RETRY_S) before DaemonBusy."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + BUSY_RETRY_S
+    delay = 0.02
+    while True:
+        try:
+            return await _send_once(path, cmd, timeout, args)
+        except DaemonBusy:
+            if loop.time() + delay > deadline:
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.5)
+
+
+def _connect(path: Path) -> socket.socket:
+    """A connected socket; a Unix connect completes at once or fails, so a full backlog (EAGAIN) is
+    told apart from a connection asyncio would report as made and then lose."""
+    if path.parent.exists():
+        check_folder(path.parent)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
     try:
-        reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(str(path), limit=MAX_LINE), timeout)
-    except FileNotFoundError:
-        raise DaemonNotRunning(path) from None
-    except ConnectionRefusedError:
-        raise DaemonNotRunning(path, "a stale socket is left") from None
+        sock.connect(str(path))
+    except BaseException as e:
+        sock.close()
+        if isinstance(e, FileNotFoundError):
+            raise DaemonNotRunning(path) from None
+        if isinstance(e, ConnectionRefusedError):
+            raise DaemonNotRunning(path, "a stale socket is left") from None
+        if isinstance(e, BlockingIOError):
+            raise DaemonBusy("the daemon has too many connections waiting; retry in a moment") from None
+        raise
+    return sock
+
+
+async def _send_once(path: Path, cmd: str, timeout: float, args: dict[str, Any]) -> dict[str, Any]:
+    reader, writer = await asyncio.open_unix_connection(sock=_connect(path), limit=MAX_LINE)
     try:
         writer.write(json.dumps({"cmd": cmd, **args}).encode() + b"\n")
         await writer.drain()
@@ -154,5 +242,6 @@ async def send_command(path: Path, cmd: str, timeout: float = 30.0, **args: Any)
         raise DaemonNotRunning(path, "it closed the connection")
     answer = json.loads(line)
     if not answer.pop("ok", False):
-        raise CommandError(answer.get("error", "the daemon refused the command"))
+        error = answer.get("error", "the daemon refused the command")
+        raise DaemonBusy(error) if answer.get("busy") else CommandError(error)
     return answer

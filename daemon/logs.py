@@ -1,17 +1,147 @@
 """Logging: the level from settings, text or one JSON object per line (`log_format`), and no secret
-ever written. Records carry an `event` field (compaction, reconnects, sessions: seed 004 §8.3)
-that the JSON lines keep as a key. Transcripts are logged only at DEBUG."""
+ever written. Records carry an `event` field (compaction, reconnects, sessions) that the JSON lines
+keep as a key. Transcripts are logged only at DEBUG.
+
+A secret is any SecretStr setting, the password inside the database URL (libpq quotes a malformed
+URL, or a part of it, in its errors), the tokens of the signed-in Supabase session (the refresh
+token rotates, so the file is read again when it changes) and anything shaped like a credential:
+JWTs, Google API keys, Supabase secret keys, a URL's `user:password@`, `password=`, `key=` /
+`token=` query parameters, bearer tokens. Every log line (message, traceback, stack, extra fields)
+and, once `redact_output` ran, everything the process writes to stdout and stderr (errors, rich
+tracebacks, `--json` documents) has them replaced by ***."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import re
 import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import unquote
 
 from pydantic import SecretStr
 
 from daemon.settings import Settings
+
+MASK = "***"
+
+# Credentials recognised by their shape, for the ones no setting names (a token in a server's error).
+_PATTERNS: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"(?<=://)([^\s/@:]*):[^\s/@]+@"), rf"\1:{MASK}@"),
+    (re.compile(r"(?i)(\bpassword\s*=\s*)('[^']*'|[^\s&]+)"), rf"\1{MASK}"),
+    (re.compile(r"\beyJ[\w-]{4,}\.[\w-]{4,}\.[\w-]{4,}"), MASK),
+    (re.compile(r"\bAIza[\w-]{35}"), MASK),
+    (re.compile(r"\bsb_secret_[\w-]+"), MASK),
+    (re.compile(r"(?i)([?&](?:key|api_?key|access_token|refresh_token|token)=)[^&\s\"']+"), rf"\1{MASK}"),
+    (re.compile(r"(?i)(\bbearer\s+)[\w.~+/-]+=*"), rf"\1{MASK}"),
+    (re.compile(r"(?i)(\"(?:access_token|refresh_token|provider_token|password)\"\s*:\s*\")[^\"]+"), rf"\1{MASK}"),
+]
+
+# Shorter strings are not masked: they would hide ordinary words.
+_MIN_SECRET = 6
+
+
+def _url_passwords(url: str) -> list[str]:
+    """The password of a database URL or key=value connection string, as written and decoded; found
+    even in a malformed URL (a user:password before the last @)."""
+    found = [m.group(1).strip("'") for m in re.finditer(r"(?i)\bpassword\s*=\s*('[^']*'|\S+)", url)]
+    if "@" in url:
+        userinfo = url.split("://", 1)[-1].rsplit("@", 1)[0]
+        found.append(userinfo.partition(":")[2])
+    return [variant for p in found for variant in (p, unquote(p))]
+
+
+def _session_tokens(path: Path) -> list[str]:
+    """The access and refresh tokens in the session file of `parla login` (each value is a JSON session)."""
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    tokens = []
+    for value in stored.values() if isinstance(stored, dict) else ():
+        try:
+            session = json.loads(value) if isinstance(value, str) else value
+        except ValueError:
+            continue
+        if isinstance(session, dict):
+            tokens += [str(session[k]) for k in ("access_token", "refresh_token", "provider_token") if session.get(k)]
+    return tokens
+
+
+class Redactor:
+    def __init__(self) -> None:
+        self._configured: list[str] = []
+        self._fallbacks: list[str] = []
+        self._session_file: Path | None = None
+        self._session_stamp: tuple[int, int] | None = None
+        self._secrets: list[str] = []
+
+    def configure(self, secrets: list[str], session_file: Path | None = None, fallbacks: Iterable[str] = ()) -> None:
+        """`fallbacks` are masked after the rest: a database URL whose password was masked already
+        stays readable, and is masked whole when its password could not be found."""
+        self._configured = secrets
+        self._fallbacks = list(fallbacks)
+        self._session_file = session_file
+        self._rebuild(self._stamp())
+
+    def _stamp(self) -> tuple[int, int] | None:
+        try:
+            st = self._session_file.stat() if self._session_file is not None else None
+        except OSError:
+            return None
+        return (st.st_mtime_ns, st.st_size) if st is not None else None
+
+    def _rebuild(self, stamp: tuple[int, int] | None) -> None:
+        self._session_stamp = stamp
+        tokens = _session_tokens(self._session_file) if stamp is not None and self._session_file else []
+        plain = {s for s in self._configured + tokens if len(s) >= _MIN_SECRET}
+        # as written, and as it appears inside a JSON string
+        variants = plain | {json.dumps(s, ensure_ascii=False)[1:-1] for s in plain}
+        self._secrets = sorted(variants, key=len, reverse=True)  # a secret inside a longer one goes second
+        self._secrets += [f for f in self._fallbacks if len(f) >= _MIN_SECRET]
+
+    def __call__(self, text: str) -> str:
+        stamp = self._stamp()
+        if stamp != self._session_stamp:
+            self._rebuild(stamp)
+        for secret in self._secrets:
+            if secret in text:
+                text = text.replace(secret, MASK)
+        for pattern, replacement in _PATTERNS:
+            text = pattern.sub(replacement, text)
+        return text
+
+
+redact = Redactor()
+
+
+def secrets_of(settings: Settings) -> list[str]:
+    """The secret settings' values, and the password inside the database URL (the URL itself is a fallback)."""
+    secrets = [
+        v.get_secret_value()
+        for k, v in vars(settings).items()
+        if isinstance(v, SecretStr) and v.get_secret_value() and k != "supabase_db_url"
+    ]
+    if settings.supabase_db_url is not None:
+        secrets += _url_passwords(settings.supabase_db_url.get_secret_value())
+    return secrets
+
+
+def _scrub(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {str(k): _scrub(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [_scrub(v) for v in value]
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return redact(str(value))
+
 
 # LogRecord's own attributes; anything else on a record came from `extra=`.
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
@@ -28,35 +158,59 @@ class JsonFormatter(logging.Formatter):
         entry.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(_scrub(entry), ensure_ascii=False)
 
 
-class RedactSecrets(logging.Filter):
-    """Replaces every configured secret (API keys, database URLs) by *** in what is logged."""
-
-    def __init__(self, secrets: list[str]) -> None:
-        super().__init__()
-        self.secrets = [s for s in secrets if len(s) >= 6]
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        if self.secrets:
-            message = record.getMessage()
-            if any(s in message for s in self.secrets):
-                for secret in self.secrets:
-                    message = message.replace(secret, "***")
-                record.msg, record.args = message, None
-        return True
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
-def secrets_of(settings: Settings) -> list[str]:
-    return [v.get_secret_value() for v in vars(settings).values() if isinstance(v, SecretStr) and v.get_secret_value()]
+class _RedactedStream(io.TextIOBase):
+    """A text stream that writes through to `stream` with every secret masked."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return self.stream.encoding
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return self.stream.errors
+
+
+def redact_output() -> None:
+    """Mask secrets in everything this process writes to stdout and stderr (the `parla` command)."""
+    if not isinstance(sys.stdout, _RedactedStream):
+        sys.stdout = _RedactedStream(sys.stdout)
+    if not isinstance(sys.stderr, _RedactedStream):
+        sys.stderr = _RedactedStream(sys.stderr)
 
 
 def configure_logging(settings: Settings) -> None:
+    db_url = [settings.supabase_db_url.get_secret_value()] if settings.supabase_db_url is not None else []
+    redact.configure(secrets_of(settings), settings.supabase_session_file, fallbacks=db_url)
     handler = logging.StreamHandler(sys.stderr)
     if settings.log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
-    handler.addFilter(RedactSecrets(secrets_of(settings)))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
     logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
+    logging.captureWarnings(True)  # a warning's text goes through the same formatter

@@ -383,7 +383,7 @@ class Daemon:
             "restarts": self.status.restarts,
             "wake_detections": self.status.wake_detections,
             "outbox": outbox,
-            "unsaved_turns": conversation.status.unsaved_turns if conversation is not None else 0,
+            "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
             "refused_turns": await asyncio.to_thread(self.mem.refused.count),
             "last_error": self.status.last_error,
         }

@@ -285,6 +285,11 @@ class LiveConversation:
         if not self.assembler.model_speaking and not self._tool_calls.pending:
             self._reconnect.set()
 
+    def unsaved_turns(self) -> int:
+        """Turns said in this conversation and not stored yet: waiting for the saver, or held for
+        late transcription fragments."""
+        return self.status.unsaved_turns + self.assembler.held_turns
+
     def idle_for(self) -> float:
         """Seconds since anyone last spoke (0 while the model answers or a tool runs)."""
         if self.assembler.model_speaking or self._tool_calls.pending:

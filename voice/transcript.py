@@ -113,6 +113,14 @@ class TranscriptAssembler:
     def holding(self) -> bool:
         return self.closing is not None
 
+    @property
+    def held_turns(self) -> int:
+        """Turns the held exchange will give when released (not stored yet, so not safe yet)."""
+        ex = self.closing
+        if ex is None or (not ex.model and ex.played is None):
+            return 0
+        return (1 if ex.user else 0) + 1
+
     def complete(self) -> list[Turn]:
         """The model finished its turn: it is held for late fragments (see `release`). Returns
         the turns of an exchange held before it, now final."""

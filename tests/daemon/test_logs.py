@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 
+import pytest
+
 from daemon.logs import configure_logging
 from daemon.settings import Settings
 
@@ -21,4 +23,30 @@ def test_json_lines_with_events_and_no_secret(capfd, tmp_path, monkeypatch):
     (entry,) = lines
     assert entry["event"] == "live_reconnect" and entry["attempt"] == 2 and entry["level"] == "INFO"
     assert key not in json.dumps(entry) and entry["msg"] == "live session lost (bad key ***)"
+    logging.basicConfig(force=True)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_tracebacks_stacks_and_extra_fields_are_redacted(capfd, tmp_path, monkeypatch, fmt):
+    monkeypatch.chdir(tmp_path)
+    key = "AIzaSyD3adB33f-kL9q_xVw2mN8pR4tY6uI0oPz"
+    url = "postgres://postgres:S3cr3t-db-pw@db.internal:5432/postgres"
+    token = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ1In0.c2lnbmF0dXJlLXBhcnQ"  # a JWT no setting names
+    configure_logging(Settings(gemini_api_key=key, supabase_db_url=url, log_format=fmt, log_level="INFO"))
+    log = logging.getLogger("parla.test")
+    try:
+        raise ConnectionError(f"refused {url} with key={key}")
+    except ConnectionError:
+        log.exception(
+            "reconnect failed", extra={"event": "x", "detail": {"url": url, "tokens": [token]}}, stack_info=True
+        )
+    output = capfd.readouterr().err
+    assert "ConnectionError: refused postgres://postgres:***@db.internal:5432/postgres with key=***" in output
+    assert "Stack (most recent call last)" in output
+    for secret in (key, "S3cr3t-db-pw", token):
+        assert secret not in output
+    if fmt == "json":
+        (entry,) = [json.loads(line) for line in output.splitlines()]
+        assert entry["detail"] == {"url": "postgres://postgres:***@db.internal:5432/postgres", "tokens": ["***"]}
+        assert "ConnectionError" in entry["exc"] and entry["stack"]
     logging.basicConfig(force=True)

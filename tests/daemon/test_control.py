@@ -1,0 +1,114 @@
+"""The control socket under pressure and bad input: a folder others could write to is refused, 200
+clients at once while the daemon's loop is busy each get an answer or a retry message, and deeply
+nested or over-long requests get an error answer without ending the connection handler."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from daemon.control import MAX_LINE, ControlServer, UnsafeSocketFolder, send_command
+
+
+async def _status(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
+    await asyncio.sleep(0.05)  # a command takes a moment, so clients overlap
+    return {"state": "idle", "cmd": cmd}
+
+
+async def _raw(path: Path, payload: bytes, timeout: float = 10.0) -> list[dict[str, Any]]:
+    """What a plain client gets back for `payload`, every answer line until the daemon closes."""
+    reader, writer = await asyncio.open_unix_connection(str(path))
+    try:
+        writer.write(payload)
+        await writer.drain()
+        writer.write_eof()
+        return [json.loads(line) for line in (await asyncio.wait_for(reader.read(), timeout)).splitlines()]
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("mode", [0o770, 0o707, 0o777])
+async def test_a_folder_others_can_write_is_refused(tmp_path, mode):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    folder.chmod(mode)
+    with pytest.raises(UnsafeSocketFolder, match=f"writable by other users \\(mode {mode:o}\\).*chmod 700"):
+        async with ControlServer(folder / "ctl.sock", _status):
+            pass
+    assert not (folder / "ctl.sock").exists()
+    with pytest.raises(UnsafeSocketFolder, match="writable by other users"):  # nor does a client trust it
+        await send_command(folder / "ctl.sock", "status")
+
+
+async def test_a_folder_of_another_user_is_refused(tmp_path):
+    folder = tmp_path / "theirs"
+    if os.getuid() == 0:
+        folder.mkdir(mode=0o700)
+        os.chown(folder, 65534, 65534)
+    else:
+        folder = Path("/")  # root's
+    with pytest.raises(UnsafeSocketFolder, match="belongs to another user"):
+        async with ControlServer(folder / "ctl.sock", _status):
+            pass
+
+
+async def test_the_folder_is_made_private(tmp_path):
+    path = tmp_path / "a" / "run" / "ctl.sock"
+    async with ControlServer(path, _status):
+        assert path.parent.stat().st_mode & 0o777 == 0o700
+        assert (await send_command(path, "status")) == {"state": "idle", "cmd": "status"}
+
+
+async def test_200_clients_at_once_on_a_busy_daemon_each_get_an_answer_or_a_retry(tmp_path):
+    path = tmp_path / "ctl.sock"
+    async with ControlServer(path, _status):
+        answers: list[Any] = []
+
+        def clients() -> None:
+            async def everyone() -> list[Any]:
+                return await asyncio.gather(
+                    *(_raw(path, b'{"cmd": "status"}\n') for _ in range(200)), return_exceptions=True
+                )
+
+            answers.extend(asyncio.run(everyone()))
+
+        thread = threading.Thread(target=clients)
+        thread.start()
+        time.sleep(1.0)  # noqa: ASYNC251 - the daemon's loop is busy while they all connect: they wait in the backlog
+        await asyncio.to_thread(thread.join, 30)
+        assert not thread.is_alive(), "a client hangs"
+        assert len(answers) == 200
+        failures = [a for a in answers if not isinstance(a, list) or len(a) != 1]
+        assert failures == []
+        served = [a[0] for a in answers if a[0]["ok"]]
+        told_to_retry = [a[0] for a in answers if not a[0]["ok"]]
+        assert all(a == {"ok": True, "state": "idle", "cmd": "status"} for a in served)
+        assert all(a["busy"] and "retry" in a["error"] for a in told_to_retry)
+        assert len(served) >= 100
+
+        # the command line's client retries a busy daemon: all 200 get their answer
+        results = await asyncio.wait_for(asyncio.gather(*(send_command(path, "status") for _ in range(200))), 30)
+        assert results == [{"state": "idle", "cmd": "status"}] * 200
+
+
+async def test_deeply_nested_and_over_long_requests_get_an_error_answer(tmp_path):
+    path = tmp_path / "ctl.sock"
+    async with ControlServer(path, _status):
+        nested = b"[" * 30_000 + b"]" * 30_000 + b"\n"  # under MAX_LINE, far past the parser's recursion limit
+        assert len(nested) < MAX_LINE
+        bad, good = await _raw(path, nested + b'{"cmd": "status"}\n')
+        assert not bad["ok"] and "nested too deeply" in bad["error"]
+        assert good == {"ok": True, "state": "idle", "cmd": "status"}  # the same connection goes on
+
+        (too_long,) = await _raw(path, b"[" * 100_000 + b"\n")
+        assert too_long == {"ok": False, "error": f"request longer than {MAX_LINE} bytes"}
+        (unterminated,) = await _raw(path, b'{"cmd": "say", "text": "' + b"a" * 1_000_000)
+        assert not unterminated["ok"] and "longer than" in unterminated["error"]
+        assert (await send_command(path, "status")) == {"state": "idle", "cmd": "status"}

@@ -1,0 +1,44 @@
+"""kill -9, the small version of `python -m bench.faults`: a few kills at random moments of
+`parla import`, of `parla memory regenerate` and of `parla run` in a live session (typed turns
+answered by the Live emulator), each followed by a restart; no acknowledged turn is lost, none is
+stored twice, the SQLite file passes integrity_check and the chat's memory compacts again."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from bench.faults import Figures, compaction_faults, import_faults, live_faults, settings_for
+from daemon.memory_services import open_memory
+
+
+def _clean(figures: Figures, kills: int) -> None:
+    assert figures.kills == kills
+    assert figures.checked > 0
+    assert (figures.lost, figures.duplicated, figures.integrity_failures, figures.memory_failures) == (0, 0, 0, 0), (
+        figures.problems
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_config(tmp_path, monkeypatch):
+    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "none.toml"))
+
+
+async def test_kill_9_during_import(tmp_path):
+    _clean(await import_faults(tmp_path, 2, random.Random(1), chats=4, turns=(20, 60)), 2)
+
+
+async def test_kill_9_during_compaction(tmp_path):
+    async with open_memory(settings_for(tmp_path)) as mem:
+        figures = await compaction_faults(tmp_path, 2, random.Random(2), mem, chats=1, turns=(150, 160))
+    _clean(figures, 2)
+
+
+async def test_kill_9_during_a_live_session(tmp_path, pulse, live, live_certificate):
+    async with open_memory(settings_for(tmp_path)) as mem:
+        figures = await live_faults(
+            tmp_path, 2, random.Random(3), mem, live, pulse.env["PULSE_SERVER"], live_certificate[0]
+        )
+    _clean(figures, 2)
