@@ -35,6 +35,7 @@ from daemon.wake import WakePhrase
 from memory.importer import find_chats_named
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
+from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs
 from voice.audio import Microphone
@@ -142,15 +143,11 @@ class Daemon:
                     await asyncio.wait_for(asyncio.shield(task), limit)
                 except TimeoutError:
                     log.error("shutdown took longer than %.0fs; cancelling", limit, extra={"event": "shutdown_slow"})
-                    task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task  # its error, if it failed
+                    await cancel_and_wait(task)
+            if not task.cancelled():
+                task.result()  # its error, if it failed
         finally:
-            stopped.cancel()
-            if not task.done():
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(stopped, task)
 
     async def _run(self) -> None:
         s = self.settings
@@ -227,15 +224,7 @@ class Daemon:
             asyncio.create_task(self._activate.wait(), name="idle:activate"),
         }
         waiters.add(asyncio.create_task(self._listen(), name="idle:listen"))
-        try:
-            done, _ = await asyncio.wait(waiters, timeout=retry_in, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waiters:
-                task.cancel()
-            await asyncio.gather(*waiters, return_exceptions=True)
-        for task in done:
-            if task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        await race(waiters, timeout=retry_in)
         self._activate.clear()
         return not self._stop.is_set()
 
@@ -304,9 +293,7 @@ class Daemon:
                     log.info("no one spoke for %.0fs: closing the session", timeout, extra={"event": "idle_timeout"})
                     return
         finally:
-            for task in (failed, stopping):
-                task.cancel()
-            await asyncio.gather(failed, stopping, return_exceptions=True)
+            await cancel_and_wait(failed, stopping)
 
     async def _store_typed(self, reason: str) -> None:
         """Typed turns no session could send are stored in the chat as said, unanswered (a

@@ -63,15 +63,16 @@ import ssl
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
 
 from google import genai
 from google.genai import errors, types
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from memory.models import not_found_advice
+from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
 from voice.config import MIC_RATE, VoiceConfig
 from voice.live_config import connect_config, system_instruction
@@ -251,25 +252,25 @@ class LiveConversation:
 
     # lifecycle
 
-    async def __aenter__(self) -> LiveConversation:
+    async def __aenter__(self) -> Self:
         self._saver_task = asyncio.create_task(self._saver(), name="live:saver")
         self._run_task = asyncio.create_task(self._run(), name="live:run")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         run = self._run_task
-        if run is not None:
-            run.cancel()
-            with suppress(asyncio.CancelledError, LiveSessionFailed):
-                await run
+        await cancel_and_wait(run)
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
         await self._drain_saves()
-        if self._saver_task is not None:
-            self._saver_task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._saver_task
+        await cancel_and_wait(self._saver_task)
         await self._keep_unsaved()
+        # A run that failed other than by giving up (the store could not give a seed) says so
+        # to the owner, after every turn is stored or kept.
+        if run is not None and run.done() and not run.cancelled():
+            error = run.exception()
+            if error is not None and not isinstance(error, LiveSessionFailed):
+                raise error
 
     async def wait(self) -> None:
         """Until the conversation ends on its own: it only does so by giving up (LiveSessionFailed)."""
@@ -510,13 +511,9 @@ class LiveConversation:
         sender = asyncio.create_task(self._send_loop(session), name="live:send")
         receiver = asyncio.create_task(self._receive_loop(session), name="live:receive")
         restart = asyncio.create_task(self._reconnect.wait(), name="live:restart")
-        tasks = {sender, receiver, restart}
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await race({sender, receiver, restart})
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             # Running tool calls outlive the connection: their answers go out on the next one.
             for timer in (self._goaway_timer, self._silence_timer, self._hold_timer):
                 if timer is not None:
@@ -525,9 +522,6 @@ class LiveConversation:
             self._answer_due = False
             # No late fragment of a held turn can come over another connection.
             self._queue_save(self.assembler.release())
-        for task in done:
-            if task is not restart and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
 
     # sending
 
@@ -570,9 +564,7 @@ class LiveConversation:
         finally:
             if mic_read is not None and mic_read.done() and not mic_read.cancelled():
                 self._held_block = mic_read.result()
-            for task in (mic_read, control):
-                if task is not None:
-                    task.cancel()
+            await cancel_and_wait(mic_read, control)
 
     def _next_outgoing(self) -> _Outgoing | None:
         """The next queued item that may go now. Tools' answers go first, always (the model may
