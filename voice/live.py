@@ -75,6 +75,7 @@ from memory.models import not_found_advice
 from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
 from voice.config import MIC_RATE, VoiceConfig
+from voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from voice.live_config import connect_config, system_instruction
 from voice.profiles import profile_for
 from voice.seed import Seed, SessionMemory
@@ -93,10 +94,6 @@ class AudioSource(Protocol):
 class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
-
-
-class LiveSessionFailed(RuntimeError):
-    """The conversation cannot go on; the message says why and what to do."""
 
 
 EventKind = Literal[
@@ -152,14 +149,6 @@ class _ToolResult:
 
 
 _Outgoing = _Text | _ToolResult
-
-
-class UnreadableMessage(RuntimeError):
-    """The SDK could not parse a server message (a type it does not know, broken JSON)."""
-
-
-class SetupTimeout(TimeoutError):
-    """The server accepted the websocket but did not complete the setup in time."""
 
 
 def close_code(exc: BaseException) -> int | None:
