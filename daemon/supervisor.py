@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 from google import genai
 
 from daemon.control import CommandError, ControlServer
@@ -38,9 +36,10 @@ from memory.store.supabase import SupabaseChatStore
 from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs
-from voice.audio import Microphone
-from voice.config import SPEAKER_RATE
-from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
+from voice.cues import cue
+from voice.errors import LiveSessionFailed
+from voice.gated_microphone import GatedMicrophone
+from voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 
@@ -53,31 +52,6 @@ _IDLE_POLL_S = 0.25
 _RESTART_DELAY_S = 1.0
 _RESTART_MAX_DELAY_S = 60.0
 _CRASH_RESET_S = 300.0
-
-
-def cue(rising: bool) -> bytes:
-    """A 150 ms two-note chime at the speaker's rate: rising when a session opens, falling when it closes."""
-    notes = (660.0, 880.0) if rising else (880.0, 660.0)
-    n = int(SPEAKER_RATE * 0.075)
-    t = np.arange(n) / SPEAKER_RATE
-    envelope = np.sin(np.pi * np.arange(n) / n)  # no clicks at the edges
-    tone = np.concatenate([np.sin(2 * math.pi * f * t) * envelope for f in notes])
-    return (tone * 0.25 * 32767).astype("<i2").tobytes()
-
-
-class GatedMicrophone:
-    """The microphone as the live session reads it: while muted, blocks are read and dropped, so
-    nothing is sent and no stale audio is waiting when the user unmutes."""
-
-    def __init__(self, microphone: Microphone) -> None:
-        self.microphone = microphone
-        self.muted = False
-
-    async def read(self) -> bytes:
-        while True:
-            block = await self.microphone.read()
-            if not self.muted:
-                return block
 
 
 @dataclass
