@@ -59,28 +59,30 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
 import time
 from collections import deque
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, Self
+from typing import NoReturn, Protocol, Self
 
 from google import genai
-from google.genai import errors, types
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from google.genai import types
+from google.genai.live import AsyncSession
 
-from memory.models import not_found_advice
 from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
+from voice.close_codes import classify, failure_reason
 from voice.config import MIC_RATE, VoiceConfig
 from voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from voice.live_config import connect_config, system_instruction
 from voice.profiles import profile_for
+from voice.reconnect import GiveUp, ReconnectPolicy
 from voice.seed import Seed, SessionMemory
+from voice.status import EventKind, LiveStatus, SessionEvent
 from voice.tool_calls import Reply, ToolCalls, ToolHandler
 from voice.transcript import TranscriptAssembler
+from voice.turn_saver import TurnSaver
 
 log = logging.getLogger(__name__)
 
@@ -94,30 +96,6 @@ class AudioSource(Protocol):
 class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
-
-
-EventKind = Literal[
-    "connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "save_refused", "turn", "switched"
-]
-
-
-@dataclass(frozen=True)
-class SessionEvent:
-    kind: EventKind
-    detail: str = ""
-
-
-@dataclass
-class LiveStatus:
-    connected: bool = False
-    connections: int = 0
-    resumed: int = 0
-    reconnects: int = 0
-    last_error: str | None = None
-    unsaved_turns: int = 0
-    refused_turns: int = 0  # refused for good by the store and kept locally, this session
-    # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
-    last_activity: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -151,50 +129,6 @@ class _ToolResult:
 _Outgoing = _Text | _ToolResult
 
 
-def close_code(exc: BaseException) -> int | None:
-    if isinstance(exc, errors.APIError):
-        return exc.code
-    if isinstance(exc, ConnectionClosed):
-        return exc.rcvd.code if exc.rcvd else 1006
-    return None
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, errors.APIError):
-        detail = exc.details if isinstance(exc.details, str) else exc.message
-        return f"close {exc.code}: {detail or 'no reason given'}"
-    if isinstance(exc, ConnectionClosed):
-        frame = exc.rcvd
-        return f"close {frame.code}: {frame.reason or 'no reason given'}" if frame else "connection lost (1006)"
-    if isinstance(exc, InvalidStatus):
-        status = exc.response.status_code
-        quota = " (quota or rate limit exhausted; see the key's limits in Google AI Studio)" if status == 429 else ""
-        return f"the server refused the connection with HTTP {status}{quota}"
-    if isinstance(exc, (UnreadableMessage, SetupTimeout)):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _fatal(exc: BaseException) -> str | None:
-    """Why retrying cannot help, or None when it can."""
-    code = close_code(exc)
-    if code == 1008:
-        return not_found_advice("live", f"the Live API refused the session ({_reason(exc)})") or (
-            f"the Live API refused the session ({_reason(exc)}); check the API key, the model name "
-            "(PARLA_LIVE_MODEL) and that the key may use the Live API"
-        )
-    if isinstance(exc, InvalidStatus) and exc.response.status_code in (400, 401, 403, 404):
-        return f"{_reason(exc)}; check the API key and PARLA_LIVE_URL"
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return f"the Live API's TLS certificate was not trusted ({exc.verify_message}); check PARLA_LIVE_URL"
-    return None
-
-
-# Failures a connection is expected to meet; any other exception is logged with its traceback
-# (a bug, or a server change) and handled the same way.
-_EXPECTED = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError, UnreadableMessage)
-
-
 def _parse_seconds(duration: str | None) -> float | None:
     if not duration:
         return None
@@ -221,7 +155,7 @@ class LiveConversation:
         self._outgoing: deque[_Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
         self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
-        self._saves: asyncio.Queue[tuple[SessionMemory, list[Turn]]] = asyncio.Queue()
+        self._saver = TurnSaver(self.status, self._emit, self.config.save_drain_s)
         self._handle: _Handle | None = None
         self._instruction: str | None = None
         self._reconnect = asyncio.Event()
@@ -235,14 +169,11 @@ class LiveConversation:
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
-        self._saver_task: asyncio.Task[None] | None = None
-        self._saving: tuple[SessionMemory, list[Turn]] | None = None  # the batch the saver holds
-        self._save_error: str | None = None
 
     # lifecycle
 
     async def __aenter__(self) -> Self:
-        self._saver_task = asyncio.create_task(self._saver(), name="live:saver")
+        self._saver.start()
         self._run_task = asyncio.create_task(self._run(), name="live:run")
         return self
 
@@ -251,9 +182,7 @@ class LiveConversation:
         await cancel_and_wait(run)
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
-        await self._drain_saves()
-        await cancel_and_wait(self._saver_task)
-        await self._keep_unsaved()
+        await self._saver.close()
         # A run that failed other than by giving up (the store could not give a seed) says so
         # to the owner, after every turn is stored or kept.
         if run is not None and run.done() and not run.cancelled():
@@ -300,67 +229,9 @@ class LiveConversation:
 
     def _queue_save(self, turns: list[Turn]) -> None:
         if turns:
-            self._saves.put_nowait((self.memory, turns))
-            self.status.unsaved_turns += len(turns)
+            self._saver.put(self.memory, turns)
             for turn in turns:
                 self._emit("turn", turn.transcript_line() + (" [cut off]" if turn.interrupted else ""))
-
-    async def _saver(self) -> None:
-        """Stores batches in order. A failure the memory does not settle (it keeps turns refused
-        for good aside itself) is temporary: the same batch is retried with backoff, and the
-        batches after it wait, so turns reach the store in the order they were said."""
-        while True:
-            memory, turns = self._saving = await self._saves.get()
-            delay = 0.5
-            while True:
-                try:
-                    refused = await memory.save(turns)
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - keep the turns and try again; say so
-                    self._save_error = f"{type(e).__name__}: {e}"
-                    log.error("storing %d turns failed: %s; retrying in %.1fs", len(turns), e, delay)
-                    self._emit("save_failed", self._save_error)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 30.0)
-            if refused is not None:
-                self.status.refused_turns += refused.count
-                detail = f"{refused.count} turns kept in {refused.where}: {refused.reason}"
-                log.error("the store refused turns for good; %s", detail, extra={"event": "turns_refused"})
-                self._emit("save_refused", detail)
-            self._saving = None
-            self.status.unsaved_turns -= len(turns)
-            self._saves.task_done()
-
-    async def _keep_unsaved(self) -> None:
-        """The session is over and the saver has stopped: what it could not store is kept locally."""
-        batches = [self._saving] if self._saving is not None else []
-        self._saving = None
-        while not self._saves.empty():
-            batches.append(self._saves.get_nowait())
-        reason = f"not stored before the session closed (last error: {self._save_error or 'none'})"
-        for memory, turns in batches:
-            try:
-                await memory.keep(turns, reason)
-            except Exception:
-                log.exception(
-                    "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
-                )
-                continue
-            self.status.unsaved_turns -= len(turns)
-            self.status.refused_turns += len(turns)
-
-    async def _drain_saves(self) -> None:
-        try:
-            await asyncio.wait_for(self._saves.join(), self.config.save_drain_s)
-        except TimeoutError:
-            log.error(
-                "%d turns are not stored yet after %gs",
-                self.status.unsaved_turns,
-                self.config.save_drain_s,
-                extra={"event": "turns_unsaved", "count": self.status.unsaved_turns},
-            )
 
     # the connection loop
 
@@ -381,14 +252,18 @@ class LiveConversation:
     async def _fresh_seed(self, with_history: bool) -> Seed:
         # Turns still on their way to the store belong in the seed.
         self._queue_save(self.assembler.flush())
-        await self._drain_saves()
+        await self._saver.drain()
         seed = await self.memory.seed()
         self._instruction = system_instruction(self.config, seed.memory_block)
         return seed if with_history else Seed(seed.memory_block)
 
     async def _run(self) -> None:
-        failures = 0
-        refused = 0  # consecutive 1007s
+        policy = ReconnectPolicy(
+            attempts=self.config.reconnect_attempts,
+            delay=self.config.reconnect_delay,
+            max_delay=self.config.reconnect_max_delay,
+            stable_s=self.config.reconnect_stable_s,
+        )
         while True:
             if self._next_memory is not None:
                 await self._change_memory(self._next_memory)
@@ -396,7 +271,7 @@ class LiveConversation:
             started: float | None = None
             # A store that cannot give the seed ends the session (the caller reports it); it is
             # not a connection failure that retrying would help.
-            seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
+            seed = None if handle and self._instruction else await self._fresh_seed(policy.seed_history)
             seeding = seed is not None and bool(seed.history)
             assert self._instruction is not None
             cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle, seeding)
@@ -410,45 +285,33 @@ class LiveConversation:
                     self._connected(resumed=seed is None)
                     await self._serve(session)
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
-                failures = refused = 0
+                policy.ended_as_asked()
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # no failure of one connection may end the conversation
-                if not isinstance(e, _EXPECTED):
+                failure = classify(e)
+                if not failure.expected:
                     log.exception("live session failed unexpectedly", extra={"event": "live_unexpected"})
                 self._disconnected(e)
-                fatal = _fatal(e)
-                if fatal:
-                    self._give_up(fatal)
-                if started is not None and time.monotonic() - started >= self.config.reconnect_stable_s:
-                    failures = 0
-                failures += 1
-                if close_code(e) == 1007:
-                    # Whatever the handle or the seed carried was refused: do not send it again.
-                    refused += 1
+                decision = policy.failed(failure, None if started is None else time.monotonic() - started)
+                if isinstance(decision, GiveUp):
+                    self._give_up(decision.message)
+                if decision.fresh:  # whatever the handle or the seed carried was refused: never resend it
                     self._handle = None
-                    if refused >= 3:
-                        self._give_up(f"the Live API refused the session three times ({_reason(e)})")
-                else:
-                    refused = 0
-                if failures > self.config.reconnect_attempts:
-                    self._give_up(
-                        f"the Live API connection failed {failures} times in a row (last: {_reason(e)}); "
-                        "check the network, then start the conversation again"
-                    )
-                delay = min(self.config.reconnect_delay * 2 ** (failures - 1), self.config.reconnect_max_delay)
-                self._emit("reconnecting", f"attempt {failures} in {delay:.1f}s after {_reason(e)}")
+                self._emit(
+                    "reconnecting", f"attempt {decision.attempt} in {decision.delay:.1f}s after {failure.reason}"
+                )
                 log.warning(
                     "live session lost (%s); reconnect %d/%d in %.1fs",
-                    _reason(e),
-                    failures,
+                    failure.reason,
+                    decision.attempt,
                     self.config.reconnect_attempts,
-                    delay,
-                    extra={"event": "live_reconnect", "code": close_code(e), "attempt": failures},
+                    decision.delay,
+                    extra={"event": "live_reconnect", "code": failure.code, "attempt": decision.attempt},
                 )
-                await asyncio.sleep(delay)
+                await asyncio.sleep(decision.delay)
 
-    async def _connect(self, stack: AsyncExitStack, cfg: types.LiveConnectConfig) -> Any:
+    async def _connect(self, stack: AsyncExitStack, cfg: types.LiveConnectConfig) -> AsyncSession:
         """Open a connection; the SDK waits for setupComplete without a limit, so we set one."""
         limit = self.config.live_setup_timeout_s
         try:
@@ -461,7 +324,7 @@ class LiveConversation:
 
     async def _change_memory(self, memory: SessionMemory) -> None:
         self._queue_save(self.assembler.flush())  # stored in the chat they belong to
-        await self._drain_saves()
+        await self._saver.drain()
         self.memory = memory
         self._next_memory = None
         self._handle = None  # the old session's context is the old chat's
@@ -483,18 +346,18 @@ class LiveConversation:
     def _disconnected(self, exc: BaseException) -> None:
         self.status.connected = False
         self.status.reconnects += 1
-        self.status.last_error = _reason(exc)
+        self.status.last_error = failure_reason(exc)
         # A reply cut by the drop is stored as far as it came (its audio still plays out).
         if self.assembler.model_speaking:
             self._queue_save(self.assembler.flush())
 
-    def _give_up(self, message: str) -> None:
+    def _give_up(self, message: str) -> NoReturn:
         self.status.last_error = message
         self._emit("gave_up", message)
         log.error("live session ended: %s", message, extra={"event": "live_gave_up"})
         raise LiveSessionFailed(message)
 
-    async def _serve(self, session: Any) -> None:
+    async def _serve(self, session: AsyncSession) -> None:
         self._reconnect.clear()
         self._draining = False
         sender = asyncio.create_task(self._send_loop(session), name="live:send")
@@ -521,7 +384,7 @@ class LiveConversation:
             self._outgoing.append(item)
         self._outgoing_ready.set()
 
-    async def _send_loop(self, session: Any) -> None:
+    async def _send_loop(self, session: AsyncSession) -> None:
         mic_read: asyncio.Task[bytes] | None = None
         control: asyncio.Task[bool] | None = None
         try:
@@ -583,16 +446,18 @@ class LiveConversation:
             or any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
         )
 
-    async def _send_audio(self, session: Any, block: bytes) -> None:
+    async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
         await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
 
-    async def _send_seed(self, session: Any, seed: Seed) -> None:
+    async def _send_seed(self, session: AsyncSession, seed: Seed) -> None:
         """The tail turns, with their roles, before any realtime input: left open where a
         completed turn would ask for an answer, closed where it ends the initial history."""
-        history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
+        history: list[types.Content | types.ContentDict] = [
+            types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history
+        ]
         await session.send_client_content(turns=history, turn_complete=self.profile.seed_turn_complete)
 
-    async def _send_text(self, session: Any, text: str) -> None:
+    async def _send_text(self, session: AsyncSession, text: str) -> None:
         """A user turn in words, the way the model takes one mid-session."""
         if self.profile.typed_turns_via == "client_content":
             turn = types.Content(role="user", parts=[types.Part(text=text)])
@@ -600,7 +465,7 @@ class LiveConversation:
         else:
             await session.send_realtime_input(text=text)
 
-    async def _send(self, session: Any, item: _Outgoing) -> None:
+    async def _send(self, session: AsyncSession, item: _Outgoing) -> None:
         if isinstance(item, _Text):
             await self._send_text(session, item.text)
             self.assembler.user_text(item.text, source="text")
@@ -618,7 +483,7 @@ class LiveConversation:
 
     # receiving
 
-    async def _receive_loop(self, session: Any) -> None:
+    async def _receive_loop(self, session: AsyncSession) -> None:
         while True:  # receive() ends after each turnComplete, and after a message it cannot read
             messages = session.receive()
             while True:

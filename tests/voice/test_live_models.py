@@ -11,8 +11,9 @@ from websockets.exceptions import ConnectionClosed
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
 from memory.refused import RefusedTurns
+from voice.close_codes import close_code
 from voice.errors import LiveSessionFailed
-from voice.live import LiveConversation, close_code
+from voice.live import LiveConversation
 from voice.live_config import connect_config
 
 
