@@ -14,16 +14,10 @@ Reconnection policy:
   initial history (3.1).
 - GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
   before the deadline if the model is not speaking then. A reply is never cut by us.
-- Close 1006/1011, other drops, a refused upgrade (HTTP 429: quota), a setup not completed within
-  `live_setup_timeout_s`, a server message that is not JSON, and any unexpected failure of a
-  connection: reconnect with backoff
-  (`reconnect_delay` doubling up to `reconnect_max_delay`). After `reconnect_attempts`
-  consecutive failures the conversation gives up with `LiveSessionFailed`; a connection that
-  lasted `reconnect_stable_s` resets the count.
-- Close 1007 (the server refused what we sent): never resend it. Start fresh from the store; a
-  second 1007 in a row starts with the memory block only (no tail turns); a third gives up.
-- Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
-  give up at once: retrying cannot help, and the message says what the server said.
+- A failed connection (a close, a drop, a refused upgrade, a setup not completed within
+  `live_setup_timeout_s`, a server message that is not JSON, any unexpected failure) is classified
+  by voice.close_codes, and voice.reconnect decides: reconnect after a backoff, start fresh
+  without what the server refused (1007), or give up with `LiveSessionFailed` and what to fix.
 
 A server message of a type the SDK does not know is skipped (logged): the stream is intact, and a
 newer service must not cost a reconnect per message.
@@ -44,14 +38,13 @@ in the chat they belong to, the handle is dropped and a fresh session opens seed
 chat's memory.
 
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
-(voice.transcript says how fragments are attributed), then its exchange goes to a queue that the
-saver task hands to `SessionMemory.save`, so the audio path never waits on the store. Turns the store refuses for good are kept locally by the
-memory and block nothing; any other failed save is retried with backoff, in order. What is still
-unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`).
-Before a fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
-mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
-interrupted; the user's words heard before the model answered are kept open when the session
-resumes (the server heard them too) and stored when it starts fresh.
+(voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
+(voice.turn_saver), so the audio path never waits on the store. What is still unsaved when the
+session closes (after `save_drain_s`) is kept locally. Before a fresh seed is read, the saver is
+drained so the seed carries every turn. When a connection drops mid-reply, the model turn keeps
+all the text received (its audio still plays) and is marked interrupted; the user's words heard
+before the model answered are kept open when the session resumes (the server heard them too) and
+stored when it starts fresh.
 """
 
 from __future__ import annotations
@@ -78,7 +71,7 @@ from voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from voice.live_config import connect_config, system_instruction
 from voice.profiles import profile_for
 from voice.reconnect import GiveUp, ReconnectPolicy
-from voice.seed import Seed, SessionMemory
+from voice.session_memory import Seed, SessionMemory
 from voice.status import EventKind, LiveStatus, SessionEvent
 from voice.tool_calls import Reply, ToolCalls, ToolHandler
 from voice.transcript import TranscriptAssembler

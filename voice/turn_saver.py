@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from memory.tasks import cancel_and_wait
 from memory.turn import Turn
-from voice.seed import SessionMemory
+from voice.session_memory import SessionMemory
 from voice.status import EventKind, LiveStatus
 
 log = logging.getLogger(__name__)
