@@ -20,7 +20,7 @@ from memory.refused import RefusedTurns
 from memory.store import ChatNotFound, ChatStore, TurnConflict
 from memory.store.supabase import StoreOffline, StoreRefused
 from memory.turn import Turn
-from voice.seed import Refused, Seed
+from voice.session_memory import Refused, Seed
 
 # The same request fails the same way every time: the turn's chat is gone or taken, the server
 # refused the content, or the content cannot be encoded for the store at all.

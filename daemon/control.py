@@ -20,6 +20,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Self
 
+from memory.tasks import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -116,8 +118,7 @@ class ControlServer:
             writer.close()
         if self._clients:
             _, late = await asyncio.wait(list(self._clients), timeout=1.0)
-            for task in late:
-                task.cancel()
+            await cancel_and_wait(*late)
         if self._server is not None:
             with suppress(Exception):
                 await self._server.wait_closed()

@@ -17,7 +17,8 @@ from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retir
 from memory.refused import RefusedTurns
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
-from voice.audio import AudioDeviceError, describe_devices, list_devices, resolve_device
+from voice.audio import describe_devices, list_devices, resolve_device
+from voice.errors import AudioDeviceError
 
 Outcome = Literal["ok", "warn", "fail"]
 

@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import math
 import time
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import numpy as np
 from google import genai
 
 from daemon.control import CommandError, ControlServer
@@ -35,11 +33,13 @@ from daemon.wake import WakePhrase
 from memory.importer import find_chats_named
 from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
+from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs
-from voice.audio import Microphone
-from voice.config import SPEAKER_RATE
-from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
+from voice.cues import cue
+from voice.errors import LiveSessionFailed
+from voice.gated_microphone import GatedMicrophone
+from voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 
@@ -52,31 +52,6 @@ _IDLE_POLL_S = 0.25
 _RESTART_DELAY_S = 1.0
 _RESTART_MAX_DELAY_S = 60.0
 _CRASH_RESET_S = 300.0
-
-
-def cue(rising: bool) -> bytes:
-    """A 150 ms two-note chime at the speaker's rate: rising when a session opens, falling when it closes."""
-    notes = (660.0, 880.0) if rising else (880.0, 660.0)
-    n = int(SPEAKER_RATE * 0.075)
-    t = np.arange(n) / SPEAKER_RATE
-    envelope = np.sin(np.pi * np.arange(n) / n)  # no clicks at the edges
-    tone = np.concatenate([np.sin(2 * math.pi * f * t) * envelope for f in notes])
-    return (tone * 0.25 * 32767).astype("<i2").tobytes()
-
-
-class GatedMicrophone:
-    """The microphone as the live session reads it: while muted, blocks are read and dropped, so
-    nothing is sent and no stale audio is waiting when the user unmutes."""
-
-    def __init__(self, microphone: Microphone) -> None:
-        self.microphone = microphone
-        self.muted = False
-
-    async def read(self) -> bytes:
-        while True:
-            block = await self.microphone.read()
-            if not self.muted:
-                return block
 
 
 @dataclass
@@ -142,15 +117,11 @@ class Daemon:
                     await asyncio.wait_for(asyncio.shield(task), limit)
                 except TimeoutError:
                     log.error("shutdown took longer than %.0fs; cancelling", limit, extra={"event": "shutdown_slow"})
-                    task.cancel()
-            with suppress(asyncio.CancelledError):
-                await task  # its error, if it failed
+                    await cancel_and_wait(task)
+            if not task.cancelled():
+                task.result()  # its error, if it failed
         finally:
-            stopped.cancel()
-            if not task.done():
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
+            await cancel_and_wait(stopped, task)
 
     async def _run(self) -> None:
         s = self.settings
@@ -227,15 +198,7 @@ class Daemon:
             asyncio.create_task(self._activate.wait(), name="idle:activate"),
         }
         waiters.add(asyncio.create_task(self._listen(), name="idle:listen"))
-        try:
-            done, _ = await asyncio.wait(waiters, timeout=retry_in, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in waiters:
-                task.cancel()
-            await asyncio.gather(*waiters, return_exceptions=True)
-        for task in done:
-            if task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
+        await race(waiters, timeout=retry_in)
         self._activate.clear()
         return not self._stop.is_set()
 
@@ -304,9 +267,7 @@ class Daemon:
                     log.info("no one spoke for %.0fs: closing the session", timeout, extra={"event": "idle_timeout"})
                     return
         finally:
-            for task in (failed, stopping):
-                task.cancel()
-            await asyncio.gather(failed, stopping, return_exceptions=True)
+            await cancel_and_wait(failed, stopping)
 
     async def _store_typed(self, reason: str) -> None:
         """Typed turns no session could send are stored in the chat as said, unanswered (a

@@ -34,6 +34,7 @@ from memory.facts import format_fact_lines
 from memory.store import ChatStore, CompactionCommit, StoreError
 from memory.summarizers import Summarizer, offline_fallbacks, transcript
 from memory.summary import MessageRange, SummaryLevel
+from memory.tasks import cancel_and_wait
 from memory.tokens import estimate_tokens, truncate_to_tokens
 from memory.turn import Turn
 
@@ -363,10 +364,7 @@ class CompactionWorker:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        tasks = list(self._running.values())
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(*self._running.values())
 
     def schedule(self, chat_id: str) -> None:
         if self._slots is None:

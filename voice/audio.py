@@ -20,12 +20,9 @@ from types import ModuleType
 from typing import Any, Literal, Self
 
 from voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
+from voice.errors import AudioDeviceError
 
 Kind = Literal["input", "output"]
-
-
-class AudioDeviceError(RuntimeError):
-    """No usable audio device; the message lists the devices that exist."""
 
 
 def _sounddevice() -> ModuleType:

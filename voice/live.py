@@ -14,16 +14,10 @@ Reconnection policy:
   initial history (3.1).
 - GoAway: reconnect with the handle as soon as the current turn completes, or `goaway_margin_s`
   before the deadline if the model is not speaking then. A reply is never cut by us.
-- Close 1006/1011, other drops, a refused upgrade (HTTP 429: quota), a setup not completed within
-  `live_setup_timeout_s`, a server message that is not JSON, and any unexpected failure of a
-  connection: reconnect with backoff
-  (`reconnect_delay` doubling up to `reconnect_max_delay`). After `reconnect_attempts`
-  consecutive failures the conversation gives up with `LiveSessionFailed`; a connection that
-  lasted `reconnect_stable_s` resets the count.
-- Close 1007 (the server refused what we sent): never resend it. Start fresh from the store; a
-  second 1007 in a row starts with the memory block only (no tail turns); a third gives up.
-- Close 1008 (policy: key, model, permission), a refused handshake (401/403/404) or a TLS failure
-  give up at once: retrying cannot help, and the message says what the server said.
+- A failed connection (a close, a drop, a refused upgrade, a setup not completed within
+  `live_setup_timeout_s`, a server message that is not JSON, any unexpected failure) is classified
+  by voice.close_codes, and voice.reconnect decides: reconnect after a backoff, start fresh
+  without what the server refused (1007), or give up with `LiveSessionFailed` and what to fix.
 
 A server message of a type the SDK does not know is skipped (logged): the stream is intact, and a
 newer service must not cost a reconnect per message.
@@ -44,14 +38,13 @@ in the chat they belong to, the handle is dropped and a fresh session opens seed
 chat's memory.
 
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
-(voice.transcript says how fragments are attributed), then its exchange goes to a queue that the
-saver task hands to `SessionMemory.save`, so the audio path never waits on the store. Turns the store refuses for good are kept locally by the
-memory and block nothing; any other failed save is retried with backoff, in order. What is still
-unsaved when the session closes (after `save_drain_s`) is kept locally too (`SessionMemory.keep`).
-Before a fresh seed is read, the queue is drained so the seed carries every turn. When a connection drops
-mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
-interrupted; the user's words heard before the model answered are kept open when the session
-resumes (the server heard them too) and stored when it starts fresh.
+(voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
+(voice.turn_saver), so the audio path never waits on the store. What is still unsaved when the
+session closes (after `save_drain_s`) is kept locally. Before a fresh seed is read, the saver is
+drained so the seed carries every turn. When a connection drops mid-reply, the model turn keeps
+all the text received (its audio still plays) and is marked interrupted; the user's words heard
+before the model answered are kept open when the session resumes (the server heard them too) and
+stored when it starts fresh.
 """
 
 from __future__ import annotations
@@ -59,26 +52,30 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import ssl
 import time
 from collections import deque
 from collections.abc import Callable
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import NoReturn, Protocol, Self
 
 from google import genai
-from google.genai import errors, types
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from google.genai import types
+from google.genai.live import AsyncSession
 
-from memory.models import not_found_advice
+from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
+from voice.close_codes import classify, failure_reason
 from voice.config import MIC_RATE, VoiceConfig
+from voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from voice.live_config import connect_config, system_instruction
 from voice.profiles import profile_for
-from voice.seed import Seed, SessionMemory
+from voice.reconnect import GiveUp, ReconnectPolicy
+from voice.session_memory import Seed, SessionMemory
+from voice.status import EventKind, LiveStatus, SessionEvent
 from voice.tool_calls import Reply, ToolCalls, ToolHandler
 from voice.transcript import TranscriptAssembler
+from voice.turn_saver import TurnSaver
 
 log = logging.getLogger(__name__)
 
@@ -92,34 +89,6 @@ class AudioSource(Protocol):
 class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
-
-
-class LiveSessionFailed(RuntimeError):
-    """The conversation cannot go on; the message says why and what to do."""
-
-
-EventKind = Literal[
-    "connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "save_refused", "turn", "switched"
-]
-
-
-@dataclass(frozen=True)
-class SessionEvent:
-    kind: EventKind
-    detail: str = ""
-
-
-@dataclass
-class LiveStatus:
-    connected: bool = False
-    connections: int = 0
-    resumed: int = 0
-    reconnects: int = 0
-    last_error: str | None = None
-    unsaved_turns: int = 0
-    refused_turns: int = 0  # refused for good by the store and kept locally, this session
-    # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
-    last_activity: float = field(default_factory=time.monotonic)
 
 
 @dataclass
@@ -153,58 +122,6 @@ class _ToolResult:
 _Outgoing = _Text | _ToolResult
 
 
-class UnreadableMessage(RuntimeError):
-    """The SDK could not parse a server message (a type it does not know, broken JSON)."""
-
-
-class SetupTimeout(TimeoutError):
-    """The server accepted the websocket but did not complete the setup in time."""
-
-
-def close_code(exc: BaseException) -> int | None:
-    if isinstance(exc, errors.APIError):
-        return exc.code
-    if isinstance(exc, ConnectionClosed):
-        return exc.rcvd.code if exc.rcvd else 1006
-    return None
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, errors.APIError):
-        detail = exc.details if isinstance(exc.details, str) else exc.message
-        return f"close {exc.code}: {detail or 'no reason given'}"
-    if isinstance(exc, ConnectionClosed):
-        frame = exc.rcvd
-        return f"close {frame.code}: {frame.reason or 'no reason given'}" if frame else "connection lost (1006)"
-    if isinstance(exc, InvalidStatus):
-        status = exc.response.status_code
-        quota = " (quota or rate limit exhausted; see the key's limits in Google AI Studio)" if status == 429 else ""
-        return f"the server refused the connection with HTTP {status}{quota}"
-    if isinstance(exc, (UnreadableMessage, SetupTimeout)):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
-def _fatal(exc: BaseException) -> str | None:
-    """Why retrying cannot help, or None when it can."""
-    code = close_code(exc)
-    if code == 1008:
-        return not_found_advice("live", f"the Live API refused the session ({_reason(exc)})") or (
-            f"the Live API refused the session ({_reason(exc)}); check the API key, the model name "
-            "(PARLA_LIVE_MODEL) and that the key may use the Live API"
-        )
-    if isinstance(exc, InvalidStatus) and exc.response.status_code in (400, 401, 403, 404):
-        return f"{_reason(exc)}; check the API key and PARLA_LIVE_URL"
-    if isinstance(exc, ssl.SSLCertVerificationError):
-        return f"the Live API's TLS certificate was not trusted ({exc.verify_message}); check PARLA_LIVE_URL"
-    return None
-
-
-# Failures a connection is expected to meet; any other exception is logged with its traceback
-# (a bug, or a server change) and handled the same way.
-_EXPECTED = (errors.APIError, ConnectionClosed, InvalidStatus, OSError, TimeoutError, UnreadableMessage)
-
-
 def _parse_seconds(duration: str | None) -> float | None:
     if not duration:
         return None
@@ -231,7 +148,7 @@ class LiveConversation:
         self._outgoing: deque[_Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
         self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
-        self._saves: asyncio.Queue[tuple[SessionMemory, list[Turn]]] = asyncio.Queue()
+        self._saver = TurnSaver(self.status, self._emit, self.config.save_drain_s)
         self._handle: _Handle | None = None
         self._instruction: str | None = None
         self._reconnect = asyncio.Event()
@@ -245,31 +162,26 @@ class LiveConversation:
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
-        self._saver_task: asyncio.Task[None] | None = None
-        self._saving: tuple[SessionMemory, list[Turn]] | None = None  # the batch the saver holds
-        self._save_error: str | None = None
 
     # lifecycle
 
-    async def __aenter__(self) -> LiveConversation:
-        self._saver_task = asyncio.create_task(self._saver(), name="live:saver")
+    async def __aenter__(self) -> Self:
+        self._saver.start()
         self._run_task = asyncio.create_task(self._run(), name="live:run")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         run = self._run_task
-        if run is not None:
-            run.cancel()
-            with suppress(asyncio.CancelledError, LiveSessionFailed):
-                await run
+        await cancel_and_wait(run)
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
-        await self._drain_saves()
-        if self._saver_task is not None:
-            self._saver_task.cancel()
-            with suppress(asyncio.CancelledError):
-                await self._saver_task
-        await self._keep_unsaved()
+        await self._saver.close()
+        # A run that failed other than by giving up (the store could not give a seed) says so
+        # to the owner, after every turn is stored or kept.
+        if run is not None and run.done() and not run.cancelled():
+            error = run.exception()
+            if error is not None and not isinstance(error, LiveSessionFailed):
+                raise error
 
     async def wait(self) -> None:
         """Until the conversation ends on its own: it only does so by giving up (LiveSessionFailed)."""
@@ -310,67 +222,9 @@ class LiveConversation:
 
     def _queue_save(self, turns: list[Turn]) -> None:
         if turns:
-            self._saves.put_nowait((self.memory, turns))
-            self.status.unsaved_turns += len(turns)
+            self._saver.put(self.memory, turns)
             for turn in turns:
                 self._emit("turn", turn.transcript_line() + (" [cut off]" if turn.interrupted else ""))
-
-    async def _saver(self) -> None:
-        """Stores batches in order. A failure the memory does not settle (it keeps turns refused
-        for good aside itself) is temporary: the same batch is retried with backoff, and the
-        batches after it wait, so turns reach the store in the order they were said."""
-        while True:
-            memory, turns = self._saving = await self._saves.get()
-            delay = 0.5
-            while True:
-                try:
-                    refused = await memory.save(turns)
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as e:  # noqa: BLE001 - keep the turns and try again; say so
-                    self._save_error = f"{type(e).__name__}: {e}"
-                    log.error("storing %d turns failed: %s; retrying in %.1fs", len(turns), e, delay)
-                    self._emit("save_failed", self._save_error)
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 30.0)
-            if refused is not None:
-                self.status.refused_turns += refused.count
-                detail = f"{refused.count} turns kept in {refused.where}: {refused.reason}"
-                log.error("the store refused turns for good; %s", detail, extra={"event": "turns_refused"})
-                self._emit("save_refused", detail)
-            self._saving = None
-            self.status.unsaved_turns -= len(turns)
-            self._saves.task_done()
-
-    async def _keep_unsaved(self) -> None:
-        """The session is over and the saver has stopped: what it could not store is kept locally."""
-        batches = [self._saving] if self._saving is not None else []
-        self._saving = None
-        while not self._saves.empty():
-            batches.append(self._saves.get_nowait())
-        reason = f"not stored before the session closed (last error: {self._save_error or 'none'})"
-        for memory, turns in batches:
-            try:
-                await memory.keep(turns, reason)
-            except Exception:
-                log.exception(
-                    "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
-                )
-                continue
-            self.status.unsaved_turns -= len(turns)
-            self.status.refused_turns += len(turns)
-
-    async def _drain_saves(self) -> None:
-        try:
-            await asyncio.wait_for(self._saves.join(), self.config.save_drain_s)
-        except TimeoutError:
-            log.error(
-                "%d turns are not stored yet after %gs",
-                self.status.unsaved_turns,
-                self.config.save_drain_s,
-                extra={"event": "turns_unsaved", "count": self.status.unsaved_turns},
-            )
 
     # the connection loop
 
@@ -391,14 +245,18 @@ class LiveConversation:
     async def _fresh_seed(self, with_history: bool) -> Seed:
         # Turns still on their way to the store belong in the seed.
         self._queue_save(self.assembler.flush())
-        await self._drain_saves()
+        await self._saver.drain()
         seed = await self.memory.seed()
         self._instruction = system_instruction(self.config, seed.memory_block)
         return seed if with_history else Seed(seed.memory_block)
 
     async def _run(self) -> None:
-        failures = 0
-        refused = 0  # consecutive 1007s
+        policy = ReconnectPolicy(
+            attempts=self.config.reconnect_attempts,
+            delay=self.config.reconnect_delay,
+            max_delay=self.config.reconnect_max_delay,
+            stable_s=self.config.reconnect_stable_s,
+        )
         while True:
             if self._next_memory is not None:
                 await self._change_memory(self._next_memory)
@@ -406,7 +264,7 @@ class LiveConversation:
             started: float | None = None
             # A store that cannot give the seed ends the session (the caller reports it); it is
             # not a connection failure that retrying would help.
-            seed = None if handle and self._instruction else await self._fresh_seed(with_history=refused < 2)
+            seed = None if handle and self._instruction else await self._fresh_seed(policy.seed_history)
             seeding = seed is not None and bool(seed.history)
             assert self._instruction is not None
             cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle, seeding)
@@ -420,45 +278,33 @@ class LiveConversation:
                     self._connected(resumed=seed is None)
                     await self._serve(session)
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
-                failures = refused = 0
+                policy.ended_as_asked()
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # no failure of one connection may end the conversation
-                if not isinstance(e, _EXPECTED):
+                failure = classify(e)
+                if not failure.expected:
                     log.exception("live session failed unexpectedly", extra={"event": "live_unexpected"})
                 self._disconnected(e)
-                fatal = _fatal(e)
-                if fatal:
-                    self._give_up(fatal)
-                if started is not None and time.monotonic() - started >= self.config.reconnect_stable_s:
-                    failures = 0
-                failures += 1
-                if close_code(e) == 1007:
-                    # Whatever the handle or the seed carried was refused: do not send it again.
-                    refused += 1
+                decision = policy.failed(failure, None if started is None else time.monotonic() - started)
+                if isinstance(decision, GiveUp):
+                    self._give_up(decision.message)
+                if decision.fresh:  # whatever the handle or the seed carried was refused: never resend it
                     self._handle = None
-                    if refused >= 3:
-                        self._give_up(f"the Live API refused the session three times ({_reason(e)})")
-                else:
-                    refused = 0
-                if failures > self.config.reconnect_attempts:
-                    self._give_up(
-                        f"the Live API connection failed {failures} times in a row (last: {_reason(e)}); "
-                        "check the network, then start the conversation again"
-                    )
-                delay = min(self.config.reconnect_delay * 2 ** (failures - 1), self.config.reconnect_max_delay)
-                self._emit("reconnecting", f"attempt {failures} in {delay:.1f}s after {_reason(e)}")
+                self._emit(
+                    "reconnecting", f"attempt {decision.attempt} in {decision.delay:.1f}s after {failure.reason}"
+                )
                 log.warning(
                     "live session lost (%s); reconnect %d/%d in %.1fs",
-                    _reason(e),
-                    failures,
+                    failure.reason,
+                    decision.attempt,
                     self.config.reconnect_attempts,
-                    delay,
-                    extra={"event": "live_reconnect", "code": close_code(e), "attempt": failures},
+                    decision.delay,
+                    extra={"event": "live_reconnect", "code": failure.code, "attempt": decision.attempt},
                 )
-                await asyncio.sleep(delay)
+                await asyncio.sleep(decision.delay)
 
-    async def _connect(self, stack: AsyncExitStack, cfg: types.LiveConnectConfig) -> Any:
+    async def _connect(self, stack: AsyncExitStack, cfg: types.LiveConnectConfig) -> AsyncSession:
         """Open a connection; the SDK waits for setupComplete without a limit, so we set one."""
         limit = self.config.live_setup_timeout_s
         try:
@@ -471,7 +317,7 @@ class LiveConversation:
 
     async def _change_memory(self, memory: SessionMemory) -> None:
         self._queue_save(self.assembler.flush())  # stored in the chat they belong to
-        await self._drain_saves()
+        await self._saver.drain()
         self.memory = memory
         self._next_memory = None
         self._handle = None  # the old session's context is the old chat's
@@ -493,30 +339,26 @@ class LiveConversation:
     def _disconnected(self, exc: BaseException) -> None:
         self.status.connected = False
         self.status.reconnects += 1
-        self.status.last_error = _reason(exc)
+        self.status.last_error = failure_reason(exc)
         # A reply cut by the drop is stored as far as it came (its audio still plays out).
         if self.assembler.model_speaking:
             self._queue_save(self.assembler.flush())
 
-    def _give_up(self, message: str) -> None:
+    def _give_up(self, message: str) -> NoReturn:
         self.status.last_error = message
         self._emit("gave_up", message)
         log.error("live session ended: %s", message, extra={"event": "live_gave_up"})
         raise LiveSessionFailed(message)
 
-    async def _serve(self, session: Any) -> None:
+    async def _serve(self, session: AsyncSession) -> None:
         self._reconnect.clear()
         self._draining = False
         sender = asyncio.create_task(self._send_loop(session), name="live:send")
         receiver = asyncio.create_task(self._receive_loop(session), name="live:receive")
         restart = asyncio.create_task(self._reconnect.wait(), name="live:restart")
-        tasks = {sender, receiver, restart}
         try:
-            done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            await race({sender, receiver, restart})
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
             # Running tool calls outlive the connection: their answers go out on the next one.
             for timer in (self._goaway_timer, self._silence_timer, self._hold_timer):
                 if timer is not None:
@@ -525,9 +367,6 @@ class LiveConversation:
             self._answer_due = False
             # No late fragment of a held turn can come over another connection.
             self._queue_save(self.assembler.release())
-        for task in done:
-            if task is not restart and task.exception() is not None:
-                raise task.exception()  # type: ignore[misc]
 
     # sending
 
@@ -538,7 +377,7 @@ class LiveConversation:
             self._outgoing.append(item)
         self._outgoing_ready.set()
 
-    async def _send_loop(self, session: Any) -> None:
+    async def _send_loop(self, session: AsyncSession) -> None:
         mic_read: asyncio.Task[bytes] | None = None
         control: asyncio.Task[bool] | None = None
         try:
@@ -570,9 +409,7 @@ class LiveConversation:
         finally:
             if mic_read is not None and mic_read.done() and not mic_read.cancelled():
                 self._held_block = mic_read.result()
-            for task in (mic_read, control):
-                if task is not None:
-                    task.cancel()
+            await cancel_and_wait(mic_read, control)
 
     def _next_outgoing(self) -> _Outgoing | None:
         """The next queued item that may go now. Tools' answers go first, always (the model may
@@ -602,16 +439,18 @@ class LiveConversation:
             or any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
         )
 
-    async def _send_audio(self, session: Any, block: bytes) -> None:
+    async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
         await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
 
-    async def _send_seed(self, session: Any, seed: Seed) -> None:
+    async def _send_seed(self, session: AsyncSession, seed: Seed) -> None:
         """The tail turns, with their roles, before any realtime input: left open where a
         completed turn would ask for an answer, closed where it ends the initial history."""
-        history = [types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history]
+        history: list[types.Content | types.ContentDict] = [
+            types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history
+        ]
         await session.send_client_content(turns=history, turn_complete=self.profile.seed_turn_complete)
 
-    async def _send_text(self, session: Any, text: str) -> None:
+    async def _send_text(self, session: AsyncSession, text: str) -> None:
         """A user turn in words, the way the model takes one mid-session."""
         if self.profile.typed_turns_via == "client_content":
             turn = types.Content(role="user", parts=[types.Part(text=text)])
@@ -619,7 +458,7 @@ class LiveConversation:
         else:
             await session.send_realtime_input(text=text)
 
-    async def _send(self, session: Any, item: _Outgoing) -> None:
+    async def _send(self, session: AsyncSession, item: _Outgoing) -> None:
         if isinstance(item, _Text):
             await self._send_text(session, item.text)
             self.assembler.user_text(item.text, source="text")
@@ -637,7 +476,7 @@ class LiveConversation:
 
     # receiving
 
-    async def _receive_loop(self, session: Any) -> None:
+    async def _receive_loop(self, session: AsyncSession) -> None:
         while True:  # receive() ends after each turnComplete, and after a message it cannot read
             messages = session.receive()
             while True:

@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 from google.genai import types
 
+from memory.tasks import cancel_and_wait
+
 log = logging.getLogger(__name__)
 
 
@@ -86,6 +88,4 @@ class ToolCalls:
         tasks = [task for group in self._running.values() for task in group]
         self._running.clear()
         self._names.clear()
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_and_wait(*tasks)

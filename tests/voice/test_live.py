@@ -18,7 +18,8 @@ from memory.config import MemoryConfig
 from memory.refused import RefusedTurns
 from tests.conftest import eventually, make_turns
 from tests.peers.live_emulator import echo, tone, typed_turn
-from voice.live import LiveConversation, LiveSessionFailed, SessionEvent
+from voice.errors import LiveSessionFailed
+from voice.live import LiveConversation, SessionEvent
 
 
 async def new_chat(store, turns=()):

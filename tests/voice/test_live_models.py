@@ -11,7 +11,9 @@ from websockets.exceptions import ConnectionClosed
 from daemon.chat_memory import ChatMemory
 from memory.config import MemoryConfig
 from memory.refused import RefusedTurns
-from voice.live import LiveConversation, LiveSessionFailed, close_code
+from voice.close_codes import close_code
+from voice.errors import LiveSessionFailed
+from voice.live import LiveConversation
 from voice.live_config import connect_config
 
 

@@ -16,7 +16,8 @@ from websockets.exceptions import ConnectionClosed
 from tests.conftest import eventually, make_turns
 from tests.peers.live_emulator import echo, resumable_echo, tone, typed_turn
 from tests.voice.test_live import conversation, has_turns, new_chat, stored
-from voice.live import SessionEvent, close_code
+from voice.close_codes import close_code
+from voice.live import SessionEvent
 from voice.live_config import connect_config
 
 GEMINI_3_8 = "gemini-3.8-live"

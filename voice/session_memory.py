@@ -1,5 +1,6 @@
 """What the voice session needs from memory, as an interface the daemon implements over the store:
-a seed for a fresh session and a place to keep finished turns."""
+the seed of a fresh session (what it starts knowing: the chat's memory block and its tail turns)
+and a place to keep finished turns."""
 
 from __future__ import annotations
 
@@ -28,7 +29,9 @@ class Refused:
 
 
 class SessionMemory(Protocol):
-    async def seed(self) -> Seed: ...
+    async def seed(self) -> Seed:
+        """The start of a fresh session in this chat, read from the store now."""
+        ...
 
     async def save(self, turns: list[Turn]) -> Refused | None:
         """Store finished turns (idempotent by turn id, so a retry never duplicates). Turns the

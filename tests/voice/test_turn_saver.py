@@ -1,0 +1,74 @@
+"""The turn saver alone, over the daemon's chat memory on a real SQLite store: batches stored in the
+order they were said, turns refused for good kept locally, and what is unsaved at close kept
+locally with the reason."""
+
+from __future__ import annotations
+
+import sqlite3
+
+from daemon.chat_memory import ChatMemory
+from memory.config import MemoryConfig
+from memory.refused import RefusedTurns
+from tests.conftest import make_turns
+from voice.status import EventKind, LiveStatus
+from voice.turn_saver import TurnSaver
+
+
+def saver(events: list[tuple[EventKind, str]], drain_s: float = 5.0) -> TurnSaver:
+    return TurnSaver(LiveStatus(), lambda kind, detail: events.append((kind, detail)), drain_s)
+
+
+async def test_batches_are_stored_in_the_order_they_were_said(store, tmp_path):
+    chat = (await store.create_chat(title="Lisbon trip")).chat
+    memory = ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(tmp_path / "refused.jsonl"))
+    events: list[tuple[EventKind, str]] = []
+    turns = make_turns(6)
+    s = saver(events)
+    s.start()
+    for i in range(0, 6, 2):
+        s.put(memory, turns[i : i + 2])
+    assert s.status.unsaved_turns == 6
+    await s.drain()
+    assert s.status.unsaved_turns == 0
+    await s.close()
+    history = (await store.load_history(chat.id)).full_history
+    assert [t.text for t in history] == [t.text for t in turns]
+    assert events == [] and s.status.refused_turns == 0
+
+
+async def test_turns_refused_for_good_are_kept_locally_and_counted(store, tmp_path):
+    chat = (await store.create_chat(title="Lisbon trip")).chat
+    refused = RefusedTurns(tmp_path / "refused.jsonl")
+    memory = ChatMemory(store, MemoryConfig(), chat.id, refused)
+    await store.delete_chat(chat.id)
+    events: list[tuple[EventKind, str]] = []
+    s = saver(events)
+    s.start()
+    s.put(memory, make_turns(2))
+    await s.close()
+    assert s.status.unsaved_turns == 0 and s.status.refused_turns == 2
+    assert [(k.chat_id, k.reason.split(":")[0]) for k in refused.read()] == [(chat.id, "ChatNotFound")] * 2
+    ((kind, detail),) = events
+    assert kind == "save_refused" and detail.startswith(f"2 turns kept in {refused.path}: ChatNotFound")
+
+
+async def test_what_is_unsaved_at_close_is_kept_locally_with_the_last_error(store, tmp_path):
+    chat = (await store.create_chat(title="Lisbon trip")).chat
+    refused = RefusedTurns(tmp_path / "kept.jsonl")
+    memory = ChatMemory(store, MemoryConfig(), chat.id, refused)
+    events: list[tuple[EventKind, str]] = []
+    s = saver(events, drain_s=0.3)
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        s.start()
+        s.put(memory, make_turns(2))
+        s.put(memory, make_turns(2, start=2))
+        await s.close()
+    finally:
+        other.close()
+    assert s.status.unsaved_turns == 0 and s.status.refused_turns == 4
+    kept = refused.read()
+    assert [k.turn.text for k in kept] == [t.text for t in make_turns(4)]
+    assert all(k.reason.startswith("not stored before the session closed (last error: ") for k in kept)
+    assert (await store.get_chat(chat.id)).turn_count == 0
