@@ -13,8 +13,8 @@ import typer
 from rich.markup import escape
 
 from daemon import service
-from daemon.cli_support import command, emit_json, err, load_settings, out
-from daemon.cli_voice import chat_for
+from daemon.cli.support import TALK, command, emit_json, err, load_settings, out
+from daemon.cli.voice import chat_for
 from daemon.control import DaemonNotRunning, send_command
 
 
@@ -195,3 +195,4 @@ COMMANDS = {
     "say": say,
     "stop": stop,
 }
+PANEL = TALK

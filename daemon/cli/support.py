@@ -39,6 +39,9 @@ class Options:
 
 options = Options()
 
+# The help groups commands by what they work on; each command module names its group as PANEL.
+TALK, CHATS, MEMORY, SETUP = "Talk to Parla", "Chats", "Memory", "Setup"
+
 # Failures a command explains in one line, by module and class name. They are matched by name so
 # that this module need not import the SDK-heavy modules that define them: a command that never
 # loaded a module cannot have raised its error.
@@ -98,6 +101,14 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise fail(str(e)) from None
 
     return run
+
+
+def group(help_text: str, commands: dict[str, Callable[..., Any]]) -> typer.Typer:
+    """A command with subcommands (`parla config show`), built from its table as the app is."""
+    sub = typer.Typer(no_args_is_help=True, help=help_text)
+    for name, fn in commands.items():
+        sub.command(name)(fn)
+    return sub
 
 
 def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryServices]:
