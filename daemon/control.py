@@ -20,6 +20,8 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Self
 
+from daemon.errors import CommandError, DaemonAlreadyRunning, DaemonBusy, DaemonNotRunning, UnsafeSocketFolder
+
 log = logging.getLogger(__name__)
 
 Handler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -34,26 +36,6 @@ MAX_CLIENTS = 128
 LINGER_S = 1.0
 # How long send_command keeps retrying a daemon too busy to take the connection.
 BUSY_RETRY_S = 3.0
-
-
-class DaemonNotRunning(RuntimeError):
-    def __init__(self, path: Path, why: str = "") -> None:
-        super().__init__(
-            f"the Parla daemon is not running{f' ({why})' if why else ''}: start it with `parla run`, "
-            f"or `parla service install` to run it in the background (socket {path})"
-        )
-
-
-class CommandError(RuntimeError):
-    """The daemon refused a command; the message is the daemon's."""
-
-
-class DaemonBusy(CommandError):
-    """The daemon had no room for one more client; nothing was done, the command can be sent again."""
-
-
-class UnsafeSocketFolder(OSError):
-    pass
 
 
 def check_folder(folder: Path) -> None:
@@ -81,7 +63,7 @@ def _prepare(path: Path) -> None:
         except OSError:
             path.unlink()  # left behind by a daemon that did not exit cleanly
         else:
-            raise OSError(f"a Parla daemon is already running (socket {path}); `parla stop` ends it")
+            raise DaemonAlreadyRunning(path)
         finally:
             probe.close()
 

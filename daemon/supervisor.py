@@ -29,8 +29,9 @@ from typing import Any, Literal
 import numpy as np
 from google import genai
 
-from daemon.control import CommandError, ControlServer
+from daemon.control import ControlServer
 from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from daemon.errors import CommandError
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
 from memory.importer import find_chats_named

@@ -30,6 +30,7 @@ from daemon.cli.support import (
     summarise,
     when,
 )
+from daemon.errors import CommandFailed
 from daemon.settings import Settings
 
 if TYPE_CHECKING:
@@ -48,15 +49,18 @@ def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportL
     from memory.importer import ImportLineError, decode_line, parse_line
 
     chats, errors = [], []
-    with contextlib.ExitStack() as stack:
-        stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
-        for line_no, raw in enumerate(stream, start=1):
-            try:
-                line = decode_line(line_no, raw)
-                if line.strip():
-                    chats.append((line_no, parse_line(line_no, line)))
-            except ImportLineError as e:
-                errors.append(e)
+    try:
+        with contextlib.ExitStack() as stack:
+            stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
+            for line_no, raw in enumerate(stream, start=1):
+                try:
+                    line = decode_line(line_no, raw)
+                    if line.strip():
+                        chats.append((line_no, parse_line(line_no, line)))
+                except ImportLineError as e:
+                    errors.append(e)
+    except OSError as e:  # unreadable, a folder, a disk error: the user's to fix
+        raise CommandFailed(f"cannot read {'stdin' if source == '-' else source}: {e}") from e
     return chats, errors
 
 
@@ -88,13 +92,13 @@ async def import_chats(
 
     settings = load_settings()
     if file != "-" and not Path(file).is_file():
-        raise ValueError(f"no file {file!r} to import (use - to read stdin)")
+        raise CommandFailed(f"no file {file!r} to import (use - to read stdin)")
     chats, errors = _read_jsonl(file)
     for e in errors:
         err.print(f"parla: skipped {e}", markup=False)
     if not chats:
         source = "stdin" if file == "-" else file
-        raise ValueError(
+        raise CommandFailed(
             f"nothing imported: {'every line of ' + source + ' was skipped' if errors else source + ' holds no chat'}"
         )
     results: list[tuple[int, ImportResult]] = []
@@ -292,6 +296,8 @@ async def search(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Find the chat a spoken request means: ranked chats with scores and the decision."""
+    if not request.strip():  # said before the memory (and its embedder) is loaded for nothing
+        raise CommandFailed("say what the chat was about: the search request is empty")
     async with open_memory(load_settings()) as mem:
         result = await mem.search.search(request, limit=limit)
     if as_json:
@@ -428,7 +434,10 @@ async def export(
     if output is None:
         sys.stdout.write(text)
         return
-    output.write_text(text, encoding="utf-8")
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise CommandFailed(f"cannot write {output}: {e}") from e
     err.print(f"Wrote {len(histories)} chats to {output} ({chosen}).", markup=False)
 
 

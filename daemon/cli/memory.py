@@ -21,6 +21,7 @@ from daemon.cli.support import (
     resolve_chat,
     when,
 )
+from daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
     from memory.summary import MessageRange
@@ -110,7 +111,7 @@ async def restore(
         cid = await resolve_chat(mem, chat)
         items = await memory_items(mem.store, cid, forgotten=True)
         if wrong := [n for n in numbers if n > len(items)]:
-            raise ValueError(
+            raise CommandFailed(
                 f"the chat has {len(items)} forgotten items, not {wrong[0]}: `parla memory forgotten {chat}` lists them"
             )
         chosen = [items[n - 1] for n in dict.fromkeys(numbers)]

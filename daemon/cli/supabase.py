@@ -9,6 +9,7 @@ import typer
 from rich.table import Table
 
 from daemon.cli.support import SETUP, command, emit_json, group, load_settings, out, progress_bar, summarise
+from daemon.errors import ConfigError
 from daemon.settings import Settings
 
 # The Supabase client and the stores are imported by the commands that use them: the other
@@ -19,8 +20,6 @@ if TYPE_CHECKING:
 
 
 def _db_url(settings: Settings) -> str:
-    from daemon.memory_services import ConfigError
-
     if settings.supabase_db_url is None or not settings.supabase_db_url.get_secret_value():
         raise ConfigError(
             "set PARLA_SUPABASE_DB_URL to the project's Postgres connection string (Project Settings → Database), "
