@@ -20,7 +20,14 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Self
 
-from daemon.errors import CommandError, DaemonAlreadyRunning, DaemonBusy, DaemonNotRunning, UnsafeSocketFolder
+from daemon.errors import (
+    CommandError,
+    ControlError,
+    DaemonAlreadyRunning,
+    DaemonBusy,
+    DaemonNotRunning,
+    UnsafeSocketFolder,
+)
 
 log = logging.getLogger(__name__)
 
@@ -53,8 +60,20 @@ def check_folder(folder: Path) -> None:
         )
 
 
+def unusable_path(path: Path, error: OSError) -> ControlError:
+    """The system refused the socket's path (under a file, too long, not ours to create): a setting
+    the user changes, not a fault of the daemon."""
+    return ControlError(
+        f"cannot use {path} as the control socket ({error.strerror or error}); "
+        "set PARLA_CONTROL_SOCKET to a shorter path in a folder of yours"
+    )
+
+
 def _prepare(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise unusable_path(path, e) from e
     check_folder(path.parent)
     if path.exists() or path.is_symlink():
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -84,6 +103,8 @@ class ControlServer:
             self._server = await asyncio.start_unix_server(
                 self._client, path=str(self.path), limit=MAX_LINE, backlog=BACKLOG
             )
+        except OSError as e:
+            raise unusable_path(self.path, e) from e
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
@@ -206,6 +227,8 @@ def _connect(path: Path) -> socket.socket:
             raise DaemonNotRunning(path, "a stale socket is left") from None
         if isinstance(e, BlockingIOError):
             raise DaemonBusy("the daemon has too many connections waiting; retry in a moment") from None
+        if isinstance(e, OSError):
+            raise unusable_path(path, e) from e
         raise
     return sock
 
