@@ -22,6 +22,10 @@ class WakeWordError(ParlaError):
     """The wake phrase cannot be spotted; the message says which word and what to do."""
 
 
+class ServiceError(ParlaError):
+    """The background service's files cannot be written where systemd looks for them."""
+
+
 class ControlError(ParlaError):
     """The control socket between the `parla` commands and the daemon cannot be used."""
 
