@@ -24,7 +24,7 @@ CASES = {
     "parla --version": ["-m", "daemon", "--version"],
     "parla status --json (no daemon)": ["-m", "daemon", "status", "--json"],
     "parla config path": ["-m", "daemon", "config", "path"],
-    "import daemon.memory_services (before)": ["-c", "import daemon.cli_support, daemon.memory_services"],
+    "import daemon.memory_services (before)": ["-c", "import daemon.cli.support, daemon.memory_services"],
 }
 
 

@@ -37,7 +37,7 @@ from pathlib import Path
 from bench.locomo import DEVELOPMENT, Conversation, LocomoError, Request, load, requests_for
 from bench.memory import percentile
 from daemon.cli import app
-from daemon.cli_support import load_settings
+from daemon.cli.support import load_settings
 from daemon.memory_services import open_memory
 from memory.importer import external_chat_ids
 

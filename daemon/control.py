@@ -20,6 +20,14 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Self
 
+from daemon.errors import (
+    CommandError,
+    ControlError,
+    DaemonAlreadyRunning,
+    DaemonBusy,
+    DaemonNotRunning,
+    UnsafeSocketFolder,
+)
 from memory.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -38,26 +46,6 @@ LINGER_S = 1.0
 BUSY_RETRY_S = 3.0
 
 
-class DaemonNotRunning(RuntimeError):
-    def __init__(self, path: Path, why: str = "") -> None:
-        super().__init__(
-            f"the Parla daemon is not running{f' ({why})' if why else ''}: start it with `parla run`, "
-            f"or `parla service install` to run it in the background (socket {path})"
-        )
-
-
-class CommandError(RuntimeError):
-    """The daemon refused a command; the message is the daemon's."""
-
-
-class DaemonBusy(CommandError):
-    """The daemon had no room for one more client; nothing was done, the command can be sent again."""
-
-
-class UnsafeSocketFolder(OSError):
-    pass
-
-
 def check_folder(folder: Path) -> None:
     """Refuse a socket folder another user owns or can write to."""
     st = folder.stat()
@@ -73,8 +61,20 @@ def check_folder(folder: Path) -> None:
         )
 
 
+def unusable_path(path: Path, error: OSError) -> ControlError:
+    """The system refused the socket's path (under a file, too long, not ours to create): a setting
+    the user changes, not a fault of the daemon."""
+    return ControlError(
+        f"cannot use {path} as the control socket ({error.strerror or error}); "
+        "set PARLA_CONTROL_SOCKET to a shorter path in a folder of yours"
+    )
+
+
 def _prepare(path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as e:
+        raise unusable_path(path, e) from e
     check_folder(path.parent)
     if path.exists() or path.is_symlink():
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -83,7 +83,7 @@ def _prepare(path: Path) -> None:
         except OSError:
             path.unlink()  # left behind by a daemon that did not exit cleanly
         else:
-            raise OSError(f"a Parla daemon is already running (socket {path}); `parla stop` ends it")
+            raise DaemonAlreadyRunning(path)
         finally:
             probe.close()
 
@@ -104,6 +104,8 @@ class ControlServer:
             self._server = await asyncio.start_unix_server(
                 self._client, path=str(self.path), limit=MAX_LINE, backlog=BACKLOG
             )
+        except OSError as e:
+            raise unusable_path(self.path, e) from e
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
@@ -225,6 +227,8 @@ def _connect(path: Path) -> socket.socket:
             raise DaemonNotRunning(path, "a stale socket is left") from None
         if isinstance(e, BlockingIOError):
             raise DaemonBusy("the daemon has too many connections waiting; retry in a moment") from None
+        if isinstance(e, OSError):
+            raise unusable_path(path, e) from e
         raise
     return sock
 

@@ -9,10 +9,11 @@ from typing import Literal
 from google import genai
 from google.genai import errors
 
-from daemon.control import CommandError, DaemonNotRunning, send_command
-from daemon.memory_services import NO_KEY, ConfigError, gemini_client, open_store
+from daemon.control import send_command
+from daemon.errors import ConfigError, ControlError, DaemonNotRunning, WakeWordError
+from daemon.memory_services import NO_KEY, gemini_client, open_store
 from daemon.settings import Settings
-from daemon.wake import WakePhrase, WakeWordError
+from daemon.wake import WakePhrase
 from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
 from memory.refused import RefusedTurns
 from memory.store import StoreError
@@ -187,7 +188,7 @@ async def _daemon(settings: Settings) -> Check:
         status = await send_command(settings.control_socket, "status", timeout=3)
     except DaemonNotRunning:
         return Check("daemon", "warn", "not running", "`parla run`, or `parla service install`")
-    except (CommandError, OSError, TimeoutError) as e:
+    except (ControlError, OSError, TimeoutError) as e:
         return Check("daemon", "fail", f"the control socket does not answer ({e})", "restart it: `parla stop`")
     return Check("daemon", "ok", f"{status['state']} in chat {status['chat']['id'][:8]}")
 

@@ -14,6 +14,7 @@ from google import genai
 from google.genai import types
 from pydantic import SecretStr
 
+from daemon.errors import ConfigError
 from daemon.settings import Settings
 from memory.compaction import Compactor
 from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
@@ -29,11 +30,6 @@ from memory.summarizers import Summarizer
 from memory.summarizers.extractive import ExtractiveSummarizer
 from memory.summarizers.fallback import FallbackSummarizer
 from memory.summarizers.gemini import GeminiSummarizer
-
-
-class ConfigError(RuntimeError):
-    """The settings ask for something that cannot work as they are."""
-
 
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "

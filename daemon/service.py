@@ -20,6 +20,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from daemon.errors import ServiceError
 from daemon.settings import Settings, config_file
 
 log = logging.getLogger(__name__)
@@ -110,11 +111,9 @@ def _systemctl(*args: str) -> tuple[bool, str]:
     return done.returncode == 0, (done.stdout + done.stderr).strip()
 
 
-def install(settings: Settings) -> ServiceReport:
-    unit = unit_dir() / UNIT_NAME
+def _write_files(settings: Settings, unit: Path, env: Path) -> list[str]:
     unit.parent.mkdir(parents=True, exist_ok=True)
     unit.write_text(unit_text(settings), encoding="utf-8")
-    env = env_file()
     env.parent.mkdir(parents=True, exist_ok=True)
     messages = []
     if not env.exists():
@@ -127,6 +126,18 @@ def install(settings: Settings) -> ServiceReport:
     else:
         os.chmod(env, 0o600)
         messages.append(f"kept {env}")
+    return messages
+
+
+def install(settings: Settings) -> ServiceReport:
+    unit, env = unit_dir() / UNIT_NAME, env_file()
+    try:
+        messages = _write_files(settings, unit, env)
+    except OSError as e:  # a folder that cannot be made or written: the user's to fix
+        where = e.filename or unit.parent
+        raise ServiceError(
+            f"cannot write {where} ({e.strerror or e}); check XDG_CONFIG_HOME and PARLA_CONFIG_FILE"
+        ) from e
     ok, output = _systemctl("daemon-reload")
     if ok:
         ok, output = _systemctl("enable", "--now", UNIT_NAME)

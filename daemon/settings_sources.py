@@ -15,15 +15,12 @@ from typing import Any, Literal
 from dotenv import dotenv_values
 from pydantic import AliasChoices, SecretStr, ValidationError
 
+from daemon.errors import SettingsError
 from daemon.settings import CONFIG_FILE_VARIABLE, Settings, config_file
 
 SourceKind = Literal["default", "file", ".env", "environment", "command line"]
 DOTENV = Path(".env")
 OPTION_OF = {"log_level": "-v/-q"}  # pydantic-settings reads it from the working directory
-
-
-class SettingsError(ValueError):
-    """Settings that cannot be used, said in one line that names where the bad value is."""
 
 
 @dataclass(frozen=True)

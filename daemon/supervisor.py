@@ -20,14 +20,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from google import genai
 
-from daemon.control import CommandError, ControlServer
+from daemon.control import ControlServer
 from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from daemon.errors import CommandError
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
 from memory.importer import find_chats_named
@@ -44,6 +46,7 @@ from voice.live import LiveConversation, SessionEvent
 log = logging.getLogger(__name__)
 
 State = Literal["starting", "idle", "active", "stopping"]
+CommandHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 # How often an open session checks for silence (the timeout itself is a setting).
 _IDLE_POLL_S = 0.25
@@ -99,6 +102,17 @@ class Daemon:
         self._crashes = 0  # unexpected failures in a row
         self._last_crash = 0.0
         self.ready = asyncio.Event()  # set once the socket listens and the devices are open
+        # The control socket's commands: a request names one of these and nothing else.
+        self._handlers: dict[str, CommandHandler] = {
+            "status": self._cmd_status,
+            "switch": self._cmd_switch,
+            "new": self._cmd_new,
+            "talk": self._cmd_talk,
+            "say": self._cmd_say,
+            "mute": self._cmd_mute,
+            "unmute": self._cmd_unmute,
+            "stop": self._cmd_stop,
+        }
 
     # lifecycle
 
@@ -302,9 +316,9 @@ class Daemon:
     # control commands
 
     async def _command(self, cmd: str, request: dict[str, Any]) -> dict[str, Any]:
-        handler = getattr(self, f"_cmd_{cmd}", None)
+        handler = self._handlers.get(cmd)
         if handler is None:
-            known = ", ".join(sorted(n.removeprefix("_cmd_") for n in dir(self) if n.startswith("_cmd_")))
+            known = ", ".join(sorted(self._handlers))
             raise CommandError(f"unknown command {cmd!r}; the daemon knows {known}")
         if self._current is None:
             raise CommandError("the daemon is still starting; try again in a moment")

@@ -5,12 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from daemon.errors import WakeWordError
+
 # Words of Parla's own vocabulary missing from the CMU dictionary, with their phones.
 _EXTRA_WORDS = {"parla": "P AA R L AH"}
-
-
-class WakeWordError(ValueError):
-    """The wake phrase cannot be spotted; the message says which word and what to do."""
 
 
 class WakePhrase:

@@ -7,7 +7,7 @@ import asyncio
 import json
 from pathlib import Path
 
-from daemon.cli_voice import chat_for
+from daemon.cli.voice import chat_for
 from daemon.control import send_command
 from daemon.memory_services import open_memory
 from daemon.settings import Settings

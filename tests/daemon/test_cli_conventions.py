@@ -129,3 +129,28 @@ def test_commands_without_the_cloud_start_without_its_sdks(env, args):
 def test_bracketed_text_is_printed_as_it_is(env, monkeypatch):
     monkeypatch.setenv("PARLA_STORE_PATH", "[red]/parla.db")  # relative to the test's folder
     assert "│ [red]/parla.db" in parla("stats").stdout
+
+
+def test_a_bug_shows_its_traceback_and_a_user_error_one_line(env):
+    """A ValueError or OSError in a command is a bug, not a message for the user: it keeps its
+    traceback. A ParlaError is the user's to fix and is one line."""
+    script = (
+        "import sys\n"
+        "from daemon.cli import app, main\n"
+        "from daemon.cli.support import command\n"
+        "from daemon.errors import ParlaError\n"
+        "@app.command('fails')\n"
+        "@command\n"
+        "def fails(kind: str) -> None:\n"
+        "    raise {'bug': ValueError, 'os': OSError, 'user': ParlaError}[kind]('what went wrong')\n"
+        "main()\n"
+    )
+    for kind in ("bug", "os"):
+        done = subprocess.run(
+            [sys.executable, "-c", script, "fails", kind], capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 1 and "Traceback" in done.stderr and "what went wrong" in done.stderr
+    done = subprocess.run(
+        [sys.executable, "-c", script, "fails", "user"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert (done.returncode, done.stderr) == (1, "parla: error: what went wrong\n")

@@ -102,6 +102,14 @@ def test_doctor_refuses_a_model_that_cannot_serve_its_role(parla, pulse, gemini,
     assert "gemini-3.8-flash" in summary["fix"] and "gemini-3.8-live" not in summary["fix"].split("use:")[1]
 
 
+def test_service_install_where_no_file_can_be_written_is_one_line(parla, tmp_path, monkeypatch):
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "a-file"))  # no folder can be made under it
+    result = parla("service", "install")
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert result.stderr.startswith(f"parla: error: cannot write {tmp_path / 'a-file' / 'systemd'}")
+
+
 def test_service_install_writes_the_unit_and_a_private_env_file(parla, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("PATH", str(tmp_path / "no-systemd"))  # as in a container without systemd

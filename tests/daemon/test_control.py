@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from daemon.control import MAX_LINE, ControlServer, UnsafeSocketFolder, send_command
+from daemon.errors import ControlError
 
 
 async def _status(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -45,6 +46,20 @@ async def test_a_folder_others_can_write_is_refused(tmp_path, mode):
     assert not (folder / "ctl.sock").exists()
     with pytest.raises(UnsafeSocketFolder, match="writable by other users"):  # nor does a client trust it
         await send_command(folder / "ctl.sock", "status")
+
+
+@pytest.mark.parametrize("where", ["under_a_file", "too_long"])
+async def test_a_socket_path_the_system_refuses_is_a_control_error(tmp_path, where):
+    """A path under a file, or longer than a Unix socket address holds, is the user's setting to fix:
+    both ends say so as a ControlError naming the path, not as a bare OSError."""
+    (tmp_path / "file").write_text("")
+    path = tmp_path / "file" / "ctl.sock" if where == "under_a_file" else tmp_path / ("d" * 120) / "ctl.sock"
+    with pytest.raises(ControlError, match="PARLA_CONTROL_SOCKET") as served:
+        async with ControlServer(path, _status):
+            pass
+    assert str(path) in str(served.value)
+    with pytest.raises(ControlError, match="PARLA_CONTROL_SOCKET"):
+        await send_command(path, "status")
 
 
 async def test_a_folder_of_another_user_is_refused(tmp_path):

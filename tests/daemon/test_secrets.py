@@ -144,7 +144,7 @@ def test_an_unexpected_traceback_shows_no_secret(tmp_path):
     script = (
         "import logging\n"
         "from daemon.cli import app, main\n"
-        "from daemon.cli_support import load_settings\n"
+        "from daemon.cli.support import load_settings\n"
         "@app.command('boom')\n"
         "def boom() -> None:\n"
         "    key = load_settings().gemini_api_key.get_secret_value()\n"

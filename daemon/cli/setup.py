@@ -10,11 +10,8 @@ import typer
 from rich.markup import escape
 
 from daemon import service, settings_sources
-from daemon.cli_support import command, emit_json, err, fail, load_settings, options, out
+from daemon.cli.support import SETUP, command, emit_json, err, fail, group, load_settings, options, out
 from daemon.settings import Settings, config_file
-
-service_app = typer.Typer(no_args_is_help=True, help="Run Parla as a background service (systemd user unit).")
-config_app = typer.Typer(no_args_is_help=True, help="The settings in effect and where they come from.")
 
 _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
 
@@ -36,7 +33,6 @@ async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JS
         raise typer.Exit(1)
 
 
-@config_app.command("show")
 @command
 def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Every setting's value in effect (secrets masked) and where it came from: the default, the
@@ -58,7 +54,6 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSO
     out.print(f"config file: {escape(str(config_file()))}" + ("" if config_file().is_file() else " (not there)"))
 
 
-@config_app.command("path")
 def config_path() -> None:
     """The config file Parla reads (PARLA_CONFIG_FILE, or config.toml in the user config folder)."""
     out.print(str(config_file()), markup=False)
@@ -66,7 +61,6 @@ def config_path() -> None:
         err.print("parla: the file does not exist yet; settings written there as `name = value` apply", markup=False)
 
 
-@service_app.command("install")
 @command
 def install() -> None:
     """Install and start the systemd user service (and an environment file for the key)."""
@@ -78,7 +72,6 @@ def install() -> None:
         raise typer.Exit(1)
 
 
-@service_app.command("uninstall")
 def uninstall() -> None:
     """Stop the service and remove its unit."""
     for message in service.uninstall().messages:
@@ -94,25 +87,21 @@ def _control(action: str, done: str) -> None:
     out.print(done, markup=False)
 
 
-@service_app.command("start")
 def start() -> None:
     """Start the service (also after systemd gave up restarting it)."""
     _control("start", "Started: Parla is ready.")
 
 
-@service_app.command("stop")
 def stop() -> None:
     """Stop the service until the next `parla service start` or login."""
     _control("stop", "Stopped.")
 
 
-@service_app.command("restart")
 def restart() -> None:
     """Restart the service (after changing settings or the key)."""
     _control("restart", "Restarted: Parla is ready.")
 
 
-@service_app.command("status")
 def status() -> None:
     """What systemd says about the service; exit 1 unless it is running."""
     running, detail = service.status()
@@ -121,7 +110,6 @@ def status() -> None:
         raise typer.Exit(1)
 
 
-@service_app.command("logs")
 def logs(
     follow: bool = typer.Option(False, "--follow", "-f", help="Keep printing new lines."),
     lines: int = typer.Option(50, "--lines", "-n", min=1, help="How many of the latest lines."),
@@ -189,3 +177,23 @@ def _default_device(kind: str) -> int | None:
 
     index = sounddevice.default.device[0 if kind == "input" else 1]
     return int(index) if index is not None and index >= 0 else None
+
+
+COMMANDS = {
+    "devices": devices,
+    "doctor": doctor,
+    "config": group("The settings in effect and where they come from.", {"show": config_show, "path": config_path}),
+    "service": group(
+        "Run Parla as a background service (systemd user unit).",
+        {
+            "install": install,
+            "uninstall": uninstall,
+            "start": start,
+            "stop": stop,
+            "restart": restart,
+            "status": status,
+            "logs": logs,
+        },
+    ),
+}
+PANEL = SETUP

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from daemon.cli_support import command, err, load_settings, open_memory, out, resolve_chat, running_daemon_chat
+from daemon.cli.support import TALK, command, err, load_settings, open_memory, out, resolve_chat, running_daemon_chat
 
 if TYPE_CHECKING:  # the voice stack and the SDK load when a conversation starts
     from daemon.memory_services import MemoryServices
@@ -56,3 +56,7 @@ async def converse(
         async with spoken_conversation(mem, chat_id, on_event=_show) as conversation:
             err.print(f"Talking in {title} ({chat_id[:8]}). Speak; Ctrl-C ends the conversation.", markup=False)
             await conversation.wait()
+
+
+COMMANDS = {"converse": converse}
+PANEL = TALK

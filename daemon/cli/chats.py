@@ -1,106 +1,41 @@
-"""The `parla` command line. Commands that only need the memory work without the daemon.
-
-Output for people goes through rich; `--json` prints one stable JSON document on stdout
-(documented in the README) and progress goes to stderr. Any failure exits non-zero with one
-line on stderr saying what went wrong and what to do.
-"""
+"""The chats in the memory from the command line: `parla import`, `chats`, `show`, `search`, `stats`,
+`rm`, `rename`, `export` and `forget`."""
 
 from __future__ import annotations
 
 import contextlib
-import os
+import json
 import sys
 from collections import Counter
-from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import typer
 from rich.markup import escape
 from rich.table import Table
 
-from daemon import cli_chats, cli_daemon, cli_setup, cli_supabase, cli_voice
-from daemon.cli_support import (
+from daemon.cli.support import (
+    CHATS,
     command,
     emit_json,
     err,
+    fail,
     iso,
     load_settings,
     open_memory,
-    options,
     out,
     progress_bar,
     resolve_chat,
+    running_daemon_chat,
     summarise,
     when,
 )
-from daemon.logs import redact_output
+from daemon.errors import CommandFailed
 from daemon.settings import Settings
 
 if TYPE_CHECKING:
+    from memory.chat import ChatHistory
     from memory.importer import ImportChat, ImportLineError, ImportResult
-    from memory.summary import MessageRange
-
-# Commands that need the memory, the SDKs or the audio stack import them in their bodies: `parla
-# status`, `--help` or `config path` start in a fraction of the time (bench/cli_startup.py).
-
-# The help groups commands by what they work on.
-TALK, CHATS, MEMORY, SETUP = "Talk to Parla", "Chats", "Memory", "Setup"
-
-app = typer.Typer(
-    no_args_is_help=True,
-    help="Parla: a voice assistant that remembers.",
-    context_settings={"help_option_names": ["-h", "--help"]},
-)
-
-
-def _version() -> str:
-    try:
-        return version("parla")
-    except PackageNotFoundError:
-        return "unknown (not installed)"
-
-
-def _show_version(value: bool) -> None:
-    if value:
-        out.print(f"parla {_version()}", markup=False)
-        raise typer.Exit()
-
-
-@app.callback()
-def _options(
-    verbose: int = typer.Option(
-        0, "--verbose", "-v", count=True, help="More log output on stderr: -v info, -vv debug."
-    ),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Errors only: no progress bars, warnings or log lines."),
-    _version_flag: bool = typer.Option(
-        False, "--version", callback=_show_version, is_eager=True, help="Print Parla's version and exit."
-    ),
-) -> None:
-    # The flags override PARLA_LOG_LEVEL for this command (`parla config show` says so).
-    if verbose or quiet:
-        options.log_level = "ERROR" if quiet else ("INFO" if verbose == 1 else "DEBUG")
-    options.quiet = quiet
-
-
-for _name, _fn in cli_daemon.COMMANDS.items():
-    app.command(_name, rich_help_panel=TALK)(_fn)
-app.command("converse", rich_help_panel=TALK)(cli_voice.converse)
-app.command("devices", rich_help_panel=SETUP)(cli_setup.devices)
-app.command("doctor", rich_help_panel=SETUP)(cli_setup.doctor)
-app.add_typer(cli_setup.config_app, name="config", rich_help_panel=SETUP)
-app.add_typer(cli_setup.service_app, name="service", rich_help_panel=SETUP)
-app.command("login", rich_help_panel=SETUP)(cli_supabase.login)
-app.command("logout", rich_help_panel=SETUP)(cli_supabase.logout)
-app.command("sync", rich_help_panel=SETUP)(cli_supabase.sync)
-app.add_typer(cli_supabase.db_app, name="db", rich_help_panel=SETUP)
-for _name, _fn in cli_chats.COMMANDS.items():
-    app.command(_name, rich_help_panel=CHATS)(_fn)
-memory_app = typer.Typer(
-    no_args_is_help=True,
-    help="Maintain the memory: regenerate summaries, rebuild embeddings, restore what was forgotten.",
-)
-app.add_typer(memory_app, name="memory", rich_help_panel=MEMORY)
 
 
 def _store_name(settings: Settings) -> str:
@@ -109,39 +44,26 @@ def _store_name(settings: Settings) -> str:
 
 # -- import -----------------------------------------------------------------------------------
 
-IMPORT_HELP = """Import chats from a JSONL file (one chat per line, UTF-8), or from stdin with `-`,
-then summarise, extract facts and embed them.
-
-\b
-A line is Parla's shape:
-  {"id": "trip", "title": "Japan", "turns": [{"role": "user", "text": "..."}, {"role": "model", "text": "..."}]}
-or OpenAI/ChatGPT's:
-  {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
-
-\b
-Roles user, model and assistant are imported; system and tool messages are skipped (and counted).
-Importing again adds only new chats and the turns a chat gained; a chat whose turns were edited
-is reported and left as stored unless --replace is given. A bad line is skipped with its number
-and reason; when every line is skipped the command fails."""
-
 
 def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
     from memory.importer import ImportLineError, decode_line, parse_line
 
     chats, errors = [], []
-    with contextlib.ExitStack() as stack:
-        stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
-        for line_no, raw in enumerate(stream, start=1):
-            try:
-                line = decode_line(line_no, raw)
-                if line.strip():
-                    chats.append((line_no, parse_line(line_no, line)))
-            except ImportLineError as e:
-                errors.append(e)
+    try:
+        with contextlib.ExitStack() as stack:
+            stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
+            for line_no, raw in enumerate(stream, start=1):
+                try:
+                    line = decode_line(line_no, raw)
+                    if line.strip():
+                        chats.append((line_no, parse_line(line_no, line)))
+                except ImportLineError as e:
+                    errors.append(e)
+    except OSError as e:  # unreadable, a folder, a disk error: the user's to fix
+        raise CommandFailed(f"cannot read {'stdin' if source == '-' else source}: {e}") from e
     return chats, errors
 
 
-@app.command("import", help=IMPORT_HELP, rich_help_panel=CHATS)
 @command
 async def import_chats(
     file: str = typer.Argument(..., help="JSONL file, one chat per line; - reads stdin."),
@@ -152,17 +74,31 @@ async def import_chats(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
+    """Import chats from a JSONL file (one chat per line, UTF-8), or from stdin with `-`,
+    then summarise, extract facts and embed them.
+
+    \b
+    A line is Parla's shape:
+      {"id": "trip", "title": "Japan", "turns": [{"role": "user", "text": "..."}, {"role": "model", "text": "..."}]}
+    or OpenAI/ChatGPT's:
+      {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
+
+    \b
+    Roles user, model and assistant are imported; system and tool messages are skipped (and counted).
+    Importing again adds only new chats and the turns a chat gained; a chat whose turns were edited
+    is reported and left as stored unless --replace is given. A bad line is skipped with its number
+    and reason; when every line is skipped the command fails."""
     from memory.importer import id_scope, import_chat
 
     settings = load_settings()
     if file != "-" and not Path(file).is_file():
-        raise ValueError(f"no file {file!r} to import (use - to read stdin)")
+        raise CommandFailed(f"no file {file!r} to import (use - to read stdin)")
     chats, errors = _read_jsonl(file)
     for e in errors:
         err.print(f"parla: skipped {e}", markup=False)
     if not chats:
         source = "stdin" if file == "-" else file
-        raise ValueError(
+        raise CommandFailed(
             f"nothing imported: {'every line of ' + source + ' was skipped' if errors else source + ' holds no chat'}"
         )
     results: list[tuple[int, ImportResult]] = []
@@ -218,7 +154,6 @@ async def import_chats(
 # -- chats, show ------------------------------------------------------------------------------
 
 
-@app.command("chats", rich_help_panel=CHATS)
 @command
 async def list_chats(
     limit: int = typer.Option(50, min=1, help="How many, most recent first."),
@@ -265,7 +200,6 @@ def _turn_json(t: Any) -> dict[str, Any]:
     }
 
 
-@app.command("show", rich_help_panel=CHATS)
 @command
 async def show(
     chat: str = typer.Argument(
@@ -355,7 +289,6 @@ async def show(
 # -- search -----------------------------------------------------------------------------------
 
 
-@app.command("search", rich_help_panel=CHATS)
 @command
 async def search(
     request: str = typer.Argument(..., help='What you would say, e.g. "the chat about the Japan trip".'),
@@ -363,6 +296,8 @@ async def search(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Find the chat a spoken request means: ranked chats with scores and the decision."""
+    if not request.strip():  # said before the memory (and its embedder) is loaded for nothing
+        raise CommandFailed("say what the chat was about: the search request is empty")
     async with open_memory(load_settings()) as mem:
         result = await mem.search.search(request, limit=limit)
     if as_json:
@@ -393,7 +328,6 @@ async def search(
 # -- stats ------------------------------------------------------------------------------------
 
 
-@app.command("stats", rich_help_panel=CHATS)
 @command
 async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Totals of what the memory holds."""
@@ -411,147 +345,136 @@ async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSO
     out.print(table)
 
 
-# -- memory maintenance -----------------------------------------------------------------------
+ExportFormat = Literal["md", "jsonl"]
 
 
-def _parse_range(text: str) -> MessageRange:
-    from memory.compaction import RangeError
-    from memory.summary import MessageRange
-
-    start, sep, end = text.partition("-")
-    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
-        raise RangeError(f"--range takes two message numbers like 11-20, not {text!r}")
-    return MessageRange(start=int(start), end=int(end))
-
-
-@memory_app.command("regenerate")
 @command
-async def regenerate(
-    chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
-    range_: str | None = typer.Option(None, "--range", help="Whole chunks to redo, e.g. 11-20 (default: all)."),
+async def rm(
+    chats: list[str] = typer.Argument(..., help="Chats to delete: id, id start (4+ characters) or exact title."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Delete without asking."),
 ) -> None:
-    """Redo the chunk summaries and facts of a range, and the meta summaries that cover it."""
-    rng = _parse_range(range_) if range_ else None
-    async with open_memory(load_settings()) as mem:
-        cid = await resolve_chat(mem, chat)
-        report = await mem.compactor.regenerate(cid, rng)
-    out.print(
-        f"Regenerated {report.chunk_summaries} chunk summaries, {report.fact_blocks} fact blocks and "
-        f"{report.meta_summaries} meta summaries in {report.duration_ms:.0f} ms."
-    )
+    """Delete chats with everything in them (turns, summaries, facts, pins). Asks first."""
+    settings = load_settings()
+    async with open_memory(settings) as mem:
+        ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
+        found = [await mem.store.get_chat(cid) for cid in ids]
+        current = await running_daemon_chat(settings.control_socket)
+        if current in ids:
+            raise fail("the daemon is talking in that chat: `parla new` or `parla switch` first, then delete it")
+        for c in found:
+            line = f"  {c.id[:8]}  {c.display_title}  ({c.turn_count} turns, last {when(c.last_activity_at)})"
+            err.print(line, markup=False)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise fail("deleting cannot be undone: add --yes to delete without a question")
+            if not typer.confirm(f"Delete {len(found)} chat{'s' if len(found) > 1 else ''} for good?", err=True):
+                raise fail("nothing deleted")
+        for c in found:
+            await mem.store.delete_chat(c.id)
+    out.print(f"Deleted {len(found)} chat{'s' if len(found) > 1 else ''}.")
 
 
-@memory_app.command("reembed")
 @command
-async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
-    """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
-    async with open_memory(load_settings()) as mem:
-        texts = await mem.store.embedded_texts()
-        vectors = []
-        with progress_bar() as progress:
-            task = progress.add_task(f"embedding with {mem.embedder.name}", total=len(texts))
-            for start in range(0, len(texts), batch):
-                chunk = texts[start : start + batch]
-                vectors.extend(await mem.embedder.embed([t.text for t in chunk], "document"))
-                progress.advance(task, len(chunk))
-        await mem.store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors, strict=True)], mem.embedder.name)
-    out.print(f"Re-embedded {len(texts)} texts with {mem.embedder.name}.")
-
-
-def _print_forgotten(items: list[Any]) -> None:
-    if not items:
-        out.print("Nothing is forgotten in this chat.")
-    for n, i in enumerate(items, start=1):
-        moment = when(i.forgotten_at) if i.forgotten_at else "-"
-        out.print(f"{n:>3}. {escape(f'[{i.kind}]')} {escape(i.content)}  [dim](forgotten {moment})[/dim]")
-
-
-@memory_app.command("forgotten")
-@command
-async def forgotten(
-    chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
-    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+async def rename(
+    chat: str = typer.Argument(..., help="Chat id, id start or exact title."),
+    title: str = typer.Argument(..., help="The new title (kept: summaries never replace a title you gave)."),
 ) -> None:
-    """The pins and facts of a chat that were forgotten, numbered for `parla memory restore`."""
-    from memory.forgetting import memory_items
-
+    """Give a chat a title of your own."""
     async with open_memory(load_settings()) as mem:
-        items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
-    if as_json:
-        emit_json(
-            [
-                {"number": n, "kind": i.kind, "text": i.content, "forgotten_at": iso(i.forgotten_at)}
-                for n, i in enumerate(items, start=1)
-            ]
-        )
+        renamed = await mem.store.rename_chat(await resolve_chat(mem, chat), title)
+    out.print(f"Renamed {renamed.id[:8]} to {escape(renamed.display_title)}.")
+
+
+def export_line(history: ChatHistory) -> dict[str, Any]:
+    """A chat as one line of the import format: importing it gives the same chat back."""
+    c = history.chat
+    return {
+        "id": c.id,
+        "title": c.title,
+        "created_at": iso(c.created_at),
+        "turns": [{**t.seed_shape(), "created_at": iso(t.created_at)} for t in history.full_history],
+    }
+
+
+def export_markdown(history: ChatHistory) -> str:
+    c = history.chat
+    about = f"Chat {c.id}, started {when(c.created_at)}, last activity {when(c.last_activity_at)}"
+    lines = [f"# {c.display_title}", "", f"{about}, {len(history.full_history)} turns."]
+    for t in history.full_history:
+        speaker = "You" if t.role == "user" else "Parla"
+        note = ", interrupted" if t.interrupted else ""
+        lines += ["", f"**{speaker}** ({when(t.created_at)}{note})", "", t.text]
+    return "\n".join(lines) + "\n"
+
+
+@command
+async def export(
+    chats: list[str] = typer.Argument(None, help="Chats to export (id, id start or exact title); none: --all."),
+    all_chats: bool = typer.Option(False, "--all", help="Export every chat."),
+    fmt: ExportFormat | None = typer.Option(
+        None, "--format", "-f", help="md (to read) or jsonl (for `parla import`); default: from --output, else md."
+    ),
+    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+) -> None:
+    """Write chats as Markdown to read, or as JSONL that `parla import` reads back unchanged."""
+    if bool(chats) == all_chats:
+        raise fail("name the chats to export, or give --all")
+    chosen: ExportFormat = fmt or ("jsonl" if output and output.suffix in (".jsonl", ".json") else "md")
+    async with open_memory(load_settings()) as mem:
+        if all_chats:
+            listed = await mem.store.list_chats(limit=1_000_000)
+            ids = [c.id for c in sorted(listed, key=lambda c: c.created_at)]
+        else:
+            ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
+        histories = [await mem.store.load_history(cid) for cid in ids]
+    if chosen == "jsonl":
+        text = "".join(json.dumps(export_line(h), ensure_ascii=False) + "\n" for h in histories)
+    else:
+        text = "\n".join(export_markdown(h) for h in histories)
+    if output is None:
+        sys.stdout.write(text)
         return
-    _print_forgotten(items)
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as e:
+        raise CommandFailed(f"cannot write {output}: {e}") from e
+    err.print(f"Wrote {len(histories)} chats to {output} ({chosen}).", markup=False)
 
 
-@memory_app.command("restore")
 @command
-async def restore(
-    chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
-    numbers: list[int] = typer.Argument(..., min=1, help="Item numbers as `parla memory forgotten CHAT` lists them."),
+async def forget(
+    chat: str = typer.Argument(..., help="Chat id, id start or exact title."),
+    what: str = typer.Argument(..., help="The pin or fact to forget: its text, or enough of it to be the only match."),
 ) -> None:
-    """Bring forgotten pins or facts back into the chat's memory. Several numbers at once all refer
-    to the list as printed; afterwards the remaining items are listed with their new numbers."""
+    """Take a pin or a fact out of a chat's memory (it no longer reaches the model or search);
+    `parla memory forgotten` lists what was forgotten and `parla memory restore` brings it back."""
     from memory.forgetting import memory_items, set_forgotten
 
+    wanted = what.strip().casefold()
+    if not wanted:
+        raise fail("say what to forget")
     async with open_memory(load_settings()) as mem:
-        cid = await resolve_chat(mem, chat)
-        items = await memory_items(mem.store, cid, forgotten=True)
-        if wrong := [n for n in numbers if n > len(items)]:
-            raise ValueError(
-                f"the chat has {len(items)} forgotten items, not {wrong[0]}: `parla memory forgotten {chat}` lists them"
-            )
-        chosen = [items[n - 1] for n in dict.fromkeys(numbers)]
-        for item in chosen:
-            await set_forgotten(mem.store, mem.embedder, item, forgotten=False)
-        remaining = await memory_items(mem.store, cid, forgotten=True)
-    for item in chosen:
-        out.print(f"Restored the {item.kind}: {escape(item.content)}")
-    if remaining:
-        out.print("Still forgotten, numbered anew:")
-        _print_forgotten(remaining)
+        items = await memory_items(mem.store, await resolve_chat(mem, chat))
+        exact = [i for i in items if i.content.casefold() == wanted]
+        matches = exact or [i for i in items if wanted in i.content.casefold()]
+        if len(matches) != 1:
+            if not matches:
+                raise fail(f"no pin or fact of this chat contains {what!r}; `parla show {chat}` lists them")
+            names = "; ".join(f"[{i.kind}] {i.content}" for i in matches[:5])
+            raise fail(f"{what!r} matches {len(matches)} items: {names}; give more of the text")
+        await set_forgotten(mem.store, mem.embedder, matches[0], forgotten=True)
+    out.print(f"Forgot the {matches[0].kind}: {escape(matches[0].content)}")
 
 
-class _Never(Exception):
-    """Stands in for an exception class the installed click does not have."""
-
-
-def _click_errors() -> tuple[type[Exception], type[Exception], type[Exception]]:
-    # typer raises click's exceptions, or (newer typer) those of the copy of click it ships
-    bases = {c.__name__: c for c in typer.BadParameter.__mro__}
-    usage = bases["UsageError"]
-    return usage, bases["ClickException"], getattr(sys.modules[usage.__module__], "NoArgsIsHelpError", _Never)
-
-
-_USAGE_ERROR, _CLICK_EXCEPTION, _NO_ARGS_IS_HELP = _click_errors()
-
-
-def main() -> None:
-    """The `parla` script: click's usage errors become one line like every other failure, and a
-    reader that goes away (`parla chats | head`) ends the command quietly; no secret appears in
-    anything printed, tracebacks included."""
-    redact_output()
-    try:
-        code = app(prog_name="parla", standalone_mode=False)
-    except _NO_ARGS_IS_HELP as e:  # `parla` or `parla memory` alone: the help is the answer
-        out.print(e.format_message(), markup=False)
-        code = 0
-    except _USAGE_ERROR as e:
-        where = f"; `{e.ctx.command_path} --help` shows the usage" if e.ctx else ""
-        err.print(f"parla: error: {e.format_message().rstrip('.')}{where}", markup=False)
-        code = e.exit_code
-    except _CLICK_EXCEPTION as e:
-        err.print(f"parla: error: {e.format_message()}", markup=False)
-        code = e.exit_code
-    except typer.Abort:
-        err.print("parla: interrupted", markup=False)
-        code = 130
-    except BrokenPipeError:
-        # Python would complain again when it flushes stdout at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        code = 1
-    sys.exit(code if isinstance(code, int) else 0)
+COMMANDS = {
+    "rename": rename,
+    "export": export,
+    "forget": forget,
+    "rm": rm,
+    "import": import_chats,
+    "chats": list_chats,
+    "show": show,
+    "search": search,
+    "stats": stats,
+}
+PANEL = CHATS

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from daemon.cli_support import command, emit_json, load_settings, out, progress_bar, summarise
+from daemon.cli.support import SETUP, command, emit_json, group, load_settings, out, progress_bar, summarise
+from daemon.errors import ConfigError
 from daemon.settings import Settings
 
 # The Supabase client and the stores are imported by the commands that use them: the other
@@ -17,12 +18,8 @@ if TYPE_CHECKING:
     from memory.chat import Chat
     from memory.store.sqlite import SQLiteChatStore
 
-db_app = typer.Typer(no_args_is_help=True, help="The Supabase schema: apply the migrations, check them.")
-
 
 def _db_url(settings: Settings) -> str:
-    from daemon.memory_services import ConfigError
-
     if settings.supabase_db_url is None or not settings.supabase_db_url.get_secret_value():
         raise ConfigError(
             "set PARLA_SUPABASE_DB_URL to the project's Postgres connection string (Project Settings → Database), "
@@ -59,7 +56,6 @@ async def logout() -> None:
     out.print(f"Signed out: removed {path}." if existed else "No saved session.")
 
 
-@db_app.command("migrate")
 @command
 async def migrate() -> None:
     """Apply the migrations in supabase/migrations through PARLA_SUPABASE_DB_URL."""
@@ -72,7 +68,6 @@ async def migrate() -> None:
         out.print(f"applied {m.path.name}")
 
 
-@db_app.command("check")
 @command
 async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Verify the project has Parla's schema and that the credentials reach it."""
@@ -140,3 +135,12 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
     for key, value in report.items():
         table.add_row(key.replace("_", " "), str(value if not isinstance(value, list) else len(value)))
     out.print(table)
+
+
+COMMANDS = {
+    "login": login,
+    "logout": logout,
+    "sync": sync,
+    "db": group("The Supabase schema: apply the migrations, check them.", {"migrate": migrate, "check": check}),
+}
+PANEL = SETUP

@@ -13,9 +13,10 @@ import typer
 from rich.markup import escape
 
 from daemon import service
-from daemon.cli_support import command, emit_json, err, load_settings, out
-from daemon.cli_voice import chat_for
-from daemon.control import DaemonNotRunning, send_command
+from daemon.cli.support import TALK, command, emit_json, err, load_settings, out
+from daemon.cli.voice import chat_for
+from daemon.control import send_command
+from daemon.errors import CommandFailed, ConfigError, DaemonNotRunning
 
 
 @command
@@ -26,7 +27,7 @@ async def run(
     new: bool = typer.Option(False, "--new", help="Start in a new chat."),
 ) -> None:
     """Run the Parla daemon in the foreground until `parla stop`, Ctrl-C or SIGTERM."""
-    from daemon.memory_services import ConfigError, open_memory
+    from daemon.memory_services import open_memory
     from daemon.supervisor import Daemon
 
     settings = load_settings()
@@ -123,9 +124,9 @@ async def switch(
         out.print(f"{verb} {escape(_chat_name(answer))}, last talked {answer['last_talked']}.")
     elif answer["result"] == "ambiguous":
         names = "; ".join(f"{_chat_name(c)}, {c['last_talked']}" for c in answer["candidates"])
-        raise ValueError(f"{query!r} could mean several chats: {names}; say more, or use the chat id")
+        raise CommandFailed(f"{query!r} could mean several chats: {names}; say more, or use the chat id")
     else:
-        raise ValueError(f"no chat is about {query!r}; `parla new` starts one")
+        raise CommandFailed(f"no chat is about {query!r}; `parla new` starts one")
 
 
 @command
@@ -169,7 +170,7 @@ async def say(
         out.print(f"Answered: {escape(answer['answer'])}")
     elif result == "failed":
         where = "stored in the chat, unanswered" if answer["stored"] else "kept, sent when a session opens"
-        raise ValueError(f"not answered: {answer['error']}; your text is {where}")
+        raise CommandFailed(f"not answered: {answer['error']}; your text is {where}")
     elif result == "queued":
         why = f" (last error: {answer['last_error']})" if answer.get("last_error") else ""
         out.print(f"Queued: not answered within {wait:g}s; Parla answers when the session is up{why}.")
@@ -195,3 +196,4 @@ COMMANDS = {
     "say": say,
     "stop": stop,
 }
+PANEL = TALK

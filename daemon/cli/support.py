@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.console import Console
 
+from daemon.errors import ParlaError
 from daemon.settings import Settings
 
 if TYPE_CHECKING:
@@ -39,25 +40,25 @@ class Options:
 
 options = Options()
 
-# Failures a command explains in one line, by module and class name. They are matched by name so
-# that this module need not import the SDK-heavy modules that define them: a command that never
-# loaded a module cannot have raised its error.
-_KNOWN_ERRORS = {
-    "daemon.settings_sources": ["SettingsError"],
+# The help groups commands by what they work on; each command module names its group as PANEL.
+TALK, CHATS, MEMORY, SETUP = "Talk to Parla", "Chats", "Memory", "Setup"
+
+# Errors of the other packages a command explains in one line, by module and class name, until
+# they derive from ParlaError. They are matched by name so that this module need not import the
+# SDK-heavy modules that define them: a command that never loaded a module cannot have raised its error.
+_OTHER_USER_ERRORS = {
+    "memory.errors": ["ParlaError"],
     "memory.store": ["StoreError"],
-    "daemon.memory_services": ["ConfigError"],
     "memory.embedding": ["ModelError"],
     "memory.compaction": ["RangeError"],
     "voice.audio": ["AudioDeviceError"],
     "voice.live": ["LiveSessionFailed"],
-    "daemon.control": ["DaemonNotRunning", "CommandError"],
-    "daemon.wake": ["WakeWordError"],
 }
 
 
-def _known_errors() -> tuple[type[BaseException], ...]:
-    loaded = [(sys.modules.get(module), names) for module, names in _KNOWN_ERRORS.items()]
-    return (ValueError, OSError, *(getattr(m, n) for m, names in loaded if m is not None for n in names))
+def _user_errors() -> tuple[type[BaseException], ...]:
+    loaded = [(sys.modules.get(module), names) for module, names in _OTHER_USER_ERRORS.items()]
+    return (ParlaError, *(getattr(m, n) for m, names in loaded if m is not None for n in names))
 
 
 def load_settings() -> Settings:
@@ -79,8 +80,8 @@ def fail(message: str, code: int = 1) -> typer.Exit:
 
 
 def command(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Run a command (async ones in an event loop); known failures become one line on stderr and
-    exit code 1."""
+    """Run a command (async ones in an event loop); a user error (ParlaError) becomes one line on
+    stderr and exit code 1, anything else is a bug and keeps its traceback."""
 
     @wraps(fn)
     def run(*args: Any, **kwargs: Any) -> Any:
@@ -93,11 +94,19 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
         except BrokenPipeError:
             raise  # the reader went away (`parla chats | head`): main() exits quietly
         except Exception as e:
-            if not isinstance(e, _known_errors()):
-                raise
+            if not isinstance(e, _user_errors()):
+                raise  # a bug: main() shows the traceback, secrets redacted
             raise fail(str(e)) from None
 
     return run
+
+
+def group(help_text: str, commands: dict[str, Callable[..., Any]]) -> typer.Typer:
+    """A command with subcommands (`parla config show`), built from its table as the app is."""
+    sub = typer.Typer(no_args_is_help=True, help=help_text)
+    for name, fn in commands.items():
+        sub.command(name)(fn)
+    return sub
 
 
 def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryServices]:
