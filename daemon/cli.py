@@ -38,7 +38,8 @@ from daemon.logs import redact_output
 from daemon.settings import Settings
 
 if TYPE_CHECKING:
-    from memory.importer import ImportChat, ImportLineError, ImportResult
+    from memory.errors import ImportLineError
+    from memory.importer import ImportChat, ImportResult
     from memory.summary import MessageRange
 
 # Commands that need the memory, the SDKs or the audio stack import them in their bodies: `parla
@@ -126,7 +127,8 @@ and reason; when every line is skipped the command fails."""
 
 
 def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
-    from memory.importer import ImportLineError, decode_line, parse_line
+    from memory.errors import ImportLineError
+    from memory.importer import decode_line, parse_line
 
     chats, errors = [], []
     with contextlib.ExitStack() as stack:
@@ -415,7 +417,7 @@ async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSO
 
 
 def _parse_range(text: str) -> MessageRange:
-    from memory.compaction import RangeError
+    from memory.errors import RangeError
     from memory.summary import MessageRange
 
     start, sep, end = text.partition("-")

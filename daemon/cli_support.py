@@ -44,10 +44,8 @@ options = Options()
 # loaded a module cannot have raised its error.
 _KNOWN_ERRORS = {
     "daemon.settings_sources": ["SettingsError"],
-    "memory.store": ["StoreError"],
+    "memory.errors": ["ParlaError"],
     "daemon.memory_services": ["ConfigError"],
-    "memory.embedding": ["ModelError"],
-    "memory.compaction": ["RangeError"],
     "voice.audio": ["AudioDeviceError"],
     "voice.live": ["LiveSessionFailed"],
     "daemon.control": ["DaemonNotRunning", "CommandError"],
@@ -120,8 +118,8 @@ async def running_daemon_chat(socket: Path) -> str | None:
 
 async def resolve_chat(mem: MemoryServices, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
+    from memory.errors import ChatNotFound, StoreError
     from memory.importer import find_chats_named
-    from memory.store import ChatNotFound, StoreError
 
     chats = await find_chats_named(mem.store, ref)
     if not chats:

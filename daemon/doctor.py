@@ -13,9 +13,9 @@ from daemon.control import CommandError, DaemonNotRunning, send_command
 from daemon.memory_services import NO_KEY, ConfigError, gemini_client, open_store
 from daemon.settings import Settings
 from daemon.wake import WakePhrase, WakeWordError
+from memory.errors import StoreError
 from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
 from memory.refused import RefusedTurns
-from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
 from voice.audio import AudioDeviceError, describe_devices, list_devices, resolve_device
 

@@ -32,8 +32,8 @@ from daemon.control import CommandError, ControlServer
 from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
+from memory.errors import StoreError
 from memory.importer import find_chats_named
-from memory.store import StoreError
 from memory.store.supabase import SupabaseChatStore
 from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs

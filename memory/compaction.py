@@ -29,9 +29,10 @@ import numpy as np
 
 from memory.chat import Chat
 from memory.config import MemoryConfig
-from memory.embedding import EmbeddedText, Embedder, ModelUnavailable, embed_texts, normalize_rows
+from memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
+from memory.errors import ModelUnavailable, RangeError, StoreError
 from memory.facts import format_fact_lines
-from memory.store import ChatStore, CompactionCommit, StoreError
+from memory.store import ChatStore, CompactionCommit
 from memory.summarizers import Summarizer, offline_fallbacks, transcript
 from memory.summary import MessageRange, SummaryLevel
 from memory.tokens import estimate_tokens, truncate_to_tokens
@@ -41,10 +42,6 @@ log = logging.getLogger("parla.compaction")
 
 # Commits refused because another process compacted the same chat first are retried this often.
 _MAX_RACES = 3
-
-
-class RangeError(ValueError):
-    """A range given for regeneration does not name whole chunks of the chat."""
 
 
 @dataclass

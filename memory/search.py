@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from memory.config import MemoryConfig
 from memory.embedding import Embedder, embed_texts
+from memory.errors import EmptyRequest
 from memory.store import ChatMatch, ChatStore
 from memory.turn import utcnow
 
@@ -112,7 +113,7 @@ class ChatSearch:
     async def search(self, request: str, limit: int = 10, now: datetime | None = None) -> SearchResult:
         request = request.strip()
         if not request:
-            raise ValueError("say what the chat was about: the search request is empty")
+            raise EmptyRequest("say what the chat was about: the search request is empty")
         (query,) = await embed_texts(self.embedder, [request], "query")
         matches = await self.store.search(query, max(limit, _FETCH))
         result = rank(request, matches, self.thresholds, now or utcnow())

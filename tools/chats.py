@@ -15,7 +15,8 @@ from memory.pins import Pin
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.turn import utcnow
-from tools.registry import Tool, ToolError
+from tools.errors import ToolError
+from tools.registry import Tool
 
 
 class ChatSession(Protocol):

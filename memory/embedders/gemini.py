@@ -22,7 +22,8 @@ import numpy as np
 from google import genai
 from google.genai import errors, types
 
-from memory.embedding import ModelError, ModelUnavailable, TaskType, normalize_rows
+from memory.embedding import TaskType, normalize_rows
+from memory.errors import ModelError, ModelUnavailable
 from memory.models import ModelRole, not_found_advice
 
 log = logging.getLogger(__name__)

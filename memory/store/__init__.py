@@ -23,6 +23,7 @@ import numpy as np
 
 from memory.chat import Chat, ChatHistory
 from memory.embedding import EmbeddedText
+from memory.errors import StoreError
 from memory.facts import FactBlock, format_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
@@ -30,23 +31,6 @@ from memory.summary import MessageRange, Summary, SummaryLevel
 from memory.turn import Turn
 
 TextKind = Literal["summary", "chunk", "meta", "facts"]
-
-
-class StoreError(RuntimeError):
-    """A store operation failed; the message says what and what to do."""
-
-
-class ChatNotFound(StoreError):
-    def __init__(self, chat_ref: str) -> None:
-        super().__init__(f"no chat matches {chat_ref!r}: `parla chats` lists them")
-
-
-class TurnConflict(StoreError):
-    """A turn id is already stored in another chat."""
-
-
-class EmbedderMismatch(StoreError):
-    """Vectors of another embedder or dimension are already stored."""
 
 
 @dataclass(frozen=True)

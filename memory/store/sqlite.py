@@ -23,22 +23,11 @@ import numpy as np
 
 from memory.chat import Chat, ChatHistory, storable_title
 from memory.embedding import EmbeddedText
+from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
-from memory.store import (
-    AppendResult,
-    ChatMatch,
-    ChatNotFound,
-    CompactionCommit,
-    EmbedderMismatch,
-    MemorySnapshot,
-    StoredText,
-    StoreError,
-    TextRef,
-    TurnConflict,
-    facts_text,
-)
+from memory.store import AppendResult, ChatMatch, CompactionCommit, MemorySnapshot, StoredText, TextRef, facts_text
 from memory.store.sqlite_file import create_private, store_error, tighten
 from memory.store.sqlite_schema import MIGRATIONS
 from memory.summary import MessageRange, Summary, SummaryLevel

@@ -44,22 +44,11 @@ from supabase_auth.helpers import decode_jwt
 
 from memory.chat import Chat, ChatHistory, storable_title
 from memory.embedding import EmbeddedText
+from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, StoreOffline, StoreRefused, TurnConflict
 from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
-from memory.store import (
-    AppendResult,
-    ChatMatch,
-    ChatNotFound,
-    CompactionCommit,
-    EmbedderMismatch,
-    MemorySnapshot,
-    StoredText,
-    StoreError,
-    TextRef,
-    TurnConflict,
-    facts_text,
-)
+from memory.store import AppendResult, ChatMatch, CompactionCommit, MemorySnapshot, StoredText, TextRef, facts_text
 from memory.store.outbox import Outbox, OutboxEntry, OutboxOp
 from memory.store.supabase_schema import SCHEMA_VERSION
 from memory.store.supabase_session import FileSessionStorage
@@ -83,14 +72,6 @@ _MIGRATE_HINT = (
     "apply supabase/migrations to the project: `parla db migrate` with PARLA_SUPABASE_DB_URL set, "
     "`supabase db push`, or paste the SQL files into the SQL editor"
 )
-
-
-class StoreOffline(StoreError):
-    """The remote store cannot be reached. Turns being written are safe in the local outbox."""
-
-
-class StoreRefused(StoreError):
-    """The server refused a request for good (bad input): retrying the same request cannot help."""
 
 
 @dataclass(frozen=True)

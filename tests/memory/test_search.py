@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.compaction import Compactor
+from memory.errors import EmptyRequest
 from memory.importer import chat_id_of, parse_line, turns_of
 from memory.search import ChatSearch, Thresholds, rank
 from memory.store import ChatMatch, TextRef
@@ -73,7 +74,7 @@ async def test_young_chat_is_searchable_before_its_first_compaction(store, compa
 
 
 async def test_empty_request_is_refused(store, embedder, config):
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(EmptyRequest, match="empty"):
         await ChatSearch(store, embedder, config).search("   ")
 
 

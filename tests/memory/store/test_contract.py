@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 from memory.embedding import EmbeddedText
+from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from memory.pins import Pin
-from memory.store import ChatNotFound, CompactionCommit, EmbedderMismatch, StoreError, TurnConflict
+from memory.store import CompactionCommit
 from memory.summary import MessageRange, SummaryLevel
 from memory.turn import Turn
 from tests.conftest import T0, make_turns

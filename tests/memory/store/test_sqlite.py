@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.store import StoreError
+from memory.errors import StoreError
 from memory.store.sqlite import SQLiteChatStore
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb

@@ -18,9 +18,10 @@ import psycopg
 import pytest
 
 from memory.embedding import EmbeddedText
+from memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused
 from memory.pins import Pin
-from memory.store import ChatNotFound, CompactionCommit, StoreError
-from memory.store.supabase import RetryPolicy, StoreOffline, StoreRefused, SupabaseChatStore, parse_vector
+from memory.store import CompactionCommit
+from memory.store.supabase import RetryPolicy, SupabaseChatStore, parse_vector
 from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
 from memory.summary import MessageRange, SummaryLevel
 from tests.conftest import make_turns, signed_in_store
