@@ -38,7 +38,7 @@ async def login(
 ) -> None:
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
     from daemon.memory_services import supabase_anon_key, supabase_url
-    from memory.store.supabase import sign_in
+    from memory.store.supabase_session import sign_in
 
     settings = load_settings()
     user_id = await sign_in(

@@ -16,7 +16,6 @@ from daemon.wake import WakePhrase, WakeWordError
 from memory.errors import StoreError
 from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
 from memory.refused import RefusedTurns
-from memory.store.supabase import SupabaseChatStore
 from voice.audio import AudioDeviceError, describe_devices, list_devices, resolve_device
 
 Outcome = Literal["ok", "warn", "fail"]
@@ -146,7 +145,7 @@ async def _store(settings: Settings) -> Check:
     where = f"Supabase {settings.supabase_url}" if settings.store == "supabase" else f"SQLite {settings.store_path}"
     try:
         async with open_store(settings) as store:
-            version = await store.schema_version() if isinstance(store, SupabaseChatStore) else None
+            version = await store.schema_version()
             stats = await store.stats()
     except (StoreError, ConfigError, OSError) as e:
         # a SQLite store's error already says what to do about that file

@@ -18,6 +18,7 @@ flushed, all within `shutdown_timeout_s`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import math
 import time
@@ -34,7 +35,6 @@ from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
 from memory.errors import StoreError
 from memory.importer import find_chats_named
-from memory.store.supabase import SupabaseChatStore
 from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs
 from voice.audio import Microphone
@@ -205,8 +205,6 @@ class Daemon:
 
     async def _flush_outbox(self) -> None:
         """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
-        if not isinstance(self.mem.store, SupabaseChatStore):
-            return  # the SQLite store writes through
         try:
             await self.mem.store.flush()
         except StoreError as e:
@@ -363,13 +361,7 @@ class Daemon:
             title = (await self.mem.store.get_chat(chat_id)).title
         except StoreError as e:
             title, self.status.last_error = None, str(e)
-        store = self.mem.store
-        outbox: dict[str, Any] = {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
-        if isinstance(store, SupabaseChatStore):
-            box = store.outbox
-            outbox["waiting"], outbox["refused"] = await box.depth()
-            outbox["set_aside"] = len(box.set_aside_files())
-            outbox["problem"] = box.problems[-1] if box.problems else None
+        outbox = dataclasses.asdict(await self.mem.store.pending_writes())
         started = self.status.session_started
         conversation = self._conversation
         return {

@@ -86,6 +86,18 @@ def facts_text(lines: list[str], embedded: EmbeddedText | None) -> str:
 
 
 @dataclass(frozen=True)
+class PendingWrites:
+    """Writes accepted but not yet on the store's server: waiting to be sent, refused for good
+    (kept, marked failed), damaged queue files set aside, and the latest problem with the queue.
+    A store that writes through has none."""
+
+    waiting: int = 0
+    refused: int = 0
+    set_aside: int = 0
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
 class MemorySnapshot:
     """What a chat's memory context is built from, read together."""
 
@@ -168,6 +180,17 @@ class ChatStore(Protocol):
         ...
 
     async def stats(self) -> MemoryStats: ...
+
+    async def flush(self) -> int:
+        """Send the writes still queued for the server, in order; how many were sent. A store that
+        writes through sends nothing."""
+        ...
+
+    async def pending_writes(self) -> PendingWrites: ...
+    async def schema_version(self) -> int | None:
+        """The version of a schema someone else applies (a remote project's migrations), None for
+        a store that creates its own schema."""
+        ...
 
     async def embedded_texts(self) -> list[StoredText]: ...
     async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None: ...

@@ -10,7 +10,7 @@ import pytest
 from memory.embedding import EmbeddedText
 from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from memory.pins import Pin
-from memory.store import CompactionCommit
+from memory.store import CompactionCommit, PendingWrites
 from memory.summary import MessageRange, SummaryLevel
 from memory.turn import Turn
 from tests.conftest import T0, make_turns
@@ -157,6 +157,19 @@ async def test_find_chats_by_id_prefix_and_title(any_store):
     assert [c.id for c in await any_store.find_chats("abcdef12")] == [chat.id]
     assert len(await any_store.find_chats("abcdef")) == 2
     assert await any_store.find_chats("abc") == []  # too short for a prefix
+
+
+async def test_find_chats_puts_an_exact_id_first_in_any_case(any_store):
+    chat = (await any_store.create_chat(chat_id=ABC12)).chat
+    await any_store.create_chat(chat_id=C1, title=ABC12.upper())  # a title that spells the other's id
+    assert [c.id for c in await any_store.find_chats(ABC12)] == [chat.id]
+    assert [c.id for c in await any_store.find_chats(ABC12.upper())] == [chat.id]
+
+
+async def test_pending_writes_and_flush_when_nothing_waits(any_store):
+    await any_store.create_chat(turns=make_turns(2))
+    assert await any_store.flush() == 0
+    assert await any_store.pending_writes() == PendingWrites()
 
 
 async def test_pins_crud_and_stats(any_store):

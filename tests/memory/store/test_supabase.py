@@ -21,7 +21,8 @@ from memory.embedding import EmbeddedText
 from memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused
 from memory.pins import Pin
 from memory.store import CompactionCommit
-from memory.store.supabase import RetryPolicy, SupabaseChatStore, parse_vector
+from memory.store.supabase import RetryPolicy, SupabaseChatStore
+from memory.store.supabase_rows import parse_vector
 from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
 from memory.summary import MessageRange, SummaryLevel
 from tests.conftest import make_turns, signed_in_store
@@ -354,7 +355,7 @@ async def test_session_file_is_private_and_a_refresh_rotates_it(supabase, tmp_pa
 
 
 async def test_without_a_session_or_with_a_wrong_password_the_message_says_login(supabase, tmp_path):
-    from memory.store.supabase import sign_in
+    from memory.store.supabase_session import sign_in
 
     with pytest.raises(StoreError, match="parla login"):
         await SupabaseChatStore.connect(
