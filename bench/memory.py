@@ -29,9 +29,9 @@ from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
 from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.summary import MessageRange, SummaryLevel
+from memory.summary import SummaryLevel
 from memory.tokens import estimate_tokens
-from memory.turn import Turn
+from memory.turn import MessageRange, Turn
 
 CONFIG = MemoryConfig()
 # Spoken switch requests for the search and switch benchmarks.

@@ -257,7 +257,7 @@ async def list_chats(
 
 def _turn_json(t: Any) -> dict[str, Any]:
     return {
-        **t.seed_shape(),
+        **t.wire_shape(),
         "id": t.id,
         "seq": t.seq,
         "created_at": iso(t.created_at),

@@ -73,7 +73,7 @@ def export_line(history: ChatHistory) -> dict[str, Any]:
         "id": c.id,
         "title": c.title,
         "created_at": iso(c.created_at),
-        "turns": [{**t.seed_shape(), "created_at": iso(t.created_at)} for t in history.full_history],
+        "turns": [{**t.wire_shape(), "created_at": iso(t.created_at)} for t in history.full_history],
     }
 
 

@@ -1,4 +1,4 @@
-"""Compaction (DESIGN §3): the rolling summary + verbatim tail, and seed 000's dual memory.
+"""Compaction: the rolling summary + verbatim tail, and the dual memory of chunk summaries and facts.
 
 One run of `Compactor.compact(chat_id)`:
 1. Rolling summary. When the unsummarised turns pass `summary_window_size` or the summary plus
@@ -34,9 +34,9 @@ from memory.errors import ModelUnavailable, RangeError, StoreError
 from memory.facts import format_fact_lines
 from memory.store import ChatStore, CompactionCommit
 from memory.summarizers import Summarizer, offline_fallbacks, transcript
-from memory.summary import MessageRange, SummaryLevel
+from memory.summary import SummaryLevel
 from memory.tokens import estimate_tokens, truncate_to_tokens
-from memory.turn import Turn
+from memory.turn import MessageRange, Turn
 
 log = logging.getLogger("parla.compaction")
 
@@ -118,7 +118,7 @@ class Compactor:
         return report
 
     async def regenerate(self, chat_id: str, rng: MessageRange | None) -> CompactionReport:
-        """Seed 000's manual regeneration: redo the chunk summaries and facts of `rng` (whole
+        """A manual regeneration: redo the chunk summaries and facts of `rng` (whole
         chunks; every chunk when None) and the meta summaries that cover them."""
         started = time.perf_counter()
         chat = await self.store.get_chat(chat_id)
@@ -351,9 +351,9 @@ class CompactionWorker:
     last_errors: dict[str, str] = field(default_factory=dict)
     # Chats whose last run was summarised (partly) offline, and why Gemini could not be used.
     offline: dict[str, str] = field(default_factory=dict)
-    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-    _again: set[str] = field(default_factory=set)
-    _slots: asyncio.Semaphore | None = None
+    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
+    _again: set[str] = field(default_factory=set, init=False)
+    _slots: asyncio.Semaphore | None = field(default=None, init=False)
 
     async def __aenter__(self) -> Self:
         self._slots = asyncio.Semaphore(self.concurrency)

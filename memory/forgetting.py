@@ -17,7 +17,7 @@ from memory.embedding import Embedder, embed_texts
 from memory.errors import StoreError
 from memory.facts import format_fact_lines
 from memory.store import ChatStore
-from memory.summary import MessageRange
+from memory.turn import MessageRange
 
 ItemKind = Literal["pin", "fact"]
 

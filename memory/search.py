@@ -1,4 +1,4 @@
-"""Chat search by meaning (DESIGN §3): which chat does a spoken request mean?
+"""Chat search by meaning: which chat does a spoken request mean?
 
 The request is embedded as a query and matched against every embedded text of every chat (its
 description, chunk and meta summaries, fact blocks); each chat counts with its best match. The

@@ -27,8 +27,8 @@ from memory.errors import StoreError
 from memory.facts import FactBlock, format_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
-from memory.summary import MessageRange, Summary, SummaryLevel
-from memory.turn import Turn
+from memory.summary import Summary, SummaryLevel
+from memory.turn import MessageRange, Turn
 
 TextKind = Literal["summary", "chunk", "meta", "facts"]
 

@@ -9,8 +9,7 @@ import numpy as np
 
 from memory.errors import EmbedderMismatch, StoreError
 from memory.store import TextKind, TextRef
-from memory.summary import MessageRange
-from memory.turn import Turn
+from memory.turn import MessageRange, Turn
 
 T = TypeVar("T")
 

@@ -40,8 +40,8 @@ from memory.store.checks import check_one_dimension, check_unique_turn_ids, exac
 from memory.store.sqlite_file import create_private, store_error, tighten
 from memory.store.sqlite_index import VectorIndex
 from memory.store.sqlite_schema import MIGRATIONS
-from memory.summary import MessageRange, Summary, SummaryLevel
-from memory.turn import Part, Turn, new_id, utcnow
+from memory.summary import Summary, SummaryLevel
+from memory.turn import MessageRange, Part, Turn, new_id, utcnow
 
 T = TypeVar("T")
 

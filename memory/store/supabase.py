@@ -70,8 +70,8 @@ from memory.store.supabase_rows import (
 )
 from memory.store.supabase_schema import SCHEMA_VERSION
 from memory.store.supabase_session import FileSessionStorage, jwt_role
-from memory.summary import MessageRange, Summary, SummaryLevel
-from memory.turn import Turn, new_id
+from memory.summary import Summary, SummaryLevel
+from memory.turn import MessageRange, Turn, new_id
 
 T = TypeVar("T")
 

@@ -19,8 +19,8 @@ from memory.store import (
     AppendResult,
     facts_text,
 )
-from memory.summary import MessageRange, Summary, SummaryLevel
-from memory.turn import Turn
+from memory.summary import Summary, SummaryLevel
+from memory.turn import MessageRange, Turn
 
 T = TypeVar("T")
 

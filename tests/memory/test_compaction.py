@@ -14,8 +14,8 @@ from memory.config import MemoryConfig
 from memory.errors import ModelError, RangeError
 from memory.store.sqlite import SQLiteChatStore
 from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.summary import MessageRange, SummaryLevel
-from memory.turn import Turn
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange, Turn
 from tests.conftest import make_turns
 
 SMALL = MemoryConfig(

@@ -11,8 +11,8 @@ from memory.embedding import EmbeddedText
 from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from memory.pins import Pin
 from memory.store import CompactionCommit, PendingWrites
-from memory.summary import MessageRange, SummaryLevel
-from memory.turn import Turn
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange, Turn
 from tests.conftest import T0, make_turns
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
@@ -63,7 +63,7 @@ async def test_turn_round_trip_keeps_every_field(any_store):
     await any_store.append_turns(chat.id, [turn])
     (loaded,) = await any_store.load_turns(chat.id)
     assert loaded == turn.model_copy(update={"seq": 1})
-    assert loaded.seed_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
+    assert loaded.wire_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
 
 
 async def test_create_with_existing_id_appends_idempotently(any_store):

@@ -18,8 +18,8 @@ from memory.facts import format_fact_lines
 from memory.pins import Pin
 from memory.store import CompactionCommit
 from memory.store.sqlite import SQLiteChatStore
-from memory.summary import MessageRange, SummaryLevel
-from memory.turn import Turn
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange, Turn
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb, vec
 

@@ -1,5 +1,5 @@
 """What only the Supabase store has: row-level security, the outbox under faults, the two auth
-modes, error messages, and the seed-shaped view. Real Postgres + pgvector behind the shim,
+modes, error messages, and the wire-shaped view. Real Postgres + pgvector behind the shim,
 supabase-py unchanged."""
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ from memory.store import CompactionCommit
 from memory.store.supabase import RetryPolicy, SupabaseChatStore
 from memory.store.supabase_rows import parse_vector
 from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
-from memory.summary import MessageRange, SummaryLevel
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange
 from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.test_contract import emb
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, TEMPORARY_FAULTS
@@ -395,7 +396,7 @@ async def test_a_missing_migration_says_what_to_apply(supabase, tmp_path):
         assert await store.schema_version() == SCHEMA_VERSION
 
 
-async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_path):
+async def test_wire_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
         chat = (await store.create_chat(turns=make_turns(6))).chat
         await store.commit_compaction(CompactionCommit(chat.id, 0, 4, "the summary", emb("the summary", 7)))
