@@ -31,7 +31,7 @@ from daemon.cli_support import (
     out,
     progress_bar,
     resolve_chat,
-    summarise,
+    store_and_summarise,
     when,
 )
 from daemon.logs import redact_output
@@ -40,7 +40,7 @@ from daemon.settings import Settings
 if TYPE_CHECKING:
     from memory.errors import ImportLineError
     from memory.importer import ImportChat, ImportResult
-    from memory.summary import MessageRange
+    from memory.turn import MessageRange
 
 # Commands that need the memory, the SDKs or the audio stack import them in their bodies: `parla
 # status`, `--help` or `config path` start in a fraction of the time (bench/cli_startup.py).
@@ -167,25 +167,21 @@ async def import_chats(
         raise ValueError(
             f"nothing imported: {'every line of ' + source + ' was skipped' if errors else source + ' holds no chat'}"
         )
-    results: list[tuple[int, ImportResult]] = []
     async with open_memory(settings) as mem:
         scope = await id_scope(mem.store)
-        with progress_bar() as progress:
-            storing = progress.add_task("storing chats", total=len(chats))
-            for line_no, chat in chats:
-                # A turn must fit one bounded summarising step with room for the turns around it.
-                result = await import_chat(
-                    mem.store,
-                    chat,
-                    scope=scope,
-                    replace=replace,
-                    max_turn_tokens=settings.chunk_summarize_threshold // 2,
-                )
-                results.append((line_no, result))
-                progress.advance(storing)
+
+        async def store_one(item: tuple[int, ImportChat]) -> tuple[tuple[int, ImportResult], str]:
+            line_no, chat = item
+            # A turn must fit one bounded summarising step with room for the turns around it.
+            result = await import_chat(
+                mem.store, chat, scope=scope, replace=replace, max_turn_tokens=settings.chunk_summarize_threshold // 2
+            )
             # unchanged chats too: a run that could not summarise them is finished by the next one
-            failed = await summarise(
-                mem, [r.chat_id for _, r in results], progress, "run the same import again to retry"
+            return (line_no, result), result.chat_id
+
+        with progress_bar() as progress:
+            results, failed = await store_and_summarise(
+                mem, chats, store_one, progress, "run the same import again to retry"
             )
     count = Counter(r.outcome for _, r in results)
     report = {
@@ -418,7 +414,7 @@ async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSO
 
 def _parse_range(text: str) -> MessageRange:
     from memory.errors import RangeError
-    from memory.summary import MessageRange
+    from memory.turn import MessageRange
 
     start, sep, end = text.partition("-")
     if not sep or not start.strip().isdigit() or not end.strip().isdigit():
@@ -447,17 +443,15 @@ async def regenerate(
 @command
 async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
     """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
+    from memory.reembed import reembed as reembed_store
+
     async with open_memory(load_settings()) as mem:
-        texts = await mem.store.embedded_texts()
-        vectors = []
         with progress_bar() as progress:
-            task = progress.add_task(f"embedding with {mem.embedder.name}", total=len(texts))
-            for start in range(0, len(texts), batch):
-                chunk = texts[start : start + batch]
-                vectors.extend(await mem.embedder.embed([t.text for t in chunk], "document"))
-                progress.advance(task, len(chunk))
-        await mem.store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors, strict=True)], mem.embedder.name)
-    out.print(f"Re-embedded {len(texts)} texts with {mem.embedder.name}.")
+            task = progress.add_task(f"embedding with {mem.embedder.name}", total=None)
+            count = await reembed_store(
+                mem.store, mem.embedder, batch, lambda done, total: progress.update(task, completed=done, total=total)
+            )
+    out.print(f"Re-embedded {count} texts with {mem.embedder.name}.")
 
 
 def _print_forgotten(items: list[Any]) -> None:

@@ -7,13 +7,13 @@ import asyncio
 import inspect
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from daemon.memory_services import MemoryServices
+    from memory.compaction import CompactionWorker
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -156,30 +160,31 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-async def summarise(mem: MemoryServices, ids: list[str], progress: Progress, retry: str) -> list[str]:
-    """Compact the chats (summaries, facts, description, embeddings); returns those that failed."""
-    from memory.compaction import CompactionWorker
+async def store_and_summarise(
+    mem: MemoryServices,
+    items: Sequence[T],
+    store_one: Callable[[T], Awaitable[tuple[R, str | None]]],
+    progress: Progress,
+    retry: str,
+) -> tuple[list[R], list[str]]:
+    """Store the chats (`memory.storing.store_chats`), then compact the ones `store_one` names
+    (summaries, facts, summary text, embeddings); the results, and the chats whose compaction failed."""
+    from memory.storing import store_chats
 
-    settings = mem.settings
-    summarising = progress.add_task("summarising, extracting facts, embedding", total=len(set(ids)))
-    worker = CompactionWorker(
-        mem.compactor,
-        concurrency=settings.compaction_concurrency,
-        retries=settings.model_retries,
-        retry_delay=settings.model_retry_delay,
-        on_done=lambda _chat, _ok: progress.advance(summarising),
-    )
-    async with worker:
-        for cid in dict.fromkeys(ids):
-            worker.schedule(cid)
-        await worker.drain()
-    for cid, error in worker.last_errors.items():
+    storing = progress.add_task("storing chats", total=len(items))
+
+    def worker(count: int) -> CompactionWorker:
+        summarising = progress.add_task("summarising, extracting facts, embedding", total=count)
+        return mem.compaction_worker(on_done=lambda _chat, _ok: progress.advance(summarising))
+
+    stored = await store_chats(items, store_one, worker, on_stored=lambda _result: progress.advance(storing))
+    for cid, error in stored.not_compacted.items():
         err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, {retry}", markup=False)
-    if worker.offline:
+    if stored.offline:
         err.print(
-            f"parla: {len(worker.offline)} chats were summarised offline because Gemini could not be used "
-            f"({next(iter(worker.offline.values()))}); Gemini rewrites their summary at their next fold, "
+            f"parla: {len(stored.offline)} chats were summarised offline because Gemini could not be used "
+            f"({next(iter(stored.offline.values()))}); Gemini rewrites their summary at their next fold, "
             "`parla memory regenerate CHAT` redoes the rest",
             markup=False,
         )
-    return sorted(worker.last_errors)
+    return stored.results, sorted(stored.not_compacted)

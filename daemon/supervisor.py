@@ -161,8 +161,7 @@ class Daemon:
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id)
-            m = self.mem
-            self._tools = ChatTools(m.store, m.search, m.embedder, self._current, self.settings.forget_margin)
+            self._tools = self.mem.chat_tools(self._current)
             log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
             self.ready.set()
             try:
