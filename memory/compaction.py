@@ -68,9 +68,9 @@ class CompactionReport:
         return " ".join(fields)
 
 
-def title_drift(title_vector: np.ndarray, description: EmbeddedText) -> float:
-    """Cosine distance between a title's embedding and the chat's description."""
-    return 1.0 - float(title_vector @ description.vector)
+def title_drift(title_vector: np.ndarray, summary_text: EmbeddedText) -> float:
+    """Cosine distance between a title's embedding and the chat's summary text."""
+    return 1.0 - float(title_vector @ summary_text.vector)
 
 
 def chunk_ranges(turn_count: int, chunk_size: int) -> list[MessageRange]:
@@ -164,15 +164,15 @@ class Compactor:
                 await self.summarizer.rolling_summary(chat.rolling_summary, folded, self.config.summary_token_cap),
                 self.config.summary_token_cap,
             )
-            (description,) = await embed_texts(self.embedder, [summary])
-            title = await self._title(chat, summary, description, chat.turn_count)
+            (summary_text,) = await embed_texts(self.embedder, [summary])
+            title = await self._title(chat, summary, summary_text, chat.turn_count)
             committed = await self.store.commit_compaction(
                 CompactionCommit(
                     chat_id=chat_id,
                     expected_version=chat.compaction_version,
                     summarized_through=folded[-1].seq,
                     rolling_summary=summary,
-                    description=description,
+                    summary_text=summary_text,
                     title=title,
                 )
             )
@@ -203,18 +203,18 @@ class Compactor:
         )
         if opening == chat.summary_text:
             return chat
-        (description,) = await embed_texts(self.embedder, [opening])
-        title = await self._title(chat, opening, description, len(unsummarised))
-        if await self.store.set_description(chat.id, description, chat.compaction_version, title=title):
+        (summary_text,) = await embed_texts(self.embedder, [opening])
+        title = await self._title(chat, opening, summary_text, len(unsummarised))
+        if await self.store.set_summary_text(chat.id, summary_text, chat.compaction_version, title=title):
             report.described = True
             report.titled = title
         return await self.store.get_chat(chat.id)
 
-    async def _title(self, chat: Chat, text: str, description: EmbeddedText, turns: int) -> str | None:
+    async def _title(self, chat: Chat, text: str, summary_text: EmbeddedText, turns: int) -> str | None:
         """A new generated title for the chat described by `text`, or None to keep its title.
         A user's title is kept. The first title waits for `title_min_turns` turns, so it names
         the topic rather than the greeting; a generated title is redone only when the
-        description has drifted further than `title_drift_distance` from it."""
+        summary text has drifted further than `title_drift_distance` from it."""
         if chat.title is not None and not chat.title_generated:
             return None
         if chat.title is None:
@@ -222,7 +222,7 @@ class Compactor:
         limit = self.config.title_drift_distance
         if limit is None:
             limit = self.embedder.default_title_drift_distance
-        if title_drift(normalize_rows(await self.embedder.embed([chat.title], "query"))[0], description) <= limit:
+        if title_drift(normalize_rows(await self.embedder.embed([chat.title], "query"))[0], summary_text) <= limit:
             return None
         title = await self.summarizer.title(text)
         if title != chat.title:

@@ -1,7 +1,7 @@
 """Chat search by meaning: which chat does a spoken request mean?
 
 The request is embedded as a query and matched against every embedded text of every chat (its
-description, chunk and meta summaries, fact blocks); each chat counts with its best match. The
+summary text, chunk and meta summaries, fact blocks); each chat counts with its best match. The
 score adds a recency bonus that halves every `search_recency_half_life_days`. The decision:
 - `none`: no chat's best similarity reaches the minimum;
 - `switch`: the top chat leads the next eligible one by at least the margin;

@@ -30,12 +30,12 @@ from memory.stats import MemoryStats
 from memory.summary import Summary, SummaryLevel
 from memory.turn import MessageRange, Turn
 
-TextKind = Literal["summary", "chunk", "meta", "facts"]
+TextKind = Literal["summary_text", "chunk", "meta", "facts"]
 
 
 @dataclass(frozen=True)
 class TextRef:
-    """Where an embedded text lives: the chat's description, or a summary or facts range."""
+    """Where an embedded text lives: the chat's summary text, or a summary or facts range."""
 
     chat_id: str
     kind: TextKind
@@ -73,8 +73,8 @@ class CompactionCommit:
     expected_version: int
     summarized_through: int
     rolling_summary: str
-    description: EmbeddedText
-    title: str | None = None  # generated: applied as in `set_description`
+    summary_text: EmbeddedText
+    title: str | None = None  # generated: applied as in `set_summary_text`
 
 
 def facts_text(lines: list[str], embedded: EmbeddedText | None) -> str:
@@ -139,10 +139,10 @@ class ChatStore(Protocol):
         """The updated chat, or None when another compaction committed first."""
         ...
 
-    async def set_description(
-        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    async def set_summary_text(
+        self, chat_id: str, summary_text: EmbeddedText, expected_version: int, title: str | None = None
     ) -> bool:
-        """Describe a chat (search text + vector) unless a compaction committed since
+        """Set a chat's summary text (its search text + vector) unless a compaction committed since
         `expected_version`; `title` (generated) replaces no title or a generated one, never a
         title the user gave (at creation or by renaming)."""
         ...

@@ -32,7 +32,7 @@ def check_one_dimension(items: Sequence[tuple[TextRef, np.ndarray]]) -> int | No
 
 def text_ref(chat_id: str, kind: TextKind, start: int, end: int) -> TextRef:
     """The reference of a stored text: the chat's summary text has no range, the others do."""
-    return TextRef(chat_id, kind, None if kind == "summary" else MessageRange(start=start, end=end))
+    return TextRef(chat_id, kind, None if kind == "summary_text" else MessageRange(start=start, end=end))
 
 
 def pin_not_found(pin_id: str) -> StoreError:

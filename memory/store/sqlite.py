@@ -311,7 +311,7 @@ class SQLiteChatStore:
         title = storable_title(commit.title, commit.chat_id)
 
         def write(db: sqlite3.Connection) -> Chat | None:
-            _check_embedder(db, commit.description)
+            _check_embedder(db, commit.summary_text)
             cur = db.execute(
                 "UPDATE chats SET rolling_summary = ?, summarized_through = ?, summary_text = ?, "
                 f"summary_embedding = ?, summary_embedder = ?, {_GENERATED_TITLE}, "
@@ -320,9 +320,9 @@ class SQLiteChatStore:
                 (
                     commit.rolling_summary,
                     commit.summarized_through,
-                    commit.description.text,
-                    _blob(commit.description.vector),
-                    commit.description.embedder,
+                    commit.summary_text.text,
+                    _blob(commit.summary_text.vector),
+                    commit.summary_text.embedder,
                     title,
                     title,
                     commit.chat_id,
@@ -338,20 +338,20 @@ class SQLiteChatStore:
 
         return await self._write(write)
 
-    async def set_description(
-        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    async def set_summary_text(
+        self, chat_id: str, summary_text: EmbeddedText, expected_version: int, title: str | None = None
     ) -> bool:
         title = storable_title(title, chat_id)
 
         def write(db: sqlite3.Connection) -> bool:
-            _check_embedder(db, description)
+            _check_embedder(db, summary_text)
             cur = db.execute(
                 "UPDATE chats SET summary_text = ?, summary_embedding = ?, summary_embedder = ?, "
                 f"{_GENERATED_TITLE} WHERE id = ? AND compaction_version = ?",
                 (
-                    description.text,
-                    _blob(description.vector),
-                    description.embedder,
+                    summary_text.text,
+                    _blob(summary_text.vector),
+                    summary_text.embedder,
                     title,
                     title,
                     chat_id,
@@ -550,7 +550,7 @@ class SQLiteChatStore:
     async def embedded_texts(self) -> list[StoredText]:
         rows = await self._read(
             lambda db: db.execute(
-                "SELECT id, 'summary', 0, 0, summary_text FROM chats WHERE summary_text != '' "
+                "SELECT id, 'summary_text', 0, 0, summary_text FROM chats WHERE summary_text != '' "
                 "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
                 "text FROM summaries "
                 "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != ''"
@@ -571,7 +571,7 @@ class SQLiteChatStore:
                 )
             for ref, vector in items:
                 blob = _blob(vector)
-                if ref.kind == "summary":
+                if ref.kind == "summary_text":
                     db.execute(
                         "UPDATE chats SET summary_embedding = ?, summary_embedder = ? WHERE id = ?",
                         (blob, embedder, ref.chat_id),
@@ -796,7 +796,7 @@ def _generation(db: sqlite3.Connection) -> int:
 
 def _vector_rows(db: sqlite3.Connection) -> list[tuple[TextRef, bytes]]:
     rows = db.execute(
-        "SELECT id AS chat_id, 'summary' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
+        "SELECT id AS chat_id, 'summary_text' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
         "WHERE summary_embedding IS NOT NULL "
         "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
         "embedding FROM summaries "
@@ -814,7 +814,7 @@ def _vector_count(db: sqlite3.Connection) -> int:
 
 
 def _text_of(db: sqlite3.Connection, ref: TextRef) -> str:
-    if ref.kind == "summary":
+    if ref.kind == "summary_text":
         sql, args = "SELECT summary_text FROM chats WHERE id = ?", (ref.chat_id,)
     elif ref.kind == "facts":
         assert ref.range is not None

@@ -64,6 +64,8 @@ from memory.store.supabase_rows import (
     fact_params,
     facts_of,
     is_uuid,
+    kind_in_sql,
+    kind_of_sql,
     summary_of,
     turn_payload,
     vector_value,
@@ -395,15 +397,15 @@ class SupabaseChatStore:
             p_expected_version=commit.expected_version,
             p_summarized_through=commit.summarized_through,
             p_rolling_summary=commit.rolling_summary,
-            p_summary_text=commit.description.text,
-            p_summary_embedding=vector_value(commit.description.vector),
-            p_embedder=commit.description.embedder,
+            p_summary_text=commit.summary_text.text,
+            p_summary_embedding=vector_value(commit.summary_text.vector),
+            p_embedder=commit.summary_text.embedder,
             p_title=storable_title(commit.title, commit.chat_id),
         )
         return chat_of(data) if data else None
 
-    async def set_description(
-        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    async def set_summary_text(
+        self, chat_id: str, summary_text: EmbeddedText, expected_version: int, title: str | None = None
     ) -> bool:
         return bool(
             await self._rpc(
@@ -411,9 +413,9 @@ class SupabaseChatStore:
                 "describe a chat",
                 p_chat_id=chat_id,
                 p_expected_version=expected_version,
-                p_summary_text=description.text,
-                p_summary_embedding=vector_value(description.vector),
-                p_embedder=description.embedder,
+                p_summary_text=summary_text.text,
+                p_summary_embedding=vector_value(summary_text.vector),
+                p_embedder=summary_text.embedder,
                 p_title=storable_title(title, chat_id),
             )
         )
@@ -554,7 +556,7 @@ class SupabaseChatStore:
                 chat_id=r["chat_id"],
                 title=r["title"],
                 similarity=float(r["similarity"]),
-                matched=text_ref(r["chat_id"], r["matched_kind"], r["start_seq"], r["end_seq"]),
+                matched=text_ref(r["chat_id"], kind_of_sql(r["matched_kind"]), r["start_seq"], r["end_seq"]),
                 matched_text=r["matched_text"],
                 last_activity_at=datetime.fromisoformat(r["last_activity_at"]),
             )
@@ -582,7 +584,7 @@ class SupabaseChatStore:
         )
         return [
             StoredText(
-                text_ref(r["chat_id"], r["kind"], r["start_seq"], r["end_seq"]),
+                text_ref(r["chat_id"], kind_of_sql(r["kind"]), r["start_seq"], r["end_seq"]),
                 r["body"],
             )
             for r in rows
@@ -593,7 +595,7 @@ class SupabaseChatStore:
         payload = [
             {
                 "chat_id": ref.chat_id,
-                "kind": ref.kind,
+                "kind": kind_in_sql(ref.kind),
                 "start_seq": ref.range.start if ref.range else 0,
                 "end_seq": ref.range.end if ref.range else 0,
                 "embedding": vector_value(vector),

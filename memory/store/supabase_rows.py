@@ -8,7 +8,7 @@ import json
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from memory.embedding import EmbeddedText
 from memory.facts import FactBlock, stored_fact_lines
 from memory.store import (
     AppendResult,
+    TextKind,
     facts_text,
 )
 from memory.summary import Summary, SummaryLevel
@@ -97,3 +98,16 @@ def facts_of(row: dict[str, Any]) -> FactBlock:
         forgotten=stored_fact_lines(row.get("forgotten", "")),
         updated_at=datetime.fromisoformat(row["updated_at"]),
     )
+
+
+# The SQL functions name the chat's summary text's kind 'summary'; the domain names it as the column.
+_KIND_IN_SQL = {"summary_text": "summary"}
+_KIND_OF_SQL = {v: k for k, v in _KIND_IN_SQL.items()}
+
+
+def kind_in_sql(kind: TextKind) -> str:
+    return _KIND_IN_SQL.get(kind, kind)
+
+
+def kind_of_sql(kind: str) -> TextKind:
+    return cast(TextKind, _KIND_OF_SQL.get(kind, kind))

@@ -23,7 +23,7 @@ RULES = Thresholds(min_similarity=0.3, switch_margin=0.05, max_candidates=3, rec
 
 def match(chat_id: str, similarity: float, days_ago: float = 0) -> ChatMatch:
     return ChatMatch(
-        chat_id, chat_id.upper(), similarity, TextRef(chat_id, "summary"), "text", T0 - timedelta(days=days_ago)
+        chat_id, chat_id.upper(), similarity, TextRef(chat_id, "summary_text"), "text", T0 - timedelta(days=days_ago)
     )
 
 

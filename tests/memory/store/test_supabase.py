@@ -53,7 +53,7 @@ async def test_a_user_cannot_reach_another_users_chats(supabase, tmp_path):
     a, b = await two_users(supabase, tmp_path)
     async with a, b:
         chat = (await b.create_chat(title="B's secret", turns=make_turns(4))).chat
-        await b.set_description(chat.id, emb("about b", 1), 0)
+        await b.set_summary_text(chat.id, emb("about b", 1), 0)
         await b.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=4), emb("b chunk", 2))
         # Through every RPC the store uses: not found, nothing listed, nothing matched.
         with pytest.raises(ChatNotFound):
@@ -72,7 +72,7 @@ async def test_a_user_cannot_reach_another_users_chats(supabase, tmp_path):
         assert await a.list_summaries(chat.id) == []
         await a.create_chat(turns=make_turns(2))
         own = (await a.list_chats())[0]
-        await a.set_description(own.id, emb("about a", 5), 0)
+        await a.set_summary_text(own.id, emb("about a", 5), 0)
         assert [m.chat_id for m in await a.search(emb("q", 1), 10)] == [own.id]  # B's identical vector unseen
         assert (await a.stats()).total_messages == 2
         # Table routes with A's JWT: reads see nothing of B, writes into B's chat fail.
@@ -376,7 +376,7 @@ async def test_service_role_mode_acts_for_the_named_user_only(supabase, tmp_path
     )
     async with await mk(alice, "a") as a, await mk(bob, "b") as b:
         chat = (await a.create_chat(title="Alice's", turns=make_turns(3))).chat
-        await a.set_description(chat.id, emb("alice", 1), 0)
+        await a.set_summary_text(chat.id, emb("alice", 1), 0)
         await a.add_pin(Pin(chat_id=chat.id, content="likes tea"))
         assert await b.list_chats() == [] and await b.list_pins(chat.id) == []
         assert await b.search(emb("alice", 1), 5) == []
