@@ -69,7 +69,9 @@ class ToolRegistry:
                 return await tool.handler(parsed)
         except TimeoutError:
             return {"error": f"{name} took longer than {tool.timeout:g} s and was stopped; try again"}
-        except ParlaError as e:  # ToolError, store and model errors: words the model can pass on
+        # ToolError, store and model errors: words the model can pass on; a ValidationError is data a
+        # handler built from the model's arguments (a fact of blanks only) that the domain refused
+        except (ParlaError, ValidationError) as e:
             return {"error": str(e)}
         except Exception:
             log.exception("tool %s failed", name, extra={"event": "tool_failed", "tool": name})
