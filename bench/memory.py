@@ -29,9 +29,9 @@ from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
 from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.summary import MessageRange, SummaryLevel
+from memory.summary import SummaryLevel
 from memory.tokens import estimate_tokens
-from memory.turn import Turn
+from memory.turn import MessageRange, Turn
 
 CONFIG = MemoryConfig()
 # Spoken switch requests for the search and switch benchmarks.
@@ -94,7 +94,7 @@ async def populate(store: ChatStore, first: int, last: int, rng: random.Random) 
         description, chunk, facts = await embed_texts(
             EMBEDDER, [" ".join(texts[:3]), " ".join(texts[3:]), "- " + texts[0]]
         )
-        await store.set_description(chat.id, description, 0, title=f"chat {i}")
+        await store.set_summary_text(chat.id, description, 0, title=f"chat {i}")
         await store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=10), chunk)
         await store.upsert_facts(chat.id, MessageRange(start=1, end=10), [texts[0]], facts)
 

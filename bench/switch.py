@@ -25,7 +25,8 @@ from memory.refused import RefusedTurns
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.store.sqlite import SQLiteChatStore
-from memory.store.supabase import SupabaseChatStore, sign_in
+from memory.store.supabase import SupabaseChatStore
+from memory.store.supabase_session import sign_in
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 from tools.chats import ChatTools, SwitchArgs

@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from memory.compaction import CompactionWorker
 from memory.config import MemoryConfig
 from memory.context import load_context
+from memory.errors import ChatNotFound, StoreOffline, StoreRefused, TurnConflict
 from memory.refused import RefusedTurns
-from memory.store import ChatNotFound, ChatStore, TurnConflict
-from memory.store.supabase import StoreOffline, StoreRefused
+from memory.store import ChatStore
 from memory.turn import Turn
 from voice.session_memory import Refused, Seed
 

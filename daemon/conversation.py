@@ -16,7 +16,6 @@ from google import genai
 from daemon.chat_memory import ChatMemory
 from daemon.memory_services import MemoryServices
 from memory.compaction import CompactionWorker
-from tools.chats import ChatTools
 from tools.registry import ToolRegistry
 from voice.audio import Microphone, Speaker
 from voice.live import AudioSource, LiveConversation, SessionEvent
@@ -54,7 +53,7 @@ class VoiceServices:
 @asynccontextmanager
 async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
     s = mem.settings
-    worker = CompactionWorker(mem.compactor, s.compaction_concurrency, s.model_retries, s.model_retry_delay)
+    worker = mem.compaction_worker()
     async with (
         worker,
         Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms) as microphone,
@@ -72,7 +71,7 @@ def live_conversation(
 ) -> LiveConversation:
     """One session's conversation in the current chat, with the chat tools (use with `async with`)."""
     mem = current.mem
-    tools = ToolRegistry(ChatTools(mem.store, mem.search, mem.embedder, current, mem.settings.forget_margin).tools())
+    tools = ToolRegistry(mem.chat_tools(current).tools())
     return LiveConversation(
         client,
         mem.settings,

@@ -14,10 +14,9 @@ from daemon.errors import ConfigError, ControlError, DaemonNotRunning, WakeWordE
 from daemon.memory_services import NO_KEY, gemini_client, open_store
 from daemon.settings import Settings
 from daemon.wake import WakePhrase
+from memory.errors import StoreError
 from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
 from memory.refused import RefusedTurns
-from memory.store import StoreError
-from memory.store.supabase import SupabaseChatStore
 from voice.audio import describe_devices, list_devices, resolve_device
 from voice.errors import AudioDeviceError
 
@@ -148,7 +147,7 @@ async def _store(settings: Settings) -> Check:
     where = f"Supabase {settings.supabase_url}" if settings.store == "supabase" else f"SQLite {settings.store_path}"
     try:
         async with open_store(settings) as store:
-            version = await store.schema_version() if isinstance(store, SupabaseChatStore) else None
+            version = await store.schema_version()
             stats = await store.stats()
     except (StoreError, ConfigError, OSError) as e:
         # a SQLite store's error already says what to do about that file

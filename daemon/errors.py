@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-
-class ParlaError(Exception):
-    """A failure the user can do something about; its message is the whole explanation."""
+from memory.errors import ParlaError
 
 
 class SettingsError(ParlaError):

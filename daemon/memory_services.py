@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -16,7 +16,7 @@ from pydantic import SecretStr
 
 from daemon.errors import ConfigError
 from daemon.settings import Settings
-from memory.compaction import Compactor
+from memory.compaction import CompactionWorker, Compactor
 from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from memory.embedders.offline import OfflineEmbedder
 from memory.embedding import Embedder
@@ -30,6 +30,7 @@ from memory.summarizers import Summarizer
 from memory.summarizers.extractive import ExtractiveSummarizer
 from memory.summarizers.fallback import FallbackSummarizer
 from memory.summarizers.gemini import GeminiSummarizer
+from tools.chats import ChatSession, ChatTools
 
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "
@@ -98,6 +99,21 @@ class MemoryServices:
     @cached_property
     def search(self) -> ChatSearch:
         return ChatSearch(self.store, self.embedder, self.settings)
+
+    def compaction_worker(self, on_done: Callable[[str, bool], None] | None = None) -> CompactionWorker:
+        """A background compaction worker with the settings' concurrency and retries (use with `async with`)."""
+        s = self.settings
+        return CompactionWorker(
+            self.compactor,
+            concurrency=s.compaction_concurrency,
+            retries=s.model_retries,
+            retry_delay=s.model_retry_delay,
+            on_done=on_done,
+        )
+
+    def chat_tools(self, session: ChatSession) -> ChatTools:
+        """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`."""
+        return ChatTools(self.store, self.search, self.embedder, session, self.settings.forget_margin)
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -18,6 +18,7 @@ flushed, all within `shutdown_timeout_s`.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -32,9 +33,8 @@ from daemon.conversation import CurrentChat, VoiceServices, live_conversation, v
 from daemon.errors import CommandError
 from daemon.memory_services import MemoryServices
 from daemon.wake import WakePhrase
+from memory.errors import StoreError
 from memory.importer import find_chats_named
-from memory.store import StoreError
-from memory.store.supabase import SupabaseChatStore
 from memory.tasks import cancel_and_wait, race
 from memory.turn import Turn
 from tools.chats import ChatTools, NewChatArgs, SwitchArgs
@@ -146,8 +146,7 @@ class Daemon:
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id)
-            m = self.mem
-            self._tools = ChatTools(m.store, m.search, m.embedder, self._current, self.settings.forget_margin)
+            self._tools = self.mem.chat_tools(self._current)
             log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
             self.ready.set()
             try:
@@ -190,8 +189,6 @@ class Daemon:
 
     async def _flush_outbox(self) -> None:
         """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
-        if not isinstance(self.mem.store, SupabaseChatStore):
-            return  # the SQLite store writes through
         try:
             await self.mem.store.flush()
         except StoreError as e:
@@ -338,13 +335,7 @@ class Daemon:
             title = (await self.mem.store.get_chat(chat_id)).title
         except StoreError as e:
             title, self.status.last_error = None, str(e)
-        store = self.mem.store
-        outbox: dict[str, Any] = {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
-        if isinstance(store, SupabaseChatStore):
-            box = store.outbox
-            outbox["waiting"], outbox["refused"] = await box.depth()
-            outbox["set_aside"] = len(box.set_aside_files())
-            outbox["problem"] = box.problems[-1] if box.problems else None
+        outbox = dataclasses.asdict(await self.mem.store.pending_writes())
         started = self.status.session_started
         conversation = self._conversation
         return {

@@ -1,4 +1,4 @@
-"""Compaction (DESIGN §3): the rolling summary + verbatim tail, and seed 000's dual memory.
+"""Compaction: the rolling summary + verbatim tail, and the dual memory of chunk summaries and facts.
 
 One run of `Compactor.compact(chat_id)`:
 1. Rolling summary. When the unsummarised turns pass `summary_window_size` or the summary plus
@@ -29,23 +29,20 @@ import numpy as np
 
 from memory.chat import Chat
 from memory.config import MemoryConfig
-from memory.embedding import EmbeddedText, Embedder, ModelUnavailable, embed_texts, normalize_rows
+from memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
+from memory.errors import ModelUnavailable, RangeError, StoreError
 from memory.facts import format_fact_lines
-from memory.store import ChatStore, CompactionCommit, StoreError
+from memory.store import ChatStore, CompactionCommit
 from memory.summarizers import Summarizer, offline_fallbacks, transcript
-from memory.summary import MessageRange, SummaryLevel
+from memory.summary import SummaryLevel
 from memory.tasks import cancel_and_wait
 from memory.tokens import estimate_tokens, truncate_to_tokens
-from memory.turn import Turn
+from memory.turn import MessageRange, Turn
 
 log = logging.getLogger("parla.compaction")
 
 # Commits refused because another process compacted the same chat first are retried this often.
 _MAX_RACES = 3
-
-
-class RangeError(ValueError):
-    """A range given for regeneration does not name whole chunks of the chat."""
 
 
 @dataclass
@@ -72,9 +69,9 @@ class CompactionReport:
         return " ".join(fields)
 
 
-def title_drift(title_vector: np.ndarray, description: EmbeddedText) -> float:
-    """Cosine distance between a title's embedding and the chat's description."""
-    return 1.0 - float(title_vector @ description.vector)
+def title_drift(title_vector: np.ndarray, summary_text: EmbeddedText) -> float:
+    """Cosine distance between a title's embedding and the chat's summary text."""
+    return 1.0 - float(title_vector @ summary_text.vector)
 
 
 def chunk_ranges(turn_count: int, chunk_size: int) -> list[MessageRange]:
@@ -122,7 +119,7 @@ class Compactor:
         return report
 
     async def regenerate(self, chat_id: str, rng: MessageRange | None) -> CompactionReport:
-        """Seed 000's manual regeneration: redo the chunk summaries and facts of `rng` (whole
+        """A manual regeneration: redo the chunk summaries and facts of `rng` (whole
         chunks; every chunk when None) and the meta summaries that cover them."""
         started = time.perf_counter()
         chat = await self.store.get_chat(chat_id)
@@ -168,15 +165,15 @@ class Compactor:
                 await self.summarizer.rolling_summary(chat.rolling_summary, folded, self.config.summary_token_cap),
                 self.config.summary_token_cap,
             )
-            (description,) = await embed_texts(self.embedder, [summary])
-            title = await self._title(chat, summary, description, chat.turn_count)
+            (summary_text,) = await embed_texts(self.embedder, [summary])
+            title = await self._title(chat, summary, summary_text, chat.turn_count)
             committed = await self.store.commit_compaction(
                 CompactionCommit(
                     chat_id=chat_id,
                     expected_version=chat.compaction_version,
                     summarized_through=folded[-1].seq,
                     rolling_summary=summary,
-                    description=description,
+                    summary_text=summary_text,
                     title=title,
                 )
             )
@@ -207,18 +204,18 @@ class Compactor:
         )
         if opening == chat.summary_text:
             return chat
-        (description,) = await embed_texts(self.embedder, [opening])
-        title = await self._title(chat, opening, description, len(unsummarised))
-        if await self.store.set_description(chat.id, description, chat.compaction_version, title=title):
+        (summary_text,) = await embed_texts(self.embedder, [opening])
+        title = await self._title(chat, opening, summary_text, len(unsummarised))
+        if await self.store.set_summary_text(chat.id, summary_text, chat.compaction_version, title=title):
             report.described = True
             report.titled = title
         return await self.store.get_chat(chat.id)
 
-    async def _title(self, chat: Chat, text: str, description: EmbeddedText, turns: int) -> str | None:
+    async def _title(self, chat: Chat, text: str, summary_text: EmbeddedText, turns: int) -> str | None:
         """A new generated title for the chat described by `text`, or None to keep its title.
         A user's title is kept. The first title waits for `title_min_turns` turns, so it names
         the topic rather than the greeting; a generated title is redone only when the
-        description has drifted further than `title_drift_distance` from it."""
+        summary text has drifted further than `title_drift_distance` from it."""
         if chat.title is not None and not chat.title_generated:
             return None
         if chat.title is None:
@@ -226,7 +223,7 @@ class Compactor:
         limit = self.config.title_drift_distance
         if limit is None:
             limit = self.embedder.default_title_drift_distance
-        if title_drift(normalize_rows(await self.embedder.embed([chat.title], "query"))[0], description) <= limit:
+        if title_drift(normalize_rows(await self.embedder.embed([chat.title], "query"))[0], summary_text) <= limit:
             return None
         title = await self.summarizer.title(text)
         if title != chat.title:
@@ -355,9 +352,9 @@ class CompactionWorker:
     last_errors: dict[str, str] = field(default_factory=dict)
     # Chats whose last run was summarised (partly) offline, and why Gemini could not be used.
     offline: dict[str, str] = field(default_factory=dict)
-    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict)
-    _again: set[str] = field(default_factory=set)
-    _slots: asyncio.Semaphore | None = None
+    _running: dict[str, asyncio.Task[None]] = field(default_factory=dict, init=False)
+    _again: set[str] = field(default_factory=set, init=False)
+    _slots: asyncio.Semaphore | None = field(default=None, init=False)
 
     async def __aenter__(self) -> Self:
         self._slots = asyncio.Semaphore(self.concurrency)

@@ -1,4 +1,4 @@
-"""The memory knobs (DESIGN §3, seeds 000/004). `daemon.settings.Settings` extends this model so
+"""The memory knobs. `daemon.settings.Settings` extends this model so
 every knob is also a `PARLA_*` setting; memory code only ever sees this type."""
 
 from __future__ import annotations

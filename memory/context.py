@@ -1,4 +1,4 @@
-"""The memory block the live model gets (DESIGN §3), within PROMPT_MEMORY_BUDGET tokens.
+"""The memory block the live model gets, within PROMPT_MEMORY_BUDGET tokens.
 
 Sections, always in this order so the prompt prefix stays stable for caching: pinned facts (by
 importance), the rolling summary, meta summaries, key facts, the recent turns verbatim. Facts of

@@ -10,15 +10,6 @@ import numpy as np
 TaskType = Literal["document", "query"]
 
 
-class ModelError(RuntimeError):
-    """A model call (embedding or summarising) failed after the adapter's retries."""
-
-
-class ModelUnavailable(ModelError):
-    """The model cannot be used now: unreachable (offline, timeouts, overloaded after the retries)
-    or the key was refused. Retrying at once cannot help; work may go to an offline model."""
-
-
 @dataclass(frozen=True)
 class EmbeddedText:
     """A text and its unit-length embedding. No store API takes a vector without its text."""

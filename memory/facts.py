@@ -1,4 +1,4 @@
-"""Episodic facts (seed 000): plain-text bullet lines extracted from the raw messages of a range."""
+"""Episodic facts: plain-text bullet lines extracted from the raw messages of a range."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from memory.summary import MessageRange
+from memory.turn import MessageRange
 
 NO_FACTS = "No facts to record"
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")

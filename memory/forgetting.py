@@ -14,9 +14,10 @@ from datetime import datetime
 from typing import Literal
 
 from memory.embedding import Embedder, embed_texts
+from memory.errors import StoreError
 from memory.facts import format_fact_lines
-from memory.store import ChatStore, StoreError
-from memory.summary import MessageRange
+from memory.store import ChatStore
+from memory.turn import MessageRange
 
 ItemKind = Literal["pin", "fact"]
 

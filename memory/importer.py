@@ -29,7 +29,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from memory.chat import Chat
-from memory.store import ChatNotFound, ChatStore
+from memory.errors import ChatNotFound, ImportLineError
+from memory.store import ChatStore
 from memory.tokens import CHARS_PER_TOKEN
 from memory.turn import Part, Role, Turn, storable_text, utcnow
 
@@ -39,15 +40,6 @@ _SKIPPED_ROLES = ("system", "developer", "tool", "function")
 # A chat without an id is known by this many opening turns.
 _OPENING_TURNS = 2
 _SPLIT_AT = re.compile(r"\n\s*\n|(?<=[.!?])\s+|\n")
-
-
-class ImportLineError(ValueError):
-    """One line could not be imported; says which line and why."""
-
-    def __init__(self, line_no: int, reason: str) -> None:
-        super().__init__(f"line {line_no}: {reason}")
-        self.line_no = line_no
-        self.reason = reason
 
 
 class ImportTurn(BaseModel):

@@ -1,4 +1,4 @@
-"""Pins (seed 003): facts kept in every prompt of a chat, ranked by importance."""
+"""Pins: facts kept in every prompt of a chat, ranked by importance."""
 
 from __future__ import annotations
 

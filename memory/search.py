@@ -1,7 +1,7 @@
-"""Chat search by meaning (DESIGN §3): which chat does a spoken request mean?
+"""Chat search by meaning: which chat does a spoken request mean?
 
 The request is embedded as a query and matched against every embedded text of every chat (its
-description, chunk and meta summaries, fact blocks); each chat counts with its best match. The
+summary text, chunk and meta summaries, fact blocks); each chat counts with its best match. The
 score adds a recency bonus that halves every `search_recency_half_life_days`. The decision:
 - `none`: no chat's best similarity reaches the minimum;
 - `switch`: the top chat leads the next eligible one by at least the margin;
@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from memory.config import MemoryConfig
 from memory.embedding import Embedder, embed_texts
+from memory.errors import EmptyRequest
 from memory.store import ChatMatch, ChatStore
 from memory.turn import utcnow
 
@@ -112,7 +113,7 @@ class ChatSearch:
     async def search(self, request: str, limit: int = 10, now: datetime | None = None) -> SearchResult:
         request = request.strip()
         if not request:
-            raise ValueError("say what the chat was about: the search request is empty")
+            raise EmptyRequest("say what the chat was about: the search request is empty")
         (query,) = await embed_texts(self.embedder, [request], "query")
         matches = await self.store.search(query, max(limit, _FETCH))
         result = rank(request, matches, self.thresholds, now or utcnow())

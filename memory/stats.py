@@ -1,4 +1,4 @@
-"""MemoryStats (seed 003): an overview of what the store holds."""
+"""MemoryStats: an overview of what the store holds."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Chunk summaries (level 0, a fixed range of messages) and meta summaries (level 1, consecutive
-chunk summaries): the semantic half of seed 000's dual memory."""
+chunk summaries): the semantic half of the dual memory (facts are the episodic half)."""
 
 from __future__ import annotations
 
@@ -8,25 +8,12 @@ from enum import IntEnum
 
 from pydantic import BaseModel, ConfigDict
 
+from memory.turn import MessageRange
+
 
 class SummaryLevel(IntEnum):
     CHUNK = 0
     META = 1
-
-
-class MessageRange(BaseModel):
-    """Inclusive range of turn sequence numbers."""
-
-    model_config = ConfigDict(frozen=True)
-
-    start: int
-    end: int
-
-    def __str__(self) -> str:
-        return f"{self.start}-{self.end}"
-
-    def contains(self, other: MessageRange) -> bool:
-        return self.start <= other.start and other.end <= self.end
 
 
 class Summary(BaseModel):

@@ -1,4 +1,4 @@
-"""The one token estimator every part of Parla uses (seed 004 §8.1: budgets and triggers must agree).
+"""The one token estimator every part of Parla uses (the prompt budget and the compaction trigger must agree).
 
 A character-based estimate (about four characters a token for English text under Gemini's
 tokenizer) is cheap enough for the audio-adjacent paths and, used consistently, keeps the

@@ -1,4 +1,5 @@
-"""A turn: one message of a chat, in the shape the seed voice client uses plus its metadata."""
+"""A turn: one message of a chat, in the wire shape clients read (role, parts, thinking) plus its
+metadata."""
 
 from __future__ import annotations
 
@@ -89,8 +90,8 @@ class Turn(BaseModel):
     def text(self) -> str:
         return "".join(part.text for part in self.parts)
 
-    def seed_shape(self) -> dict[str, Any]:
-        """The wire/storage shape the seed client reads: role, parts and thinking only."""
+    def wire_shape(self) -> dict[str, Any]:
+        """The wire and storage shape clients read: role, parts and thinking only."""
         shape: dict[str, Any] = {"role": self.role, "parts": [{"text": p.text} for p in self.parts]}
         if self.thinking:
             shape["thinking"] = self.thinking
@@ -99,3 +100,18 @@ class Turn(BaseModel):
     def transcript_line(self) -> str:
         speaker = "User" if self.role == "user" else "Assistant"
         return f"{speaker}: {self.text}"
+
+
+class MessageRange(BaseModel):
+    """Inclusive range of turn sequence numbers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    start: int
+    end: int
+
+    def __str__(self) -> str:
+        return f"{self.start}-{self.end}"
+
+    def contains(self, other: MessageRange) -> bool:
+        return self.start <= other.start and other.end <= self.end

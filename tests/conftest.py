@@ -101,7 +101,8 @@ def supabase(pg_cluster) -> Iterator[SupabasePeer]:
 
 async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> SupabaseChatStore:
     """A store signed in as a new user through the shim's GoTrue, as `parla login` does."""
-    from memory.store.supabase import SupabaseChatStore, sign_in
+    from memory.store.supabase import SupabaseChatStore
+    from memory.store.supabase_session import sign_in
 
     peer.shim.create_user(email, "correct horse")
     session = tmp_path / f"session-{email}.json"

@@ -15,7 +15,8 @@ from memory.pins import Pin
 from memory.search import ChatSearch
 from memory.store import ChatStore
 from memory.turn import utcnow
-from tools.registry import Tool, ToolError
+from tools.errors import ToolError
+from tools.registry import Tool
 
 
 class ChatSession(Protocol):
@@ -162,7 +163,7 @@ class ChatTools:
         assert args.query is not None
         result = await self.search.search(args.query, limit=5)
         if result.decision == "switch":
-            # the search row carries the title and date: no further request before the seed load
+            # the search row carries the title and date: no further request before the chat's memory is loaded
             winner = result.candidates[0]
             return self._switch(winner.chat_id, winner.title, winner.last_activity_at)
         if result.decision == "ambiguous":

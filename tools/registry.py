@@ -18,15 +18,11 @@ from typing import Any
 from google.genai import types
 from pydantic import BaseModel, ValidationError
 
-from memory.store import StoreError
+from memory.errors import ParlaError
 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Any], Awaitable[dict[str, Any]]]
-
-
-class ToolError(Exception):
-    """A failure the model should hear about, in words it can pass on."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +69,9 @@ class ToolRegistry:
                 return await tool.handler(parsed)
         except TimeoutError:
             return {"error": f"{name} took longer than {tool.timeout:g} s and was stopped; try again"}
-        except (ToolError, StoreError, ValueError) as e:
+        # ToolError, store and model errors: words the model can pass on; a ValidationError is data a
+        # handler built from the model's arguments (a fact of blanks only) that the domain refused
+        except (ParlaError, ValidationError) as e:
             return {"error": str(e)}
         except Exception:
             log.exception("tool %s failed", name, extra={"event": "tool_failed", "tool": name})

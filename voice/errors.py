@@ -1,16 +1,17 @@
-"""The voice package's errors. Each says what went wrong and what to do, in one line for the user.
-
-They derive from RuntimeError until the project's base error exists; then from that base, so the
-CLI catches them with the rest."""
+"""The voice package's errors. The ones a user reads derive from the project's base error, so the
+CLI prints them in one line with the rest; the others are how the live session tells itself a
+connection failed."""
 
 from __future__ import annotations
 
+from memory.errors import ParlaError
 
-class LiveSessionFailed(RuntimeError):
+
+class LiveSessionFailed(ParlaError):
     """The conversation cannot go on; the message says why and what to do."""
 
 
-class AudioDeviceError(RuntimeError):
+class AudioDeviceError(ParlaError):
     """No usable audio device; the message lists the devices that exist."""
 
 

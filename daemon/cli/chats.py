@@ -27,7 +27,7 @@ from daemon.cli.support import (
     progress_bar,
     resolve_chat,
     running_daemon_chat,
-    summarise,
+    store_and_summarise,
     when,
 )
 from daemon.errors import CommandFailed
@@ -35,7 +35,8 @@ from daemon.settings import Settings
 
 if TYPE_CHECKING:
     from memory.chat import ChatHistory
-    from memory.importer import ImportChat, ImportLineError, ImportResult
+    from memory.errors import ImportLineError
+    from memory.importer import ImportChat, ImportResult
 
 
 def _store_name(settings: Settings) -> str:
@@ -46,7 +47,8 @@ def _store_name(settings: Settings) -> str:
 
 
 def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
-    from memory.importer import ImportLineError, decode_line, parse_line
+    from memory.errors import ImportLineError
+    from memory.importer import decode_line, parse_line
 
     chats, errors = [], []
     try:
@@ -101,25 +103,21 @@ async def import_chats(
         raise CommandFailed(
             f"nothing imported: {'every line of ' + source + ' was skipped' if errors else source + ' holds no chat'}"
         )
-    results: list[tuple[int, ImportResult]] = []
     async with open_memory(settings) as mem:
         scope = await id_scope(mem.store)
-        with progress_bar() as progress:
-            storing = progress.add_task("storing chats", total=len(chats))
-            for line_no, chat in chats:
-                # A turn must fit one bounded summarising step with room for the turns around it.
-                result = await import_chat(
-                    mem.store,
-                    chat,
-                    scope=scope,
-                    replace=replace,
-                    max_turn_tokens=settings.chunk_summarize_threshold // 2,
-                )
-                results.append((line_no, result))
-                progress.advance(storing)
+
+        async def store_one(item: tuple[int, ImportChat]) -> tuple[tuple[int, ImportResult], str]:
+            line_no, chat = item
+            # A turn must fit one bounded summarising step with room for the turns around it.
+            result = await import_chat(
+                mem.store, chat, scope=scope, replace=replace, max_turn_tokens=settings.chunk_summarize_threshold // 2
+            )
             # unchanged chats too: a run that could not summarise them is finished by the next one
-            failed = await summarise(
-                mem, [r.chat_id for _, r in results], progress, "run the same import again to retry"
+            return (line_no, result), result.chat_id
+
+        with progress_bar() as progress:
+            results, failed = await store_and_summarise(
+                mem, chats, store_one, progress, "run the same import again to retry"
             )
     count = Counter(r.outcome for _, r in results)
     report = {
@@ -190,7 +188,7 @@ async def list_chats(
 
 def _turn_json(t: Any) -> dict[str, Any]:
     return {
-        **t.seed_shape(),
+        **t.wire_shape(),
         "id": t.id,
         "seq": t.seq,
         "created_at": iso(t.created_at),
@@ -392,7 +390,7 @@ def export_line(history: ChatHistory) -> dict[str, Any]:
         "id": c.id,
         "title": c.title,
         "created_at": iso(c.created_at),
-        "turns": [{**t.seed_shape(), "created_at": iso(t.created_at)} for t in history.full_history],
+        "turns": [{**t.wire_shape(), "created_at": iso(t.created_at)} for t in history.full_history],
     }
 
 

@@ -24,12 +24,12 @@ from daemon.cli.support import (
 from daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
-    from memory.summary import MessageRange
+    from memory.turn import MessageRange
 
 
 def _parse_range(text: str) -> MessageRange:
-    from memory.compaction import RangeError
-    from memory.summary import MessageRange
+    from memory.errors import RangeError
+    from memory.turn import MessageRange
 
     start, sep, end = text.partition("-")
     if not sep or not start.strip().isdigit() or not end.strip().isdigit():
@@ -56,17 +56,15 @@ async def regenerate(
 @command
 async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
     """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
+    from memory.reembed import reembed as reembed_store
+
     async with open_memory(load_settings()) as mem:
-        texts = await mem.store.embedded_texts()
-        vectors = []
         with progress_bar() as progress:
-            task = progress.add_task(f"embedding with {mem.embedder.name}", total=len(texts))
-            for start in range(0, len(texts), batch):
-                chunk = texts[start : start + batch]
-                vectors.extend(await mem.embedder.embed([t.text for t in chunk], "document"))
-                progress.advance(task, len(chunk))
-        await mem.store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors, strict=True)], mem.embedder.name)
-    out.print(f"Re-embedded {len(texts)} texts with {mem.embedder.name}.")
+            task = progress.add_task(f"embedding with {mem.embedder.name}", total=None)
+            count = await reembed_store(
+                mem.store, mem.embedder, batch, lambda done, total: progress.update(task, completed=done, total=total)
+            )
+    out.print(f"Re-embedded {count} texts with {mem.embedder.name}.")
 
 
 def _print_forgotten(items: list[Any]) -> None:

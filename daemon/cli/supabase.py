@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from daemon.cli.support import SETUP, command, emit_json, group, load_settings, out, progress_bar, summarise
+from daemon.cli.support import SETUP, command, emit_json, group, load_settings, out, progress_bar, store_and_summarise
 from daemon.errors import ConfigError
 from daemon.settings import Settings
 
@@ -16,6 +16,7 @@ from daemon.settings import Settings
 # commands start without loading them.
 if TYPE_CHECKING:
     from memory.chat import Chat
+    from memory.store import AppendResult
     from memory.store.sqlite import SQLiteChatStore
 
 
@@ -35,7 +36,7 @@ async def login(
 ) -> None:
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
     from daemon.memory_services import supabase_anon_key, supabase_url
-    from memory.store.supabase import sign_in
+    from memory.store.supabase_session import sign_in
 
     settings = load_settings()
     user_id = await sign_in(
@@ -104,29 +105,24 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
     them there. Safe to repeat: what is already there is not copied twice."""
     from daemon.memory_services import MemoryServices, connect_supabase
     from memory.store.sqlite import SQLiteChatStore
+    from memory.storing import copy_chat
 
     settings = load_settings()
-    copied = unchanged = turns_added = 0
     async with SQLiteChatStore(settings.store_path) as local, await connect_supabase(settings) as remote:
         mem = MemoryServices(settings, remote)
-        ids: list[str] = []
+
+        async def store_one(chat: Chat) -> tuple[AppendResult, str | None]:
+            result = await copy_chat(local, remote, chat)
+            # new there, or left unsummarised last time
+            return result, chat.id if result.added or not result.chat.summary_text else None
+
         with progress_bar() as progress:
-            chats = await _all_chats(local)
-            task = progress.add_task("copying chats", total=len(chats))
-            for chat in chats:
-                history = await local.load_history(chat.id)
-                result = await remote.create_chat(
-                    chat_id=chat.id, title=chat.title, created_at=chat.created_at, turns=history.full_history
-                )
-                for pin in await local.list_pins(chat.id):
-                    await remote.add_pin(pin)
-                copied += result.added > 0
-                unchanged += result.added == 0
-                turns_added += result.added
-                if result.added or not result.chat.summary_text:  # new there, or left unsummarised last time
-                    ids.append(chat.id)
-                progress.advance(task)
-            failed = await summarise(mem, ids, progress, "run `parla sync` again to retry")
+            results, failed = await store_and_summarise(
+                mem, await _all_chats(local), store_one, progress, "run `parla sync` again to retry"
+            )
+    copied = sum(r.added > 0 for r in results)
+    unchanged = sum(r.added == 0 for r in results)
+    turns_added = sum(r.added for r in results)
     report = {"copied": copied, "unchanged": unchanged, "turns_added": turns_added, "not_summarised": failed}
     if as_json:
         emit_json(report)

@@ -7,24 +7,28 @@ import asyncio
 import inspect
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
 
-from daemon.errors import ParlaError
 from daemon.settings import Settings
+from memory.errors import ParlaError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
     from daemon.memory_services import MemoryServices
+    from memory.compaction import CompactionWorker
+
+T = TypeVar("T")
+R = TypeVar("R")
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -42,23 +46,6 @@ options = Options()
 
 # The help groups commands by what they work on; each command module names its group as PANEL.
 TALK, CHATS, MEMORY, SETUP = "Talk to Parla", "Chats", "Memory", "Setup"
-
-# Errors of the other packages a command explains in one line, by module and class name, until
-# they derive from ParlaError. They are matched by name so that this module need not import the
-# SDK-heavy modules that define them: a command that never loaded a module cannot have raised its error.
-_OTHER_USER_ERRORS = {
-    "memory.errors": ["ParlaError"],
-    "memory.store": ["StoreError"],
-    "memory.embedding": ["ModelError"],
-    "memory.compaction": ["RangeError"],
-    "voice.audio": ["AudioDeviceError"],
-    "voice.live": ["LiveSessionFailed"],
-}
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    loaded = [(sys.modules.get(module), names) for module, names in _OTHER_USER_ERRORS.items()]
-    return (ParlaError, *(getattr(m, n) for m, names in loaded if m is not None for n in names))
 
 
 def load_settings() -> Settings:
@@ -93,9 +80,7 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(130) from None
         except BrokenPipeError:
             raise  # the reader went away (`parla chats | head`): main() exits quietly
-        except Exception as e:
-            if not isinstance(e, _user_errors()):
-                raise  # a bug: main() shows the traceback, secrets redacted
+        except ParlaError as e:  # anything else is a bug: main() shows its traceback, secrets redacted
             raise fail(str(e)) from None
 
     return run
@@ -129,8 +114,8 @@ async def running_daemon_chat(socket: Path) -> str | None:
 
 async def resolve_chat(mem: MemoryServices, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
+    from memory.errors import ChatNotFound, StoreError
     from memory.importer import find_chats_named
-    from memory.store import ChatNotFound, StoreError
 
     chats = await find_chats_named(mem.store, ref)
     if not chats:
@@ -167,30 +152,31 @@ def emit_json(data: Any) -> None:
     sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
 
 
-async def summarise(mem: MemoryServices, ids: list[str], progress: Progress, retry: str) -> list[str]:
-    """Compact the chats (summaries, facts, description, embeddings); returns those that failed."""
-    from memory.compaction import CompactionWorker
+async def store_and_summarise(
+    mem: MemoryServices,
+    items: Sequence[T],
+    store_one: Callable[[T], Awaitable[tuple[R, str | None]]],
+    progress: Progress,
+    retry: str,
+) -> tuple[list[R], list[str]]:
+    """Store the chats (`memory.storing.store_chats`), then compact the ones `store_one` names
+    (summaries, facts, summary text, embeddings); the results, and the chats whose compaction failed."""
+    from memory.storing import store_chats
 
-    settings = mem.settings
-    summarising = progress.add_task("summarising, extracting facts, embedding", total=len(set(ids)))
-    worker = CompactionWorker(
-        mem.compactor,
-        concurrency=settings.compaction_concurrency,
-        retries=settings.model_retries,
-        retry_delay=settings.model_retry_delay,
-        on_done=lambda _chat, _ok: progress.advance(summarising),
-    )
-    async with worker:
-        for cid in dict.fromkeys(ids):
-            worker.schedule(cid)
-        await worker.drain()
-    for cid, error in worker.last_errors.items():
+    storing = progress.add_task("storing chats", total=len(items))
+
+    def worker(count: int) -> CompactionWorker:
+        summarising = progress.add_task("summarising, extracting facts, embedding", total=count)
+        return mem.compaction_worker(on_done=lambda _chat, _ok: progress.advance(summarising))
+
+    stored = await store_chats(items, store_one, worker, on_stored=lambda _result: progress.advance(storing))
+    for cid, error in stored.not_compacted.items():
         err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, {retry}", markup=False)
-    if worker.offline:
+    if stored.offline:
         err.print(
-            f"parla: {len(worker.offline)} chats were summarised offline because Gemini could not be used "
-            f"({next(iter(worker.offline.values()))}); Gemini rewrites their summary at their next fold, "
+            f"parla: {len(stored.offline)} chats were summarised offline because Gemini could not be used "
+            f"({next(iter(stored.offline.values()))}); Gemini rewrites their summary at their next fold, "
             "`parla memory regenerate CHAT` redoes the rest",
             markup=False,
         )
-    return sorted(worker.last_errors)
+    return stored.results, sorted(stored.not_compacted)

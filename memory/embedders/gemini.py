@@ -15,14 +15,15 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 import numpy as np
 from google import genai
 from google.genai import errors, types
 
-from memory.embedding import ModelError, ModelUnavailable, TaskType, normalize_rows
+from memory.embedding import TaskType, normalize_rows
+from memory.errors import ModelError, ModelUnavailable
 from memory.models import ModelRole, not_found_advice
 
 log = logging.getLogger(__name__)
@@ -67,8 +68,8 @@ class GeminiAvailability:
 
     cooldown_s: float = 60.0
     clock: Callable[[], float] = time.monotonic
-    _until: float = 0.0
-    _reason: str = ""
+    _until: float = field(default=0.0, init=False)
+    _reason: str = field(default="", init=False)
 
     async def call(self, what: str, role: ModelRole, model: str, request: Callable[[], Awaitable[T]]) -> T:
         if self.clock() < self._until:

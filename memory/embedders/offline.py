@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from memory.embedding import ModelError, TaskType, normalize_rows
+from memory.embedding import TaskType, normalize_rows
+from memory.errors import ModelError
 from memory.text import FRAMING, STOPWORDS, words
 
 _CONFIG = "l2_supercat"

@@ -23,35 +23,19 @@ import numpy as np
 
 from memory.chat import Chat, ChatHistory
 from memory.embedding import EmbeddedText
+from memory.errors import StoreError
 from memory.facts import FactBlock, format_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
-from memory.summary import MessageRange, Summary, SummaryLevel
-from memory.turn import Turn
+from memory.summary import Summary, SummaryLevel
+from memory.turn import MessageRange, Turn
 
-TextKind = Literal["summary", "chunk", "meta", "facts"]
-
-
-class StoreError(RuntimeError):
-    """A store operation failed; the message says what and what to do."""
-
-
-class ChatNotFound(StoreError):
-    def __init__(self, chat_ref: str) -> None:
-        super().__init__(f"no chat matches {chat_ref!r}: `parla chats` lists them")
-
-
-class TurnConflict(StoreError):
-    """A turn id is already stored in another chat."""
-
-
-class EmbedderMismatch(StoreError):
-    """Vectors of another embedder or dimension are already stored."""
+TextKind = Literal["summary_text", "chunk", "meta", "facts"]
 
 
 @dataclass(frozen=True)
 class TextRef:
-    """Where an embedded text lives: the chat's description, or a summary or facts range."""
+    """Where an embedded text lives: the chat's summary text, or a summary or facts range."""
 
     chat_id: str
     kind: TextKind
@@ -89,8 +73,8 @@ class CompactionCommit:
     expected_version: int
     summarized_through: int
     rolling_summary: str
-    description: EmbeddedText
-    title: str | None = None  # generated: applied as in `set_description`
+    summary_text: EmbeddedText
+    title: str | None = None  # generated: applied as in `set_summary_text`
 
 
 def facts_text(lines: list[str], embedded: EmbeddedText | None) -> str:
@@ -99,6 +83,18 @@ def facts_text(lines: list[str], embedded: EmbeddedText | None) -> str:
     if lines and (embedded is None or embedded.text != text):
         raise StoreError("facts with lines need the embedding of exactly their text")
     return text
+
+
+@dataclass(frozen=True)
+class PendingWrites:
+    """Writes accepted but not yet on the store's server: waiting to be sent, refused for good
+    (kept, marked failed), damaged queue files set aside, and the latest problem with the queue.
+    A store that writes through has none."""
+
+    waiting: int = 0
+    refused: int = 0
+    set_aside: int = 0
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -143,10 +139,10 @@ class ChatStore(Protocol):
         """The updated chat, or None when another compaction committed first."""
         ...
 
-    async def set_description(
-        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    async def set_summary_text(
+        self, chat_id: str, summary_text: EmbeddedText, expected_version: int, title: str | None = None
     ) -> bool:
-        """Describe a chat (search text + vector) unless a compaction committed since
+        """Set a chat's summary text (its search text + vector) unless a compaction committed since
         `expected_version`; `title` (generated) replaces no title or a generated one, never a
         title the user gave (at creation or by renaming)."""
         ...
@@ -184,6 +180,17 @@ class ChatStore(Protocol):
         ...
 
     async def stats(self) -> MemoryStats: ...
+
+    async def flush(self) -> int:
+        """Send the writes still queued for the server, in order; how many were sent. A store that
+        writes through sends nothing."""
+        ...
+
+    async def pending_writes(self) -> PendingWrites: ...
+    async def schema_version(self) -> int | None:
+        """The version of a schema someone else applies (a remote project's migrations), None for
+        a store that creates its own schema."""
+        ...
 
     async def embedded_texts(self) -> list[StoredText]: ...
     async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None: ...

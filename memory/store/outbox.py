@@ -35,7 +35,7 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from memory.store import StoreError
+from memory.errors import StoreError
 from memory.turn import utcnow
 
 log = logging.getLogger(__name__)

@@ -12,9 +12,8 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Self, TypeVar
@@ -23,26 +22,26 @@ import numpy as np
 
 from memory.chat import Chat, ChatHistory, storable_title
 from memory.embedding import EmbeddedText
+from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
 from memory.pins import Pin
 from memory.stats import MemoryStats
 from memory.store import (
     AppendResult,
     ChatMatch,
-    ChatNotFound,
     CompactionCommit,
-    EmbedderMismatch,
     MemorySnapshot,
+    PendingWrites,
     StoredText,
-    StoreError,
     TextRef,
-    TurnConflict,
     facts_text,
 )
+from memory.store.checks import check_one_dimension, check_unique_turn_ids, exact_id_first, pin_not_found, text_ref
 from memory.store.sqlite_file import create_private, store_error, tighten
+from memory.store.sqlite_index import VectorIndex
 from memory.store.sqlite_schema import MIGRATIONS
-from memory.summary import MessageRange, Summary, SummaryLevel
-from memory.turn import Part, Turn, new_id, utcnow
+from memory.summary import Summary, SummaryLevel
+from memory.turn import MessageRange, Part, Turn, new_id, utcnow
 
 T = TypeVar("T")
 
@@ -99,50 +98,6 @@ def _turn(row: sqlite3.Row) -> Turn:
     )
 
 
-@dataclass
-class _VectorIndex:
-    """Every embedded text as one matrix, rows grouped by chat for a per-chat max."""
-
-    generation: int
-    matrix: np.ndarray
-    chat_ids: list[str]
-    group_starts: np.ndarray
-    refs: list[TextRef]
-
-    @classmethod
-    def build(cls, generation: int, rows: Iterable[tuple[TextRef, bytes]], dim: int) -> _VectorIndex:
-        ordered = sorted(rows, key=lambda r: r[0].chat_id)
-        refs = [ref for ref, _ in ordered]
-        matrix = (
-            np.frombuffer(b"".join(blob for _, blob in ordered), dtype=np.float32).reshape(len(ordered), dim)
-            if ordered
-            else np.zeros((0, max(dim, 1)), dtype=np.float32)
-        )
-        chat_ids: list[str] = []
-        starts: list[int] = []
-        for i, ref in enumerate(refs):
-            if not chat_ids or chat_ids[-1] != ref.chat_id:
-                chat_ids.append(ref.chat_id)
-                starts.append(i)
-        return cls(generation, matrix, chat_ids, np.asarray(starts, dtype=np.int64), refs)
-
-    def best_per_chat(self, query: np.ndarray, match_count: int) -> list[tuple[str, float, TextRef]]:
-        if not self.refs:
-            return []
-        sims = self.matrix @ np.asarray(query, dtype=np.float32)
-        best = np.maximum.reduceat(sims, self.group_starts)
-        k = min(match_count, len(best))
-        top = np.argpartition(-best, k - 1)[:k]
-        top = top[np.argsort(-best[top], kind="stable")]
-        out = []
-        for g in top:
-            start = int(self.group_starts[g])
-            end = int(self.group_starts[g + 1]) if g + 1 < len(self.group_starts) else len(self.refs)
-            row = start + int(np.argmax(sims[start:end]))
-            out.append((self.chat_ids[g], float(best[g]), self.refs[row]))
-        return out
-
-
 class SQLiteChatStore:
     """`ChatStore` on one SQLite file. Use as `async with SQLiteChatStore(path) as store:`.
 
@@ -156,7 +111,7 @@ class SQLiteChatStore:
         self.path = Path(path)
         self._thread: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
-        self._index: _VectorIndex | None = None  # touched only in the connection's thread
+        self._index: VectorIndex | None = None  # touched only in the connection's thread
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -295,8 +250,7 @@ class SQLiteChatStore:
                 (ref, ref, ref.replace("%", "").replace("_", ""), ref),
             ).fetchall()
         )
-        exact = [r for r in rows if r["id"] == ref]
-        return [_chat(r) for r in (exact or rows)]
+        return [_chat(r) for r in exact_id_first(rows, ref, lambda r: r["id"])]
 
     async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
         rows = await self._read(
@@ -357,7 +311,7 @@ class SQLiteChatStore:
         title = storable_title(commit.title, commit.chat_id)
 
         def write(db: sqlite3.Connection) -> Chat | None:
-            _check_embedder(db, commit.description)
+            _check_embedder(db, commit.summary_text)
             cur = db.execute(
                 "UPDATE chats SET rolling_summary = ?, summarized_through = ?, summary_text = ?, "
                 f"summary_embedding = ?, summary_embedder = ?, {_GENERATED_TITLE}, "
@@ -366,9 +320,9 @@ class SQLiteChatStore:
                 (
                     commit.rolling_summary,
                     commit.summarized_through,
-                    commit.description.text,
-                    _blob(commit.description.vector),
-                    commit.description.embedder,
+                    commit.summary_text.text,
+                    _blob(commit.summary_text.vector),
+                    commit.summary_text.embedder,
                     title,
                     title,
                     commit.chat_id,
@@ -384,20 +338,20 @@ class SQLiteChatStore:
 
         return await self._write(write)
 
-    async def set_description(
-        self, chat_id: str, description: EmbeddedText, expected_version: int, title: str | None = None
+    async def set_summary_text(
+        self, chat_id: str, summary_text: EmbeddedText, expected_version: int, title: str | None = None
     ) -> bool:
         title = storable_title(title, chat_id)
 
         def write(db: sqlite3.Connection) -> bool:
-            _check_embedder(db, description)
+            _check_embedder(db, summary_text)
             cur = db.execute(
                 "UPDATE chats SET summary_text = ?, summary_embedding = ?, summary_embedder = ?, "
                 f"{_GENERATED_TITLE} WHERE id = ? AND compaction_version = ?",
                 (
-                    description.text,
-                    _blob(description.vector),
-                    description.embedder,
+                    summary_text.text,
+                    _blob(summary_text.vector),
+                    summary_text.embedder,
                     title,
                     title,
                     chat_id,
@@ -540,7 +494,7 @@ class SQLiteChatStore:
                 (_ts(utcnow()) if forgotten else None, pin_id),
             ).fetchone()
             if row is None:
-                raise StoreError(f"no pin with id {pin_id!r}")
+                raise pin_not_found(pin_id)
             return _pin(row)
 
         return await self._write(write)
@@ -548,7 +502,7 @@ class SQLiteChatStore:
     async def delete_pin(self, pin_id: str) -> None:
         def write(db: sqlite3.Connection) -> None:
             if db.execute("DELETE FROM pins WHERE id = ?", (pin_id,)).rowcount == 0:
-                raise StoreError(f"no pin with id {pin_id!r}")
+                raise pin_not_found(pin_id)
 
         await self._write(write)
 
@@ -569,7 +523,7 @@ class SQLiteChatStore:
                 )
             generation = _generation(db)
             if self._index is None or self._index.generation != generation:
-                self._index = _VectorIndex.build(generation, _vector_rows(db), info[1])
+                self._index = VectorIndex.build(generation, _vector_rows(db), info[1])
             best = self._index.best_per_chat(query.vector, match_count)
             marks = ",".join("?" * len(best))
             chats = {
@@ -596,23 +550,18 @@ class SQLiteChatStore:
     async def embedded_texts(self) -> list[StoredText]:
         rows = await self._read(
             lambda db: db.execute(
-                "SELECT id, 'summary', 0, 0, summary_text FROM chats WHERE summary_text != '' "
+                "SELECT id, 'summary_text', 0, 0, summary_text FROM chats WHERE summary_text != '' "
                 "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
                 "text FROM summaries "
                 "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != ''"
             ).fetchall()
         )
-        return [
-            StoredText(TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4])
-            for r in rows
-        ]
+        return [StoredText(text_ref(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
 
     async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None:
         """Write every vector anew in one transaction and record the new embedder, so a store is
         never left with vectors of two embedders."""
-        dims = {int(v.shape[0]) for _, v in items}
-        if len(dims) > 1:
-            raise EmbedderMismatch(f"vectors of several dimensions given: {sorted(dims)}")
+        dim = check_one_dimension(items)
 
         def write(db: sqlite3.Connection) -> None:
             stale = _vector_count(db) - len(items)
@@ -622,7 +571,7 @@ class SQLiteChatStore:
                 )
             for ref, vector in items:
                 blob = _blob(vector)
-                if ref.kind == "summary":
+                if ref.kind == "summary_text":
                     db.execute(
                         "UPDATE chats SET summary_embedding = ?, summary_embedder = ? WHERE id = ?",
                         (blob, embedder, ref.chat_id),
@@ -640,13 +589,22 @@ class SQLiteChatStore:
                         "AND start_seq = ? AND end_seq = ?",
                         (blob, embedder, ref.chat_id, int(_LEVEL_OF_KIND[ref.kind]), ref.range.start, ref.range.end),
                     )
-            if dims:
-                _set_embedder(db, embedder, next(iter(dims)))
+            if dim is not None:
+                _set_embedder(db, embedder, dim)
             _bump_generation(db)
 
         await self._write(write)
 
     # -- stats -----------------------------------------------------------------------------
+
+    async def flush(self) -> int:
+        return 0  # every write is on disk when its call returns
+
+    async def pending_writes(self) -> PendingWrites:
+        return PendingWrites()
+
+    async def schema_version(self) -> None:
+        return None  # the store creates and migrates its own file
 
     async def stats(self) -> MemoryStats:
         def read(db: sqlite3.Connection) -> MemoryStats:
@@ -710,9 +668,8 @@ def _get_chat(db: sqlite3.Connection, chat_id: str) -> Chat:
 def _append(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> tuple[list[Turn], int]:
     if not turns:
         return [], 0
+    check_unique_turn_ids(turns)
     ids = [t.id for t in turns]
-    if len(set(ids)) != len(ids):
-        raise StoreError("the same turn id appears twice in one append")
     marks = ",".join("?" * len(ids))
     existing = {
         r["id"]: r for r in db.execute(f"SELECT id, chat_id, seq FROM turns WHERE id IN ({marks})", ids).fetchall()
@@ -839,15 +796,13 @@ def _generation(db: sqlite3.Connection) -> int:
 
 def _vector_rows(db: sqlite3.Connection) -> list[tuple[TextRef, bytes]]:
     rows = db.execute(
-        "SELECT id AS chat_id, 'summary' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
+        "SELECT id AS chat_id, 'summary_text' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
         "WHERE summary_embedding IS NOT NULL "
         "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
         "embedding FROM summaries "
         "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, embedding FROM facts WHERE embedding IS NOT NULL"
     ).fetchall()
-    return [
-        (TextRef(r[0], r[1], None if r[1] == "summary" else MessageRange(start=r[2], end=r[3])), r[4]) for r in rows
-    ]
+    return [(text_ref(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
 
 
 def _vector_count(db: sqlite3.Connection) -> int:
@@ -859,7 +814,7 @@ def _vector_count(db: sqlite3.Connection) -> int:
 
 
 def _text_of(db: sqlite3.Connection, ref: TextRef) -> str:
-    if ref.kind == "summary":
+    if ref.kind == "summary_text":
         sql, args = "SELECT summary_text FROM chats WHERE id = ?", (ref.chat_id,)
     elif ref.kind == "facts":
         assert ref.range is not None

@@ -1,4 +1,5 @@
-"""Where a signed-in Supabase session is kept: one JSON file, mode 0600, written atomically.
+"""Authentication with Supabase: signing in (`parla login`), the kind of an API key, and where the
+signed-in session is kept: one JSON file, mode 0600, written atomically.
 
 supabase-py persists its session through a storage object; this one is a file in the user's
 config dir, so `parla login` signs in once and the daemon refreshes the session (the refresh
@@ -11,7 +12,13 @@ import json
 import os
 from pathlib import Path
 
+import httpx
+from supabase import AsyncClientOptions, acreate_client
 from supabase_auth import AsyncSupportedStorage
+from supabase_auth.errors import AuthError, AuthInvalidJwtError, AuthRetryableError
+from supabase_auth.helpers import decode_jwt
+
+from memory.errors import StoreError, StoreOffline
 
 
 class FileSessionStorage(AsyncSupportedStorage):
@@ -53,3 +60,36 @@ class FileSessionStorage(AsyncSupportedStorage):
             os.fsync(f.fileno())
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.path)
+
+
+def jwt_role(key: str) -> str | None:
+    """The role claim of a legacy JWT API key, None for other key formats."""
+    try:
+        return decode_jwt(key)["payload"].get("role")
+    except AuthInvalidJwtError:
+        return None
+
+
+async def sign_in(url: str, key: str, email: str, password: str, session_file: Path) -> str:
+    """Sign in with email and password (`parla login`); the session goes to `session_file` (0600).
+    Returns the user id."""
+    async with httpx.AsyncClient(timeout=30.0) as http:
+        options = AsyncClientOptions(
+            persist_session=True,
+            auto_refresh_token=False,
+            storage=FileSessionStorage(session_file),
+            postgrest_client_retry=False,
+            httpx_client=http,
+        )
+        try:
+            client = await acreate_client(url, key, options)
+            response = await client.auth.sign_in_with_password({"email": email, "password": password})
+        except AuthRetryableError as e:
+            raise StoreOffline(f"Supabase at {url} is unreachable: {e.message}") from e
+        except AuthError as e:
+            raise StoreError(f"Supabase refused the sign-in: {e.message}") from e
+        except httpx.TransportError as e:
+            raise StoreOffline(f"Supabase at {url} is unreachable: {e}") from e
+    if response.user is None or response.session is None:
+        raise StoreError("Supabase answered the sign-in without a session: is the email confirmed?")
+    return response.user.id

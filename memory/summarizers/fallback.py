@@ -11,7 +11,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from memory.embedding import ModelUnavailable
+from memory.errors import ModelUnavailable
 from memory.summarizers import Summarizer, offline_fallbacks
 from memory.turn import Turn
 

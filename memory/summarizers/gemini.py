@@ -12,7 +12,7 @@ from google import genai
 from google.genai import types
 
 from memory.embedders.gemini import GeminiAvailability
-from memory.embedding import ModelError
+from memory.errors import ModelError
 from memory.facts import NO_FACTS, parse_fact_lines
 from memory.summarizers import transcript
 from memory.tokens import truncate_to_tokens

@@ -160,7 +160,7 @@ left join lateral (
 ) h on true;
 revoke all on public.chat_histories from anon;
 
--- Realtime (seed 000): the UI hears chats, summaries and facts change.
+-- Realtime: the UI hears chats, summaries and facts change.
 do $$
 begin
     if exists (select 1 from pg_publication where pubname = 'supabase_realtime') then

@@ -1,4 +1,4 @@
--- Forgetting (issue 5): a forgotten pin keeps its row with forgotten_at set; a forgotten fact
+-- Forgetting: a forgotten pin keeps its row with forgotten_at set; a forgotten fact
 -- line moves from `facts` to `forgotten` in its range's row, so regenerating that range keeps
 -- it out and `parla memory restore` can bring it back.
 alter table public.chat_pins add column forgotten_at timestamptz;

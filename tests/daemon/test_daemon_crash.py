@@ -15,7 +15,8 @@ import sys
 import psycopg
 
 from daemon.control import DaemonNotRunning, send_command
-from memory.store.supabase import SupabaseChatStore, sign_in
+from memory.store.supabase import SupabaseChatStore
+from memory.store.supabase_session import sign_in
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 

@@ -9,19 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.compaction import (
-    CompactionWorker,
-    Compactor,
-    RangeError,
-    chunk_ranges,
-    meta_ranges,
-)
+from memory.compaction import CompactionWorker, Compactor, chunk_ranges, meta_ranges
 from memory.config import MemoryConfig
-from memory.embedding import ModelError
+from memory.errors import ModelError, RangeError
 from memory.store.sqlite import SQLiteChatStore
 from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.summary import MessageRange, SummaryLevel
-from memory.turn import Turn
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange, Turn
 from tests.conftest import make_turns
 
 SMALL = MemoryConfig(

@@ -12,9 +12,9 @@ from memory.config import MemoryConfig
 from memory.context import SECTION_ORDER, build_context, load_context
 from memory.facts import FactBlock
 from memory.pins import Pin
-from memory.summary import MessageRange, Summary, SummaryLevel
+from memory.summary import Summary, SummaryLevel
 from memory.tokens import estimate_tokens
-from memory.turn import Turn
+from memory.turn import MessageRange, Turn
 from tests.conftest import T0
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=600)

@@ -9,7 +9,7 @@ import pytest
 from daemon.memory_services import gemini_client
 from daemon.settings import Settings
 from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
-from memory.embedding import ModelError, ModelUnavailable
+from memory.errors import ModelError, ModelUnavailable
 from memory.models import DEFAULT_SUMMARY_MODEL
 from memory.summarizers.gemini import GeminiSummarizer
 from memory.turn import Turn

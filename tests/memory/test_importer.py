@@ -8,17 +8,8 @@ import uuid
 
 import pytest
 
-from memory.importer import (
-    ImportLineError,
-    chat_id_of,
-    decode_line,
-    id_scope,
-    import_chat,
-    parse_line,
-    split_text,
-    turns_of,
-)
-from memory.store import ChatNotFound
+from memory.errors import ChatNotFound, ImportLineError
+from memory.importer import chat_id_of, decode_line, id_scope, import_chat, parse_line, split_text, turns_of
 from tests.conftest import signed_in_store
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory.compaction import Compactor
+from memory.errors import EmptyRequest
 from memory.importer import chat_id_of, parse_line, turns_of
 from memory.search import ChatSearch, Thresholds, rank
 from memory.store import ChatMatch, TextRef
@@ -22,7 +23,7 @@ RULES = Thresholds(min_similarity=0.3, switch_margin=0.05, max_candidates=3, rec
 
 def match(chat_id: str, similarity: float, days_ago: float = 0) -> ChatMatch:
     return ChatMatch(
-        chat_id, chat_id.upper(), similarity, TextRef(chat_id, "summary"), "text", T0 - timedelta(days=days_ago)
+        chat_id, chat_id.upper(), similarity, TextRef(chat_id, "summary_text"), "text", T0 - timedelta(days=days_ago)
     )
 
 
@@ -73,7 +74,7 @@ async def test_young_chat_is_searchable_before_its_first_compaction(store, compa
 
 
 async def test_empty_request_is_refused(store, embedder, config):
-    with pytest.raises(ValueError, match="empty"):
+    with pytest.raises(EmptyRequest, match="empty"):
         await ChatSearch(store, embedder, config).search("   ")
 
 

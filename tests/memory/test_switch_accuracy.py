@@ -1,4 +1,4 @@
-"""Switch accuracy with the offline embedder (issue 5): 42 chats, 100 spoken switch requests that
+"""Switch accuracy with the offline embedder: 42 chats, 100 spoken switch requests that
 paraphrase a chat instead of quoting it, plus requests meant to come back ambiguous (two chats on
 one subject) or none (no such chat). Prints top-1, top-3 and MRR, and the decisions of the
 ambiguous and none requests."""

@@ -25,7 +25,7 @@ def test_only_nul_and_lone_surrogates_change(caplog):
 
 def test_every_writer_gets_storable_text():
     assert Turn.of("user", "a\x00").text == "a\ufffd"
-    assert Turn(role="model", parts=[Part(text="\ud800")], thinking="\x00").seed_shape() == {
+    assert Turn(role="model", parts=[Part(text="\ud800")], thinking="\x00").wire_shape() == {
         "role": "model",
         "parts": [{"text": "\ufffd"}],
         "thinking": "\ufffd",

@@ -1,5 +1,4 @@
-"""A headless PulseAudio with virtual devices, so sounddevice opens real streams in CI
-(TESTING-NOTES "Audio, headless"):
+"""A headless PulseAudio with virtual devices, so sounddevice opens real streams in CI:
 
 - sink `spk` (24 kHz mono): the default output; its monitor `spk.monitor` is what was played;
 - sink `micfeed` (16 kHz mono) and the virtual source `mic` on its monitor: the default input, so

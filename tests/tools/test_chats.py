@@ -17,6 +17,7 @@ from tools.chats import (
     RenameArgs,
     spoken_when,
 )
+from tools.registry import ToolRegistry
 
 
 class Session:
@@ -105,3 +106,10 @@ async def test_forget_takes_a_pin_or_a_fact_out_and_regeneration_keeps_it_out(st
     assert passport not in block.lines and block.forgotten == [passport]
     memory_block = (await load_context(store, chat.id, config)).render(include_tail=False)
     assert "Luigi" not in memory_block and "Dentist" not in memory_block and "Miso" in memory_block
+
+
+async def test_a_fact_of_blanks_only_is_an_error_the_model_hears(store, embedder, config, compactor):
+    tools, _session, chat = await setup(store, embedder, config, compactor)
+    answer = await ToolRegistry(tools.tools()).call("remember", {"fact": "   "})
+    assert "content" in answer["error"] and "unexpectedly" not in answer["error"]
+    assert await store.list_pins(chat.id) == []

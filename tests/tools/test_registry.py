@@ -6,7 +6,8 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from tools.registry import Tool, ToolError, ToolRegistry
+from tools.errors import ToolError
+from tools.registry import Tool, ToolRegistry
 
 
 class EchoArgs(BaseModel):

@@ -8,10 +8,11 @@ import numpy as np
 import pytest
 
 from memory.embedding import EmbeddedText
+from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from memory.pins import Pin
-from memory.store import ChatNotFound, CompactionCommit, EmbedderMismatch, StoreError, TurnConflict
-from memory.summary import MessageRange, SummaryLevel
-from memory.turn import Turn
+from memory.store import CompactionCommit, PendingWrites
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange, Turn
 from tests.conftest import T0, make_turns
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
@@ -62,7 +63,7 @@ async def test_turn_round_trip_keeps_every_field(any_store):
     await any_store.append_turns(chat.id, [turn])
     (loaded,) = await any_store.load_turns(chat.id)
     assert loaded == turn.model_copy(update={"seq": 1})
-    assert loaded.seed_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
+    assert loaded.wire_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
 
 
 async def test_create_with_existing_id_appends_idempotently(any_store):
@@ -137,9 +138,9 @@ async def test_embedder_mismatch_is_refused_until_reembedded(any_store):
 async def test_search_returns_each_chats_best_text(any_store):
     a = (await any_store.create_chat(title="A", turns=make_turns(10))).chat
     b = (await any_store.create_chat(title="B", turns=make_turns(10))).chat
-    await any_store.set_description(a.id, emb("about a", 1), 0)
+    await any_store.set_summary_text(a.id, emb("about a", 1), 0)
     await any_store.upsert_facts(a.id, MessageRange(start=1, end=10), ["fact of a"], emb("- fact of a", 2))
-    await any_store.set_description(b.id, emb("about b", 3), 0)
+    await any_store.set_summary_text(b.id, emb("about b", 3), 0)
     matches = await any_store.search(emb("q", 2), 10)
     assert matches[0].chat_id == a.id
     assert matches[0].matched.kind == "facts" and matches[0].matched_text == "- fact of a"
@@ -156,6 +157,19 @@ async def test_find_chats_by_id_prefix_and_title(any_store):
     assert [c.id for c in await any_store.find_chats("abcdef12")] == [chat.id]
     assert len(await any_store.find_chats("abcdef")) == 2
     assert await any_store.find_chats("abc") == []  # too short for a prefix
+
+
+async def test_find_chats_puts_an_exact_id_first_in_any_case(any_store):
+    chat = (await any_store.create_chat(chat_id=ABC12)).chat
+    await any_store.create_chat(chat_id=C1, title=ABC12.upper())  # a title that spells the other's id
+    assert [c.id for c in await any_store.find_chats(ABC12)] == [chat.id]
+    assert [c.id for c in await any_store.find_chats(ABC12.upper())] == [chat.id]
+
+
+async def test_pending_writes_and_flush_when_nothing_waits(any_store):
+    await any_store.create_chat(turns=make_turns(2))
+    assert await any_store.flush() == 0
+    assert await any_store.pending_writes() == PendingWrites()
 
 
 async def test_pins_crud_and_stats(any_store):
@@ -175,8 +189,8 @@ async def test_pins_crud_and_stats(any_store):
 async def test_generated_titles_never_replace_a_users_title(any_store):
     mine = (await any_store.create_chat(title="Mine", turns=make_turns(2))).chat
     bare = (await any_store.create_chat(turns=make_turns(2))).chat
-    assert await any_store.set_description(mine.id, emb("d", 1), 0, title="Generated")
-    assert await any_store.set_description(bare.id, emb("d", 2), 0, title="First guess")
+    assert await any_store.set_summary_text(mine.id, emb("d", 1), 0, title="Generated")
+    assert await any_store.set_summary_text(bare.id, emb("d", 2), 0, title="First guess")
     assert ((await any_store.get_chat(mine.id)).title, (await any_store.get_chat(mine.id)).title_generated) == (
         "Mine",
         False,
@@ -184,7 +198,7 @@ async def test_generated_titles_never_replace_a_users_title(any_store):
     bare = await any_store.get_chat(bare.id)
     assert (bare.title, bare.title_generated) == ("First guess", True)
     commit = CompactionCommit(
-        chat_id=bare.id, expected_version=0, summarized_through=1, rolling_summary="r", description=emb("r", 3)
+        chat_id=bare.id, expected_version=0, summarized_through=1, rolling_summary="r", summary_text=emb("r", 3)
     )
     kept = await any_store.commit_compaction(commit)  # no title given: the generated one stays
     assert kept is not None and (kept.title, kept.title_generated) == ("First guess", True)
@@ -194,14 +208,14 @@ async def test_generated_titles_never_replace_a_users_title(any_store):
             expected_version=1,
             summarized_through=2,
             rolling_summary="r2",
-            description=emb("r2", 4),
+            summary_text=emb("r2", 4),
             title="Refreshed",
         )
     )
     assert refreshed is not None and refreshed.title == "Refreshed"
     renamed = await any_store.rename_chat(bare.id, "My name for it")
     assert (renamed.title, renamed.title_generated) == ("My name for it", False)
-    assert await any_store.set_description(bare.id, emb("d", 5), 2, title="Generated again")
+    assert await any_store.set_summary_text(bare.id, emb("d", 5), 2, title="Generated again")
     assert (await any_store.get_chat(bare.id)).title == "My name for it"
 
 
@@ -242,7 +256,7 @@ async def test_forgotten_fact_lines_survive_a_regeneration(any_store):
 async def test_load_memory_reads_what_the_context_needs(any_store):
     chat = (await any_store.create_chat(turns=make_turns(12))).chat
     commit = CompactionCommit(
-        chat_id=chat.id, expected_version=0, summarized_through=8, rolling_summary="r", description=emb("r", 1)
+        chat_id=chat.id, expected_version=0, summarized_through=8, rolling_summary="r", summary_text=emb("r", 1)
     )
     await any_store.commit_compaction(commit)
     kept = await any_store.add_pin(Pin(chat_id=chat.id, content="kept", importance=9))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.store import StoreError
+from memory.errors import StoreError
 from memory.store.sqlite import SQLiteChatStore
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb
@@ -20,10 +20,10 @@ from tests.memory.store.test_sqlite_cancel import quiet_threads, threads
 
 async def test_a_write_in_another_process_shows_up_in_the_next_search(store):
     a = (await store.create_chat(turns=make_turns(2))).chat
-    await store.set_description(a.id, emb("about a", 1), 0)
+    await store.set_summary_text(a.id, emb("about a", 1), 0)
     assert [round(m.similarity, 4) for m in await store.search(emb("q", 2), 10)] != [1.0]
     async with SQLiteChatStore(store.path) as other:
-        await other.set_description(a.id, emb("about a, changed", 2), 0)
+        await other.set_summary_text(a.id, emb("about a, changed", 2), 0)
     assert [round(m.similarity, 4) for m in await store.search(emb("q", 2), 10)] == [1.0]
 
 

@@ -18,8 +18,8 @@ from memory.facts import format_fact_lines
 from memory.pins import Pin
 from memory.store import CompactionCommit
 from memory.store.sqlite import SQLiteChatStore
-from memory.summary import MessageRange, SummaryLevel
-from memory.turn import Turn
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange, Turn
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb, vec
 
@@ -36,7 +36,7 @@ class World:
 
 async def _world(store: SQLiteChatStore) -> World:
     chat = (await store.create_chat(title="world", turns=make_turns(4))).chat
-    await store.set_description(chat.id, emb("about the world", 1), 0)
+    await store.set_summary_text(chat.id, emb("about the world", 1), 0)
     await store.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=2), emb("a summary", 2))
     await store.upsert_facts(chat.id, MessageRange(start=1, end=2), FACTS, emb(format_fact_lines(FACTS), 3))
     await store.add_pin(Pin(chat_id=chat.id, content="likes tea"))
@@ -80,7 +80,7 @@ OPERATIONS: list[tuple[str, Setup, Op]] = [
         _fresh_chat,
         lambda s, c: s.commit_compaction(CompactionCommit(c, 0, 2, "rolling", emb("described", 4), "A title")),
     ),
-    ("set_description", _fresh_chat, lambda s, c: s.set_description(c, emb("described", 5), 0, "A title")),
+    ("set_summary_text", _fresh_chat, lambda s, c: s.set_summary_text(c, emb("described", 5), 0, "A title")),
     (
         "upsert_summary",
         _fresh_chat,

@@ -1,5 +1,5 @@
 """What only the Supabase store has: row-level security, the outbox under faults, the two auth
-modes, error messages, and the seed-shaped view. Real Postgres + pgvector behind the shim,
+modes, error messages, and the wire-shaped view. Real Postgres + pgvector behind the shim,
 supabase-py unchanged."""
 
 from __future__ import annotations
@@ -18,11 +18,14 @@ import psycopg
 import pytest
 
 from memory.embedding import EmbeddedText
+from memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused
 from memory.pins import Pin
-from memory.store import ChatNotFound, CompactionCommit, StoreError
-from memory.store.supabase import RetryPolicy, StoreOffline, StoreRefused, SupabaseChatStore, parse_vector
+from memory.store import CompactionCommit
+from memory.store.supabase import RetryPolicy, SupabaseChatStore
+from memory.store.supabase_rows import parse_vector
 from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
-from memory.summary import MessageRange, SummaryLevel
+from memory.summary import SummaryLevel
+from memory.turn import MessageRange
 from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.test_contract import emb
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, TEMPORARY_FAULTS
@@ -50,7 +53,7 @@ async def test_a_user_cannot_reach_another_users_chats(supabase, tmp_path):
     a, b = await two_users(supabase, tmp_path)
     async with a, b:
         chat = (await b.create_chat(title="B's secret", turns=make_turns(4))).chat
-        await b.set_description(chat.id, emb("about b", 1), 0)
+        await b.set_summary_text(chat.id, emb("about b", 1), 0)
         await b.upsert_summary(chat.id, SummaryLevel.CHUNK, MessageRange(start=1, end=4), emb("b chunk", 2))
         # Through every RPC the store uses: not found, nothing listed, nothing matched.
         with pytest.raises(ChatNotFound):
@@ -69,7 +72,7 @@ async def test_a_user_cannot_reach_another_users_chats(supabase, tmp_path):
         assert await a.list_summaries(chat.id) == []
         await a.create_chat(turns=make_turns(2))
         own = (await a.list_chats())[0]
-        await a.set_description(own.id, emb("about a", 5), 0)
+        await a.set_summary_text(own.id, emb("about a", 5), 0)
         assert [m.chat_id for m in await a.search(emb("q", 1), 10)] == [own.id]  # B's identical vector unseen
         assert (await a.stats()).total_messages == 2
         # Table routes with A's JWT: reads see nothing of B, writes into B's chat fail.
@@ -353,7 +356,7 @@ async def test_session_file_is_private_and_a_refresh_rotates_it(supabase, tmp_pa
 
 
 async def test_without_a_session_or_with_a_wrong_password_the_message_says_login(supabase, tmp_path):
-    from memory.store.supabase import sign_in
+    from memory.store.supabase_session import sign_in
 
     with pytest.raises(StoreError, match="parla login"):
         await SupabaseChatStore.connect(
@@ -373,7 +376,7 @@ async def test_service_role_mode_acts_for_the_named_user_only(supabase, tmp_path
     )
     async with await mk(alice, "a") as a, await mk(bob, "b") as b:
         chat = (await a.create_chat(title="Alice's", turns=make_turns(3))).chat
-        await a.set_description(chat.id, emb("alice", 1), 0)
+        await a.set_summary_text(chat.id, emb("alice", 1), 0)
         await a.add_pin(Pin(chat_id=chat.id, content="likes tea"))
         assert await b.list_chats() == [] and await b.list_pins(chat.id) == []
         assert await b.search(emb("alice", 1), 5) == []
@@ -393,7 +396,7 @@ async def test_a_missing_migration_says_what_to_apply(supabase, tmp_path):
         assert await store.schema_version() == SCHEMA_VERSION
 
 
-async def test_seed_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_path):
+async def test_wire_shaped_view_vectors_as_strings_and_realtime(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
         chat = (await store.create_chat(turns=make_turns(6))).chat
         await store.commit_compaction(CompactionCommit(chat.id, 0, 4, "the summary", emb("the summary", 7)))

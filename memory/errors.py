@@ -1,0 +1,64 @@
+"""The project's errors. `ParlaError` is the base of every failure Parla explains to its user in
+one line; it lives here, in memory (the lowest layer, which imports nothing of the others), so
+that tools, voice and daemon derive their own errors from it. Memory's own errors are all below.
+
+`ValueError` is left to programming errors and pydantic validators; a message meant for the user
+travels in a `ParlaError`.
+"""
+
+from __future__ import annotations
+
+
+class ParlaError(Exception):
+    """A failure with a message for the user: what went wrong and what to do."""
+
+
+class StoreError(ParlaError):
+    """A store operation failed; the message says what and what to do."""
+
+
+class ChatNotFound(StoreError):
+    def __init__(self, chat_ref: str) -> None:
+        super().__init__(f"no chat matches {chat_ref!r}: `parla chats` lists them")
+
+
+class TurnConflict(StoreError):
+    """A turn id is already stored in another chat."""
+
+
+class EmbedderMismatch(StoreError):
+    """Vectors of another embedder or dimension are already stored."""
+
+
+class StoreOffline(StoreError):
+    """The remote store cannot be reached. Turns being written are safe in the local outbox."""
+
+
+class StoreRefused(StoreError):
+    """The server refused a request for good (bad input): retrying the same request cannot help."""
+
+
+class ModelError(ParlaError):
+    """A model call (embedding or summarising) failed after the adapter's retries."""
+
+
+class ModelUnavailable(ModelError):
+    """The model cannot be used now: unreachable (offline, timeouts, overloaded after the retries)
+    or the key was refused. Retrying at once cannot help; work may go to an offline model."""
+
+
+class RangeError(ParlaError):
+    """A range given for regeneration does not name whole chunks of the chat."""
+
+
+class EmptyRequest(ParlaError):
+    """A search was asked for nothing."""
+
+
+class ImportLineError(ParlaError):
+    """One line could not be imported; says which line and why."""
+
+    def __init__(self, line_no: int, reason: str) -> None:
+        super().__init__(f"line {line_no}: {reason}")
+        self.line_no = line_no
+        self.reason = reason

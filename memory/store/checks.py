@@ -1,0 +1,46 @@
+"""The checks and mappings both stores make the same way, written once so they cannot drift."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import numpy as np
+
+from memory.errors import EmbedderMismatch, StoreError
+from memory.store import TextKind, TextRef
+from memory.turn import MessageRange, Turn
+
+T = TypeVar("T")
+
+
+def check_unique_turn_ids(turns: Sequence[Turn]) -> None:
+    """One append stores each turn once: a repeated id in the same call is a caller's mistake."""
+    ids = [t.id for t in turns]
+    if len(set(ids)) != len(ids):
+        raise StoreError("the same turn id appears twice in one append")
+
+
+def check_one_dimension(items: Sequence[tuple[TextRef, np.ndarray]]) -> int | None:
+    """The one dimension of a re-embedding's vectors (None for none): two would leave the store
+    holding two kinds."""
+    dims = {int(v.shape[0]) for _, v in items}
+    if len(dims) > 1:
+        raise EmbedderMismatch(f"vectors of several dimensions given: {sorted(dims)}")
+    return dims.pop() if dims else None
+
+
+def text_ref(chat_id: str, kind: TextKind, start: int, end: int) -> TextRef:
+    """The reference of a stored text: the chat's summary text has no range, the others do."""
+    return TextRef(chat_id, kind, None if kind == "summary_text" else MessageRange(start=start, end=end))
+
+
+def pin_not_found(pin_id: str) -> StoreError:
+    return StoreError(f"no pin with id {pin_id!r}")
+
+
+def exact_id_first(found: list[T], ref: str, id_of: Callable[[T], str]) -> list[T]:
+    """What `find_chats` returns: the chat whose id is `ref` (ids compare in any case) alone, else
+    every chat found (by id prefix or title)."""
+    wanted = ref.strip().lower()
+    return [f for f in found if id_of(f).lower() == wanted] or found
