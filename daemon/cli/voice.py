@@ -16,22 +16,30 @@ if TYPE_CHECKING:  # the voice stack and the SDK load when a conversation starts
 
 async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str, str]:
     """The chat to talk in and its title: a new one, the one `ref` names, or the most recent one
-    that holds something. Empty untitled chats (a `parla new` nobody spoke in) are deleted on the
-    way, except the one a running daemon is in."""
+    that holds something. Empty untitled chats (a `parla new` nobody spoke in, a daemon stopped
+    before anything was said) never become the start chat while another holds something; one of
+    them serves when a new chat is needed, and the others are deleted on the way, except the one a
+    running daemon is in."""
     if ref is not None and not new:
         chat_id = await resolve_chat(mem, ref)
         return chat_id, (await mem.store.get_chat(chat_id)).display_title
     in_use = await running_daemon_chat(mem.settings.control_socket)
-    recent = None
+    recent = spare = None
     for chat in await mem.store.list_chats(limit=50):
         if chat.turn_count == 0 and not chat.title:
-            if chat.id != in_use:
+            if chat.id == in_use:
+                continue
+            if spare is None:
+                spare = chat
+            else:
                 await mem.store.delete_chat(chat.id)
         elif recent is None:
             recent = chat
     if new or recent is None:
-        chat = (await mem.store.create_chat()).chat
+        chat = spare or (await mem.store.create_chat()).chat
         return chat.id, "a new chat"
+    if spare is not None:
+        await mem.store.delete_chat(spare.id)
     return recent.id, recent.display_title
 
 

@@ -105,6 +105,18 @@ async def test_the_daemon_never_starts_in_an_empty_untitled_chat(tmp_path):
         assert empty.id not in {c.id for c in await mem.store.list_chats()}
 
 
+async def test_with_nothing_said_anywhere_the_empty_chat_is_the_one_started_in(tmp_path):
+    """A daemon killed before anything was said leaves its empty chat: the next start carries on
+    there instead of deleting it and making another (the chat's id stays the same)."""
+    settings = Settings(store_path=tmp_path / "parla.db", control_socket=tmp_path / "ctl.sock")
+    async with open_memory(settings) as mem:
+        first, _ = await chat_for(mem, None, False)
+        again, _ = await chat_for(mem, None, False)
+        fresh, _ = await chat_for(mem, None, True)  # a new chat asked for: the empty one serves
+        assert first == again == fresh
+        assert [c.id for c in await mem.store.list_chats()] == [first]
+
+
 async def test_the_empty_chat_a_running_daemon_is_in_is_kept(daemon_settings):
     async with running(daemon_settings) as (_daemon, mem, _chat):
         fresh = await send_command(daemon_settings.control_socket, "new")
