@@ -23,6 +23,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from typing import Self
 
 import numpy as np
@@ -247,8 +248,15 @@ class Compactor:
             need_facts = forced or rng not in extracted
             if need_summary or need_facts:
                 jobs.append(
-                    lambda rng=rng, s=need_summary, f=need_facts: self._chunk(
-                        chat.id, rng, s, f, report, chunk_text, extracted.get(rng, set())
+                    partial(
+                        self._chunk,
+                        chat.id,
+                        rng,
+                        need_summary,
+                        need_facts,
+                        report,
+                        chunk_text,
+                        extracted.get(rng, set()),
                     )
                 )
         await _bounded(jobs, self.config.compaction_concurrency * 2)

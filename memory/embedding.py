@@ -60,4 +60,5 @@ async def similarities(embedder: Embedder, query: str, texts: list[str]) -> np.n
     if not texts:
         return np.zeros(0, dtype=np.float32)
     query_vector = normalize_rows(await embedder.embed([query], "query"))[0]
-    return normalize_rows(await embedder.embed(texts, "document")) @ query_vector
+    scores: np.ndarray = normalize_rows(await embedder.embed(texts, "document")) @ query_vector
+    return scores

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import numpy as np
+
 from memory.embedding import Embedder
 from memory.store import ChatStore
 
@@ -15,7 +17,7 @@ async def reembed(
     """Embed every stored text with `embedder`, `batch` texts a call, and replace the store's
     vectors; `on_progress(done, total)` after each call. Returns how many texts were embedded."""
     texts = await store.embedded_texts()
-    vectors = []
+    vectors: list[np.ndarray] = []
     for start in range(0, len(texts), batch):
         chunk = texts[start : start + batch]
         vectors.extend(await embedder.embed([t.text for t in chunk], "document"))

@@ -2,7 +2,7 @@
 # Installs everything the tests need and runs the whole suite: the Python packages into Parla's
 # virtualenv (.venv, or the active one; see python-env.sh), (as root, on Debian/Ubuntu) the headless
 # audio stack the voice tests use and Node.js, and the Supabase CLI from npm (pinned in
-# tests/peers/supabase_cli) for the migration test. Arguments go to pytest.
+# tests/peers/supabase_cli) for the migration test; then ruff, mypy and the suite. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AUDIO_PACKAGES=(pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite)
@@ -24,4 +24,8 @@ if command -v npm >/dev/null && [[ ! -x tests/peers/supabase_cli/node_modules/.b
 fi
 source scripts/python-env.sh
 parla_python_env "[test]"
+# Lint, formatting and strict types first: cheap, and a failure there is named before the suite runs.
+"$PARLA_PY" -m ruff check --quiet .
+"$PARLA_PY" -m ruff format --check --quiet .
+"$PARLA_PY" -m mypy
 exec "$PARLA_PY" -m pytest "$@"

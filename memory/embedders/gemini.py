@@ -46,6 +46,7 @@ def _transport_errors() -> tuple[type[Exception], ...]:
 
 
 _TRANSPORT = _transport_errors()
+_FAILURES: tuple[type[Exception], ...] = (errors.APIError, *_TRANSPORT)
 
 
 def model_failure(e: Exception, what: str, role: ModelRole, model: str) -> ModelError:
@@ -76,7 +77,7 @@ class GeminiAvailability:
             raise ModelUnavailable(f"{self._reason} (not retried for {self._until - self.clock():.0f} s)")
         try:
             return await request()
-        except (errors.APIError, *_TRANSPORT) as e:
+        except _FAILURES as e:
             failure = model_failure(e, what, role, model)
             if isinstance(failure, ModelUnavailable):
                 if self.clock() >= self._until:

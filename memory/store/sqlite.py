@@ -264,10 +264,10 @@ class SQLiteChatStore:
         title = title.strip()
         if not title:
             raise StoreError("a chat title cannot be empty")
-        title = storable_title(title, chat_id)
+        stored = storable_title(title, chat_id)
 
         def rename(db: sqlite3.Connection) -> Chat:
-            cur = db.execute("UPDATE chats SET title = ?, title_generated = 0 WHERE id = ?", (title, chat_id))
+            cur = db.execute("UPDATE chats SET title = ?, title_generated = 0 WHERE id = ?", (stored, chat_id))
             if cur.rowcount == 0:
                 raise ChatNotFound(chat_id)
             return _get_chat(db, chat_id)
@@ -814,6 +814,7 @@ def _vector_count(db: sqlite3.Connection) -> int:
 
 
 def _text_of(db: sqlite3.Connection, ref: TextRef) -> str:
+    args: tuple[object, ...]
     if ref.kind == "summary_text":
         sql, args = "SELECT summary_text FROM chats WHERE id = ?", (ref.chat_id,)
     elif ref.kind == "facts":

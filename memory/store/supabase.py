@@ -148,8 +148,9 @@ class SupabaseChatStore:
             postgrest_client_retry=False,  # the outbox retries writes; a read fails fast with a clear message
             auto_refresh_token=False,  # refreshed before each call instead: no timer outlives the store
             persist_session=user_id is None,
-            storage=FileSessionStorage(session_file) if session_file is not None else None,
         )
+        if session_file is not None:  # the session `parla login` saved; the service-role key keeps none
+            options.storage = FileSessionStorage(session_file)
         try:
             client = await acreate_client(url, key, options)
             if user_id is None and await client.auth.get_session() is None:

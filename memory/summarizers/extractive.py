@@ -78,7 +78,7 @@ class _Sentence:
 
 
 def _split(turns: list[Turn], start_order: int = 0) -> list[_Sentence]:
-    out = []
+    out: list[_Sentence] = []
     for turn in turns:
         speaker = "User" if turn.role == "user" else "Assistant"
         for piece in _SENTENCE.split(turn.text):
@@ -89,7 +89,7 @@ def _split(turns: list[Turn], start_order: int = 0) -> list[_Sentence]:
 
 
 def _split_lines(text: str) -> list[_Sentence]:
-    out = []
+    out: list[_Sentence] = []
     for piece in _SENTENCE.split(text):
         piece = piece.strip()
         if len(words(piece)) >= 3:
@@ -203,7 +203,7 @@ _TITLE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
 def _phrases(description: str) -> list[tuple[int, list[str]]]:
     """Runs of content words joined by small links, in the passage's own words, with their
     position; numbers and words like "should" or "what" end a run."""
-    out = []
+    out: list[tuple[int, list[str]]] = []
     for sentence in _SENTENCE.split(description):
         speaker, sep, rest = sentence.partition(": ")
         text = rest if sep and speaker in ("User", "Assistant") else sentence

@@ -22,7 +22,8 @@ from tests.peers.live_emulator import tone
 
 
 async def _start(env: dict[str, str], socket) -> subprocess.Popen[bytes]:
-    proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=env, stderr=subprocess.PIPE)
+    # starting it does not block; only waiting for it would
+    proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=env, stderr=subprocess.PIPE)  # noqa: ASYNC220
 
     async def up() -> bool:
         if proc.poll() is not None:

@@ -47,7 +47,7 @@ def test_nothing_similar_enough_is_none():
 def test_recency_breaks_a_near_tie():
     old, recent = match("old", 0.60, days_ago=300), match("new", 0.58, days_ago=0)
     result = rank("q", [old, recent], RULES, T0)
-    assert [c.chat_id for c in result.candidates][0] == "new"
+    assert result.candidates[0].chat_id == "new"
     assert result.candidates[0].recency == pytest.approx(1.0)
     assert result.candidates[1].recency == pytest.approx(0.5**10, rel=1e-3)
 

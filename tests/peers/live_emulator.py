@@ -64,7 +64,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import numpy as np
 from cryptography import x509
@@ -573,7 +573,7 @@ class LiveEmulator:
     def client_ssl(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.cert))
 
-    async def __aenter__(self) -> LiveEmulator:
+    async def __aenter__(self) -> Self:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(self.cert, self.key)
         self._server = await serve(
