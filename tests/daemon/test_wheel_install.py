@@ -8,12 +8,14 @@ installed by pip from the package index (or pip's cache) into the new virtualenv
 """
 
 import os
+import shutil
 import site
 import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("memory", "tools", "voice", "daemon")
 
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -25,8 +27,14 @@ def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
 
 
 def test_the_wheel_installs_beside_python_daemon(tmp_path):
-    wheels, venv = tmp_path / "wheels", tmp_path / "venv"
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, ROOT, cwd=tmp_path)
+    wheels, venv, source = tmp_path / "wheels", tmp_path / "venv", tmp_path / "source"
+    # pip builds in the source folder (build/, *.egg-info): a copy keeps the checkout clean and no
+    # stale build/ from an earlier build can slip modules into the wheel
+    for folder in ("supabase/migrations", "parla", *PACKAGES):
+        shutil.copytree(ROOT / folder, source / folder, symlinks=True, ignore=shutil.ignore_patterns("__pycache__"))
+    for file in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / file, source / file)
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", wheels, source, cwd=tmp_path)
     [wheel] = wheels.glob("parla-*.whl")
     run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
     py = venv / "bin" / "python"
@@ -44,6 +52,8 @@ def test_the_wheel_installs_beside_python_daemon(tmp_path):
     theirs, ours, context = run(py, "-c", script, cwd=tmp_path, env=env).split()
     assert Path(theirs) == own / "daemon" / "__init__.py" and context == "DaemonContext"  # python-daemon's
     assert Path(ours) == own / "parla" / "__init__.py"
+    script = "from parla.memory.store.supabase_schema import migrations_dir; print(migrations_dir())"
+    assert Path(run(py, "-c", script, cwd=tmp_path, env=env).strip()) == venv / "share/parla/supabase/migrations"
     assert "Usage: parla" in run(venv / "bin" / "parla", "--help", cwd=tmp_path, env=env)
     assert "Usage: parla" in run(py, "-m", "parla.daemon", "--help", cwd=tmp_path, env=env)
     assert "Usage: parla run" in run(py, "-m", "parla.daemon", "run", "--help", cwd=tmp_path, env=env)
