@@ -2,7 +2,7 @@
 
 How long `parla` takes to start for commands that need neither the memory nor the cloud SDKs
 (`--version`, `status --json` with no daemon, `config path`), next to what every command loaded
-before the SDKs were imported lazily (`import daemon.memory_services`: google-genai, supabase,
+before the SDKs were imported lazily (`import parla.daemon.memory_services`: google-genai, supabase,
 numpy), the floor of any typer + pydantic-settings program, and a bare interpreter, all measured
 in the same run. Each figure is the best of N runs: wall time and the child's CPU time (user +
 system, which a busy machine inflates less than wall time)."""
@@ -21,10 +21,10 @@ from pathlib import Path
 CASES = {
     "python -c pass (baseline)": ["-c", "pass"],
     "import typer, rich, pydantic_settings": ["-c", "import typer, rich.console, pydantic_settings"],
-    "parla --version": ["-m", "daemon", "--version"],
-    "parla status --json (no daemon)": ["-m", "daemon", "status", "--json"],
-    "parla config path": ["-m", "daemon", "config", "path"],
-    "import daemon.memory_services (before)": ["-c", "import daemon.cli.support, daemon.memory_services"],
+    "parla --version": ["-m", "parla.daemon", "--version"],
+    "parla status --json (no daemon)": ["-m", "parla.daemon", "status", "--json"],
+    "parla config path": ["-m", "parla.daemon", "config", "path"],
+    "import parla.daemon.memory_services (before)": ["-c", "import parla.daemon.cli.support, daemon.memory_services"],
 }
 
 

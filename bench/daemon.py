@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from daemon.control import DaemonNotRunning, send_command
+from parla.daemon.control import DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -47,7 +47,7 @@ async def measure(pulse: PulseServer, activation: str, seconds: float, folder: P
         "PARLA_LIVE_URL": "wss://127.0.0.1:9",
     }
     # starting it does not block; only waiting for it would
-    proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
+    proc = subprocess.Popen([sys.executable, "-m", "parla.daemon", "run"], env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220
     try:
         deadline = time.monotonic() + 60
         while True:

@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.corpus import write_jsonl
-from daemon.control import CommandError, DaemonNotRunning, send_command
-from daemon.memory_services import MemoryServices, open_memory
-from daemon.settings import Settings
+from parla.daemon.control import CommandError, DaemonNotRunning, send_command
+from parla.daemon.memory_services import MemoryServices, open_memory
+from parla.daemon.settings import Settings
 from tests.peers.live_emulator import LiveConnection, LiveEmulator, make_certificate, tone
 from tests.peers.pulse import PulseServer
 
@@ -191,7 +191,7 @@ async def run_parla(args: list[str], env: dict[str, str], db: Path, kill_after: 
     out, err = log.with_suffix(".out"), log.with_suffix(".err")
     with out.open("w") as fout, err.open("w") as ferr:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "daemon", *args, env=env, stdout=fout, stderr=ferr
+            sys.executable, "-m", "parla.daemon", *args, env=env, stdout=fout, stderr=ferr
         )
         while proc.returncode is None and not _has_open(proc.pid, db):
             with suppress(TimeoutError):
@@ -379,7 +379,7 @@ class _Answers:
 async def _start_daemon(env: dict[str, str], socket: Path, log: Path) -> asyncio.subprocess.Process:
     with log.open("a") as ferr:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "daemon", "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=ferr
+            sys.executable, "-m", "parla.daemon", "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=ferr
         )
     deadline = time.monotonic() + 60
     while True:

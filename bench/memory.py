@@ -19,19 +19,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.corpus import chat_record
-from memory.compaction import Compactor
-from memory.config import MemoryConfig
-from memory.context import load_context
-from memory.embedders.offline import OfflineEmbedder
-from memory.embedding import embed_texts
-from memory.importer import ImportChat, chat_id_of, turns_of
-from memory.search import ChatSearch
-from memory.store import ChatStore
-from memory.store.sqlite import SQLiteChatStore
-from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.summary import SummaryLevel
-from memory.tokens import estimate_tokens
-from memory.turn import MessageRange, Turn
+from parla.memory.compaction import Compactor
+from parla.memory.config import MemoryConfig
+from parla.memory.context import load_context
+from parla.memory.embedders.offline import OfflineEmbedder
+from parla.memory.embedding import embed_texts
+from parla.memory.importer import ImportChat, chat_id_of, turns_of
+from parla.memory.search import ChatSearch
+from parla.memory.store import ChatStore
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.memory.summary import SummaryLevel
+from parla.memory.tokens import estimate_tokens
+from parla.memory.turn import MessageRange, Turn
 
 CONFIG = MemoryConfig()
 # Spoken switch requests for the search and switch benchmarks.

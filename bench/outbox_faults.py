@@ -22,10 +22,10 @@ from pathlib import Path
 import psycopg
 
 from bench.memory import percentile
-from memory.errors import StoreOffline
-from memory.store.supabase import RetryPolicy, SupabaseChatStore
-from memory.store.supabase_session import sign_in
-from memory.turn import Turn
+from parla.memory.errors import StoreOffline
+from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+from parla.memory.store.supabase_session import sign_in
+from parla.memory.turn import Turn
 from tests.peers.postgrest import ANON_KEY, TEMPORARY_FAULTS, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 

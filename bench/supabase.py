@@ -32,10 +32,10 @@ import numpy as np
 import psycopg
 
 from bench.memory import percentile
-from memory.embedding import EmbeddedText
-from memory.store.supabase import SupabaseChatStore
-from memory.store.supabase_session import sign_in
-from memory.turn import Turn
+from parla.memory.embedding import EmbeddedText
+from parla.memory.store.supabase import SupabaseChatStore
+from parla.memory.store.supabase_session import sign_in
+from parla.memory.turn import Turn
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 

@@ -19,17 +19,17 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
-from daemon.chat_memory import ChatMemory
-from memory.embedding import embed_texts
-from memory.refused import RefusedTurns
-from memory.search import ChatSearch
-from memory.store import ChatStore
-from memory.store.sqlite import SQLiteChatStore
-from memory.store.supabase import SupabaseChatStore
-from memory.store.supabase_session import sign_in
+from parla.daemon.chat_memory import ChatMemory
+from parla.memory.embedding import embed_texts
+from parla.memory.refused import RefusedTurns
+from parla.memory.search import ChatSearch
+from parla.memory.store import ChatStore
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.supabase import SupabaseChatStore
+from parla.memory.store.supabase_session import sign_in
+from parla.tools.chats import ChatTools, SwitchArgs
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
-from tools.chats import ChatTools, SwitchArgs
 
 
 class Session:

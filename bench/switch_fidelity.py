@@ -36,10 +36,10 @@ from pathlib import Path
 
 from bench.locomo import DEVELOPMENT, Conversation, LocomoError, Request, load, requests_for
 from bench.memory import percentile
-from daemon.cli import app
-from daemon.cli.support import load_settings
-from daemon.memory_services import open_memory
-from memory.importer import external_chat_ids
+from parla.daemon.cli import app
+from parla.daemon.cli.support import load_settings
+from parla.daemon.memory_services import open_memory
+from parla.memory.importer import external_chat_ids
 
 # Candidates asked of the search: enough for the reciprocal rank to see past the top few.
 LIMIT = 10

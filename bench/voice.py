@@ -122,14 +122,14 @@ async def run(pulse: PulseServer, quick: bool) -> None:
     from google import genai
     from google.genai import types
 
-    from daemon.chat_memory import ChatMemory
-    from memory.config import MemoryConfig
-    from memory.refused import RefusedTurns
-    from memory.store.sqlite import SQLiteChatStore
+    from parla.daemon.chat_memory import ChatMemory
+    from parla.memory.config import MemoryConfig
+    from parla.memory.refused import RefusedTurns
+    from parla.memory.store.sqlite import SQLiteChatStore
+    from parla.voice.audio import Microphone, Speaker
+    from parla.voice.config import VoiceConfig
+    from parla.voice.live import LiveConversation
     from tests.peers.live_emulator import make_certificate, tone
-    from voice.audio import Microphone, Speaker
-    from voice.config import VoiceConfig
-    from voice.live import LiveConversation
 
     bursts, bargeins = (5, 3) if quick else (12, 6)
     tmp = Path(tempfile.mkdtemp(prefix="parla-bench-voice-"))

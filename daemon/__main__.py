@@ -1,3 +1,3 @@
-from daemon.cli import main
+from parla.daemon.cli import main
 
 main()

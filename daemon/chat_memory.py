@@ -13,14 +13,14 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from memory.compaction import CompactionWorker
-from memory.config import MemoryConfig
-from memory.context import load_context
-from memory.errors import ChatNotFound, StoreOffline, StoreRefused, TurnConflict
-from memory.refused import RefusedTurns
-from memory.store import ChatStore
-from memory.turn import Turn
-from voice.session_memory import Refused, Seed
+from parla.memory.compaction import CompactionWorker
+from parla.memory.config import MemoryConfig
+from parla.memory.context import load_context
+from parla.memory.errors import ChatNotFound, StoreOffline, StoreRefused, TurnConflict
+from parla.memory.refused import RefusedTurns
+from parla.memory.store import ChatStore
+from parla.memory.turn import Turn
+from parla.voice.session_memory import Refused, Seed
 
 # The same request fails the same way every time: the turn's chat is gone or taken, the server
 # refused the content, or the content cannot be encoded for the store at all.

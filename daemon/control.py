@@ -20,7 +20,7 @@ from contextlib import suppress
 from pathlib import Path
 from typing import Any, Self
 
-from daemon.errors import (
+from parla.daemon.errors import (
     CommandError,
     ControlError,
     DaemonAlreadyRunning,
@@ -28,7 +28,7 @@ from daemon.errors import (
     DaemonNotRunning,
     UnsafeSocketFolder,
 )
-from memory.tasks import cancel_and_wait
+from parla.memory.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field
 
 from google import genai
 
-from daemon.chat_memory import ChatMemory
-from daemon.memory_services import MemoryServices
-from memory.compaction import CompactionWorker
-from tools.registry import ToolRegistry
-from voice.audio import Microphone, Speaker
-from voice.live import AudioSource, LiveConversation, SessionEvent
+from parla.daemon.chat_memory import ChatMemory
+from parla.daemon.memory_services import MemoryServices
+from parla.memory.compaction import CompactionWorker
+from parla.tools.registry import ToolRegistry
+from parla.voice.audio import Microphone, Speaker
+from parla.voice.live import AudioSource, LiveConversation, SessionEvent
 
 
 @dataclass

@@ -9,16 +9,16 @@ from typing import Literal
 from google import genai
 from google.genai import errors
 
-from daemon.control import send_command
-from daemon.errors import ConfigError, ControlError, DaemonNotRunning, WakeWordError
-from daemon.memory_services import NO_KEY, gemini_client, open_store
-from daemon.settings import Settings
-from daemon.wake import WakePhrase
-from memory.errors import StoreError
-from memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
-from memory.refused import RefusedTurns
-from voice.audio import describe_devices, list_devices, resolve_device
-from voice.errors import AudioDeviceError
+from parla.daemon.control import send_command
+from parla.daemon.errors import ConfigError, ControlError, DaemonNotRunning, WakeWordError
+from parla.daemon.memory_services import NO_KEY, gemini_client, open_store
+from parla.daemon.settings import Settings
+from parla.daemon.wake import WakePhrase
+from parla.memory.errors import StoreError
+from parla.memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
+from parla.memory.refused import RefusedTurns
+from parla.voice.audio import describe_devices, list_devices, resolve_device
+from parla.voice.errors import AudioDeviceError
 
 Outcome = Literal["ok", "warn", "fail"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memory.errors import ParlaError
+from parla.memory.errors import ParlaError
 
 
 class SettingsError(ParlaError):

@@ -25,7 +25,7 @@ from urllib.parse import unquote
 
 from pydantic import SecretStr
 
-from daemon.settings import Settings
+from parla.daemon.settings import Settings
 
 MASK = "***"
 

@@ -14,23 +14,23 @@ from google import genai
 from google.genai import types
 from pydantic import SecretStr
 
-from daemon.errors import ConfigError
-from daemon.settings import Settings
-from memory.compaction import CompactionWorker, Compactor
-from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
-from memory.embedders.offline import OfflineEmbedder
-from memory.embedding import Embedder
-from memory.refused import RefusedTurns
-from memory.search import ChatSearch
-from memory.store import ChatStore
-from memory.store.sqlite import SQLiteChatStore
-from memory.store.sqlite_file import create_private, tighten
-from memory.store.supabase import RetryPolicy, SupabaseChatStore
-from memory.summarizers import Summarizer
-from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.summarizers.fallback import FallbackSummarizer
-from memory.summarizers.gemini import GeminiSummarizer
-from tools.chats import ChatSession, ChatTools
+from parla.daemon.errors import ConfigError
+from parla.daemon.settings import Settings
+from parla.memory.compaction import CompactionWorker, Compactor
+from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
+from parla.memory.embedders.offline import OfflineEmbedder
+from parla.memory.embedding import Embedder
+from parla.memory.refused import RefusedTurns
+from parla.memory.search import ChatSearch
+from parla.memory.store import ChatStore
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_file import create_private, tighten
+from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+from parla.memory.summarizers import Summarizer
+from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.memory.summarizers.fallback import FallbackSummarizer
+from parla.memory.summarizers.gemini import GeminiSummarizer
+from parla.tools.chats import ChatSession, ChatTools
 
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "

@@ -1,7 +1,7 @@
 """`parla service install | uninstall | start | stop | restart | status | logs`: Parla as a
 systemd user service on Linux.
 
-The unit runs `python -m daemon run` with the interpreter Parla is installed in (the project's
+The unit runs `python -m parla.daemon run` with the interpreter Parla is installed in (the project's
 virtualenv when scripts/run.sh installed it) and reads the key from an environment file (mode
 0600) next to the config file, so the key is in neither the unit nor the journal. It is
 `Type=notify`: the daemon tells systemd it is ready (socket listening, devices open) with one
@@ -20,8 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from daemon.errors import ServiceError
-from daemon.settings import Settings, config_file
+from parla.daemon.errors import ServiceError
+from parla.daemon.settings import Settings, config_file
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +60,7 @@ StartLimitBurst={START_LIMIT_BURST}
 [Service]
 Type=notify
 NotifyAccess=main
-ExecStart={sys.executable} -m daemon run
+ExecStart={sys.executable} -m parla.daemon run
 EnvironmentFile=-{env_file()}
 Restart=on-failure
 RestartSec={RESTART_DELAY_S}

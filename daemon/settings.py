@@ -19,10 +19,10 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from daemon.config import DaemonConfig, UserPath, expand_path
-from memory.config import MemoryConfig
-from memory.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
-from voice.config import VoiceConfig
+from parla.daemon.config import DaemonConfig, UserPath, expand_path
+from parla.memory.config import MemoryConfig
+from parla.memory.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
+from parla.voice.config import VoiceConfig
 
 APP = "parla"
 

@@ -15,8 +15,8 @@ from typing import Any, Literal
 from dotenv import dotenv_values
 from pydantic import AliasChoices, SecretStr, ValidationError
 
-from daemon.errors import SettingsError
-from daemon.settings import CONFIG_FILE_VARIABLE, Settings, config_file
+from parla.daemon.errors import SettingsError
+from parla.daemon.settings import CONFIG_FILE_VARIABLE, Settings, config_file
 
 SourceKind = Literal["default", "file", ".env", "environment", "command line"]
 DOTENV = Path(".env")

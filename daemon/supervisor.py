@@ -28,20 +28,20 @@ from typing import Any, Literal
 
 from google import genai
 
-from daemon.control import ControlServer
-from daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
-from daemon.errors import CommandError
-from daemon.memory_services import MemoryServices
-from daemon.wake import WakePhrase
-from memory.errors import StoreError
-from memory.importer import find_chats_named
-from memory.tasks import cancel_and_wait, race
-from memory.turn import Turn
-from tools.chats import ChatTools, NewChatArgs, SwitchArgs
-from voice.cues import cue
-from voice.errors import LiveSessionFailed
-from voice.gated_microphone import GatedMicrophone
-from voice.live import LiveConversation, SessionEvent
+from parla.daemon.control import ControlServer
+from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from parla.daemon.errors import CommandError
+from parla.daemon.memory_services import MemoryServices
+from parla.daemon.wake import WakePhrase
+from parla.memory.errors import StoreError
+from parla.memory.importer import find_chats_named
+from parla.memory.tasks import cancel_and_wait, race
+from parla.memory.turn import Turn
+from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
+from parla.voice.cues import cue
+from parla.voice.errors import LiveSessionFailed
+from parla.voice.gated_microphone import GatedMicrophone
+from parla.voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from daemon.errors import WakeWordError
+from parla.daemon.errors import WakeWordError
 
 # Words of Parla's own vocabulary missing from the CMU dictionary, with their phones.
 _EXTRA_WORDS = {"parla": "P AA R L AH"}

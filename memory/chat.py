@@ -6,8 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from memory.assistant_history import build_assistant_history
-from memory.turn import Turn, storable_text
+from parla.memory.assistant_history import build_assistant_history
+from parla.memory.turn import Turn, storable_text
 
 
 class Chat(BaseModel):

@@ -28,17 +28,17 @@ from typing import Self
 
 import numpy as np
 
-from memory.chat import Chat
-from memory.config import MemoryConfig
-from memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
-from memory.errors import ModelUnavailable, RangeError, StoreError
-from memory.facts import format_fact_lines
-from memory.store import ChatStore, CompactionCommit
-from memory.summarizers import Summarizer, offline_fallbacks, transcript
-from memory.summary import SummaryLevel
-from memory.tasks import cancel_and_wait
-from memory.tokens import estimate_tokens, truncate_to_tokens
-from memory.turn import MessageRange, Turn
+from parla.memory.chat import Chat
+from parla.memory.config import MemoryConfig
+from parla.memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
+from parla.memory.errors import ModelUnavailable, RangeError, StoreError
+from parla.memory.facts import format_fact_lines
+from parla.memory.store import ChatStore, CompactionCommit
+from parla.memory.summarizers import Summarizer, offline_fallbacks, transcript
+from parla.memory.summary import SummaryLevel
+from parla.memory.tasks import cancel_and_wait
+from parla.memory.tokens import estimate_tokens, truncate_to_tokens
+from parla.memory.turn import MessageRange, Turn
 
 log = logging.getLogger("parla.compaction")
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from memory.chat import Chat
-from memory.config import MemoryConfig
-from memory.facts import FactBlock
-from memory.pins import Pin
-from memory.store import ChatStore
-from memory.summary import Summary
-from memory.tokens import estimate_tokens, truncate_to_tokens
-from memory.turn import Part, Turn
+from parla.memory.chat import Chat
+from parla.memory.config import MemoryConfig
+from parla.memory.facts import FactBlock
+from parla.memory.pins import Pin
+from parla.memory.store import ChatStore
+from parla.memory.summary import Summary
+from parla.memory.tokens import estimate_tokens, truncate_to_tokens
+from parla.memory.turn import Part, Turn
 
 SectionName = Literal["pins", "summary", "meta", "facts", "tail"]
 SECTION_ORDER: tuple[SectionName, ...] = ("pins", "summary", "meta", "facts", "tail")

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from memory.turn import MessageRange
+from parla.memory.turn import MessageRange
 
 NO_FACTS = "No facts to record"
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")

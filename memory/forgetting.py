@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from memory.embedding import Embedder, embed_texts
-from memory.errors import StoreError
-from memory.facts import format_fact_lines
-from memory.store import ChatStore
-from memory.turn import MessageRange
+from parla.memory.embedding import Embedder, embed_texts
+from parla.memory.errors import StoreError
+from parla.memory.facts import format_fact_lines
+from parla.memory.store import ChatStore
+from parla.memory.turn import MessageRange
 
 ItemKind = Literal["pin", "fact"]
 

@@ -28,11 +28,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from memory.chat import Chat
-from memory.errors import ChatNotFound, ImportLineError
-from memory.store import ChatStore
-from memory.tokens import CHARS_PER_TOKEN
-from memory.turn import Part, Role, Turn, storable_text, utcnow
+from parla.memory.chat import Chat
+from parla.memory.errors import ChatNotFound, ImportLineError
+from parla.memory.store import ChatStore
+from parla.memory.tokens import CHARS_PER_TOKEN
+from parla.memory.turn import Part, Role, Turn, storable_text, utcnow
 
 _NAMESPACE = uuid.UUID("6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de")
 _ROLES: dict[str, Role] = {"user": "user", "model": "model", "assistant": "model"}

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from memory.turn import new_id, storable_text, utcnow
+from parla.memory.turn import new_id, storable_text, utcnow
 
 PinType = Literal["manual", "auto", "code", "concept", "system"]
 

@@ -7,8 +7,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from memory.embedding import Embedder
-from memory.store import ChatStore
+from parla.memory.embedding import Embedder
+from parla.memory.store import ChatStore
 
 
 async def reembed(

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 
-from memory.turn import Turn, utcnow
+from parla.memory.turn import Turn, utcnow
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from memory.config import MemoryConfig
-from memory.embedding import Embedder, embed_texts
-from memory.errors import EmptyRequest
-from memory.store import ChatMatch, ChatStore
-from memory.turn import utcnow
+from parla.memory.config import MemoryConfig
+from parla.memory.embedding import Embedder, embed_texts
+from parla.memory.errors import EmptyRequest
+from parla.memory.store import ChatMatch, ChatStore
+from parla.memory.turn import utcnow
 
 Decision = Literal["switch", "ambiguous", "none"]
 

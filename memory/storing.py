@@ -9,9 +9,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from memory.chat import Chat
-from memory.compaction import CompactionWorker
-from memory.store import AppendResult, ChatStore
+from parla.memory.chat import Chat
+from parla.memory.compaction import CompactionWorker
+from parla.memory.store import AppendResult, ChatStore
 
 T = TypeVar("T")
 R = TypeVar("R")

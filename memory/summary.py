@@ -8,7 +8,7 @@ from enum import IntEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from memory.turn import MessageRange
+from parla.memory.turn import MessageRange
 
 
 class SummaryLevel(IntEnum):

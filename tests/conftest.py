@@ -11,18 +11,18 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from memory.store.supabase import SupabaseChatStore
+    from parla.memory.store.supabase import SupabaseChatStore
+    from parla.voice.config import VoiceConfig
     from tests.peers.live_emulator import LiveEmulator
     from tests.peers.pulse import PulseServer
     from tests.peers.supabase_peer import PostgresCluster, SupabasePeer
-    from voice.config import VoiceConfig
 
-from memory.compaction import Compactor
-from memory.config import MemoryConfig
-from memory.embedders.offline import OfflineEmbedder
-from memory.store.sqlite import SQLiteChatStore
-from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.turn import Turn
+from parla.memory.compaction import Compactor
+from parla.memory.config import MemoryConfig
+from parla.memory.embedders.offline import OfflineEmbedder
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.memory.turn import Turn
 from tests.peers.gemini_rest import GeminiRestEmulator
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -101,8 +101,8 @@ def supabase(pg_cluster) -> Iterator[SupabasePeer]:
 
 async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> SupabaseChatStore:
     """A store signed in as a new user through the shim's GoTrue, as `parla login` does."""
-    from memory.store.supabase import SupabaseChatStore
-    from memory.store.supabase_session import sign_in
+    from parla.memory.store.supabase import SupabaseChatStore
+    from parla.memory.store.supabase_session import sign_in
 
     peer.shim.create_user(email, "correct horse")
     session = tmp_path / f"session-{email}.json"
@@ -170,7 +170,7 @@ def live_client(live, gemini):
 
 @pytest.fixture
 def voice_config(live) -> VoiceConfig:
-    from voice.config import VoiceConfig
+    from parla.voice.config import VoiceConfig
 
     return VoiceConfig(
         live_url=live.url, reconnect_delay=0.05, reconnect_max_delay=0.2, save_drain_s=5, transcript_hold_s=0.1

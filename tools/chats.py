@@ -9,14 +9,14 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, model_validator
 
-from memory.embedding import Embedder, similarities
-from memory.forgetting import MemoryItem, memory_items, set_forgotten
-from memory.pins import Pin
-from memory.search import ChatSearch
-from memory.store import ChatStore
-from memory.turn import utcnow
-from tools.errors import ToolError
-from tools.registry import Tool
+from parla.memory.embedding import Embedder, similarities
+from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten
+from parla.memory.pins import Pin
+from parla.memory.search import ChatSearch
+from parla.memory.store import ChatStore
+from parla.memory.turn import utcnow
+from parla.tools.errors import ToolError
+from parla.tools.registry import Tool
 
 
 class ChatSession(Protocol):

@@ -18,7 +18,7 @@ from typing import Any
 from google.genai import types
 from pydantic import BaseModel, ValidationError
 
-from memory.errors import ParlaError
+from parla.memory.errors import ParlaError
 
 log = logging.getLogger(__name__)
 

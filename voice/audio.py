@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, Self
 
-from voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
-from voice.errors import AudioDeviceError
+from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
+from parla.voice.errors import AudioDeviceError
 
 Kind = Literal["input", "output"]
 

@@ -18,8 +18,8 @@ from typing import Literal
 from google.genai import errors
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
-from memory.models import not_found_advice
-from voice.errors import SetupTimeout, UnreadableMessage
+from parla.memory.models import not_found_advice
+from parla.voice.errors import SetupTimeout, UnreadableMessage
 
 FailureKind = Literal["transient", "refused", "fatal"]
 

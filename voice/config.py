@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from memory.models import DEFAULT_LIVE_MODEL
+from parla.memory.models import DEFAULT_LIVE_MODEL
 
 Sensitivity = Literal["default", "high", "low"]
 

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from voice.config import SPEAKER_RATE
+from parla.voice.config import SPEAKER_RATE
 
 
 def cue(rising: bool) -> bytes:

@@ -4,7 +4,7 @@ connection failed."""
 
 from __future__ import annotations
 
-from memory.errors import ParlaError
+from parla.memory.errors import ParlaError
 
 
 class LiveSessionFailed(ParlaError):

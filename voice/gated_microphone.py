@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from voice.audio import Microphone
+from parla.voice.audio import Microphone
 
 
 class GatedMicrophone:

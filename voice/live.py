@@ -63,19 +63,19 @@ from google import genai
 from google.genai import types
 from google.genai.live import AsyncSession
 
-from memory.tasks import cancel_and_wait, race
-from memory.turn import Turn
-from voice.close_codes import classify, failure_reason
-from voice.config import MIC_RATE, VoiceConfig
-from voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
-from voice.live_config import connect_config, system_instruction
-from voice.profiles import profile_for
-from voice.reconnect import GiveUp, ReconnectPolicy
-from voice.session_memory import Seed, SessionMemory
-from voice.status import EventKind, LiveStatus, SessionEvent
-from voice.tool_calls import Reply, ToolCalls, ToolHandler
-from voice.transcript import TranscriptAssembler
-from voice.turn_saver import TurnSaver
+from parla.memory.tasks import cancel_and_wait, race
+from parla.memory.turn import Turn
+from parla.voice.close_codes import classify, failure_reason
+from parla.voice.config import MIC_RATE, VoiceConfig
+from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
+from parla.voice.live_config import connect_config, system_instruction
+from parla.voice.profiles import profile_for
+from parla.voice.reconnect import GiveUp, ReconnectPolicy
+from parla.voice.session_memory import Seed, SessionMemory
+from parla.voice.status import EventKind, LiveStatus, SessionEvent
+from parla.voice.tool_calls import Reply, ToolCalls, ToolHandler
+from parla.voice.transcript import TranscriptAssembler
+from parla.voice.turn_saver import TurnSaver
 
 log = logging.getLogger(__name__)
 

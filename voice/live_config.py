@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from google.genai import types
 
-from voice.config import VoiceConfig
-from voice.profiles import profile_for
+from parla.voice.config import VoiceConfig
+from parla.voice.profiles import profile_for
 
 # "default" is absent on purpose: the field stays unset and the model's own default applies.
 _START = {"high": types.StartSensitivity.START_SENSITIVITY_HIGH, "low": types.StartSensitivity.START_SENSITIVITY_LOW}

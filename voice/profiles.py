@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from google.genai import types
 
-from memory.models import bare_id
+from parla.memory.models import bare_id
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from voice.close_codes import ConnectionFailure
+from parla.voice.close_codes import ConnectionFailure
 
 
 @dataclass(frozen=True)

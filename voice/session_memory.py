@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from memory.turn import Turn
+from parla.memory.turn import Turn
 
 
 @dataclass(frozen=True)

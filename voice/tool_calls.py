@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from google.genai import types
 
-from memory.tasks import cancel_and_wait
+from parla.memory.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memory.turn import Source, Turn
+from parla.memory.turn import Source, Turn
 
 
 def _join(fragments: list[str]) -> str:

@@ -9,10 +9,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from memory.tasks import cancel_and_wait
-from memory.turn import Turn
-from voice.session_memory import SessionMemory
-from voice.status import EventKind, LiveStatus
+from parla.memory.tasks import cancel_and_wait
+from parla.memory.turn import Turn
+from parla.voice.session_memory import SessionMemory
+from parla.voice.status import EventKind, LiveStatus
 
 log = logging.getLogger(__name__)
 

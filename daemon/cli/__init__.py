@@ -15,10 +15,10 @@ from importlib.metadata import PackageNotFoundError, version
 
 import typer
 
-from daemon.cli import chats, memory, setup, supabase, voice
-from daemon.cli import daemon as daemon_commands
-from daemon.cli.support import err, options, out
-from daemon.logs import redact_output
+from parla.daemon.cli import chats, memory, setup, supabase, voice
+from parla.daemon.cli import daemon as daemon_commands
+from parla.daemon.cli.support import err, options, out
+from parla.daemon.logs import redact_output
 
 # Commands that need the memory, the SDKs or the audio stack import them in their bodies: `parla
 # status`, `--help` or `config path` start in a fraction of the time (bench/cli_startup.py).

@@ -14,7 +14,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from daemon.cli.support import (
+from parla.daemon.cli.support import (
     CHATS,
     command,
     emit_json,
@@ -30,13 +30,13 @@ from daemon.cli.support import (
     store_and_summarise,
     when,
 )
-from daemon.errors import CommandFailed
-from daemon.settings import Settings
+from parla.daemon.errors import CommandFailed
+from parla.daemon.settings import Settings
 
 if TYPE_CHECKING:
-    from memory.chat import ChatHistory
-    from memory.errors import ImportLineError
-    from memory.importer import ImportChat, ImportResult
+    from parla.memory.chat import ChatHistory
+    from parla.memory.errors import ImportLineError
+    from parla.memory.importer import ImportChat, ImportResult
 
 
 def _store_name(settings: Settings) -> str:
@@ -47,8 +47,8 @@ def _store_name(settings: Settings) -> str:
 
 
 def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
-    from memory.errors import ImportLineError
-    from memory.importer import decode_line, parse_line
+    from parla.memory.errors import ImportLineError
+    from parla.memory.importer import decode_line, parse_line
 
     chats, errors = [], []
     try:
@@ -90,7 +90,7 @@ async def import_chats(
     Importing again adds only new chats and the turns a chat gained; a chat whose turns were edited
     is reported and left as stored unless --replace is given. A bad line is skipped with its number
     and reason; when every line is skipped the command fails."""
-    from memory.importer import id_scope, import_chat
+    from parla.memory.importer import id_scope, import_chat
 
     settings = load_settings()
     if file != "-" and not Path(file).is_file():
@@ -207,8 +207,8 @@ async def show(
     turns: int = typer.Option(10, min=0, help="How many of the latest turns to print (text output)."),
 ) -> None:
     """Show one chat: full vs assistant history, summaries, facts, pins, token counts."""
-    from memory.context import load_context
-    from memory.tokens import estimate_tokens
+    from parla.memory.context import load_context
+    from parla.memory.tokens import estimate_tokens
 
     settings = load_settings()
     async with open_memory(settings) as mem:
@@ -446,7 +446,7 @@ async def forget(
 ) -> None:
     """Take a pin or a fact out of a chat's memory (it no longer reaches the model or search);
     `parla memory forgotten` lists what was forgotten and `parla memory restore` brings it back."""
-    from memory.forgetting import memory_items, set_forgotten
+    from parla.memory.forgetting import memory_items, set_forgotten
 
     wanted = what.strip().casefold()
     if not wanted:

@@ -12,11 +12,11 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from daemon import service
-from daemon.cli.support import TALK, command, emit_json, err, load_settings, out
-from daemon.cli.voice import chat_for
-from daemon.control import send_command
-from daemon.errors import CommandFailed, ConfigError, DaemonNotRunning
+from parla.daemon import service
+from parla.daemon.cli.support import TALK, command, emit_json, err, load_settings, out
+from parla.daemon.cli.voice import chat_for
+from parla.daemon.control import send_command
+from parla.daemon.errors import CommandFailed, ConfigError, DaemonNotRunning
 
 
 @command
@@ -27,8 +27,8 @@ async def run(
     new: bool = typer.Option(False, "--new", help="Start in a new chat."),
 ) -> None:
     """Run the Parla daemon in the foreground until `parla stop`, Ctrl-C or SIGTERM."""
-    from daemon.memory_services import open_memory
-    from daemon.supervisor import Daemon
+    from parla.daemon.memory_services import open_memory
+    from parla.daemon.supervisor import Daemon
 
     settings = load_settings()
     if not settings.has_gemini_key:

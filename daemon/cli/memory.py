@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 
-from daemon.cli.support import (
+from parla.daemon.cli.support import (
     MEMORY,
     command,
     emit_json,
@@ -21,15 +21,15 @@ from daemon.cli.support import (
     resolve_chat,
     when,
 )
-from daemon.errors import CommandFailed
+from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
-    from memory.turn import MessageRange
+    from parla.memory.turn import MessageRange
 
 
 def _parse_range(text: str) -> MessageRange:
-    from memory.errors import RangeError
-    from memory.turn import MessageRange
+    from parla.memory.errors import RangeError
+    from parla.memory.turn import MessageRange
 
     start, sep, end = text.partition("-")
     if not sep or not start.strip().isdigit() or not end.strip().isdigit():
@@ -56,7 +56,7 @@ async def regenerate(
 @command
 async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
     """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
-    from memory.reembed import reembed as reembed_store
+    from parla.memory.reembed import reembed as reembed_store
 
     async with open_memory(load_settings()) as mem:
         with progress_bar() as progress:
@@ -81,7 +81,7 @@ async def forgotten(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """The pins and facts of a chat that were forgotten, numbered for `parla memory restore`."""
-    from memory.forgetting import memory_items
+    from parla.memory.forgetting import memory_items
 
     async with open_memory(load_settings()) as mem:
         items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
@@ -103,7 +103,7 @@ async def restore(
 ) -> None:
     """Bring forgotten pins or facts back into the chat's memory. Several numbers at once all refer
     to the list as printed; afterwards the remaining items are listed with their new numbers."""
-    from memory.forgetting import memory_items, set_forgotten
+    from parla.memory.forgetting import memory_items, set_forgotten
 
     async with open_memory(load_settings()) as mem:
         cid = await resolve_chat(mem, chat)

@@ -9,9 +9,9 @@ import subprocess
 import typer
 from rich.markup import escape
 
-from daemon import service, settings_sources
-from daemon.cli.support import SETUP, command, emit_json, err, fail, group, load_settings, options, out
-from daemon.settings import Settings, config_file
+from parla.daemon import service, settings_sources
+from parla.daemon.cli.support import SETUP, command, emit_json, err, fail, group, load_settings, options, out
+from parla.daemon.settings import Settings, config_file
 
 _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
 
@@ -19,7 +19,7 @@ _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "
 @command
 async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Check the key, the Gemini models in use, the audio devices, the store, the wake phrase and the daemon."""
-    from daemon.doctor import diagnose
+    from parla.daemon.doctor import diagnose
 
     checks = await diagnose(load_settings())
     if as_json:
@@ -129,7 +129,7 @@ def logs(
 def devices(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """The audio devices Parla can use, and which ones the settings pick (PARLA_INPUT_DEVICE,
     PARLA_OUTPUT_DEVICE; none set: the system default)."""
-    from voice.audio import AudioDeviceError, list_devices, resolve_device
+    from parla.voice.audio import AudioDeviceError, list_devices, resolve_device
 
     settings = load_settings()
     found = list_devices()

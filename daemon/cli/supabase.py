@@ -8,16 +8,25 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from daemon.cli.support import SETUP, command, emit_json, group, load_settings, out, progress_bar, store_and_summarise
-from daemon.errors import ConfigError
-from daemon.settings import Settings
+from parla.daemon.cli.support import (
+    SETUP,
+    command,
+    emit_json,
+    group,
+    load_settings,
+    out,
+    progress_bar,
+    store_and_summarise,
+)
+from parla.daemon.errors import ConfigError
+from parla.daemon.settings import Settings
 
 # The Supabase client and the stores are imported by the commands that use them: the other
 # commands start without loading them.
 if TYPE_CHECKING:
-    from memory.chat import Chat
-    from memory.store import AppendResult
-    from memory.store.sqlite import SQLiteChatStore
+    from parla.memory.chat import Chat
+    from parla.memory.store import AppendResult
+    from parla.memory.store.sqlite import SQLiteChatStore
 
 
 def _db_url(settings: Settings) -> str:
@@ -35,8 +44,8 @@ async def login(
     password: str = typer.Option(..., prompt=True, hide_input=True, help="The password (asked for when omitted)."),
 ) -> None:
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
-    from daemon.memory_services import supabase_anon_key, supabase_url
-    from memory.store.supabase_session import sign_in
+    from parla.daemon.memory_services import supabase_anon_key, supabase_url
+    from parla.memory.store.supabase_session import sign_in
 
     settings = load_settings()
     user_id = await sign_in(
@@ -60,7 +69,7 @@ async def logout() -> None:
 @command
 async def migrate() -> None:
     """Apply the migrations in supabase/migrations through PARLA_SUPABASE_DB_URL."""
-    from memory.store.supabase_schema import apply_migrations, migrations
+    from parla.memory.store.supabase_schema import apply_migrations, migrations
 
     applied = apply_migrations(_db_url(load_settings()))
     if not applied:
@@ -72,8 +81,8 @@ async def migrate() -> None:
 @command
 async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Verify the project has Parla's schema and that the credentials reach it."""
-    from daemon.memory_services import connect_supabase
-    from memory.store.supabase_schema import SCHEMA_VERSION
+    from parla.daemon.memory_services import connect_supabase
+    from parla.memory.store.supabase_schema import SCHEMA_VERSION
 
     settings = load_settings()
     async with await connect_supabase(settings) as store:
@@ -103,9 +112,9 @@ async def _all_chats(store: SQLiteChatStore) -> list[Chat]:
 async def sync(as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON.")) -> None:
     """Copy every chat of the local SQLite store to Supabase (turns, titles, pins), then summarise
     them there. Safe to repeat: what is already there is not copied twice."""
-    from daemon.memory_services import MemoryServices, connect_supabase
-    from memory.store.sqlite import SQLiteChatStore
-    from memory.storing import copy_chat
+    from parla.daemon.memory_services import MemoryServices, connect_supabase
+    from parla.memory.store.sqlite import SQLiteChatStore
+    from parla.memory.storing import copy_chat
 
     settings = load_settings()
     async with SQLiteChatStore(settings.store_path) as local, await connect_supabase(settings) as remote:

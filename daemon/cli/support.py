@@ -18,14 +18,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 from rich.console import Console
 
-from daemon.settings import Settings
-from memory.errors import ParlaError
+from parla.daemon.settings import Settings
+from parla.memory.errors import ParlaError
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from daemon.memory_services import MemoryServices
-    from memory.compaction import CompactionWorker
+    from parla.daemon.memory_services import MemoryServices
+    from parla.memory.compaction import CompactionWorker
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -49,8 +49,8 @@ TALK, CHATS, MEMORY, SETUP = "Talk to Parla", "Chats", "Memory", "Setup"
 
 
 def load_settings() -> Settings:
-    from daemon import settings_sources
-    from daemon.logs import configure_logging
+    from parla.daemon import settings_sources
+    from parla.daemon.logs import configure_logging
 
     if not options.quiet:
         for warning in settings_sources.warnings():
@@ -96,14 +96,14 @@ def group(help_text: str, commands: dict[str, Callable[..., Any]]) -> typer.Type
 
 def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryServices]:
     """The memory services (daemon.memory_services.open_memory), imported when a command needs them."""
-    from daemon.memory_services import open_memory as open_services
+    from parla.daemon.memory_services import open_memory as open_services
 
     return open_services(settings)
 
 
 async def running_daemon_chat(socket: Path) -> str | None:
     """The chat a running daemon is in, or None when none runs."""
-    from daemon.control import DaemonNotRunning, send_command
+    from parla.daemon.control import DaemonNotRunning, send_command
 
     try:
         status = await send_command(socket, "status", timeout=5)
@@ -114,8 +114,8 @@ async def running_daemon_chat(socket: Path) -> str | None:
 
 async def resolve_chat(mem: MemoryServices, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
-    from memory.errors import ChatNotFound, StoreError
-    from memory.importer import find_chats_named
+    from parla.memory.errors import ChatNotFound, StoreError
+    from parla.memory.importer import find_chats_named
 
     chats = await find_chats_named(mem.store, ref)
     if not chats:
@@ -161,7 +161,7 @@ async def store_and_summarise(
 ) -> tuple[list[R], list[str]]:
     """Store the chats (`memory.storing.store_chats`), then compact the ones `store_one` names
     (summaries, facts, summary text, embeddings); the results, and the chats whose compaction failed."""
-    from memory.storing import store_chats
+    from parla.memory.storing import store_chats
 
     storing = progress.add_task("storing chats", total=len(items))
 

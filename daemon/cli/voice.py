@@ -7,11 +7,20 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from daemon.cli.support import TALK, command, err, load_settings, open_memory, out, resolve_chat, running_daemon_chat
+from parla.daemon.cli.support import (
+    TALK,
+    command,
+    err,
+    load_settings,
+    open_memory,
+    out,
+    resolve_chat,
+    running_daemon_chat,
+)
 
 if TYPE_CHECKING:  # the voice stack and the SDK load when a conversation starts
-    from daemon.memory_services import MemoryServices
-    from voice.live import SessionEvent
+    from parla.daemon.memory_services import MemoryServices
+    from parla.voice.live import SessionEvent
 
 
 async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str, str]:
@@ -56,7 +65,7 @@ async def converse(
     new: bool = typer.Option(False, "--new", help="Start a new chat."),
 ) -> None:
     """Talk with Parla through the microphone and speaker until Ctrl-C; every turn is stored."""
-    from daemon.conversation import spoken_conversation
+    from parla.daemon.conversation import spoken_conversation
 
     settings = load_settings()
     async with open_memory(settings) as mem:

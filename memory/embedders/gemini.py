@@ -22,9 +22,9 @@ import numpy as np
 from google import genai
 from google.genai import errors, types
 
-from memory.embedding import TaskType, normalize_rows
-from memory.errors import ModelError, ModelUnavailable
-from memory.models import ModelRole, not_found_advice
+from parla.memory.embedding import TaskType, normalize_rows
+from parla.memory.errors import ModelError, ModelUnavailable
+from parla.memory.models import ModelRole, not_found_advice
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -20,9 +20,9 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from memory.embedding import TaskType, normalize_rows
-from memory.errors import ModelError
-from memory.text import FRAMING, STOPWORDS, words
+from parla.memory.embedding import TaskType, normalize_rows
+from parla.memory.errors import ModelError
+from parla.memory.text import FRAMING, STOPWORDS, words
 
 _CONFIG = "l2_supercat"
 _DIM = 256

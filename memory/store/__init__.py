@@ -21,14 +21,14 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from memory.chat import Chat, ChatHistory
-from memory.embedding import EmbeddedText
-from memory.errors import StoreError
-from memory.facts import FactBlock, format_fact_lines
-from memory.pins import Pin
-from memory.stats import MemoryStats
-from memory.summary import Summary, SummaryLevel
-from memory.turn import MessageRange, Turn
+from parla.memory.chat import Chat, ChatHistory
+from parla.memory.embedding import EmbeddedText
+from parla.memory.errors import StoreError
+from parla.memory.facts import FactBlock, format_fact_lines
+from parla.memory.pins import Pin
+from parla.memory.stats import MemoryStats
+from parla.memory.summary import Summary, SummaryLevel
+from parla.memory.turn import MessageRange, Turn
 
 TextKind = Literal["summary_text", "chunk", "meta", "facts"]
 

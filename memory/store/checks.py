@@ -7,9 +7,9 @@ from typing import TypeVar
 
 import numpy as np
 
-from memory.errors import EmbedderMismatch, StoreError
-from memory.store import TextKind, TextRef
-from memory.turn import MessageRange, Turn
+from parla.memory.errors import EmbedderMismatch, StoreError
+from parla.memory.store import TextKind, TextRef
+from parla.memory.turn import MessageRange, Turn
 
 T = TypeVar("T")
 

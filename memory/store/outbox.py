@@ -35,8 +35,8 @@ from typing import Any, Literal, TypeVar
 
 import aiosqlite
 
-from memory.errors import StoreError
-from memory.turn import utcnow
+from parla.memory.errors import StoreError
+from parla.memory.turn import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -20,13 +20,13 @@ from typing import Any, Self, TypeVar
 
 import numpy as np
 
-from memory.chat import Chat, ChatHistory, storable_title
-from memory.embedding import EmbeddedText
-from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
-from memory.facts import FactBlock, format_fact_lines, stored_fact_lines
-from memory.pins import Pin
-from memory.stats import MemoryStats
-from memory.store import (
+from parla.memory.chat import Chat, ChatHistory, storable_title
+from parla.memory.embedding import EmbeddedText
+from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
+from parla.memory.facts import FactBlock, format_fact_lines, stored_fact_lines
+from parla.memory.pins import Pin
+from parla.memory.stats import MemoryStats
+from parla.memory.store import (
     AppendResult,
     ChatMatch,
     CompactionCommit,
@@ -36,12 +36,18 @@ from memory.store import (
     TextRef,
     facts_text,
 )
-from memory.store.checks import check_one_dimension, check_unique_turn_ids, exact_id_first, pin_not_found, text_ref
-from memory.store.sqlite_file import create_private, store_error, tighten
-from memory.store.sqlite_index import VectorIndex
-from memory.store.sqlite_schema import MIGRATIONS
-from memory.summary import Summary, SummaryLevel
-from memory.turn import MessageRange, Part, Turn, new_id, utcnow
+from parla.memory.store.checks import (
+    check_one_dimension,
+    check_unique_turn_ids,
+    exact_id_first,
+    pin_not_found,
+    text_ref,
+)
+from parla.memory.store.sqlite_file import create_private, store_error, tighten
+from parla.memory.store.sqlite_index import VectorIndex
+from parla.memory.store.sqlite_schema import MIGRATIONS
+from parla.memory.summary import Summary, SummaryLevel
+from parla.memory.turn import MessageRange, Part, Turn, new_id, utcnow
 
 T = TypeVar("T")
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from memory.store import TextRef
+from parla.memory.store import TextRef
 
 
 @dataclass

@@ -38,13 +38,13 @@ import numpy as np
 from postgrest.exceptions import APIError
 from supabase import AsyncClient, AsyncClientOptions, acreate_client
 
-from memory.chat import Chat, ChatHistory, storable_title
-from memory.embedding import EmbeddedText
-from memory.errors import ChatNotFound, StoreError
-from memory.facts import FactBlock, format_fact_lines
-from memory.pins import Pin
-from memory.stats import MemoryStats
-from memory.store import (
+from parla.memory.chat import Chat, ChatHistory, storable_title
+from parla.memory.embedding import EmbeddedText
+from parla.memory.errors import ChatNotFound, StoreError
+from parla.memory.facts import FactBlock, format_fact_lines
+from parla.memory.pins import Pin
+from parla.memory.stats import MemoryStats
+from parla.memory.store import (
     AppendResult,
     ChatMatch,
     CompactionCommit,
@@ -53,11 +53,17 @@ from memory.store import (
     StoredText,
     TextRef,
 )
-from memory.store.checks import check_one_dimension, check_unique_turn_ids, exact_id_first, pin_not_found, text_ref
-from memory.store.outbox import Outbox, OutboxEntry
-from memory.store.supabase_errors import MIGRATE_HINT, check_gateway, supabase_error
-from memory.store.supabase_replay import OutboxReplay, RetryPolicy
-from memory.store.supabase_rows import (
+from parla.memory.store.checks import (
+    check_one_dimension,
+    check_unique_turn_ids,
+    exact_id_first,
+    pin_not_found,
+    text_ref,
+)
+from parla.memory.store.outbox import Outbox, OutboxEntry
+from parla.memory.store.supabase_errors import MIGRATE_HINT, check_gateway, supabase_error
+from parla.memory.store.supabase_replay import OutboxReplay, RetryPolicy
+from parla.memory.store.supabase_rows import (
     append_result,
     chat_of,
     chunks,
@@ -70,10 +76,10 @@ from memory.store.supabase_rows import (
     turn_payload,
     vector_value,
 )
-from memory.store.supabase_schema import SCHEMA_VERSION
-from memory.store.supabase_session import FileSessionStorage, jwt_role
-from memory.summary import Summary, SummaryLevel
-from memory.turn import MessageRange, Turn, new_id
+from parla.memory.store.supabase_schema import SCHEMA_VERSION
+from parla.memory.store.supabase_session import FileSessionStorage, jwt_role
+from parla.memory.summary import Summary, SummaryLevel
+from parla.memory.turn import MessageRange, Turn, new_id
 
 T = TypeVar("T")
 

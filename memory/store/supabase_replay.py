@@ -11,11 +11,11 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Self
 
-from memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict
-from memory.store import AppendResult, PendingWrites
-from memory.store.outbox import Outbox, OutboxEntry, OutboxOp
+from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict
+from parla.memory.store import AppendResult, PendingWrites
+from parla.memory.store.outbox import Outbox, OutboxEntry, OutboxOp
 
-log = logging.getLogger("memory.store.supabase")
+log = logging.getLogger("parla.memory.store.supabase")
 
 
 @dataclass(frozen=True)

@@ -12,16 +12,16 @@ from typing import Any, TypeVar, cast
 
 import numpy as np
 
-from memory.chat import Chat
-from memory.embedding import EmbeddedText
-from memory.facts import FactBlock, stored_fact_lines
-from memory.store import (
+from parla.memory.chat import Chat
+from parla.memory.embedding import EmbeddedText
+from parla.memory.facts import FactBlock, stored_fact_lines
+from parla.memory.store import (
     AppendResult,
     TextKind,
     facts_text,
 )
-from memory.summary import Summary, SummaryLevel
-from memory.turn import MessageRange, Turn
+from parla.memory.summary import Summary, SummaryLevel
+from parla.memory.turn import MessageRange, Turn
 
 T = TypeVar("T")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psycopg
 
-from memory.errors import StoreError
+from parla.memory.errors import StoreError
 
 # what public.parla_schema_version() returns once every shipped migration is applied
 SCHEMA_VERSION = 3

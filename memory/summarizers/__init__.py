@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Protocol
 
-from memory.turn import Turn
+from parla.memory.turn import Turn
 
 # Set by a compaction run to a list that collects why a summarizer fell back to the offline one
 # (one entry per call); the run's report says the chat was summarised offline.

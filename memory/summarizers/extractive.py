@@ -10,9 +10,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from memory.text import STOPWORDS, WORD, content_words, words
-from memory.tokens import estimate_tokens, truncate_to_tokens
-from memory.turn import Turn
+from parla.memory.text import STOPWORDS, WORD, content_words, words
+from parla.memory.tokens import estimate_tokens, truncate_to_tokens
+from parla.memory.turn import Turn
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _MONTHS = [

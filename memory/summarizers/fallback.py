@@ -11,9 +11,9 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from memory.errors import ModelUnavailable
-from memory.summarizers import Summarizer, offline_fallbacks
-from memory.turn import Turn
+from parla.memory.errors import ModelUnavailable
+from parla.memory.summarizers import Summarizer, offline_fallbacks
+from parla.memory.turn import Turn
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -11,12 +11,12 @@ from __future__ import annotations
 from google import genai
 from google.genai import types
 
-from memory.embedders.gemini import GeminiAvailability
-from memory.errors import ModelError
-from memory.facts import NO_FACTS, parse_fact_lines
-from memory.summarizers import transcript
-from memory.tokens import truncate_to_tokens
-from memory.turn import Turn
+from parla.memory.embedders.gemini import GeminiAvailability
+from parla.memory.errors import ModelError
+from parla.memory.facts import NO_FACTS, parse_fact_lines
+from parla.memory.summarizers import transcript
+from parla.memory.tokens import truncate_to_tokens
+from parla.memory.turn import Turn
 
 ROLLING_PROMPT = """You maintain the running summary of a spoken conversation between a user and a voice assistant.
 Update the existing summary so that it also covers the new turns. Keep goals, decisions, constraints,

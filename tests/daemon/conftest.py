@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager
 import pytest
 from typer.testing import CliRunner
 
-from daemon.cli import app
-from daemon.memory_services import open_memory
-from daemon.settings import Settings
-from daemon.supervisor import Daemon
+from parla.daemon.cli import app
+from parla.daemon.memory_services import open_memory
+from parla.daemon.settings import Settings
+from parla.daemon.supervisor import Daemon
 
 
 @pytest.fixture

@@ -15,11 +15,11 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.corpus import write_jsonl
-from daemon.cli import app
-from daemon.memory_services import open_memory
-from daemon.settings import Settings
-from memory.forgetting import memory_items, set_forgotten
-from memory.pins import Pin
+from parla.daemon.cli import app
+from parla.daemon.memory_services import open_memory
+from parla.daemon.settings import Settings
+from parla.memory.forgetting import memory_items, set_forgotten
+from parla.memory.pins import Pin
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -161,7 +161,7 @@ def test_switching_embedder_without_reembed_is_refused(parla, monkeypatch, gemin
 def test_installed_console_script(tmp_path):
     env = {**os.environ, "PARLA_STORE_PATH": str(tmp_path / "p.db"), "PARLA_CONFIG_FILE": str(tmp_path / "c.toml")}
     done = subprocess.run(
-        [sys.executable, "-m", "daemon", "stats", "--json"],
+        [sys.executable, "-m", "parla.daemon", "stats", "--json"],
         check=False,
         capture_output=True,
         text=True,

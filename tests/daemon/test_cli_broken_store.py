@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite import SQLiteChatStore
 
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -59,7 +59,7 @@ def _parla(base: Path, store: Path, *args: str, **user: object) -> subprocess.Po
     for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
         env.pop(key, None)
     return subprocess.Popen(
-        [sys.executable, "-m", "daemon", *args],
+        [sys.executable, "-m", "parla.daemon", *args],
         env=env,
         cwd=base,
         stdout=subprocess.PIPE,

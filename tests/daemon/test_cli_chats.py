@@ -7,12 +7,12 @@ import asyncio
 import json
 from pathlib import Path
 
-from daemon.cli.voice import chat_for
-from daemon.control import send_command
-from daemon.memory_services import open_memory
-from daemon.settings import Settings
-from memory.pins import Pin
-from memory.turn import Turn
+from parla.daemon.cli.voice import chat_for
+from parla.daemon.control import send_command
+from parla.daemon.memory_services import open_memory
+from parla.daemon.settings import Settings
+from parla.memory.pins import Pin
+from parla.memory.turn import Turn
 from tests.daemon.conftest import running
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"

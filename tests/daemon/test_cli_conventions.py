@@ -12,8 +12,8 @@ import sys
 import pytest
 from typer.testing import CliRunner
 
-from daemon import cli
-from daemon.cli import app
+from parla.daemon import cli
+from parla.daemon.cli import app
 
 
 @pytest.fixture
@@ -35,7 +35,7 @@ def parla(*args: str):
 
 
 def script(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """The installed `parla` script (daemon.cli.main), in this process."""
+    """The installed `parla` script (parla.daemon.cli.main), in this process."""
     monkeypatch.setattr(sys, "argv", ["parla", *args])
     with pytest.raises(SystemExit) as done:
         cli.main()
@@ -69,7 +69,7 @@ def test_status_json_without_a_daemon(env):
 
 def test_a_reader_that_goes_away_is_not_an_error(env):
     proc = subprocess.Popen(
-        [sys.executable, "-m", "daemon", "config", "show"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        [sys.executable, "-m", "parla.daemon", "config", "show"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     proc.stdout.close()  # as `parla config show | head -0` does
     err = proc.stderr.read()
@@ -112,7 +112,7 @@ def test_commands_without_the_cloud_start_without_its_sdks(env, args):
     """Not a timed test: the figure is printed (pytest -s) and `bench/cli_startup.py` compares it
     with a bare interpreter; what is asserted is that the SDKs are not imported at all."""
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-m", "daemon", *args],
+        [sys.executable, "-X", "importtime", "-m", "parla.daemon", *args],
         capture_output=True,
         text=True,
         timeout=120,
@@ -122,7 +122,7 @@ def test_commands_without_the_cloud_start_without_its_sdks(env, args):
     imported = {line.rsplit("|", 1)[-1].strip(): line for line in done.stderr.splitlines() if "|" in line}
     heavy = [m for m in ("google.genai", "supabase", "numpy", "sounddevice", "aiosqlite", "wordllama") if m in imported]
     assert heavy == []
-    total_us = int(imported["daemon.cli"].split("|")[1])
+    total_us = int(imported["parla.daemon.cli"].split("|")[1])
     print(f"parla {' '.join(args)}: daemon.cli imports in {total_us / 1000:.0f} ms")
 
 
@@ -136,9 +136,9 @@ def test_a_bug_shows_its_traceback_and_a_user_error_one_line(env):
     traceback. A ParlaError is the user's to fix and is one line."""
     script = (
         "import sys\n"
-        "from daemon.cli import app, main\n"
-        "from daemon.cli.support import command\n"
-        "from daemon.errors import ParlaError\n"
+        "from parla.daemon.cli import app, main\n"
+        "from parla.daemon.cli.support import command\n"
+        "from parla.daemon.errors import ParlaError\n"
         "@app.command('fails')\n"
         "@command\n"
         "def fails(kind: str) -> None:\n"

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from daemon import service
-from daemon.cli import app
-from daemon.control import send_command
-from daemon.settings import Settings
+from parla.daemon import service
+from parla.daemon.cli import app
+from parla.daemon.control import send_command
+from parla.daemon.settings import Settings
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_service_install_writes_the_unit_and_a_private_env_file(parla, tmp_path,
     result = parla("service", "install")
     unit = tmp_path / "xdg" / "systemd" / "user" / "parla.service"
     text = unit.read_text()
-    assert "Restart=on-failure" in text and " -m daemon run" in text and "WantedBy=default.target" in text
+    assert "Restart=on-failure" in text and " -m parla.daemon run" in text and "WantedBy=default.target" in text
     env = tmp_path / "config" / "parla.env"
     assert f"EnvironmentFile=-{env}" in text and "AIza" not in text
     assert stat.S_IMODE(env.stat().st_mode) == 0o600 and "GEMINI_API_KEY=AIza-secret-value-1" in env.read_text()
@@ -160,7 +160,7 @@ def test_the_unit_waits_for_readiness_and_limits_restarts(parla, tmp_path, monke
     # three failed starts within two minutes and systemd stops restarting it
     assert (unit["StartLimitBurst"], unit["StartLimitIntervalSec"], unit["RestartSec"]) == ("3", "120", "5")
     assert text.index("StartLimitBurst") < text.index("[Service]")  # a [Unit] setting
-    assert unit["ExecStart"] == f"{sys.executable} -m daemon run"
+    assert unit["ExecStart"] == f"{sys.executable} -m parla.daemon run"
     docs = unit.get("Documentation", "")
     assert docs.startswith("file://") and Path(docs.removeprefix("file://")).is_file()
 
@@ -210,7 +210,7 @@ async def test_the_daemon_says_ready_only_when_it_is(pulse, live, gemini, live_c
         "PARLA_SUMMARIZER": "offline",
     }
     loop = asyncio.get_running_loop()
-    run = [sys.executable, "-m", "daemon", "run"]
+    run = [sys.executable, "-m", "parla.daemon", "run"]
     proc = await asyncio.create_subprocess_exec(*run, env=env, stderr=asyncio.subprocess.PIPE)
     try:
         ready = await asyncio.wait_for(loop.sock_recv(receiver, 4096), 60)

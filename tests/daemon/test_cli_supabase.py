@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from bench.corpus import write_jsonl
-from daemon.cli import app
-from memory.store.supabase_schema import SCHEMA_VERSION
+from parla.daemon.cli import app
+from parla.memory.store.supabase_schema import SCHEMA_VERSION
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 
 

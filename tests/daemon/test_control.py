@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from daemon.control import MAX_LINE, ControlServer, UnsafeSocketFolder, send_command
-from daemon.errors import ControlError
+from parla.daemon.control import MAX_LINE, ControlServer, UnsafeSocketFolder, send_command
+from parla.daemon.errors import ControlError
 
 
 async def _status(cmd: str, request: dict[str, Any]) -> dict[str, Any]:

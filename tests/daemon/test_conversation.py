@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from daemon.conversation import spoken_conversation
-from daemon.memory_services import open_memory
-from daemon.settings import Settings
+from parla.daemon.conversation import spoken_conversation
+from parla.daemon.memory_services import open_memory
+from parla.daemon.settings import Settings
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech

@@ -12,12 +12,12 @@ import stat
 import pytest
 from typer.testing import CliRunner
 
-from daemon.cli import app
-from daemon.control import CommandError, DaemonNotRunning, send_command
-from daemon.memory_services import open_memory
-from daemon.settings import Settings
-from memory.importer import import_chat, parse_line
-from memory.turn import Turn
+from parla.daemon.cli import app
+from parla.daemon.control import CommandError, DaemonNotRunning, send_command
+from parla.daemon.memory_services import open_memory
+from parla.daemon.settings import Settings
+from parla.memory.importer import import_chat, parse_line
+from parla.memory.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.peers.live_emulator import echo, tone

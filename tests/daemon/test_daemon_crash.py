@@ -14,16 +14,16 @@ import sys
 
 import psycopg
 
-from daemon.control import DaemonNotRunning, send_command
-from memory.store.supabase import SupabaseChatStore
-from memory.store.supabase_session import sign_in
+from parla.daemon.control import DaemonNotRunning, send_command
+from parla.memory.store.supabase import SupabaseChatStore
+from parla.memory.store.supabase_session import sign_in
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 
 
 async def _start(env: dict[str, str], socket) -> subprocess.Popen[bytes]:
     # starting it does not block; only waiting for it would
-    proc = subprocess.Popen([sys.executable, "-m", "daemon", "run"], env=env, stderr=subprocess.PIPE)  # noqa: ASYNC220
+    proc = subprocess.Popen([sys.executable, "-m", "parla.daemon", "run"], env=env, stderr=subprocess.PIPE)  # noqa: ASYNC220
 
     async def up() -> bool:
         if proc.poll() is not None:

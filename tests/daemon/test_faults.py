@@ -10,7 +10,7 @@ import random
 import pytest
 
 from bench.faults import Figures, compaction_faults, import_faults, live_faults, settings_for
-from daemon.memory_services import open_memory
+from parla.daemon.memory_services import open_memory
 
 
 def _clean(figures: Figures, kills: int) -> None:

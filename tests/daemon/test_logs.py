@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from daemon.logs import configure_logging
-from daemon.settings import Settings
+from parla.daemon.logs import configure_logging
+from parla.daemon.settings import Settings
 
 
 def test_json_lines_with_events_and_no_secret(capfd, tmp_path, monkeypatch):

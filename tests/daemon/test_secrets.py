@@ -14,8 +14,8 @@ from urllib.parse import quote
 
 import pytest
 
-from daemon.cli import main
-from memory.store.supabase_session import sign_in
+from parla.daemon.cli import main
+from parla.memory.store.supabase_session import sign_in
 
 GEMINI_KEY = "AIzaSyD3adB33f-kL9q_xVw2mN8pR4tY6uI0oPz"
 ANON_KEY = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJyb2xlIjoiYW5vbiIsInJlZiI6InBhcmxhIn0.Qm9ndXNBbm9uU2lnbmF0dXJl"
@@ -143,8 +143,8 @@ def test_an_unexpected_traceback_shows_no_secret(tmp_path):
     """An exception nobody expected reaches the terminal as typer's traceback, through the redaction."""
     script = (
         "import logging\n"
-        "from daemon.cli import app, main\n"
-        "from daemon.cli.support import load_settings\n"
+        "from parla.daemon.cli import app, main\n"
+        "from parla.daemon.cli.support import load_settings\n"
         "@app.command('boom')\n"
         "def boom() -> None:\n"
         "    key = load_settings().gemini_api_key.get_secret_value()\n"

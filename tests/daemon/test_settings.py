@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from daemon import settings_sources
-from daemon.settings import Settings, config_file
-from daemon.settings_sources import SettingsError
-from memory.config import MemoryConfig
-from voice.config import VoiceConfig
+from parla.daemon import settings_sources
+from parla.daemon.settings import Settings, config_file
+from parla.daemon.settings_sources import SettingsError
+from parla.memory.config import MemoryConfig
+from parla.voice.config import VoiceConfig
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import stat
 
-from daemon.memory_services import open_store
-from daemon.settings import Settings
+from parla.daemon.memory_services import open_store
+from parla.daemon.settings import Settings
 from tests.conftest import make_turns
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from daemon.conversation import spoken_conversation
-from daemon.memory_services import MemoryServices, open_memory
-from daemon.settings import Settings
-from memory.importer import chat_id_of, parse_line, turns_of
-from memory.turn import Turn
+from parla.daemon.conversation import spoken_conversation
+from parla.daemon.memory_services import MemoryServices, open_memory
+from parla.daemon.settings import Settings
+from parla.memory.importer import chat_id_of, parse_line, turns_of
+from parla.memory.turn import Turn
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 

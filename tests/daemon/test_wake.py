@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.config import DaemonConfig
-from daemon.wake import WakePhrase, WakeWordError
+from parla.daemon.config import DaemonConfig
+from parla.daemon.wake import WakePhrase, WakeWordError
 from tests.daemon.conftest import running
 from tests.peers.pulse import speech
 

@@ -9,13 +9,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.compaction import CompactionWorker, Compactor, chunk_ranges, meta_ranges
-from memory.config import MemoryConfig
-from memory.errors import ModelError, RangeError
-from memory.store.sqlite import SQLiteChatStore
-from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.summary import SummaryLevel
-from memory.turn import MessageRange, Turn
+from parla.memory.compaction import CompactionWorker, Compactor, chunk_ranges, meta_ranges
+from parla.memory.config import MemoryConfig
+from parla.memory.errors import ModelError, RangeError
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.memory.summary import SummaryLevel
+from parla.memory.turn import MessageRange, Turn
 from tests.conftest import make_turns
 
 SMALL = MemoryConfig(

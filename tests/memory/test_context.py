@@ -7,14 +7,14 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory.chat import Chat
-from memory.config import MemoryConfig
-from memory.context import SECTION_ORDER, build_context, load_context
-from memory.facts import FactBlock
-from memory.pins import Pin
-from memory.summary import Summary, SummaryLevel
-from memory.tokens import estimate_tokens
-from memory.turn import MessageRange, Turn
+from parla.memory.chat import Chat
+from parla.memory.config import MemoryConfig
+from parla.memory.context import SECTION_ORDER, build_context, load_context
+from parla.memory.facts import FactBlock
+from parla.memory.pins import Pin
+from parla.memory.summary import Summary, SummaryLevel
+from parla.memory.tokens import estimate_tokens
+from parla.memory.turn import MessageRange, Turn
 from tests.conftest import T0
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=600)

@@ -6,13 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from daemon.memory_services import gemini_client
-from daemon.settings import Settings
-from memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
-from memory.errors import ModelError, ModelUnavailable
-from memory.models import DEFAULT_SUMMARY_MODEL
-from memory.summarizers.gemini import GeminiSummarizer
-from memory.turn import Turn
+from parla.daemon.memory_services import gemini_client
+from parla.daemon.settings import Settings
+from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
+from parla.memory.errors import ModelError, ModelUnavailable
+from parla.memory.models import DEFAULT_SUMMARY_MODEL
+from parla.memory.summarizers.gemini import GeminiSummarizer
+from parla.memory.turn import Turn
 
 
 def client(gemini, retries: int = 3):

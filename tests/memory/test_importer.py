@@ -8,8 +8,8 @@ import uuid
 
 import pytest
 
-from memory.errors import ChatNotFound, ImportLineError
-from memory.importer import chat_id_of, decode_line, id_scope, import_chat, parse_line, split_text, turns_of
+from parla.memory.errors import ChatNotFound, ImportLineError
+from parla.memory.importer import chat_id_of, decode_line, id_scope, import_chat, parse_line, split_text, turns_of
 from tests.conftest import signed_in_store
 
 
@@ -147,7 +147,7 @@ async def test_an_edited_chat_differs_until_replaced(any_store):
     assert (replaced.outcome, replaced.chat_id, replaced.turns_added) == ("replaced", differs.chat_id, 3)
     assert [t.text for t in await any_store.load_turns(differs.chat_id)] == ["a", "B!", "c"]
     # turns said in Parla since the import are never replaced away
-    from memory.turn import Turn
+    from parla.memory.turn import Turn
 
     await any_store.append_turns(differs.chat_id, [Turn.of("user", "said later")])
     kept = await import_chat(any_store, parse_line(1, _line([("user", "A")], id="x")), replace=True)

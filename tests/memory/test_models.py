@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory.models import DEFAULTS, RETIRED, not_found_advice, replacement_advice, retirement
+from parla.memory.models import DEFAULTS, RETIRED, not_found_advice, replacement_advice, retirement
 
 
 def test_the_defaults_are_current():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import stat
 
-from memory.refused import RefusedTurns
-from memory.turn import Turn
+from parla.memory.refused import RefusedTurns
+from parla.memory.turn import Turn
 
 
 async def test_kept_turns_come_back_exactly_from_a_private_file(tmp_path):

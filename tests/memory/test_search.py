@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from memory.compaction import Compactor
-from memory.errors import EmptyRequest
-from memory.importer import chat_id_of, parse_line, turns_of
-from memory.search import ChatSearch, Thresholds, rank
-from memory.store import ChatMatch, TextRef
-from memory.summarizers.extractive import ExtractiveSummarizer
-from memory.turn import Turn
+from parla.memory.compaction import Compactor
+from parla.memory.errors import EmptyRequest
+from parla.memory.importer import chat_id_of, parse_line, turns_of
+from parla.memory.search import ChatSearch, Thresholds, rank
+from parla.memory.store import ChatMatch, TextRef
+from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.memory.turn import Turn
 from tests.conftest import T0, make_turns
 
 DATA = Path(__file__).parent.parent / "data"

@@ -3,10 +3,10 @@ repeated copy copying nothing more."""
 
 from __future__ import annotations
 
-from memory.compaction import CompactionWorker
-from memory.pins import Pin
-from memory.store.sqlite import SQLiteChatStore
-from memory.storing import copy_chat, store_chats
+from parla.memory.compaction import CompactionWorker
+from parla.memory.pins import Pin
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.storing import copy_chat, store_chats
 from tests.conftest import make_turns
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from memory.search import ChatSearch
-from memory.turn import Turn
+from parla.memory.search import ChatSearch
+from parla.memory.turn import Turn
 
 SET = json.loads((Path(__file__).parents[1] / "data" / "switch_set.json").read_text(encoding="utf-8"))
 

@@ -5,7 +5,7 @@ import asyncio
 
 import pytest
 
-from memory.tasks import cancel_and_wait, race
+from parla.memory.tasks import cancel_and_wait, race
 
 
 async def _forever() -> None:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 
-from memory.importer import chat_id_of, parse_line
-from memory.pins import Pin
-from memory.turn import Part, Turn, storable_text
+from parla.memory.importer import chat_id_of, parse_line
+from parla.memory.pins import Pin
+from parla.memory.turn import Part, Turn, storable_text
 
 EVERYTHING_ELSE = "Ça va? 日本語 👩🏽‍💻 e\u0301 \ufffd \u200b\t\n\r\x01\x7f\U0010fffd"
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from memory.context import load_context
-from memory.search import ChatSearch
-from memory.turn import Turn, utcnow
-from tools.chats import (
+from parla.memory.context import load_context
+from parla.memory.search import ChatSearch
+from parla.memory.turn import Turn, utcnow
+from parla.tools.chats import (
     ChatTools,
     ForgetArgs,
     ListChatsArgs,
@@ -17,7 +17,7 @@ from tools.chats import (
     RenameArgs,
     spoken_when,
 )
-from tools.registry import ToolRegistry
+from parla.tools.registry import ToolRegistry
 
 
 class Session:

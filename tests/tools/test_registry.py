@@ -6,8 +6,8 @@ import asyncio
 
 from pydantic import BaseModel, Field
 
-from tools.errors import ToolError
-from tools.registry import Tool, ToolRegistry
+from parla.tools.errors import ToolError
+from parla.tools.registry import Tool, ToolRegistry
 
 
 class EchoArgs(BaseModel):

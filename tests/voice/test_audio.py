@@ -8,10 +8,10 @@ import time
 import numpy as np
 import pytest
 
+from parla.voice.audio import Microphone, Speaker, list_devices, resolve_device
+from parla.voice.errors import AudioDeviceError
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
-from voice.audio import Microphone, Speaker, list_devices, resolve_device
-from voice.errors import AudioDeviceError
 
 
 def test_devices_by_name_index_and_default(pulse):

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 from google.genai import types
 
-from daemon.chat_memory import ChatMemory
-from memory.config import MemoryConfig
-from memory.refused import RefusedTurns
+from parla.daemon.chat_memory import ChatMemory
+from parla.memory.config import MemoryConfig
+from parla.memory.refused import RefusedTurns
+from parla.voice.errors import LiveSessionFailed
+from parla.voice.live import LiveConversation, SessionEvent
 from tests.conftest import eventually, make_turns
 from tests.peers.live_emulator import echo, tone, typed_turn
-from voice.errors import LiveSessionFailed
-from voice.live import LiveConversation, SessionEvent
 
 
 async def new_chat(store, turns=()):
@@ -175,7 +175,7 @@ async def test_goaway_waits_for_the_reply_then_resumes_with_the_newest_handle(li
 
 
 async def test_goaway_deadline_reconnects_while_the_user_is_silent(live, live_client, store):
-    from voice.config import VoiceConfig
+    from parla.voice.config import VoiceConfig
 
     config = VoiceConfig(live_url=live.url, goaway_margin_s=0.5)
     chat = await new_chat(store)
@@ -310,7 +310,7 @@ async def test_1007_never_resends_the_same_thing(live, live_client, voice_config
 
 
 async def test_gives_up_after_consecutive_failures_and_says_why(live, live_client, store):
-    from voice.config import VoiceConfig
+    from parla.voice.config import VoiceConfig
 
     config = VoiceConfig(live_url=live.url, reconnect_attempts=3, reconnect_delay=0.01, reconnect_max_delay=0.02)
     chat = await new_chat(store)
@@ -419,7 +419,7 @@ async def test_turns_refused_for_good_are_kept_locally_and_block_nothing(
 async def test_turns_not_stored_when_the_session_closes_are_kept_locally(live, live_client, store, tmp_path):
     """The store cannot take the turns before the session closes (another process holds the
     SQLite file's write lock): they are kept on this machine with the reason, not dropped."""
-    from voice.config import VoiceConfig
+    from parla.voice.config import VoiceConfig
 
     config = VoiceConfig(live_url=live.url, save_drain_s=0.5)
     refused = RefusedTurns(tmp_path / "kept.jsonl")
@@ -477,7 +477,7 @@ async def test_unknown_message_types_are_skipped_and_broken_json_reconnects(live
 
 
 async def test_a_server_that_never_completes_the_setup_times_out_and_counts_as_a_failure(live, live_client, store):
-    from voice.config import VoiceConfig
+    from parla.voice.config import VoiceConfig
 
     config = VoiceConfig(live_url=live.url, live_setup_timeout_s=0.3, reconnect_delay=0.01)
     chat = await new_chat(store)
@@ -502,7 +502,7 @@ async def test_a_server_that_never_completes_the_setup_times_out_and_counts_as_a
 
 @pytest.mark.parametrize("stray", ["audio", "transcription"])
 async def test_stray_output_after_turn_complete_does_not_hold_a_goaway_reconnect(live, live_client, store, stray):
-    from voice.config import VoiceConfig
+    from parla.voice.config import VoiceConfig
 
     config = VoiceConfig(live_url=live.url, model_silence_s=0.3)
     chat = await new_chat(store)

@@ -7,14 +7,14 @@ from __future__ import annotations
 import asyncio
 import time
 
-from daemon.chat_memory import ChatMemory
-from memory.config import MemoryConfig
-from memory.refused import RefusedTurns
+from parla.daemon.chat_memory import ChatMemory
+from parla.memory.config import MemoryConfig
+from parla.memory.refused import RefusedTurns
+from parla.voice.audio import Microphone, Speaker
+from parla.voice.live import LiveConversation
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
-from voice.audio import Microphone, Speaker
-from voice.live import LiveConversation
 
 QUESTION = "what is the weather like in Lisbon"
 ANSWER = "It is sunny and twenty two degrees in Lisbon today"

@@ -8,13 +8,13 @@ import pytest
 from google.genai import errors, types
 from websockets.exceptions import ConnectionClosed
 
-from daemon.chat_memory import ChatMemory
-from memory.config import MemoryConfig
-from memory.refused import RefusedTurns
-from voice.close_codes import close_code
-from voice.errors import LiveSessionFailed
-from voice.live import LiveConversation
-from voice.live_config import connect_config
+from parla.daemon.chat_memory import ChatMemory
+from parla.memory.config import MemoryConfig
+from parla.memory.refused import RefusedTurns
+from parla.voice.close_codes import close_code
+from parla.voice.errors import LiveSessionFailed
+from parla.voice.live import LiveConversation
+from parla.voice.live_config import connect_config
 
 
 async def test_a_retired_live_model_fails_with_the_setting_and_its_replacement(live, live_client, voice_config, store):

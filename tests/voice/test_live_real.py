@@ -8,13 +8,13 @@ import os
 import pytest
 from google import genai
 
-from daemon.chat_memory import ChatMemory
-from memory.config import MemoryConfig
-from memory.models import DEFAULT_LIVE_MODEL
-from memory.refused import RefusedTurns
+from parla.daemon.chat_memory import ChatMemory
+from parla.memory.config import MemoryConfig
+from parla.memory.models import DEFAULT_LIVE_MODEL
+from parla.memory.refused import RefusedTurns
+from parla.voice.config import VoiceConfig
+from parla.voice.live import LiveConversation
 from tests.conftest import eventually
-from voice.config import VoiceConfig
-from voice.live import LiveConversation
 
 KEY = os.environ.get("GEMINI_API_KEY")
 pytestmark = pytest.mark.skipif(not KEY, reason="set GEMINI_API_KEY to run against the real Live API")

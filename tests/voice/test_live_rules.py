@@ -13,12 +13,12 @@ import pytest
 from google.genai import errors, types
 from websockets.exceptions import ConnectionClosed
 
+from parla.voice.close_codes import close_code
+from parla.voice.live import SessionEvent
+from parla.voice.live_config import connect_config
 from tests.conftest import eventually, make_turns
 from tests.peers.live_emulator import echo, resumable_echo, tone, typed_turn
 from tests.voice.test_live import conversation, has_turns, new_chat, stored
-from voice.close_codes import close_code
-from voice.live import SessionEvent
-from voice.live_config import connect_config
 
 GEMINI_3_8 = "gemini-3.8-live"
 GEMINI_3_1 = "gemini-3.1-flash-live-preview"

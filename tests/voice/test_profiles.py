@@ -9,10 +9,10 @@ import logging
 import pytest
 from google.genai import types
 
-from memory.models import DEFAULT_LIVE_MODEL
-from voice.config import VoiceConfig
-from voice.live_config import connect_config
-from voice.profiles import (
+from parla.memory.models import DEFAULT_LIVE_MODEL
+from parla.voice.config import VoiceConfig
+from parla.voice.live_config import connect_config
+from parla.voice.profiles import (
     GEMINI_2_5_NATIVE_AUDIO,
     GEMINI_3_1_FLASH_LIVE,
     GEMINI_3_8_LIVE,
@@ -39,7 +39,7 @@ def declarations() -> list[types.FunctionDeclaration]:
     ],
 )
 def test_known_models_get_their_family(model, profile, caplog):
-    with caplog.at_level(logging.WARNING, logger="voice.profiles"):
+    with caplog.at_level(logging.WARNING, logger="parla.voice.profiles"):
         assert profile_for(model) is profile
     assert not caplog.records
 
@@ -49,7 +49,7 @@ def test_the_default_model_has_the_newest_profile():
 
 
 def test_an_unknown_model_gets_the_newest_profile_and_one_warning(caplog):
-    with caplog.at_level(logging.WARNING, logger="voice.profiles"):
+    with caplog.at_level(logging.WARNING, logger="parla.voice.profiles"):
         assert profile_for("gemini-9.9-live-someday") is GEMINI_3_8_LIVE
         assert profile_for("gemini-9.9-live-someday") is GEMINI_3_8_LIVE
     assert [r.getMessage() for r in caplog.records] == [

@@ -1,8 +1,8 @@
 """The reconnect policy alone: failure counts, backoff, the stable-period reset, 1007 refusals
 (retry fresh, then without tail turns, then give up) and fatal failures."""
 
-from voice.close_codes import ConnectionFailure
-from voice.reconnect import GiveUp, ReconnectPolicy, Retry
+from parla.voice.close_codes import ConnectionFailure
+from parla.voice.reconnect import GiveUp, ReconnectPolicy, Retry
 
 DROP = ConnectionFailure("transient", 1011, "close 1011: Internal error")
 REFUSAL = ConnectionFailure("refused", 1007, "close 1007: bad field")

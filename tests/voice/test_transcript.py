@@ -1,7 +1,7 @@
 """Transcript assembly: fragments → one user and one model turn per exchange; barge-in keeps only
 what was played; late, early and interleaved fragments go to the right turn."""
 
-from voice.transcript import TranscriptAssembler, spoken_prefix
+from parla.voice.transcript import TranscriptAssembler, spoken_prefix
 
 
 def texts(turns):

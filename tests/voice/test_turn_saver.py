@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import sqlite3
 
-from daemon.chat_memory import ChatMemory
-from memory.config import MemoryConfig
-from memory.refused import RefusedTurns
+from parla.daemon.chat_memory import ChatMemory
+from parla.memory.config import MemoryConfig
+from parla.memory.refused import RefusedTurns
+from parla.voice.status import EventKind, LiveStatus
+from parla.voice.turn_saver import TurnSaver
 from tests.conftest import make_turns
-from voice.status import EventKind, LiveStatus
-from voice.turn_saver import TurnSaver
 
 
 def saver(events: list[tuple[EventKind, str]], drain_s: float = 5.0) -> TurnSaver:

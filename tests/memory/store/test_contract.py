@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from memory.embedding import EmbeddedText
-from memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
-from memory.pins import Pin
-from memory.store import CompactionCommit, PendingWrites
-from memory.summary import SummaryLevel
-from memory.turn import MessageRange, Turn
+from parla.memory.embedding import EmbeddedText
+from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
+from parla.memory.pins import Pin
+from parla.memory.store import CompactionCommit, PendingWrites
+from parla.memory.summary import SummaryLevel
+from parla.memory.turn import MessageRange, Turn
 from tests.conftest import T0, make_turns
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from memory.errors import StoreOffline
-from memory.store.outbox import Outbox
-from memory.store.supabase import RetryPolicy, SupabaseChatStore
+from parla.memory.errors import StoreOffline
+from parla.memory.store.outbox import Outbox
+from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
 from tests.conftest import make_turns, signed_in_store
 
 EMAIL = "ada@example.com"

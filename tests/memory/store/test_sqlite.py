@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from memory.errors import StoreError
-from memory.store.sqlite import SQLiteChatStore
+from parla.memory.errors import StoreError
+from parla.memory.store.sqlite import SQLiteChatStore
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb
 from tests.memory.store.test_sqlite_cancel import quiet_threads, threads

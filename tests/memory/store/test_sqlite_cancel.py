@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
-from memory.facts import format_fact_lines
-from memory.pins import Pin
-from memory.store import CompactionCommit
-from memory.store.sqlite import SQLiteChatStore
-from memory.summary import SummaryLevel
-from memory.turn import MessageRange, Turn
+from parla.memory.facts import format_fact_lines
+from parla.memory.pins import Pin
+from parla.memory.store import CompactionCommit
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.summary import SummaryLevel
+from parla.memory.turn import MessageRange, Turn
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb, vec
 

@@ -17,15 +17,15 @@ import numpy as np
 import psycopg
 import pytest
 
-from memory.embedding import EmbeddedText
-from memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused
-from memory.pins import Pin
-from memory.store import CompactionCommit
-from memory.store.supabase import RetryPolicy, SupabaseChatStore
-from memory.store.supabase_rows import parse_vector
-from memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
-from memory.summary import SummaryLevel
-from memory.turn import MessageRange
+from parla.memory.embedding import EmbeddedText
+from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused
+from parla.memory.pins import Pin
+from parla.memory.store import CompactionCommit
+from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+from parla.memory.store.supabase_rows import parse_vector
+from parla.memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
+from parla.memory.summary import SummaryLevel
+from parla.memory.turn import MessageRange
 from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.test_contract import emb
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, TEMPORARY_FAULTS
@@ -356,7 +356,7 @@ async def test_session_file_is_private_and_a_refresh_rotates_it(supabase, tmp_pa
 
 
 async def test_without_a_session_or_with_a_wrong_password_the_message_says_login(supabase, tmp_path):
-    from memory.store.supabase_session import sign_in
+    from parla.memory.store.supabase_session import sign_in
 
     with pytest.raises(StoreError, match="parla login"):
         await SupabaseChatStore.connect(

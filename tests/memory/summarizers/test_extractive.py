@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from bench.corpus import chat_record
-from memory.importer import parse_line, turns_of
-from memory.summarizers import transcript
-from memory.summarizers.extractive import ExtractiveSummarizer, offline_title
+from parla.memory.importer import parse_line, turns_of
+from parla.memory.summarizers import transcript
+from parla.memory.summarizers.extractive import ExtractiveSummarizer, offline_title
 
 DATA = Path(__file__).parents[2] / "data"
 NAMESPACE = "6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de"
