@@ -54,6 +54,9 @@ class RangeError(ParlaError):
 class EmptyRequest(ParlaError):
     """A search was asked for nothing."""
 
+    def __init__(self) -> None:
+        super().__init__("say what the chat was about: the search request is empty")
+
 
 class ImportLineError(ParlaError):
     """One line could not be imported; says which line and why."""

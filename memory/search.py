@@ -113,7 +113,7 @@ class ChatSearch:
     async def search(self, request: str, limit: int = 10, now: datetime | None = None) -> SearchResult:
         request = request.strip()
         if not request:
-            raise EmptyRequest("say what the chat was about: the search request is empty")
+            raise EmptyRequest()
         (query,) = await embed_texts(self.embedder, [request], "query")
         matches = await self.store.search(query, max(limit, _FETCH))
         result = rank(request, matches, self.thresholds, now or utcnow())

@@ -11,6 +11,10 @@ class LiveSessionFailed(ParlaError):
     """The conversation cannot go on; the message says why and what to do."""
 
 
+class RefusedSetup(ParlaError):
+    """The settings ask the Live model for something it refuses (a field its family does not take)."""
+
+
 class AudioDeviceError(ParlaError):
     """No usable audio device; the message lists the devices that exist."""
 

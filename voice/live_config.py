@@ -9,6 +9,7 @@ from __future__ import annotations
 from google.genai import types
 
 from parla.voice.config import VoiceConfig
+from parla.voice.errors import RefusedSetup
 from parla.voice.profiles import profile_for
 
 # "default" is absent on purpose: the field stays unset and the model's own default applies.
@@ -60,5 +61,5 @@ def connect_config(
     )
     refused = profile.refused(setup)
     if refused:
-        raise ValueError(f"{config.live_model} would refuse this setup: {'; '.join(refused)}")
+        raise RefusedSetup(f"{config.live_model} would refuse this setup: {'; '.join(refused)}")
     return setup

@@ -295,7 +295,9 @@ async def search(
 ) -> None:
     """Find the chat a spoken request means: ranked chats with scores and the decision."""
     if not request.strip():  # said before the memory (and its embedder) is loaded for nothing
-        raise CommandFailed("say what the chat was about: the search request is empty")
+        from parla.memory.errors import EmptyRequest
+
+        raise EmptyRequest()
     async with open_memory(load_settings()) as mem:
         result = await mem.search.search(request, limit=limit)
     if as_json:
