@@ -165,7 +165,9 @@ async def _cancel_after(steps: int, op: Awaitable[Any]) -> bool:
 
 
 def _steps() -> list[int]:
-    return [*range(24), 32, 48, 64, 96, 128, 192, 256, 384, 512, 1024]
+    """Every step at first, then growing: the operation's thread may need many steps on a busy
+    machine, and each count must still be tried until one lets it finish."""
+    return [*range(24), *(n * k for n in (2**e for e in range(4, 17)) for k in (2, 3))]
 
 
 @pytest.mark.parametrize(("name", "setup", "op"), OPERATIONS, ids=[o[0] for o in OPERATIONS])
