@@ -277,7 +277,7 @@ def main() -> None:
             own = "the embedder's own"
             print(
                 f"switch fidelity: {', '.join(wanted)}; embedder {args.embedder}, summarizer {args.summarizer}, "
-                f"seed {args.seed}; min similarity {given.search_min_similarity or own}, "
+                f"seed {args.seed}; min match {given.search_min_match or own}, switch score {given.search_switch_score or own}, "
                 f"switch margin {given.search_switch_margin or own}",
                 flush=True,
             )

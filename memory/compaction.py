@@ -1,6 +1,7 @@
 """Compaction: the rolling summary + verbatim tail, and the dual memory of chunk summaries and facts.
 
 One run of `Compactor.compact(chat_id)`:
+0. Windows of what was said are indexed for search (`turn_windows`), new ones only.
 1. Rolling summary. When the unsummarised turns pass `summary_window_size` or the summary plus
    those turns pass `chunk_summarize_threshold` tokens, everything but the last `tail` turns is
    folded into the summary by one model call and committed only if no other compaction committed
@@ -39,6 +40,7 @@ from parla.memory.summary import SummaryLevel
 from parla.memory.tasks import cancel_and_wait
 from parla.memory.tokens import estimate_tokens, truncate_to_tokens
 from parla.memory.turn import MessageRange, Turn
+from parla.memory.turn_windows import WindowIndexer
 
 log = logging.getLogger("parla.compaction")
 
@@ -55,6 +57,7 @@ class CompactionReport:
     chunk_summaries: int = 0
     fact_blocks: int = 0
     meta_summaries: int = 0
+    windows_indexed: int = 0
     described: bool = False
     titled: str | None = None
     # Why some of this run's summaries were made by the offline summarizer (Gemini could not be used).
@@ -108,10 +111,13 @@ class Compactor:
         self.summarizer = summarizer
         self.embedder = embedder
         self.config = config
+        self.windows = WindowIndexer(store, embedder, config.search_window_turns)
 
     async def compact(self, chat_id: str) -> CompactionReport:
         started = time.perf_counter()
         report = CompactionReport(chat_id)
+        # what was said is searchable first, even when a summary call fails below
+        report.windows_indexed = await self.windows.index(chat_id)
         with _offline_noted(report):
             chat = await self._fold(chat_id, report)
             await self._dual_memory(chat, report, only=None)

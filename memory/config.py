@@ -26,10 +26,28 @@ class MemoryConfig(BaseModel):
         6, ge=1, description="Opening turns that describe a young chat for search before its first compaction."
     )
     search_min_similarity: float | None = Field(
-        None, description="Best-match similarity below which search answers `none` (default: the embedder's own)."
+        None,
+        description="Embedding similarity below which a described item (to forget) is not found "
+        "(default: the embedder's own).",
+    )
+    search_min_match: float | None = Field(
+        None,
+        description="Best match (similarity and words) below which search answers `none` (default: the embedder's own).",
+    )
+    search_switch_score: float | None = Field(
+        None, description="Best match the top chat needs to `switch` rather than ask (default: the embedder's own)."
     )
     search_switch_margin: float | None = Field(
         None, description="Score lead the top chat needs over the next to `switch` (default: the embedder's own)."
+    )
+    search_window_turns: int = Field(
+        2, ge=1, le=10, description="Consecutive raw turns per indexed window of what was said."
+    )
+    search_words_weight: float = Field(
+        0.5, ge=0, le=1, description="Share of a text's match given by the request's words (the rest: its embedding)."
+    )
+    search_date_weight: float = Field(
+        0.2, ge=0, description="Bonus for chats active on the day a request names (half for a week or month)."
     )
     search_max_candidates: int = Field(3, ge=1, description="Candidates returned when the result is ambiguous.")
     search_recency_weight: float = Field(0.03, ge=0, description="Weight of recency in the chat score.")

@@ -34,7 +34,9 @@ class Embedder(Protocol):
 
     name: str
     dim: int
-    default_min_similarity: float
+    default_min_similarity: float  # embedding similarity alone (forgetting an item by description)
+    default_min_match: float  # a search match (similarity and words)
+    default_switch_score: float
     default_switch_margin: float
     default_title_drift_distance: float
 

@@ -1,48 +1,76 @@
 """Chat search by meaning: which chat does a spoken request mean?
 
-The request is embedded as a query and matched against every embedded text of every chat (its
-summary text, chunk and meta summaries, fact blocks); each chat counts with its best match. The
-score adds a recency bonus that halves every `search_recency_half_life_days`. The decision:
-- `none`: no chat's best similarity reaches the minimum;
-- `switch`: the top chat leads the next eligible one by at least the margin;
+Two stages. First the request is embedded as a query and matched against every embedded text of
+every chat (windows of what was said, the chat's description, chunk and meta summaries, fact
+blocks); the store returns the best chats, each with its few most similar texts. Then each of
+those texts is scored again word by word: every content word of the request is compared with the
+text's words (static word vectors, so "painted" is near "painting" and a name is near itself),
+each request word weighted by how rare it is in the user's own windows (a word in every chat,
+like the user's or a friend's name, counts little; a rare one counts a lot). A text's match is
+the mean of its similarity and that word score; a chat counts with its best text.
+
+The chat's score adds a bonus when the request names a date the chat was active on ("the chat
+from yesterday", "on 8 May, 2023") and a small recency bonus that halves every
+`search_recency_half_life_days`. The decision:
+- `none`: no chat's match reaches `min_score` (nothing the user talked about is that close);
+- `switch`: the top chat's match reaches `switch_score` and its score leads the next one by at
+  least `switch_margin`;
 - `ambiguous`: otherwise, with the few candidates close to the top for the model to ask about.
-No keyword rule takes part: only the embeddings and the timestamps.
+No keyword rule takes part: every comparison is between vectors; exact words only weigh more
+because the same word has the same vector.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+import asyncio
+import functools
+import math
+from datetime import datetime, timedelta
 from typing import Literal
 
+import numpy as np
 from pydantic import BaseModel
 
 from parla.memory.config import MemoryConfig
+from parla.memory.dates import DateSpan, mentioned_date
+from parla.memory.embedders.offline import WordTable
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.errors import EmptyRequest
-from parla.memory.store import ChatMatch, ChatStore
+from parla.memory.store import ChatMatch, ChatStore, TextMatch, WordCounts
+from parla.memory.text import FRAMING, STOPWORDS, content_words, window_words
 from parla.memory.turn import utcnow
 
 Decision = Literal["switch", "ambiguous", "none"]
 
-# Chats fetched by similarity before recency re-ranks them: the recency bonus is small next to
-# similarity, so a chat outside this many cannot reach the top few.
-_FETCH = 20
+# Chats the first stage hands to the second, and texts per chat it rescores.
+_FETCH = 40
+_TEXTS_PER_CHAT = 10
+# A date the request names counts for chats active up to a day around it (time zones, late nights).
+_DATE_SLACK = timedelta(days=1)
+# A request word "matched" in the explanation: the text holds it or a word almost the same.
+_MATCHED = 0.85
 
 
 class Candidate(BaseModel):
     chat_id: str
     title: str | None
     score: float
-    similarity: float
+    match: float  # the best text's similarity and word score, averaged
+    similarity: float  # that text's embedding similarity
+    words: float  # that text's word score
+    date: float
     recency: float
     last_activity_at: datetime
     matched_kind: str
+    matched_range: str | None
     matched_text: str
+    matched_words: list[str]
 
 
 class SearchResult(BaseModel):
     query: str
     decision: Decision
+    reason: str
     candidates: list[Candidate]
 
     @property
@@ -52,56 +80,156 @@ class SearchResult(BaseModel):
 
 class Thresholds(BaseModel):
     min_similarity: float
+    min_score: float
+    switch_score: float
     switch_margin: float
     max_candidates: int
+    words_weight: float
+    date_weight: float
     recency_weight: float
     half_life_days: float
 
     @classmethod
     def of(cls, config: MemoryConfig, embedder: Embedder) -> Thresholds:
+        def own(value: float | None, default: float) -> float:
+            return default if value is None else value
+
         return cls(
-            min_similarity=(
-                config.search_min_similarity
-                if config.search_min_similarity is not None
-                else embedder.default_min_similarity
-            ),
-            switch_margin=(
-                config.search_switch_margin
-                if config.search_switch_margin is not None
-                else embedder.default_switch_margin
-            ),
+            min_similarity=own(config.search_min_similarity, embedder.default_min_similarity),
+            min_score=own(config.search_min_match, embedder.default_min_match),
+            switch_score=own(config.search_switch_score, embedder.default_switch_score),
+            switch_margin=own(config.search_switch_margin, embedder.default_switch_margin),
             max_candidates=config.search_max_candidates,
+            words_weight=config.search_words_weight,
+            date_weight=config.search_date_weight,
             recency_weight=config.search_recency_weight,
             half_life_days=config.search_recency_half_life_days,
         )
 
 
-def rank(query: str, matches: list[ChatMatch], thresholds: Thresholds, now: datetime) -> SearchResult:
-    candidates = []
-    for m in matches:
-        age_days = max(0.0, (now - m.last_activity_at).total_seconds() / 86400)
-        recency = 0.5 ** (age_days / thresholds.half_life_days)
-        candidates.append(
-            Candidate(
-                chat_id=m.chat_id,
-                title=m.title,
-                score=round(m.similarity + thresholds.recency_weight * recency, 6),
-                similarity=round(m.similarity, 6),
-                recency=round(recency, 6),
-                last_activity_at=m.last_activity_at,
-                matched_kind=m.matched.kind,
-                matched_text=m.matched_text,
-            )
-        )
+class RequestWords:
+    """A request's content words, their vectors and their weights from the user's word counts."""
+
+    def __init__(self, words: list[str], counts: WordCounts, table: WordTable) -> None:
+        self.words = words
+        self.table = table
+        self.vectors = table.vectors(table.ids(words))
+        if not words:
+            self.weights = np.zeros(0)
+            return
+        if counts.windows:
+            # +1 and +0.5 keep a word in no window finite and a word in every window near zero
+            idf = [max(0.0, math.log((counts.windows + 1) / (counts.counts.get(w, 0) + 0.5))) for w in words]
+        else:
+            idf = [1.0] * len(words)  # nothing indexed yet: every word alike
+        total = sum(idf)
+        self.weights = np.asarray([w / total for w in idf] if total else [1 / len(words)] * len(words))
+
+    def score(self, texts: list[str]) -> list[tuple[float, list[str]]]:
+        """How well each text holds the request's words (weighted mean of each word's best
+        similarity to one of the text's words), and the request words it holds. The distinct
+        words of all texts are compared with the request's in one product."""
+        if not self.words or not texts:
+            return [(0.0, []) for _ in texts]
+        per_text = [_words_of(t) for t in texts]
+        lengths = np.fromiter((len(ws) for ws in per_text), dtype=np.int64, count=len(per_text))
+        flat = self.table.ids([w for ws in per_text for w in ws])
+        self.vectors = self.table.vectors(self.table.ids(self.words))  # the table may have started again
+        distinct, where = np.unique(flat, return_inverse=True)
+        sims = np.clip(self.table.vectors(distinct) @ self.vectors.T, 0.0, 1.0)
+        # every text's words one after another, then one row of zeros for the texts without words
+        rows = np.vstack([sims[where], np.zeros((1, len(self.words)), dtype=sims.dtype)])
+        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
+        best = np.maximum.reduceat(rows, np.where(lengths > 0, starts, len(flat)), axis=0)
+        best[lengths == 0] = 0.0
+        scores = best @ self.weights
+        held = best >= _MATCHED
+        return [
+            (float(scores[i]), [w for w, h in zip(self.words, held[i], strict=True) if h]) for i in range(len(texts))
+        ]
+
+
+@functools.lru_cache(maxsize=16384)
+def _words_of(text: str) -> tuple[str, ...]:
+    """A stored text's words; stored texts come back search after search, so they are kept."""
+    return tuple(window_words(text))
+
+
+def request_words(request: str) -> list[str]:
+    """The words that say what the request is about: not stop words, not the words that frame a
+    request ("switch to the chat where we talked about")."""
+    return list(dict.fromkeys(w for w in content_words(request) if w not in FRAMING and w not in STOPWORDS))
+
+
+def rank(
+    query: str,
+    matches: list[ChatMatch],
+    words: RequestWords,
+    thresholds: Thresholds,
+    now: datetime,
+) -> SearchResult:
+    span = mentioned_date(query, now)
+    scores = iter(words.score([text.text for m in matches for text in m.texts]))
+    candidates = [_candidate(m, [next(scores) for _ in m.texts], span, thresholds, now) for m in matches]
     candidates.sort(key=lambda c: (-c.score, c.chat_id))
-    eligible = [c for c in candidates if c.similarity >= thresholds.min_similarity]
-    if not eligible:
-        return SearchResult(query=query, decision="none", candidates=candidates)
-    top = eligible[0]
-    if len(eligible) == 1 or top.score - eligible[1].score >= thresholds.switch_margin:
-        return SearchResult(query=query, decision="switch", candidates=candidates)
-    close = [c for c in eligible if top.score - c.score < 2 * thresholds.switch_margin]
-    return SearchResult(query=query, decision="ambiguous", candidates=close[: thresholds.max_candidates])
+    return _decide(query, candidates, thresholds)
+
+
+def _candidate(
+    m: ChatMatch, word_scores: list[tuple[float, list[str]]], span: DateSpan | None, t: Thresholds, now: datetime
+) -> Candidate:
+    best: tuple[float, TextMatch, float, list[str]] | None = None
+    for text, (word_score, held) in zip(m.texts, word_scores, strict=True):
+        match = (1 - t.words_weight) * text.similarity + t.words_weight * word_score
+        if best is None or match > best[0]:
+            best = (match, text, word_score, held)
+    assert best is not None
+    match, text, word_score, held = best
+    date = 0.0
+    if span is not None and span.overlaps(m.created_at, m.last_activity_at, _DATE_SLACK):
+        date = t.date_weight if span.one_day else t.date_weight / 2
+    age_days = max(0.0, (now - m.last_activity_at).total_seconds() / 86400)
+    recency = 0.5 ** (age_days / t.half_life_days)
+    return Candidate(
+        chat_id=m.chat_id,
+        title=m.title,
+        score=round(match + date + t.recency_weight * recency, 6),
+        match=round(match, 6),
+        similarity=round(text.similarity, 6),
+        words=round(word_score, 6),
+        date=round(date, 6),
+        recency=round(recency, 6),
+        last_activity_at=m.last_activity_at,
+        matched_kind=text.ref.kind,
+        matched_range=str(text.ref.range) if text.ref.range else None,
+        matched_text=text.text,
+        matched_words=held,
+    )
+
+
+def _decide(query: str, candidates: list[Candidate], t: Thresholds) -> SearchResult:
+    if not candidates:
+        return SearchResult(query=query, decision="none", reason="no chat is indexed yet", candidates=[])
+    top = candidates[0]
+    if top.match + top.date < t.min_score:
+        reason = f"the closest chat matches {top.match + top.date:.2f}, under {t.min_score:.2f}: nothing talked about"
+        return SearchResult(query=query, decision="none", reason=reason, candidates=candidates)
+    lead = top.score - candidates[1].score if len(candidates) > 1 else math.inf
+    if top.match + top.date >= t.switch_score and lead >= t.switch_margin:
+        reason = (
+            f"the top chat matches {top.match + top.date:.2f} (switch from {t.switch_score:.2f}) and leads the next by "
+            f"{'all' if lead == math.inf else f'{lead:.2f}'} (from {t.switch_margin:.2f})"
+        )
+        return SearchResult(query=query, decision="switch", reason=reason, candidates=candidates)
+    # the few best: the user hears them and says which one
+    close = candidates[: t.max_candidates]
+    why = (
+        f"matches only {top.match + top.date:.2f} (a switch needs {t.switch_score:.2f})"
+        if top.match + top.date < t.switch_score
+        else f"leads the next by only {lead:.2f} (a switch needs {t.switch_margin:.2f})"
+    )
+    reason = f"the top chat {why}: {len(close)} to ask about"
+    return SearchResult(query=query, decision="ambiguous", reason=reason, candidates=close)
 
 
 class ChatSearch:
@@ -109,12 +237,19 @@ class ChatSearch:
         self.store = store
         self.embedder = embedder
         self.thresholds = Thresholds.of(config, embedder)
+        self.words = WordTable()
 
     async def search(self, request: str, limit: int = 10, now: datetime | None = None) -> SearchResult:
         request = request.strip()
         if not request:
             raise EmptyRequest()
-        (query,) = await embed_texts(self.embedder, [request], "query")
-        matches = await self.store.search(query, max(limit, _FETCH))
-        result = rank(request, matches, self.thresholds, now or utcnow())
+        wanted = request_words(request)
+        async with asyncio.TaskGroup() as group:
+            embedding = group.create_task(embed_texts(self.embedder, [request], "query"))
+            counts = group.create_task(self.store.word_counts(wanted))
+        (query,) = embedding.result()
+        matches = await self.store.search(query, max(limit, _FETCH), _TEXTS_PER_CHAT)
+        result = rank(
+            request, matches, RequestWords(wanted, counts.result(), self.words), self.thresholds, now or utcnow()
+        )
         return result.model_copy(update={"candidates": result.candidates[:limit]})

@@ -231,3 +231,8 @@ def words(text: str) -> list[str]:
 
 def content_words(text: str) -> list[str]:
     return [w for w in words(text) if w not in STOPWORDS and len(w) > 2]
+
+
+def window_words(text: str) -> list[str]:
+    """The distinct content words of an indexed text, sorted: what the store's word counts count."""
+    return sorted(set(content_words(text)))

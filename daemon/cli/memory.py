@@ -57,6 +57,7 @@ async def regenerate(
 async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
     """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
     from parla.memory.reembed import reembed as reembed_store
+    from parla.memory.turn_windows import WindowIndexer
 
     async with open_memory(load_settings()) as mem:
         with progress_bar() as progress:
@@ -64,7 +65,12 @@ async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding
             count = await reembed_store(
                 mem.store, mem.embedder, batch, lambda done, total: progress.update(task, completed=done, total=total)
             )
-    out.print(f"Re-embedded {count} texts with {mem.embedder.name}.")
+            task = progress.add_task("indexing what was said", total=None)
+            indexer = WindowIndexer(mem.store, mem.embedder, mem.settings.search_window_turns)
+            windows = await indexer.index_every_chat(
+                lambda done, total: progress.update(task, completed=done, total=total)
+            )
+    out.print(f"Re-embedded {count} texts with {mem.embedder.name}; indexed {windows} new windows of what was said.")
 
 
 def _print_forgotten(items: list[Any]) -> None:

@@ -91,7 +91,9 @@ _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRI
 
 class GeminiEmbedder:
     default_min_similarity = 0.55
-    default_switch_margin = 0.03
+    default_min_match = 0.50
+    default_switch_score = 0.58
+    default_switch_margin = 0.04
     default_title_drift_distance = 0.45
 
     def __init__(

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import importlib.util
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,7 +64,9 @@ class OfflineEmbedder:
     name = f"wordllama-{_CONFIG}-{_DIM}"
     dim = _DIM
     default_min_similarity = 0.12
-    default_switch_margin = 0.03
+    default_min_match = 0.40
+    default_switch_score = 0.48
+    default_switch_margin = 0.04
     default_title_drift_distance = 0.8
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
@@ -79,3 +82,41 @@ class OfflineEmbedder:
             if encoding.ids:
                 out[row] = model.weights[encoding.ids].mean(axis=0)
         return normalize_rows(out)
+
+
+class WordTable:
+    """Unit vectors of single words (WordLlama's static token vectors, averaged over a word's
+    tokens), each word embedded once and kept as a row of one matrix: the same word always gets
+    the same vector, whatever text it is in, which is what comparing a request's words with a
+    stored text's words one by one needs. Not thread-safe: one owner (the search) uses it."""
+
+    def __init__(self, capacity: int = 32768) -> None:
+        self.capacity = capacity  # words kept; a full table starts again (1 KB a word)
+        self._rows: dict[str, int] = {}
+        self._matrix = np.zeros((1024, _DIM), dtype=np.float32)
+
+    def ids(self, words: Sequence[str]) -> np.ndarray:
+        """The rows of `words`, embedding the ones not seen before in one batch."""
+        new = [w for w in dict.fromkeys(words) if w not in self._rows]
+        if new and len(self._rows) + len(new) > self.capacity:
+            self._rows.clear()
+            new = list(dict.fromkeys(words))
+        if new:
+            self._add(new)
+        return np.fromiter((self._rows[w] for w in words), dtype=np.int64, count=len(words))
+
+    def vectors(self, ids: np.ndarray) -> np.ndarray:
+        return self._matrix[ids]
+
+    def _add(self, words: list[str]) -> None:
+        model = _load_model()
+        first = len(self._rows)
+        if first + len(words) > self._matrix.shape[0]:
+            grown = np.zeros((max(2 * self._matrix.shape[0], first + len(words)), _DIM), dtype=np.float32)
+            grown[:first] = self._matrix[:first]
+            self._matrix = grown
+        for offset, encoding in enumerate(model.tokenizer.encode_batch(words, add_special_tokens=False)):
+            if encoding.ids:
+                self._matrix[first + offset] = model.weights[encoding.ids].mean(axis=0)
+        self._matrix[first : first + len(words)] = normalize_rows(self._matrix[first : first + len(words)])
+        self._rows.update({w: first + offset for offset, w in enumerate(words)})

@@ -28,14 +28,16 @@ from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
 from parla.memory.stats import MemoryStats
 from parla.memory.summary import Summary, SummaryLevel
+from parla.memory.text import window_words
 from parla.memory.turn import MessageRange, Turn
 
-TextKind = Literal["summary_text", "chunk", "meta", "facts"]
+TextKind = Literal["summary_text", "chunk", "meta", "facts", "turns"]
 
 
 @dataclass(frozen=True)
 class TextRef:
-    """Where an embedded text lives: the chat's summary text, or a summary or facts range."""
+    """Where an embedded text lives: the chat's summary text, a summary or facts range, or a
+    window of raw turns ("turns")."""
 
     chat_id: str
     kind: TextKind
@@ -49,15 +51,46 @@ class StoredText:
 
 
 @dataclass(frozen=True)
+class TextMatch:
+    ref: TextRef
+    text: str
+    similarity: float
+
+
+@dataclass(frozen=True)
 class ChatMatch:
-    """A chat's best-matching embedded text for a query (what `search_chats_semantic` returns)."""
+    """A chat's best-matching embedded texts for a query, best first (what `search_chats_semantic`
+    returns, grouped by chat)."""
 
     chat_id: str
     title: str | None
-    similarity: float
-    matched: TextRef
-    matched_text: str
+    created_at: datetime
     last_activity_at: datetime
+    texts: tuple[TextMatch, ...]
+
+    @property
+    def similarity(self) -> float:
+        return self.texts[0].similarity
+
+
+@dataclass(frozen=True)
+class EmbeddedWindow:
+    """A window of a chat's raw turns with its embedding (see `parla.memory.turn_windows`)."""
+
+    range: MessageRange
+    embedded: EmbeddedText
+
+    @property
+    def words(self) -> list[str]:
+        return window_words(self.embedded.text)
+
+
+@dataclass(frozen=True)
+class WordCounts:
+    """In how many of the user's indexed windows each word occurs, out of `windows`."""
+
+    windows: int
+    counts: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -170,10 +203,22 @@ class ChatStore(Protocol):
     async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin: ...
     async def delete_pin(self, pin_id: str) -> None: ...
 
-    async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:
-        """Each chat's best-matching embedded text, most similar first; the query must come from
-        the embedder that made the store's vectors."""
+    async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
+        """The `match_count` chats with the most similar embedded text, most similar first, each
+        with its `texts_per_chat` most similar texts; ties go to the latest activity, then the chat
+        id. The query must come from the embedder that made the store's vectors."""
         ...
+
+    async def window_frontier(self, chat_id: str, size: int) -> int:
+        """The first turn whose window of `size` turns is not stored whole yet (1 when none is)."""
+        ...
+
+    async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:
+        """Store windows by their first turn (replacing a shorter one) and count their words, in
+        one transaction."""
+        ...
+
+    async def word_counts(self, words: Sequence[str]) -> WordCounts: ...
 
     async def embedder_info(self) -> tuple[str, int] | None:
         """The embedder name and dimension of the stored vectors, None before the first."""

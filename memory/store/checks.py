@@ -8,7 +8,7 @@ from typing import TypeVar
 import numpy as np
 
 from parla.memory.errors import EmbedderMismatch, StoreError
-from parla.memory.store import TextKind, TextRef
+from parla.memory.store import ChatMatch, TextKind, TextRef
 from parla.memory.turn import MessageRange, Turn
 
 T = TypeVar("T")
@@ -44,3 +44,8 @@ def exact_id_first(found: list[T], ref: str, id_of: Callable[[T], str]) -> list[
     every chat found (by id prefix or title)."""
     wanted = ref.strip().lower()
     return [f for f in found if id_of(f).lower() == wanted] or found
+
+
+def ranked_matches(matches: list[ChatMatch]) -> list[ChatMatch]:
+    """The order `search` returns: most similar first, then the latest activity, then the chat id."""
+    return sorted(matches, key=lambda m: (-m.similarity, -m.last_activity_at.timestamp(), m.chat_id))

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Literal, Self, TypeVar
 
 import numpy as np
 
@@ -30,10 +30,13 @@ from parla.memory.store import (
     AppendResult,
     ChatMatch,
     CompactionCommit,
+    EmbeddedWindow,
     MemorySnapshot,
     PendingWrites,
     StoredText,
+    TextMatch,
     TextRef,
+    WordCounts,
     facts_text,
 )
 from parla.memory.store.checks import (
@@ -41,6 +44,7 @@ from parla.memory.store.checks import (
     check_unique_turn_ids,
     exact_id_first,
     pin_not_found,
+    ranked_matches,
     text_ref,
 )
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
@@ -282,9 +286,11 @@ class SQLiteChatStore:
 
     async def delete_chat(self, chat_id: str) -> None:
         def delete(db: sqlite3.Connection) -> None:
+            for (words,) in db.execute("SELECT words FROM turn_windows WHERE chat_id = ?", (chat_id,)).fetchall():
+                _count_words(db, words, -1)
             if db.execute("DELETE FROM chats WHERE id = ?", (chat_id,)).rowcount == 0:
                 raise ChatNotFound(chat_id)
-            _bump_generation(db)
+            _vectors_changed(db, chat_id)
 
         await self._write(delete)
 
@@ -339,7 +345,7 @@ class SQLiteChatStore:
             if cur.rowcount == 0:
                 _get_chat(db, commit.chat_id)
                 return None
-            _bump_generation(db)
+            _vectors_changed(db, commit.chat_id)
             return _get_chat(db, commit.chat_id)
 
         return await self._write(write)
@@ -365,7 +371,7 @@ class SQLiteChatStore:
                 ),
             )
             if cur.rowcount:
-                _bump_generation(db)
+                _vectors_changed(db, chat_id)
             return bool(cur.rowcount)
 
         return await self._write(write)
@@ -396,7 +402,7 @@ class SQLiteChatStore:
                     _ts(now),
                 ),
             )
-            _bump_generation(db)
+            _vectors_changed(db, chat_id)
 
         await self._write(write)
         return Summary(chat_id=chat_id, level=level, range=rng, text=embedded.text, updated_at=now)
@@ -429,7 +435,7 @@ class SQLiteChatStore:
                     _ts(now),
                 ),
             )
-            _bump_generation(db)
+            _vectors_changed(db, chat_id)
 
         await self._write(write)
         return FactBlock(chat_id=chat_id, range=rng, lines=lines, updated_at=now)
@@ -462,7 +468,7 @@ class SQLiteChatStore:
             ).fetchone()
             if row is None:
                 raise StoreError(f"no facts for messages {rng} of chat {chat_id}")
-            _bump_generation(db)
+            _vectors_changed(db, chat_id)
             return _fact_block(row)
 
         return await self._write(write)
@@ -517,7 +523,7 @@ class SQLiteChatStore:
     async def embedder_info(self) -> tuple[str, int] | None:
         return await self._read(_embedder_info)
 
-    async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:
+    async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
         def read(db: sqlite3.Connection) -> list[ChatMatch]:
             info = _embedder_info(db)
             if info is None:
@@ -527,29 +533,109 @@ class SQLiteChatStore:
                     f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors by "
                     f"{info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
                 )
-            generation = _generation(db)
-            if self._index is None or self._index.generation != generation:
-                self._index = VectorIndex.build(generation, _vector_rows(db), info[1])
-            best = self._index.best_per_chat(query.vector, match_count)
+            index = self._current_index(db, info[1])
+            best = index.best_per_chat(query.vector, match_count * 2 + 8, texts_per_chat)
             marks = ",".join("?" * len(best))
             chats = {
                 r["id"]: r
                 for r in db.execute(
-                    f"SELECT id, title, last_activity_at FROM chats WHERE id IN ({marks})",
-                    [chat_id for chat_id, _, _ in best],
+                    f"SELECT id, title, created_at, last_activity_at FROM chats WHERE id IN ({marks})",
+                    [chat_id for chat_id, _ in best],
                 ).fetchall()
             }
-            return [
+            matches = [
                 ChatMatch(
                     chat_id=chat_id,
                     title=chats[chat_id]["title"],
-                    similarity=similarity,
-                    matched=ref,
-                    matched_text=_text_of(db, ref),
+                    created_at=_dt(chats[chat_id]["created_at"]),
                     last_activity_at=_dt(chats[chat_id]["last_activity_at"]),
+                    texts=tuple(TextMatch(ref, _text_of(db, ref), similarity) for ref, similarity in texts),
                 )
-                for chat_id, similarity, ref in best
+                for chat_id, texts in best
             ]
+            return ranked_matches(matches)[:match_count]
+
+        return await self._read(read)
+
+    def _current_index(self, db: sqlite3.Connection, dim: int) -> VectorIndex:
+        """The open index brought up to date: only the chats whose vectors changed are reloaded;
+        everything after a re-embedding."""
+        generation = _generation(db)
+        rebuilt = int(db.execute("SELECT value FROM meta WHERE key = 'rebuilt_generation'").fetchone()[0])
+        index = self._index
+        if index is None or index.dim != dim or index.generation < rebuilt:
+            index = VectorIndex.build(generation, _vector_rows(db), dim)
+        elif index.generation != generation:
+            changed = [
+                r[0]
+                for r in db.execute(
+                    "SELECT chat_id FROM vector_changes WHERE generation > ?", (index.generation,)
+                ).fetchall()
+            ]
+            index.replace_chats(changed, _vector_rows(db, changed), generation)
+        self._index = index
+        return index
+
+    # -- turn windows ----------------------------------------------------------------------
+
+    async def window_frontier(self, chat_id: str, size: int) -> int:
+        def read(db: sqlite3.Connection) -> int:
+            if db.execute("SELECT 1 FROM chats WHERE id = ?", (chat_id,)).fetchone() is None:
+                raise ChatNotFound(chat_id)
+            row = db.execute(
+                "SELECT max(start_seq) FROM turn_windows WHERE chat_id = ? AND end_seq - start_seq + 1 >= ?",
+                (chat_id, size),
+            ).fetchone()
+            return int(row[0] or 0) + 1
+
+        return await self._read(read)
+
+    async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:
+        if not windows:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            if db.execute("SELECT 1 FROM chats WHERE id = ?", (chat_id,)).fetchone() is None:
+                raise ChatNotFound(chat_id)
+            for window in windows:
+                _check_embedder(db, window.embedded)
+                old = db.execute(
+                    "SELECT words FROM turn_windows WHERE chat_id = ? AND start_seq = ?", (chat_id, window.range.start)
+                ).fetchone()
+                if old is not None:
+                    _count_words(db, old[0], -1)
+                words = json.dumps(window.words)
+                db.execute(
+                    "INSERT INTO turn_windows (chat_id, start_seq, end_seq, text, words, embedding, embedder) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, start_seq) DO UPDATE SET "
+                    "end_seq = excluded.end_seq, text = excluded.text, words = excluded.words, "
+                    "embedding = excluded.embedding, embedder = excluded.embedder",
+                    (
+                        chat_id,
+                        window.range.start,
+                        window.range.end,
+                        window.embedded.text,
+                        words,
+                        _blob(window.embedded.vector),
+                        window.embedded.embedder,
+                    ),
+                )
+                _count_words(db, words, 1)
+            _vectors_changed(db, chat_id)
+
+        await self._write(write)
+
+    async def word_counts(self, words: Sequence[str]) -> WordCounts:
+        wanted = sorted({_ALL_WINDOWS, *words})
+
+        def read(db: sqlite3.Connection) -> WordCounts:
+            marks = ",".join("?" * len(wanted))
+            counts = dict(
+                db.execute(f"SELECT word, windows FROM window_words WHERE word IN ({marks})", wanted).fetchall()
+            )
+            return WordCounts(
+                windows=counts.pop(_ALL_WINDOWS, 0), counts={w: counts[w] for w in words if counts.get(w)}
+            )
 
         return await self._read(read)
 
@@ -559,7 +645,8 @@ class SQLiteChatStore:
                 "SELECT id, 'summary_text', 0, 0, summary_text FROM chats WHERE summary_text != '' "
                 "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
                 "text FROM summaries "
-                "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != ''"
+                "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != '' "
+                "UNION ALL SELECT chat_id, 'turns', start_seq, end_seq, text FROM turn_windows"
             ).fetchall()
         )
         return [StoredText(text_ref(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
@@ -588,6 +675,12 @@ class SQLiteChatStore:
                         "UPDATE facts SET embedding = ?, embedder = ? WHERE chat_id = ? AND start_seq = ? AND end_seq = ?",
                         (blob, embedder, ref.chat_id, ref.range.start, ref.range.end),
                     )
+                elif ref.kind == "turns":
+                    assert ref.range is not None
+                    db.execute(
+                        "UPDATE turn_windows SET embedding = ?, embedder = ? WHERE chat_id = ? AND start_seq = ?",
+                        (blob, embedder, ref.chat_id, ref.range.start),
+                    )
                 else:
                     assert ref.range is not None
                     db.execute(
@@ -598,6 +691,7 @@ class SQLiteChatStore:
             if dim is not None:
                 _set_embedder(db, embedder, dim)
             _bump_generation(db)
+            db.execute("UPDATE meta SET value = ? WHERE key = 'rebuilt_generation'", (str(_generation(db)),))
 
         await self._write(write)
 
@@ -796,25 +890,62 @@ def _bump_generation(db: sqlite3.Connection) -> None:
     db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
 
 
+def _vectors_changed(db: sqlite3.Connection, chat_id: str) -> None:
+    """A new generation, and the chat whose vectors it changed, so an open index reloads only that
+    chat's rows (a full rebuild only follows `replace_embeddings`)."""
+    _bump_generation(db)
+    db.execute(
+        "INSERT INTO vector_changes (chat_id, generation) VALUES (?, ?) "
+        "ON CONFLICT (chat_id) DO UPDATE SET generation = excluded.generation",
+        (chat_id, _generation(db)),
+    )
+
+
+# The word counts' row for the empty word counts every window (no real word is empty).
+_ALL_WINDOWS = ""
+
+
+def _count_words(db: sqlite3.Connection, words_json: str, delta: Literal[1, -1]) -> None:
+    words = [(_ALL_WINDOWS,), *((w,) for w in json.loads(words_json))]
+    if delta > 0:
+        db.executemany(
+            "INSERT INTO window_words (word, windows) VALUES (?, 1) ON CONFLICT (word) DO UPDATE SET windows = windows + 1",
+            words,
+        )
+    else:  # an upsert would check the new row (a count of -1) before seeing the word is there
+        db.executemany("UPDATE window_words SET windows = windows - 1 WHERE word = ?", words)
+
+
 def _generation(db: sqlite3.Connection) -> int:
     return int(db.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0])
 
 
-def _vector_rows(db: sqlite3.Connection) -> list[tuple[TextRef, bytes]]:
-    rows = db.execute(
-        "SELECT id AS chat_id, 'summary_text' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
-        "WHERE summary_embedding IS NOT NULL "
-        "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
-        "embedding FROM summaries "
-        "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, embedding FROM facts WHERE embedding IS NOT NULL"
-    ).fetchall()
+_VECTORS = (
+    "SELECT id AS chat_id, 'summary_text' AS kind, 0 AS s, 0 AS e, summary_embedding AS v FROM chats "
+    "WHERE summary_embedding IS NOT NULL AND {chats} "
+    "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
+    "embedding FROM summaries WHERE {rows} "
+    "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, embedding FROM facts WHERE embedding IS NOT NULL AND {rows} "
+    "UNION ALL SELECT chat_id, 'turns', start_seq, end_seq, embedding FROM turn_windows WHERE {rows}"
+)
+
+
+def _vector_rows(db: sqlite3.Connection, chat_ids: Sequence[str] | None = None) -> list[tuple[TextRef, bytes]]:
+    """Every vector, or those of some chats."""
+    if chat_ids is None:
+        rows = db.execute(_VECTORS.format(chats="1", rows="1")).fetchall()
+    else:
+        marks = ",".join("?" * len(chat_ids))
+        sql = _VECTORS.format(chats=f"id IN ({marks})", rows=f"chat_id IN ({marks})")
+        rows = db.execute(sql, [*chat_ids] * 4).fetchall()
     return [(text_ref(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
 
 
 def _vector_count(db: sqlite3.Connection) -> int:
     row = db.execute(
         "SELECT (SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL) "
-        "+ (SELECT count(*) FROM summaries) + (SELECT count(*) FROM facts WHERE embedding IS NOT NULL)"
+        "+ (SELECT count(*) FROM summaries) + (SELECT count(*) FROM facts WHERE embedding IS NOT NULL) "
+        "+ (SELECT count(*) FROM turn_windows)"
     ).fetchone()
     return int(row[0])
 
@@ -827,6 +958,10 @@ def _text_of(db: sqlite3.Connection, ref: TextRef) -> str:
         assert ref.range is not None
         sql = "SELECT text FROM facts WHERE chat_id = ? AND start_seq = ? AND end_seq = ?"
         args = (ref.chat_id, ref.range.start, ref.range.end)
+    elif ref.kind == "turns":
+        assert ref.range is not None
+        sql = "SELECT text FROM turn_windows WHERE chat_id = ? AND start_seq = ?"
+        args = (ref.chat_id, ref.range.start)
     else:
         assert ref.range is not None
         sql = "SELECT text FROM summaries WHERE chat_id = ? AND level = ? AND start_seq = ? AND end_seq = ?"

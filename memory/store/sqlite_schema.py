@@ -73,4 +73,23 @@ ALTER TABLE pins ADD COLUMN forgotten_at TEXT;
 ALTER TABLE facts ADD COLUMN forgotten TEXT NOT NULL DEFAULT '';
 ALTER TABLE chats ADD COLUMN title_generated INTEGER NOT NULL DEFAULT 0
 """,
+    # what was said, indexed for search: windows of raw turns with the words each holds, the
+    # count of windows per word (the empty word counts them all), and which chat's vectors each
+    # generation changed, so an open index reloads only those chats.
+    """
+CREATE TABLE turn_windows (
+    chat_id TEXT NOT NULL REFERENCES chats (id) ON DELETE CASCADE,
+    start_seq INTEGER NOT NULL,
+    end_seq INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    words TEXT NOT NULL,
+    embedding BLOB NOT NULL,
+    embedder TEXT NOT NULL,
+    PRIMARY KEY (chat_id, start_seq),
+    CHECK (start_seq <= end_seq)
+);
+CREATE TABLE window_words (word TEXT PRIMARY KEY, windows INTEGER NOT NULL CHECK (windows >= 0)) WITHOUT ROWID;
+CREATE TABLE vector_changes (chat_id TEXT PRIMARY KEY, generation INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO meta (key, value) VALUES ('rebuilt_generation', '0')
+""",
 ]

@@ -110,7 +110,8 @@ async def test_young_chat_is_described_by_its_opening_turns_and_titled_once_the_
     chat = await store.get_chat(chat.id)
     assert report.described and chat.summarized_through == 0
     assert "Message 1." in chat.summary_text and chat.title is None  # 3 turns: too early to name it
-    assert (await store.stats()).embedded_texts == 1
+    # the description and the two windows of what was said (turns 1-2 and 2-3)
+    assert (await store.stats()).embedded_texts == 3
     assert not (await compactor.compact(chat.id)).described  # nothing new: nothing rewritten
     await store.append_turns(chat.id, turns[3:])
     report = await compactor.compact(chat.id)

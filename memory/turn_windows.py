@@ -1,0 +1,90 @@
+"""What was said, indexed for search: small overlapping windows of a chat's raw turns.
+
+A request to switch chats is usually about one exchange ("the chat where we talked about the
+sunrise painting"), which a chat's summaries dilute among everything else it covered. So every run
+of `search_window_turns` consecutive turns (stride one turn, so each exchange is whole in some
+window) is embedded with its plain text beside the summaries and facts.
+
+Windows are keyed by their first turn. The last windows of a chat are short until the turns after
+them arrive; the indexer re-embeds those when they grow, and leaves complete windows alone, so
+indexing after every stored turn costs the new windows only. Each window also keeps its distinct
+content words: the store counts in how many windows each word occurs, per user, so a request's
+words can be weighted by how rare they are in the user's own chats.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from parla.memory.embedding import Embedder, embed_texts
+from parla.memory.store import ChatStore, EmbeddedWindow
+from parla.memory.text import window_words
+from parla.memory.turn import MessageRange, Turn
+
+# Windows embedded per call, so a long imported chat is indexed in bounded requests.
+_BATCH = 100
+# Chats listed per call while indexing every chat.
+_CHAT_PAGE = 500
+
+
+@dataclass(frozen=True)
+class TurnWindow:
+    range: MessageRange
+    text: str
+
+    @property
+    def words(self) -> list[str]:
+        return window_words(self.text)
+
+
+def turn_windows(turns: Sequence[Turn], size: int, first: int) -> list[TurnWindow]:
+    """The windows starting at `first` or later over `turns` (consecutive, in order, covering
+    `first` onward); a window runs short only at the end of the chat. Turns without text (a
+    tool call, an empty interrupted reply) add nothing to a window's text."""
+    by_seq = [t for t in turns if t.seq >= first]
+    out = []
+    for i, turn in enumerate(by_seq):
+        window = by_seq[i : i + size]
+        text = "\n".join(t.text for t in window if t.text.strip())
+        if text:
+            out.append(TurnWindow(MessageRange(start=turn.seq, end=window[-1].seq), text))
+        if i + size >= len(by_seq):
+            break  # the later windows would only be shorter copies of this one's end
+    return out
+
+
+class WindowIndexer:
+    """Brings a chat's window index up to date with its turns. Idempotent: a window is upserted
+    by its first turn, so a run repeated after a failure or a crash changes nothing."""
+
+    def __init__(self, store: ChatStore, embedder: Embedder, size: int) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.size = size
+
+    async def index(self, chat_id: str) -> int:
+        """Embed and store the chat's missing or grown windows; how many were written."""
+        first = await self.store.window_frontier(chat_id, self.size)
+        turns = await self.store.load_turns(chat_id, first)
+        windows = turn_windows(turns, self.size, first)
+        for start in range(0, len(windows), _BATCH):
+            batch = windows[start : start + _BATCH]
+            embedded = await embed_texts(self.embedder, [w.text for w in batch])
+            await self.store.upsert_windows(
+                chat_id, [EmbeddedWindow(w.range, e) for w, e in zip(batch, embedded, strict=True)]
+            )
+        return len(windows)
+
+    async def index_every_chat(self, on_progress: Callable[[int, int], None] | None = None) -> int:
+        """Index the missing windows of every chat (a store from before windows were indexed,
+        or after a re-embedding); `on_progress(done, chats)` after each chat. Windows written."""
+        chats = []
+        while page := await self.store.list_chats(limit=_CHAT_PAGE, offset=len(chats)):
+            chats.extend(page)
+        written = 0
+        for done, chat in enumerate(chats, start=1):
+            written += await self.index(chat.id)
+            if on_progress is not None:
+                on_progress(done, len(chats))
+        return written
