@@ -309,18 +309,23 @@ async def search(
         "none": "no chat matches well enough",
     }[result.decision]
     out.print(f"Decision: [bold]{result.decision}[/bold] ({escape(verdict)})")
+    out.print(f"Why: {escape(result.reason)}")
     if not result.candidates:
         return
-    table = Table("id", "title", "score", "similarity", "last activity", "matched")
+    table = Table("id", "title", "score", "meaning", "words", "date", "last activity", "matched")
     for c in result.candidates:
         snippet = c.matched_text.replace("\n", " ")
+        where = f"{c.matched_kind} {c.matched_range}" if c.matched_range else c.matched_kind
+        held = f" (words: {', '.join(c.matched_words)})" if c.matched_words else ""
         table.add_row(
             c.chat_id[:8],
             escape(c.title or "(untitled)"),
             f"{c.score:.3f}",
             f"{c.similarity:.3f}",
+            f"{c.words:.3f}",
+            f"+{c.date:.2f}" if c.date else "",
             when(c.last_activity_at),
-            escape(f"{c.matched_kind}: {snippet[:60]}"),
+            escape(f"{where}: {snippet[:80]}{held}"),
         )
     out.print(table)
 

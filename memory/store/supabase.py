@@ -48,10 +48,13 @@ from parla.memory.store import (
     AppendResult,
     ChatMatch,
     CompactionCommit,
+    EmbeddedWindow,
     MemorySnapshot,
     PendingWrites,
     StoredText,
+    TextMatch,
     TextRef,
+    WordCounts,
 )
 from parla.memory.store.checks import (
     check_one_dimension,
@@ -548,27 +551,63 @@ class SupabaseChatStore:
 
     # -- embeddings and search -------------------------------------------------------------
 
-    async def search(self, query: EmbeddedText, match_count: int) -> list[ChatMatch]:
+    async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
         rows = await self._rpc_rows(
             "search_chats_semantic",
             "search chats",
-            ("similarity.desc", "last_activity_at.desc", "chat_id"),
-            limit=match_count,
+            ("chat_rank", "text_rank"),
+            limit=match_count * texts_per_chat,
             query_embedding=vector_value(query.vector),
             match_count=match_count,
             p_embedder=query.embedder,
+            p_texts_per_chat=texts_per_chat,
         )
+        by_chat: dict[str, list[dict[str, Any]]] = {}
+        for r in rows:
+            by_chat.setdefault(r["chat_id"], []).append(r)
         return [
             ChatMatch(
-                chat_id=r["chat_id"],
-                title=r["title"],
-                similarity=float(r["similarity"]),
-                matched=text_ref(r["chat_id"], kind_of_sql(r["matched_kind"]), r["start_seq"], r["end_seq"]),
-                matched_text=r["matched_text"],
-                last_activity_at=datetime.fromisoformat(r["last_activity_at"]),
+                chat_id=chat_id,
+                title=texts[0]["title"],
+                created_at=datetime.fromisoformat(texts[0]["created_at"]),
+                last_activity_at=datetime.fromisoformat(texts[0]["last_activity_at"]),
+                texts=tuple(
+                    TextMatch(
+                        text_ref(chat_id, kind_of_sql(r["matched_kind"]), r["start_seq"], r["end_seq"]),
+                        r["matched_text"],
+                        float(r["similarity"]),
+                    )
+                    for r in texts
+                ),
             )
-            for r in rows
+            for chat_id, texts in by_chat.items()
         ]
+
+    async def window_frontier(self, chat_id: str, size: int) -> int:
+        if not is_uuid(chat_id):
+            raise ChatNotFound(chat_id)
+        return int(await self._rpc("window_frontier", "read the search index", p_chat_id=chat_id, p_size=size))
+
+    async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:
+        if not windows:
+            return
+        payload = [
+            {
+                "start_seq": w.range.start,
+                "end_seq": w.range.end,
+                "body": w.embedded.text,
+                "words": w.words,
+                "embedding": vector_value(w.embedded.vector),
+                "embedder": w.embedded.embedder,
+            }
+            for w in windows
+        ]
+        await self._rpc("upsert_windows", "index what was said", p_chat_id=chat_id, p_windows=payload)
+
+    async def word_counts(self, words: Sequence[str]) -> WordCounts:
+        rows = await self._rpc_rows("word_counts", "read the word counts", ("word",), p_words=list(words))
+        counts = {r["word"]: int(r["windows"]) for r in rows}
+        return WordCounts(windows=counts.pop("", 0), counts=counts)
 
     async def embedder_info(self) -> tuple[str, int] | None:
         stats = await self._rpc("memory_stats", "read the store's embedder")

@@ -53,18 +53,26 @@ def test_import_300_chats_then_search_offline(parla, tmp_path):
 def test_show_search_regenerate_reembed(parla):
     parla("import", str(DATA / "search_chats.jsonl"))
     result = json.loads(parla("search", "the bread with the starter", "--json").stdout)
-    assert result["decision"] == "switch"
+    assert result["decision"] == "switch" and "leads the next" in result["reason"]
     top = result["candidates"][0]
     assert set(top) == {
         "chat_id",
         "title",
         "score",
+        "match",
         "similarity",
+        "words",
+        "date",
         "recency",
         "last_activity_at",
         "matched_kind",
+        "matched_range",
         "matched_text",
+        "matched_words",
     }
+    assert "starter" in top["matched_words"]
+    shown_plain = parla("search", "the bread with the starter").stdout
+    assert "Why: the top chat matches" in shown_plain and "words: " in shown_plain
     shown = json.loads(parla("show", top["chat_id"][:8], "--json").stdout)
     assert "sourdough" in shown["full_history"][0]["parts"][0]["text"]
     assert set(shown) == {

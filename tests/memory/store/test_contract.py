@@ -10,10 +10,11 @@ import pytest
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from parla.memory.pins import Pin
-from parla.memory.store import CompactionCommit, PendingWrites
+from parla.memory.store import ChatStore, CompactionCommit, EmbeddedWindow, PendingWrites, TextRef, WordCounts
+from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.summary import SummaryLevel
 from parla.memory.turn import MessageRange, Turn
-from tests.conftest import T0, make_turns
+from tests.conftest import T0, make_turns, signed_in_store
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
 ABC12 = "abcdef12-0000-4000-8000-000000000000"
@@ -143,11 +144,60 @@ async def test_search_returns_each_chats_best_text(any_store):
     await any_store.set_summary_text(b.id, emb("about b", 3), 0)
     matches = await any_store.search(emb("q", 2), 10)
     assert matches[0].chat_id == a.id
-    assert matches[0].matched.kind == "facts" and matches[0].matched_text == "- fact of a"
+    assert matches[0].texts[0].ref.kind == "facts" and matches[0].texts[0].text == "- fact of a"
     assert matches[0].similarity == pytest.approx(1.0, abs=1e-5)
-    assert {m.chat_id for m in matches} == {a.id, b.id}
+    assert {m.chat_id for m in matches} == {a.id, b.id} and len(matches[0].texts) == 1
+    (both,) = [m for m in await any_store.search(emb("q", 2), 10, texts_per_chat=5) if m.chat_id == a.id]
+    assert [t.ref.kind for t in both.texts] == ["facts", "summary_text"]
+    assert both.texts[0].similarity >= both.texts[1].similarity
     await any_store.delete_chat(a.id)
     assert [m.chat_id for m in await any_store.search(emb("q", 2), 10)] == [b.id]
+
+
+def window(start: int, end: int, text: str, seed: int) -> EmbeddedWindow:
+    return EmbeddedWindow(MessageRange(start=start, end=end), emb(text, seed))
+
+
+async def test_windows_are_stored_by_first_turn_and_counted_by_word(any_store):
+    a = (await any_store.create_chat(turns=make_turns(3))).chat
+    b = (await any_store.create_chat(turns=make_turns(3))).chat
+    assert await any_store.window_frontier(a.id, 2) == 1
+    await any_store.upsert_windows(a.id, [window(1, 2, "Melanie painted a sunrise", 1)])
+    await any_store.upsert_windows(a.id, [window(2, 2, "Melanie likes tea", 2)])  # short: the chat's end
+    assert await any_store.window_frontier(a.id, 2) == 2
+    await any_store.upsert_windows(a.id, [window(2, 3, "Melanie likes green tea", 3)])  # grown in place
+    assert await any_store.window_frontier(a.id, 2) == 3
+    await any_store.upsert_windows(b.id, [window(1, 2, "Melanie went hiking", 4)])
+    counts = await any_store.word_counts(["melanie", "tea", "sunrise", "green", "likes", "nowhere"])
+    assert counts == WordCounts(windows=3, counts={"melanie": 3, "tea": 1, "sunrise": 1, "green": 1, "likes": 1})
+    (match,) = [m for m in await any_store.search(emb("q", 3), 5, texts_per_chat=2) if m.chat_id == a.id]
+    assert match.texts[0].ref == TextRef(a.id, "turns", MessageRange(start=2, end=3))
+    assert match.texts[0].text == "Melanie likes green tea"
+    assert {t.text for t in await any_store.embedded_texts()} >= {"Melanie went hiking", "Melanie painted a sunrise"}
+    await any_store.delete_chat(a.id)
+    assert await any_store.word_counts(["melanie", "tea"]) == WordCounts(windows=1, counts={"melanie": 1})
+    with pytest.raises(ChatNotFound):
+        await any_store.window_frontier(a.id, 2)
+
+
+async def test_search_ranks_alike_on_both_stores(supabase, tmp_path):
+    """The same data gives the same chats, texts and order on both stores."""
+    results = []
+    async with SQLiteChatStore(tmp_path / "parla.db") as local, await signed_in_store(supabase, tmp_path) as remote:
+        for store in (local, remote):
+            results.append(await _ranking(store))
+    assert results[0] == results[1] and len(results[0]) == 4
+
+
+async def _ranking(store: ChatStore) -> list[object]:
+    for n in range(6):
+        chat = (await store.create_chat(title=f"chat {n}", created_at=T0, turns=make_turns(4))).chat
+        await store.set_summary_text(chat.id, emb(f"about {n}", 10 + n), 0)
+        await store.upsert_windows(chat.id, [window(i, i + 1, f"window {n}.{i}", 20 + 3 * n + i) for i in (1, 2, 3)])
+    return [
+        (m.title, [(t.ref.kind, t.ref.range, round(t.similarity, 4)) for t in m.texts])
+        for m in await store.search(emb("q", 25), 4, texts_per_chat=3)
+    ]
 
 
 async def test_find_chats_by_id_prefix_and_title(any_store):
