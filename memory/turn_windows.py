@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from parla.memory.chat import Chat
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.store import ChatStore, EmbeddedWindow
 from parla.memory.text import window_words
@@ -40,17 +41,20 @@ class TurnWindow:
 
 def turn_windows(turns: Sequence[Turn], size: int, first: int) -> list[TurnWindow]:
     """The windows starting at `first` or later over `turns` (consecutive, in order, covering
-    `first` onward); a window runs short only at the end of the chat. Turns without text (a
-    tool call, an empty interrupted reply) add nothing to a window's text."""
+    `first` onward). A window is `size` turns; only a chat shorter than that has a shorter one (its
+    first and only window). Turns without text (a tool call, an empty interrupted reply) add
+    nothing to a window's text."""
     by_seq = [t for t in turns if t.seq >= first]
     out = []
     for i, turn in enumerate(by_seq):
         window = by_seq[i : i + size]
+        if len(window) < size and turn.seq != 1:
+            break  # a shorter copy of the end of the window before it
         text = "\n".join(t.text for t in window if t.text.strip())
         if text:
             out.append(TurnWindow(MessageRange(start=turn.seq, end=window[-1].seq), text))
-        if i + size >= len(by_seq):
-            break  # the later windows would only be shorter copies of this one's end
+        if len(window) < size:
+            break
     return out
 
 
@@ -79,7 +83,7 @@ class WindowIndexer:
     async def index_every_chat(self, on_progress: Callable[[int, int], None] | None = None) -> int:
         """Index the missing windows of every chat (a store from before windows were indexed,
         or after a re-embedding); `on_progress(done, chats)` after each chat. Windows written."""
-        chats = []
+        chats: list[Chat] = []
         while page := await self.store.list_chats(limit=_CHAT_PAGE, offset=len(chats)):
             chats.extend(page)
         written = 0

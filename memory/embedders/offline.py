@@ -106,7 +106,8 @@ class WordTable:
         return np.fromiter((self._rows[w] for w in words), dtype=np.int64, count=len(words))
 
     def vectors(self, ids: np.ndarray) -> np.ndarray:
-        return self._matrix[ids]
+        rows: np.ndarray = self._matrix[ids]
+        return rows
 
     def _add(self, words: list[str]) -> None:
         model = _load_model()
