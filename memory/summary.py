@@ -24,3 +24,5 @@ class Summary(BaseModel):
     range: MessageRange
     text: str
     updated_at: datetime
+    # 0-10, how much the range matters later (chunk summaries; None for meta summaries and older rows)
+    importance: float | None = None

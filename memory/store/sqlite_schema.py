@@ -73,4 +73,14 @@ ALTER TABLE pins ADD COLUMN forgotten_at TEXT;
 ALTER TABLE facts ADD COLUMN forgotten TEXT NOT NULL DEFAULT '';
 ALTER TABLE chats ADD COLUMN title_generated INTEGER NOT NULL DEFAULT 0
 """,
+    # importance: each turn's and each chunk summary's (0-10); existing turns are scored by the
+    # rules as the file is migrated (the connection provides parla_turn_importance). A pin records
+    # where in the chat its source turn is.
+    """
+ALTER TABLE turns ADD COLUMN importance REAL CHECK (importance BETWEEN 0 AND 10);
+ALTER TABLE summaries ADD COLUMN importance REAL CHECK (importance BETWEEN 0 AND 10);
+ALTER TABLE pins ADD COLUMN source_seq INTEGER;
+UPDATE turns SET importance = parla_turn_importance(role, parts);
+CREATE INDEX turns_by_importance ON turns (chat_id, importance DESC, seq DESC)
+""",
 ]
