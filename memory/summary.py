@@ -3,6 +3,7 @@ chunk summaries): the semantic half of the dual memory (facts are the episodic h
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
 
@@ -14,6 +15,14 @@ from parla.memory.turn import MessageRange
 class SummaryLevel(IntEnum):
     CHUNK = 0
     META = 1
+
+
+@dataclass(frozen=True)
+class ChunkSummary:
+    """A summarizer's chunk summary and how much the range matters later (0-10), from one call."""
+
+    text: str
+    importance: float
 
 
 class Summary(BaseModel):

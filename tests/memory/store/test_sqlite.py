@@ -132,16 +132,17 @@ async def test_an_sqlite_failure_is_a_store_error_naming_the_file(store):
 async def test_a_file_of_the_previous_schema_gets_its_turns_scored(tmp_path):
     """Migrating a file made before importance existed scores every stored turn by the rules."""
     path = tmp_path / "old.db"
+    T = "2026-01-01T00:00:00+00:00"
     raw = sqlite3.connect(path)
     for script in MIGRATIONS[:2]:
         for statement in script.split(";\n"):
             raw.execute(statement)
     raw.execute("PRAGMA user_version = 2")
-    raw.execute("INSERT INTO chats (id, created_at, last_activity_at, turn_count) VALUES ('c', 't', 't', 2)")
+    raw.execute("INSERT INTO chats (id, created_at, last_activity_at, turn_count) VALUES ('c', ?, ?, 2)", (T, T))
     for seq, role, text in ((1, "user", "My flight to Lima is on June 3."), (2, "model", "Have a good trip.")):
         raw.execute(
             "INSERT INTO turns (id, chat_id, seq, role, parts, created_at, source) VALUES (?, 'c', ?, ?, ?, ?, 'voice')",
-            (f"t{seq}", seq, role, json.dumps([{"text": text}]), "2026-01-01T00:00:00+00:00"),
+            (f"t{seq}", seq, role, json.dumps([{"text": text}]), T),
         )
     raw.commit()
     raw.close()
