@@ -67,11 +67,12 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
     (
         "family",
         8.0,
+        # case matters only for a name ("my sister Ana is ..."): the rest of the pattern ignores it
         re.compile(
-            rf"\bmy\s+(?:\w+\s+)?{_RELATIVE}(?:'s name)?\s+(?:is|are|was)\s+(?:called|named|\d|[A-Z])"
-            rf"|\bmy\s+{_RELATIVE}\s+[A-Z][a-z]+\s+(?:is|turns|has|was)\b"
-            r"|\bi have (?:a|an|two|three|four|\d)\s+(?:\w+\s+)?(?:sons?|daughters?|kids|children|sisters?|brothers?)\b"
-            r"|\bi(?:'m| am) (?:married|divorced|engaged|widowed)\b|\bwe(?:'re| are) expecting\b",
+            rf"\b(?i:my)\s+(?:\w+\s+)?(?i:{_RELATIVE})(?i:'s name)?\s+(?i:is|are|was)\s+(?:(?i:called|named)|\d|[A-Z])"
+            rf"|\b(?i:my)\s+(?i:{_RELATIVE})\s+[A-Z][a-z]+\s+(?i:is|turns|has|was)\b"
+            r"|(?i:\bi have (?:a|an|two|three|four|\d)\s+(?:\w+\s+)?(?:sons?|daughters?|kids|children|sisters?|brothers?)\b"
+            r"|\bi(?:'m| am) (?:married|divorced|engaged|widowed)\b|\bwe(?:'re| are) expecting\b)",
         ),
     ),
     (
@@ -109,8 +110,9 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
         "place",
         7.0,
         re.compile(
-            r"\bi (?:live|work) (?:in|at|for)\s+[A-Z]|\bi(?:'m| am) (?:a|an)\s+\w+\s+(?:by profession|at|in)\b"
-            r"|\bi work as\b|\bi(?:'ve| have) moved to\b|\bmy address is\b",
+            r"\b(?i:i (?:live|work) (?:in|at|for))\s+[A-Z]"
+            r"|(?i:\bi(?:'m| am) (?:a|an)\s+\w+\s+(?:by profession|at|in)\b|\bi work as\b|\bi(?:'ve| have) moved to\b"
+            r"|\bmy address is\b)",
         ),
     ),
 ]
