@@ -1,34 +1,20 @@
-"""The rules of importance and the offline auto-pin detector, measured on a labelled set of
-statements (tests/data/autopin_statements.jsonl: 60 statements, 20 deserve a pin)."""
+"""The rules of importance and the offline auto-pin detector, held to what it measured on its
+labelled set (tests/data/autopin_statements.jsonl: 60 statements, 20 deserve a pin)."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
+from bench.auto_pins import labelled, score
 from parla.memory.auto_pins import offline_candidates, same_fact
-from parla.memory.importance import durable_statements, fact_key, turn_importance
+from parla.memory.importance import fact_key, turn_importance
 from parla.memory.turn import Turn
-
-LABELLED = Path(__file__).parents[1] / "data" / "autopin_statements.jsonl"
-
-
-def labelled() -> list[dict[str, object]]:
-    return [json.loads(line) for line in LABELLED.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def precision_recall(rows: list[dict[str, object]]) -> tuple[float, float]:
-    caught = [bool(durable_statements(str(r["text"]))) for r in rows]
-    hits = sum(1 for r, c in zip(rows, caught, strict=True) if c and r["pin"])
-    return hits / max(sum(caught), 1), hits / sum(1 for r in rows if r["pin"])
 
 
 def test_the_detector_keeps_its_precision_and_recall_on_the_labelled_set():
     rows = labelled()
-    assert (len(rows), sum(1 for r in rows if r["pin"])) == (60, 20)
-    precision, recall = precision_recall(rows)
+    assert (len(rows), sum(1 for r in rows if r.pin)) == (60, 20)
+    result = score(rows)
     # measured when the set was written: precision 1.00, recall 0.95 (19 of 20)
-    assert precision >= 0.95 and recall >= 0.9, (precision, recall)
+    assert result.precision >= 0.95 and result.recall >= 0.9, result
 
 
 def test_importance_ranks_durable_statements_over_small_talk():
