@@ -323,14 +323,15 @@ class Compactor:
             await self.store.upsert_facts(chat_id, rng, facts, embedded[-1] if facts else None)
             report.fact_blocks += 1
 
-
     async def _pin(self, chat_id: str, found: list[PinCandidate], read: list[Turn], report: CompactionReport) -> None:
         """Pin what the detections found that no pin says yet (forgotten pins count: a fact the user
         had forgotten is not pinned again), and give unsourced `remember` pins their turn."""
         if not found and not read:
             return
         existing = await self.store.list_pins(chat_id) + await self.store.list_pins(chat_id, forgotten=True)
-        added = await self.store.add_new_pins(new_auto_pins(chat_id, sorted(found, key=lambda c: c.source.seq), existing))
+        added = await self.store.add_new_pins(
+            new_auto_pins(chat_id, sorted(found, key=lambda c: c.source.seq), existing)
+        )
         report.auto_pins += len(added)
         for pin in find_sources([p for p in existing if p.pin_type == "manual"], read):
             await self.store.add_pin(pin)

@@ -158,9 +158,7 @@ def _important(turns: list[Turn], budget: int, dropped: list[Dropped]) -> list[C
     kept: list[tuple[int, ContextItem]] = []
     used = 0
     for turn in turns:
-        item = ContextItem(
-            "important", f"turn {turn.seq}", turn.transcript_line(), f"turn {turn.seq}", turn.importance
-        )
+        item = ContextItem("important", f"turn {turn.seq}", turn.transcript_line(), f"turn {turn.seq}", turn.importance)
         if used + item.tokens > budget:
             dropped.append(Dropped("important", item.label, item.tokens, "over the important turns budget"))
             continue
@@ -250,7 +248,5 @@ def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
 
 async def load_context(store: ChatStore, chat_id: str, config: MemoryConfig) -> MemoryContext:
     """Read what the context needs from the store in one go (the tail only, not the whole history)."""
-    m = await store.load_memory(
-        chat_id, min_importance=config.context_important_min, important_limit=_IMPORTANT_LIMIT
-    )
+    m = await store.load_memory(chat_id, min_importance=config.context_important_min, important_limit=_IMPORTANT_LIMIT)
     return build_context(m.chat, m.tail, m.pins, m.metas, m.facts, config, m.important)

@@ -182,6 +182,7 @@ class ChatStore(Protocol):
     async def add_new_pins(self, pins: Sequence[Pin]) -> list[Pin]:
         """Pin those whose id is not stored yet (an edited or forgotten pin stays as it is); the ones added."""
         ...
+
     async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         """The chat's pins, most important first; with `forgotten`, the forgotten ones instead."""
         ...

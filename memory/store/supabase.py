@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 import httpx
 import numpy as np
@@ -524,12 +525,7 @@ class SupabaseChatStore:
             if self._user_id is not None:
                 row["user_id"] = self._user_id
             try:
-                response = await self._call(
-                    doing,
-                    lambda row=row: self._client.table("chat_pins")
-                    .upsert(row, on_conflict="id", ignore_duplicates=ignore_duplicates)
-                    .execute(),
-                )
+                response = await self._call(doing, partial(self._upsert_pin, row, ignore_duplicates))
             except StoreError as e:
                 if isinstance(e.__cause__, APIError) and e.__cause__.code == "23503":
                     raise ChatNotFound(pin.chat_id) from e
@@ -576,6 +572,10 @@ class SupabaseChatStore:
         )
         if not rows:
             raise pin_not_found(pin_id)
+
+    def _upsert_pin(self, row: dict[str, Any], ignore_duplicates: bool) -> Awaitable[Any]:
+        query = self._client.table("chat_pins").upsert(row, on_conflict="id", ignore_duplicates=ignore_duplicates)
+        return cast(Awaitable[Any], query.execute())
 
     # -- embeddings and search -------------------------------------------------------------
 

@@ -15,9 +15,9 @@ from google.genai import types
 
 from parla.memory.auto_pins import PinCandidate
 from parla.memory.embedders.gemini import GeminiAvailability
-from parla.memory.importance import turn_importance
 from parla.memory.errors import ModelError
 from parla.memory.facts import NO_FACTS, parse_fact_lines
+from parla.memory.importance import turn_importance
 from parla.memory.summarizers import transcript
 from parla.memory.summary import ChunkSummary
 from parla.memory.tokens import truncate_to_tokens

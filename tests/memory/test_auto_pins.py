@@ -73,7 +73,8 @@ async def test_auto_pins_can_be_turned_off(store, embedder):
 
 async def test_pins_and_facts_are_detected_per_range_once(store, embedder):
     class Counting(ExtractiveSummarizer):
-        ranges: list[MessageRange] = []
+        def __init__(self) -> None:
+            self.ranges: list[MessageRange] = []
 
         async def pins(self, turns):  # type: ignore[no-untyped-def]
             self.ranges.append(MessageRange(start=turns[0].seq, end=turns[-1].seq))

@@ -327,7 +327,10 @@ async def test_turns_of_different_models_are_compacted_alike(tmp_path, embedder)
     """A chat whose answers came from several Live models (model_variant) gets the same summaries,
     facts and pins as the same chat answered by one."""
     said = make_turns(20)
-    varied = [t.model_copy(update={"model_variant": f"gemini-live-{i % 3}"}) if t.role == "model" else t for i, t in enumerate(said)]
+    varied = [
+        t.model_copy(update={"model_variant": f"gemini-live-{i % 3}"}) if t.role == "model" else t
+        for i, t in enumerate(said)
+    ]
     results = []
     for name, turns in (("one", said), ("many", varied)):
         async with SQLiteChatStore(tmp_path / f"{name}.db") as store:

@@ -134,9 +134,10 @@ async def test_chunk_importance_comes_in_the_summarys_call_and_pins_name_their_t
     gemini.reply_text("- [41] 9 | The user is allergic to penicillin.\n- [7] 8 | a turn not in the excerpt\n- junk")
     (pin,) = await summarizer.pins(turns)
     assert (pin.content, pin.importance, pin.source.seq) == ("The user is allergic to penicillin.", 9.0, 41)
-    assert "[41] User: I'm allergic to penicillin." in gemini.calls(":generateContent")[-1].body["contents"][0][
-        "parts"
-    ][0]["text"]
+    assert (
+        "[41] User: I'm allergic to penicillin."
+        in gemini.calls(":generateContent")[-1].body["contents"][0]["parts"][0]["text"]
+    )
     gemini.reply_text("No facts to record.")
     assert await summarizer.pins(turns) == []
 

@@ -26,7 +26,7 @@ def test_importance_ranks_durable_statements_over_small_talk():
     assert turn_importance(question) == 3.0 < turn_importance(detail) == 4.5
     assert turn_importance(answer) == 1.5  # the assistant's words are never a statement about the user
     assert [c.content for c in offline_candidates([allergy, answer])] == [
-        "The user said: \"I'm allergic to penicillin.\""
+        'The user said: "I\'m allergic to penicillin."'
     ]
 
 

@@ -148,5 +148,7 @@ async def test_a_file_of_the_previous_schema_gets_its_turns_scored(tmp_path):
     raw.close()
     async with SQLiteChatStore(path) as store:
         turns = await store.load_turns("c")
-        assert [t.importance for t in turns] == [turn_importance(t.model_copy(update={"importance": None})) for t in turns]
+        assert [t.importance for t in turns] == [
+            turn_importance(t.model_copy(update={"importance": None})) for t in turns
+        ]
         assert turns[0].importance == 8.0 and (await store.stats("c")).important_turns == 1
