@@ -7,9 +7,11 @@ One run of `Compactor.compact(chat_id)`:
    folded into the summary by one model call and committed only if no other compaction committed
    meanwhile (turns appended meanwhile keep their place in the tail). A young chat that has
    never been compacted is described by its opening turns instead, so search finds it early.
-2. Dual memory. Every complete chunk of `chunk_size` messages gets a chunk summary and, in
-   parallel, a fact extraction, both from the raw messages; every `meta_every` chunk summaries
-   get a meta summary. All are upserted per range, so repeating a run changes nothing.
+2. Dual memory. Every complete chunk of `chunk_size` messages gets a chunk summary (with its
+   importance) and, in parallel, a fact extraction and the auto-pin detection, all from the raw
+   messages; every `meta_every` chunk summaries get a meta summary. All are upserted per range
+   (auto pins by an id derived from the fact), so repeating a run changes nothing. A `remember`
+   pin whose asking turn was not stored yet when it was pinned gets its source turn here.
 
 Each write is atomic on its own, so a failure part-way (a model error, a crash) leaves every
 stored item either as it was or complete; the next run picks up what is missing.
@@ -29,6 +31,7 @@ from typing import Self
 
 import numpy as np
 
+from parla.memory.auto_pins import PinCandidate, find_sources, new_auto_pins
 from parla.memory.chat import Chat
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
@@ -56,6 +59,7 @@ class CompactionReport:
     tokens_after: int = 0
     chunk_summaries: int = 0
     fact_blocks: int = 0
+    auto_pins: int = 0
     meta_summaries: int = 0
     windows_indexed: int = 0
     described: bool = False
@@ -248,6 +252,9 @@ class Compactor:
         # ranges already extracted, with the lines the user asked to forget there
         extracted = {f.range: set(f.forgotten) for f in await self.store.list_facts(chat.id)}
         jobs: list[Callable[[], Awaitable[None]]] = []
+        # what the chunks' detections found and the turns they read, pinned once every chunk is done
+        found: list[PinCandidate] = []
+        read: list[Turn] = []
         for rng in chunks:
             forced = only is not None and only.contains(rng)
             need_summary = forced or rng not in chunk_text
@@ -263,9 +270,12 @@ class Compactor:
                         report,
                         chunk_text,
                         extracted.get(rng, set()),
+                        found,
+                        read,
                     )
                 )
         await _bounded(jobs, self.config.compaction_concurrency * 2)
+        await self._pin(chat.id, found, read, report)
 
         metas_done = {s.range for s in await self.store.list_summaries(chat.id, SummaryLevel.META)}
         for span, group in meta_ranges(chunks, self.config.meta_every):
@@ -288,28 +298,49 @@ class Compactor:
         report: CompactionReport,
         chunk_text: dict[MessageRange, str],
         forgotten: set[str],
+        found: list[PinCandidate],
+        read: list[Turn],
     ) -> None:
         turns = await self.store.load_turns(chat_id, rng.start, rng.end)
         summary_call = (
             self.summarizer.chunk_summary(turns, self.config.chunk_summary_token_cap) if need_summary else _none()
         )
         facts_call = self.summarizer.facts(turns) if need_facts else _none()
-        summary, facts = await asyncio.gather(summary_call, facts_call)
+        # the pins are detected with the facts: once per range, and again when it is regenerated
+        pins_call = self.summarizer.pins(turns) if need_facts and self.config.auto_pins else _none()
+        summary, facts, pins = await asyncio.gather(summary_call, facts_call, pins_call)
+        found += pins or []
+        read += turns
         if facts:
             facts = [line for line in facts if line not in forgotten]
         texts = []
         if summary is not None:
-            summary = truncate_to_tokens(summary, self.config.chunk_summary_token_cap)
-            texts.append(summary)
+            texts.append(truncate_to_tokens(summary.text, self.config.chunk_summary_token_cap))
         if facts:
             texts.append(format_fact_lines(facts))
         embedded = await embed_texts(self.embedder, texts)
         if summary is not None:
-            chunk_text[rng] = (await self.store.upsert_summary(chat_id, SummaryLevel.CHUNK, rng, embedded[0])).text
+            stored = await self.store.upsert_summary(
+                chat_id, SummaryLevel.CHUNK, rng, embedded[0], importance=summary.importance
+            )
+            chunk_text[rng] = stored.text
             report.chunk_summaries += 1
         if facts is not None:
             await self.store.upsert_facts(chat_id, rng, facts, embedded[-1] if facts else None)
             report.fact_blocks += 1
+
+    async def _pin(self, chat_id: str, found: list[PinCandidate], read: list[Turn], report: CompactionReport) -> None:
+        """Pin what the detections found that no pin says yet (forgotten pins count: a fact the user
+        had forgotten is not pinned again), and give unsourced `remember` pins their turn."""
+        if not found and not read:
+            return
+        existing = await self.store.list_pins(chat_id) + await self.store.list_pins(chat_id, forgotten=True)
+        added = await self.store.add_new_pins(
+            new_auto_pins(chat_id, sorted(found, key=lambda c: c.source.seq), existing)
+        )
+        report.auto_pins += len(added)
+        for pin in find_sources([p for p in existing if p.pin_type == "manual"], read):
+            await self.store.add_pin(pin)
 
 
 async def _none() -> None:

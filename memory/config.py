@@ -22,6 +22,15 @@ class MemoryConfig(BaseModel):
         2, ge=0, description="Tail turns kept when the context is over budget, before facts and summaries are trimmed."
     )
     context_facts_budget: int = Field(800, ge=0, description="Tokens of key facts in the context (newest first).")
+    context_important_budget: int = Field(
+        600, ge=0, description="Tokens of important old turns quoted in the context (most important first)."
+    )
+    context_important_min: float = Field(
+        7.0, ge=0, le=10, description="Importance (0-10) an old turn needs to be quoted in the context."
+    )
+    auto_pins: bool = Field(
+        True, description="Pin the user's durable statements (health, family, dates, decisions...) without being asked."
+    )
     search_opening_turns: int = Field(
         6, ge=1, description="Opening turns that describe a young chat for search before its first compaction."
     )

@@ -1,18 +1,26 @@
 """The memory block the live model gets, within PROMPT_MEMORY_BUDGET tokens.
 
 Sections, always in this order so the prompt prefix stays stable for caching: pinned facts (by
-importance), the rolling summary, meta summaries, key facts, the recent turns verbatim. Facts of
-ranges still in the tail are left out (the tail says it verbatim); key facts are the newest that
-fit `context_facts_budget`. Chunk summaries are not in the context: the rolling summary already
+importance), important earlier turns, the rolling summary, meta summaries, key facts, the recent
+turns verbatim. Important earlier turns are summarised turns of at least `context_important_min`
+quoted as said, the most important that fit `context_important_budget` (a turn a pin came from is
+left out: the pin says it), so a long chat does not rely on its summary alone. Facts of ranges
+still in the tail are left out (the tail says it verbatim); key facts are the newest that fit
+`context_facts_budget`. Chunk summaries are not in the context: the rolling summary already
 covers their turns; they serve search and recall.
 
+Every item but a recent turn says where it comes from: "(turn 412)" after a pin or an important
+turn, "(turns 11-20)" after a fact line or a summary, so the model can say where it got something.
+
 Over budget, in order: drop the oldest tail turns down to `context_min_tail_turns`, drop the oldest
-facts, the oldest meta summaries, shorten the rolling summary, drop the least important pins, drop
-tail turns down to the last, and last of all shorten that turn. Every drop is reported.
+facts, the oldest meta summaries, shorten the rolling summary, drop the least important earlier
+turns, drop the least important pins, drop tail turns down to the last, and last of all shorten
+that turn. Every drop is reported.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -25,10 +33,11 @@ from parla.memory.summary import Summary
 from parla.memory.tokens import estimate_tokens, truncate_to_tokens
 from parla.memory.turn import Part, Turn
 
-SectionName = Literal["pins", "summary", "meta", "facts", "tail"]
-SECTION_ORDER: tuple[SectionName, ...] = ("pins", "summary", "meta", "facts", "tail")
+SectionName = Literal["pins", "important", "summary", "meta", "facts", "tail"]
+SECTION_ORDER: tuple[SectionName, ...] = ("pins", "important", "summary", "meta", "facts", "tail")
 HEADERS: dict[SectionName, str] = {
     "pins": "=== Pinned facts ===",
+    "important": "=== Important earlier moments (as said) ===",
     "summary": "=== Conversation summary ===",
     "meta": "=== Earlier periods ===",
     "facts": "=== Key facts to remember ===",
@@ -41,10 +50,17 @@ class ContextItem:
     section: SectionName
     label: str
     text: str
+    # where it comes from ("turn 412", "turns 11-20"), shown after the text; None for a recent turn
+    source: str | None = None
+    importance: float | None = None  # of an important earlier turn: the least important goes first
+
+    @property
+    def line(self) -> str:
+        return f"{self.text} ({self.source})" if self.source else self.text
 
     @property
     def tokens(self) -> int:
-        return estimate_tokens(self.text + "\n")
+        return estimate_tokens(self.line + "\n")
 
 
 @dataclass(frozen=True)
@@ -67,7 +83,7 @@ class MemoryContext:
         for name in SECTION_ORDER:
             items = self.sections[name]
             if items and (include_tail or name != "tail"):
-                blocks.append(HEADERS[name] + "\n" + "".join(item.text + "\n" for item in items))
+                blocks.append(HEADERS[name] + "\n" + "".join(item.line + "\n" for item in items))
         return "\n".join(blocks)
 
     @property
@@ -86,6 +102,9 @@ class MemoryContext:
         )
 
 
+# Summarised turns read for the important section: more than any budget of a few hundred tokens holds.
+_IMPORTANT_LIMIT = 50
+
 # The longest speaker label a tail line carries ("Assistant: ").
 _SPEAKER_TOKENS = estimate_tokens("Assistant: ")
 
@@ -101,19 +120,32 @@ def build_context(
     metas: list[Summary],
     facts: list[FactBlock],
     config: MemoryConfig,
+    important: Sequence[Turn] = (),
 ) -> MemoryContext:
-    """The memory context of `chat`: `tail` are its unsummarised turns in order."""
+    """The memory context of `chat`: `tail` are its unsummarised turns in order; `important` its
+    summarised turns of note, most important first."""
     ctx = MemoryContext(
         budget=config.prompt_memory_budget,
         sections={name: [] for name in SECTION_ORDER},
         tail=list(tail),
     )
     ranked_pins = sorted(pins, key=lambda p: (-p.importance, p.created_at, p.id))
-    ctx.sections["pins"] = [ContextItem("pins", f"pin {p.id}", f"- {p.content}") for p in ranked_pins]
+    ctx.sections["pins"] = [
+        ContextItem("pins", f"pin {p.id}", f"- {p.content}", None if p.source_seq is None else f"turn {p.source_seq}")
+        for p in ranked_pins
+    ]
+    pinned_from = {p.source_turn_id for p in pins}
+    ctx.sections["important"] = _important(
+        [t for t in important if t.id not in pinned_from and (t.importance or 0) >= config.context_important_min],
+        config.context_important_budget,
+        ctx.dropped,
+    )
     if chat.rolling_summary:
-        ctx.sections["summary"] = [ContextItem("summary", f"turns 1-{chat.summarized_through}", chat.rolling_summary)]
+        whole = f"turns 1-{chat.summarized_through}"
+        ctx.sections["summary"] = [ContextItem("summary", whole, chat.rolling_summary, whole)]
     ctx.sections["meta"] = [
-        ContextItem("meta", f"turns {m.range}", m.text) for m in sorted(metas, key=lambda m: m.range.start)
+        ContextItem("meta", f"turns {m.range}", m.text, f"turns {m.range}")
+        for m in sorted(metas, key=lambda m: m.range.start)
     ]
     ctx.sections["facts"] = _key_facts(facts, chat.summarized_through, config.context_facts_budget, ctx.dropped)
     ctx.sections["tail"] = [_turn_item(t) for t in tail]
@@ -121,11 +153,25 @@ def build_context(
     return ctx
 
 
+def _important(turns: list[Turn], budget: int, dropped: list[Dropped]) -> list[ContextItem]:
+    """The most important of `turns` that fit `budget`, in the order they were said."""
+    kept: list[tuple[int, ContextItem]] = []
+    used = 0
+    for turn in turns:
+        item = ContextItem("important", f"turn {turn.seq}", turn.transcript_line(), f"turn {turn.seq}", turn.importance)
+        if used + item.tokens > budget:
+            dropped.append(Dropped("important", item.label, item.tokens, "over the important turns budget"))
+            continue
+        kept.append((turn.seq, item))
+        used += item.tokens
+    return [item for _, item in sorted(kept, key=lambda k: k[0])]
+
+
 def _key_facts(
     facts: list[FactBlock], summarized_through: int, budget: int, dropped: list[Dropped]
 ) -> list[ContextItem]:
     lines = [
-        ContextItem("facts", f"facts {block.range}", f"- {line}")
+        ContextItem("facts", f"facts {block.range}", f"- {line}", f"turns {block.range}")
         for block in sorted(facts, key=lambda b: b.range.start)
         if block.range.end <= summarized_through
         for line in block.lines
@@ -162,6 +208,9 @@ def _fit(ctx: MemoryContext, min_tail: int) -> None:
         drop("meta", 0, "oldest meta summary over budget")
     if over() and s["summary"]:
         _shorten(ctx, "summary", 0)
+    while over() and s["important"]:
+        least = min(range(len(s["important"])), key=lambda i: (s["important"][i].importance or 0.0, i))
+        drop("important", least, "least important earlier turn over budget")
     while over() and s["pins"]:
         drop("pins", len(s["pins"]) - 1, "least important pin over budget")
     while over() and len(s["tail"]) > 1:
@@ -182,7 +231,7 @@ def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
         shortened = _turn_item(turn) if spoken.strip() else None
     else:
         text = truncate_to_tokens(item.text, keep) if keep > 0 else ""
-        shortened = ContextItem(section, item.label, text) if text.strip() else None
+        shortened = ContextItem(section, item.label, text, item.source) if text.strip() else None
     if shortened is None:
         ctx.sections[section].pop(index)
         if section == "tail":
@@ -199,5 +248,5 @@ def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
 
 async def load_context(store: ChatStore, chat_id: str, config: MemoryConfig) -> MemoryContext:
     """Read what the context needs from the store in one go (the tail only, not the whole history)."""
-    m = await store.load_memory(chat_id)
-    return build_context(m.chat, m.tail, m.pins, m.metas, m.facts, config)
+    m = await store.load_memory(chat_id, min_importance=config.context_important_min, important_limit=_IMPORTANT_LIMIT)
+    return build_context(m.chat, m.tail, m.pins, m.metas, m.facts, config, m.important)

@@ -30,7 +30,8 @@ class MemoryItem:
     chat_id: str
     content: str
     pin_id: str | None = None
-    range: MessageRange | None = None
+    range: MessageRange | None = None  # a fact line's: the messages it was extracted from
+    source_seq: int | None = None  # a pin's: the turn it was said in, when known
     # when it was forgotten (for a fact line: when its range last changed)
     forgotten_at: datetime | None = None
 
@@ -39,7 +40,7 @@ async def memory_items(store: ChatStore, chat_id: str, *, forgotten: bool = Fals
     """The chat's pins (most important first), then its fact lines in message order; with
     `forgotten`, the forgotten ones instead."""
     items = [
-        MemoryItem("pin", chat_id, p.content, pin_id=p.id, forgotten_at=p.forgotten_at)
+        MemoryItem("pin", chat_id, p.content, pin_id=p.id, source_seq=p.source_seq, forgotten_at=p.forgotten_at)
         for p in await store.list_pins(chat_id, forgotten=forgotten)
     ]
     for block in await store.list_facts(chat_id):
@@ -50,6 +51,13 @@ async def memory_items(store: ChatStore, chat_id: str, *, forgotten: bool = Fals
                 )
             )
     return items
+
+
+def source_of(item: MemoryItem) -> str | None:
+    """Where the item comes from, as the context says it ("turn 412", "turns 11-20")."""
+    if item.range is not None:
+        return f"turns {item.range}"
+    return None if item.source_seq is None else f"turn {item.source_seq}"
 
 
 async def set_forgotten(store: ChatStore, embedder: Embedder, item: MemoryItem, forgotten: bool) -> None:

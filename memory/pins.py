@@ -1,4 +1,5 @@
-"""Pins: facts kept in every prompt of a chat, ranked by importance."""
+"""Pins: facts kept in every prompt of a chat, ranked by importance: pinned by the user (`remember`,
+manual) or found by the auto-pin detector (auto)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ class Pin(BaseModel):
     content: str = Field(min_length=1)
     importance: float = Field(default=5.0, ge=0, le=10)
     pin_type: PinType = "manual"
+    # the turn the pinned fact was said in (its id, and its place in the chat for people to read)
     source_turn_id: str | None = None
+    source_seq: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
     # set when the user asked to forget it: out of every prompt, restorable from the CLI
     forgotten_at: datetime | None = None

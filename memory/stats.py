@@ -1,4 +1,4 @@
-"""MemoryStats: an overview of what the store holds."""
+"""MemoryStats: an overview of what the store (or one chat) holds."""
 
 from __future__ import annotations
 
@@ -15,10 +15,15 @@ class MemoryStats(BaseModel):
     total_pins: int
     oldest_message: datetime | None
     newest_message: datetime | None
-    average_importance: float | None
+    average_importance: float | None  # of the pins not forgotten
     embedder: str | None
     embedding_dim: int | None
     embedded_texts: int
+    # pins the detector made (not forgotten); the turns' importance on average, and how many reach
+    # the importance that earns an old turn a place in the context (memory.importance.IMPORTANT)
+    auto_pins: int = 0
+    average_turn_importance: float | None = None
+    important_turns: int = 0
     # turns waiting in a remote store's local outbox, and writes it refused for good (kept)
     outbox_depth: int = 0
     outbox_failed: int = 0

@@ -3,6 +3,7 @@ chunk summaries): the semantic half of the dual memory (facts are the episodic h
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from enum import IntEnum
 
@@ -16,6 +17,14 @@ class SummaryLevel(IntEnum):
     META = 1
 
 
+@dataclass(frozen=True)
+class ChunkSummary:
+    """A summarizer's chunk summary and how much the range matters later (0-10), from one call."""
+
+    text: str
+    importance: float
+
+
 class Summary(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -24,3 +33,5 @@ class Summary(BaseModel):
     range: MessageRange
     text: str
     updated_at: datetime
+    # 0-10, how much the range matters later (chunk summaries; None for meta summaries and older rows)
+    importance: float | None = None

@@ -71,6 +71,8 @@ class Turn(BaseModel):
     interrupted: bool = False
     source: Source = "voice"
     model_variant: str | None = None
+    # 0-10, how much the turn matters later (memory.importance); set by the store as it is appended
+    importance: float | None = Field(default=None, ge=0, le=10)
 
     @field_validator("thinking")
     @classmethod

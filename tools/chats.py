@@ -10,7 +10,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field, model_validator
 
 from parla.memory.embedding import Embedder, similarities
-from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten
+from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten, source_of
 from parla.memory.pins import Pin
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
@@ -43,6 +43,10 @@ def spoken_when(moment: datetime, now: datetime | None = None) -> str:
     if days < 60:
         return f"{days // 7} weeks ago"
     return f"on {moment.day} {moment:%B %Y}"
+
+
+def _sourced(text: str, source: str | None) -> str:
+    return f"{text} ({source})" if source else text
 
 
 def _chat_card(chat_id: str, title: str | None, last: datetime) -> dict[str, Any]:
@@ -212,10 +216,12 @@ class ChatTools:
                 ]
             }
         chat_id = self.session.chat_id
+        # each with where it comes from, so the model can say which turn it got something from
         texts = [
-            f"(pinned) {i.content}" if i.kind == "pin" else i.content for i in await memory_items(self.store, chat_id)
+            _sourced(f"(pinned) {i.content}" if i.kind == "pin" else i.content, source_of(i))
+            for i in await memory_items(self.store, chat_id)
         ]
-        texts += [s.text for s in await self.store.list_summaries(chat_id)]
+        texts += [_sourced(s.text, f"turns {s.range}") for s in await self.store.list_summaries(chat_id)]
         if not texts:
             return {"matches": [], "say": "Nothing is stored about this chat yet beyond the recent turns."}
         scores = await similarities(self.embedder, args.query, texts)

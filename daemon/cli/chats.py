@@ -233,7 +233,13 @@ async def show(
         "full_history": [_turn_json(t) for t in history.full_history],
         "assistant_history": [_turn_json(t) for t in history.assistant_history],
         "summaries": [
-            {"level": int(s.level), "range": str(s.range), "text": s.text, "updated_at": iso(s.updated_at)}
+            {
+                "level": int(s.level),
+                "range": str(s.range),
+                "text": s.text,
+                "importance": s.importance,
+                "updated_at": iso(s.updated_at),
+            }
             for s in summaries
         ],
         "facts": [{"range": str(f.range), "lines": f.lines} for f in facts],
@@ -246,6 +252,13 @@ async def show(
             "sections": context.section_tokens(),
         },
         "dropped": [d.__dict__ for d in context.dropped],
+        # what the model gets, each item with the turn(s) it comes from
+        "context": [
+            {"section": i.section, "text": i.text, "source": i.source}
+            for items in context.sections.values()
+            for i in items
+            if i.section != "tail"
+        ],
     }
     if as_json:
         emit_json(data)
@@ -265,7 +278,8 @@ async def show(
         out.print(c.rolling_summary, markup=False)
     for s in summaries:
         kind = "Chunk" if s.level == 0 else "Meta"
-        out.print(f"\n[bold]{kind} summary {s.range}[/bold]")
+        rated = f" (importance {s.importance:g})" if s.importance is not None else ""
+        out.print(f"\n[bold]{kind} summary {s.range}[/bold]{rated}")
         out.print(s.text, markup=False)
     for f in facts:
         if f.lines:
@@ -274,7 +288,12 @@ async def show(
     if pins:
         out.print("\n[bold]Pins[/bold]")
         for p in pins:
-            out.print(f"[{p.importance:g}] ({p.pin_type}) {p.content}", markup=False)
+            source = f" (from turn {p.source_seq})" if p.source_seq is not None else ""
+            out.print(f"[{p.importance:g}] ({p.pin_type}) {p.content}{source}", markup=False)
+    if context.sections["important"]:
+        out.print("\n[bold]Important earlier turns in the context[/bold]")
+        for item in context.sections["important"]:
+            out.print(item.line, markup=False)
     if turns:
         out.print(f"\n[bold]Latest {min(turns, len(history.full_history))} turns[/bold]")
         for t in history.full_history[-turns:]:
@@ -334,13 +353,19 @@ async def search(
 
 
 @command
-async def stats(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """Totals of what the memory holds."""
+async def stats(
+    chat: str | None = typer.Option(
+        None, "--chat", help="One chat's figures: its id, id prefix (4+ characters) or exact title."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Totals of what the memory holds, or of one chat (--chat)."""
     settings = load_settings()
     async with open_memory(settings) as mem:
-        s = await mem.store.stats()
+        cid = await resolve_chat(mem, chat) if chat else None
+        s = await mem.store.stats(cid)
     where = {"url": settings.supabase_url} if settings.store == "supabase" else {"path": str(settings.store_path)}
-    data = {"store": settings.store, **where, **s.model_dump(mode="json")}
+    data = {"store": settings.store, **where, **({"chat": cid} if cid else {}), **s.model_dump(mode="json")}
     if as_json:
         emit_json(data)
         return

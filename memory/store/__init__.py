@@ -6,6 +6,9 @@ Semantics every implementation keeps:
 - `commit_compaction` applies only if the chat's `compaction_version` is still the one the
   compaction read; turns that arrived meanwhile have higher sequence numbers and stay in the tail.
 - Summaries and facts are upserted per (chat, level, range), so regenerating a range replaces it.
+- Each turn is stored with its importance (memory.importance's rules unless it has one).
+- `add_new_pins` never overwrites: a pin id already stored (an auto pin edited or forgotten by the
+  user) keeps its row.
 - Forgetting is soft: a forgotten pin or fact line leaves every listing the prompt is built from
   but stays stored until restored.
 - Every embedding is written with its text and its embedder; vectors of another embedder or
@@ -139,6 +142,8 @@ class MemorySnapshot:
     pins: list[Pin]
     metas: list[Summary]
     facts: list[FactBlock]
+    # summarised turns of at least the asked importance, most important first (newest first among equals)
+    important: list[Turn]
 
 
 class ChatStore(Protocol):
@@ -163,9 +168,12 @@ class ChatStore(Protocol):
     async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult: ...
     async def load_history(self, chat_id: str) -> ChatHistory: ...
     async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]: ...
-    async def load_memory(self, chat_id: str) -> MemorySnapshot:
-        """The chat, its unsummarised tail, pins (not forgotten), meta summaries and facts: one
-        round trip on a remote store, so seeding a session (and a switch) costs one request."""
+    async def load_memory(
+        self, chat_id: str, *, min_importance: float = 7.0, important_limit: int = 30
+    ) -> MemorySnapshot:
+        """The chat, its unsummarised tail, pins (not forgotten), meta summaries, facts and up to
+        `important_limit` summarised turns of importance `min_importance` or more: one round trip
+        on a remote store, so seeding a session (and a switch) costs one request."""
         ...
 
     async def commit_compaction(self, commit: CompactionCommit) -> Chat | None:
@@ -181,7 +189,12 @@ class ChatStore(Protocol):
         ...
 
     async def upsert_summary(
-        self, chat_id: str, level: SummaryLevel, rng: MessageRange, embedded: EmbeddedText
+        self,
+        chat_id: str,
+        level: SummaryLevel,
+        rng: MessageRange,
+        embedded: EmbeddedText,
+        importance: float | None = None,
     ) -> Summary: ...
     async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]: ...
     async def upsert_facts(
@@ -195,7 +208,14 @@ class ChatStore(Protocol):
         `upsert_facts` leaves the forgotten lines as they are."""
         ...
 
-    async def add_pin(self, pin: Pin) -> Pin: ...
+    async def add_pin(self, pin: Pin) -> Pin:
+        """Pin, or edit the pin of that id (content, importance, type; its source stays unless given)."""
+        ...
+
+    async def add_new_pins(self, pins: Sequence[Pin]) -> list[Pin]:
+        """Pin those whose id is not stored yet (an edited or forgotten pin stays as it is); the ones added."""
+        ...
+
     async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         """The chat's pins, most important first; with `forgotten`, the forgotten ones instead."""
         ...
@@ -224,7 +244,9 @@ class ChatStore(Protocol):
         """The embedder name and dimension of the stored vectors, None before the first."""
         ...
 
-    async def stats(self) -> MemoryStats: ...
+    async def stats(self, chat_id: str | None = None) -> MemoryStats:
+        """The whole store's figures, or one chat's."""
+        ...
 
     async def flush(self) -> int:
         """Send the writes still queued for the server, in order; how many were sent. A store that

@@ -24,6 +24,7 @@ from parla.memory.chat import Chat, ChatHistory, storable_title
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from parla.memory.facts import FactBlock, format_fact_lines, stored_fact_lines
+from parla.memory.importance import IMPORTANT, turn_importance, with_importance
 from parla.memory.pins import Pin
 from parla.memory.stats import MemoryStats
 from parla.memory.store import (
@@ -105,7 +106,13 @@ def _turn(row: sqlite3.Row) -> Turn:
         interrupted=bool(row["interrupted"]),
         source=row["source"],
         model_variant=row["model_variant"],
+        importance=row["importance"],
     )
+
+
+def _stored_turn_importance(role: str, parts: str) -> float:
+    """The rules' importance of a turn as the file holds it (for the migration that adds the column)."""
+    return turn_importance(Turn.model_validate({"role": role, "parts": json.loads(parts)}))
 
 
 class SQLiteChatStore:
@@ -163,6 +170,7 @@ class SQLiteChatStore:
             db.row_factory = sqlite3.Row
             for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
                 db.execute(f"PRAGMA {pragma}")
+            db.create_function("parla_turn_importance", 2, _stored_turn_importance, deterministic=True)
             _transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
             tighten(self.path)
         except BaseException as e:
@@ -235,15 +243,23 @@ class SQLiteChatStore:
     async def get_chat(self, chat_id: str) -> Chat:
         return await self._read(lambda db: _get_chat(db, chat_id))
 
-    async def load_memory(self, chat_id: str) -> MemorySnapshot:
+    async def load_memory(
+        self, chat_id: str, *, min_importance: float = IMPORTANT, important_limit: int = 30
+    ) -> MemorySnapshot:
         def load(db: sqlite3.Connection) -> MemorySnapshot:
             chat = _get_chat(db, chat_id)
+            important = db.execute(
+                "SELECT * FROM turns WHERE chat_id = ? AND seq <= ? AND importance >= ? "
+                "ORDER BY importance DESC, seq DESC LIMIT ?",
+                (chat_id, chat.summarized_through, min_importance, important_limit),
+            ).fetchall()
             return MemorySnapshot(
                 chat=chat,
                 tail=_turns(db, chat_id, chat.summarized_through + 1, None),
                 pins=_pins(db, chat_id, forgotten=False),
                 metas=_summaries(db, chat_id, SummaryLevel.META),
                 facts=_facts(db, chat_id),
+                important=[_turn(r) for r in important],
             )
 
         return await self._read(load)
@@ -379,7 +395,12 @@ class SQLiteChatStore:
     # -- summaries and facts ---------------------------------------------------------------
 
     async def upsert_summary(
-        self, chat_id: str, level: SummaryLevel, rng: MessageRange, embedded: EmbeddedText
+        self,
+        chat_id: str,
+        level: SummaryLevel,
+        rng: MessageRange,
+        embedded: EmbeddedText,
+        importance: float | None = None,
     ) -> Summary:
         now = utcnow()
 
@@ -387,10 +408,10 @@ class SQLiteChatStore:
             _get_chat(db, chat_id)
             _check_embedder(db, embedded)
             db.execute(
-                "INSERT INTO summaries (chat_id, level, start_seq, end_seq, text, embedding, embedder, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, level, start_seq, end_seq) DO UPDATE SET "
-                "text = excluded.text, embedding = excluded.embedding, embedder = excluded.embedder, "
-                "updated_at = excluded.updated_at",
+                "INSERT INTO summaries (chat_id, level, start_seq, end_seq, text, embedding, embedder, updated_at, "
+                "importance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, level, start_seq, end_seq) "
+                "DO UPDATE SET text = excluded.text, embedding = excluded.embedding, embedder = excluded.embedder, "
+                "updated_at = excluded.updated_at, importance = excluded.importance",
                 (
                     chat_id,
                     int(level),
@@ -400,12 +421,15 @@ class SQLiteChatStore:
                     _blob(embedded.vector),
                     embedded.embedder,
                     _ts(now),
+                    importance,
                 ),
             )
             _vectors_changed(db, chat_id)
 
         await self._write(write)
-        return Summary(chat_id=chat_id, level=level, range=rng, text=embedded.text, updated_at=now)
+        return Summary(
+            chat_id=chat_id, level=level, range=rng, text=embedded.text, updated_at=now, importance=importance
+        )
 
     async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]:
         return await self._read(lambda db: _summaries(db, chat_id, level))
@@ -476,25 +500,30 @@ class SQLiteChatStore:
     # -- pins ------------------------------------------------------------------------------
 
     async def add_pin(self, pin: Pin) -> Pin:
-        def write(db: sqlite3.Connection) -> None:
+        def write(db: sqlite3.Connection) -> Pin:
             _get_chat(db, pin.chat_id)
-            db.execute(
-                "INSERT INTO pins (id, chat_id, content, importance, pin_type, source_turn_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO UPDATE SET content = excluded.content, "
-                "importance = excluded.importance, pin_type = excluded.pin_type",
-                (
-                    pin.id,
-                    pin.chat_id,
-                    pin.content,
-                    pin.importance,
-                    pin.pin_type,
-                    pin.source_turn_id,
-                    _ts(pin.created_at),
-                ),
-            )
+            row = db.execute(
+                f"{_INSERT_PIN} ON CONFLICT (id) DO UPDATE SET content = excluded.content, "
+                "importance = excluded.importance, pin_type = excluded.pin_type, "
+                "source_turn_id = coalesce(excluded.source_turn_id, source_turn_id), "
+                "source_seq = coalesce(excluded.source_seq, source_seq) RETURNING *",
+                _pin_row(pin),
+            ).fetchone()
+            return _pin(row)
 
-        await self._write(write)
-        return pin
+        return await self._write(write)
+
+    async def add_new_pins(self, pins: Sequence[Pin]) -> list[Pin]:
+        def write(db: sqlite3.Connection) -> list[Pin]:
+            added = []
+            for pin in pins:
+                _get_chat(db, pin.chat_id)
+                row = db.execute(f"{_INSERT_PIN} ON CONFLICT (id) DO NOTHING RETURNING *", _pin_row(pin)).fetchone()
+                if row is not None:
+                    added.append(_pin(row))
+            return added
+
+        return await self._write(write)
 
     async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         return await self._read(lambda db: _pins(db, chat_id, forgotten=forgotten))
@@ -706,13 +735,26 @@ class SQLiteChatStore:
     async def schema_version(self) -> None:
         return None  # the store creates and migrates its own file
 
-    async def stats(self) -> MemoryStats:
+    async def stats(self, chat_id: str | None = None) -> MemoryStats:
         def read(db: sqlite3.Connection) -> MemoryStats:
+            if chat_id is not None:
+                _get_chat(db, chat_id)
+            # every count of one chat, or of all when the parameter is NULL
+            mine = "(:chat IS NULL OR chat_id = :chat)"
             one = db.execute(
-                "SELECT (SELECT count(*) FROM chats), (SELECT count(*) FROM turns), "
-                "(SELECT count(*) FROM summaries), (SELECT count(*) FROM facts WHERE text != ''), "
-                "(SELECT count(*) FROM pins WHERE forgotten_at IS NULL), (SELECT min(created_at) FROM turns), "
-                "(SELECT max(created_at) FROM turns), (SELECT avg(importance) FROM pins WHERE forgotten_at IS NULL)"
+                "SELECT (SELECT count(*) FROM chats WHERE :chat IS NULL OR id = :chat), "
+                f"(SELECT count(*) FROM turns WHERE {mine}), (SELECT count(*) FROM summaries WHERE {mine}), "
+                f"(SELECT count(*) FROM facts WHERE text != '' AND {mine}), "
+                f"(SELECT count(*) FROM pins WHERE forgotten_at IS NULL AND {mine}), "
+                f"(SELECT min(created_at) FROM turns WHERE {mine}), (SELECT max(created_at) FROM turns WHERE {mine}), "
+                f"(SELECT avg(importance) FROM pins WHERE forgotten_at IS NULL AND {mine}), "
+                f"(SELECT count(*) FROM pins WHERE forgotten_at IS NULL AND pin_type = 'auto' AND {mine}), "
+                f"(SELECT avg(importance) FROM turns WHERE {mine}), "
+                f"(SELECT count(*) FROM turns WHERE importance >= :important AND {mine}), "
+                "(SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL AND (:chat IS NULL OR id = :chat)) "
+                f"+ (SELECT count(*) FROM summaries WHERE {mine}) "
+                f"+ (SELECT count(*) FROM facts WHERE embedding IS NOT NULL AND {mine})",
+                {"chat": chat_id, "important": IMPORTANT},
             ).fetchone()
             info = _embedder_info(db)
             return MemoryStats(
@@ -726,7 +768,10 @@ class SQLiteChatStore:
                 average_importance=round(one[7], 2) if one[7] is not None else None,
                 embedder=info[0] if info else None,
                 embedding_dim=info[1] if info else None,
-                embedded_texts=_vector_count(db),
+                embedded_texts=one[11],
+                auto_pins=one[8],
+                average_turn_importance=round(one[9], 2) if one[9] is not None else None,
+                important_turns=one[10],
             )
 
         return await self._read(read)
@@ -768,6 +813,7 @@ def _get_chat(db: sqlite3.Connection, chat_id: str) -> Chat:
 def _append(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> tuple[list[Turn], int]:
     if not turns:
         return [], 0
+    turns = with_importance(turns)
     check_unique_turn_ids(turns)
     ids = [t.id for t in turns]
     marks = ",".join("?" * len(ids))
@@ -800,12 +846,13 @@ def _append(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> tupl
                 int(turn.interrupted),
                 turn.source,
                 turn.model_variant,
+                turn.importance,
             )
         )
     if fresh:
         db.executemany(
             "INSERT INTO turns (id, chat_id, seq, role, parts, thinking, created_at, interrupted, source, "
-            "model_variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "model_variant, importance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh,
         )
         db.execute(
@@ -825,7 +872,7 @@ def _turns(db: sqlite3.Connection, chat_id: str, start: int, end: int | None) ->
 
 def _summaries(db: sqlite3.Connection, chat_id: str, level: SummaryLevel | None) -> list[Summary]:
     rows = db.execute(
-        "SELECT chat_id, level, start_seq, end_seq, text, updated_at FROM summaries "
+        "SELECT chat_id, level, start_seq, end_seq, text, updated_at, importance FROM summaries "
         "WHERE chat_id = ? AND (? IS NULL OR level = ?) ORDER BY level, start_seq",
         (chat_id, None if level is None else int(level), None if level is None else int(level)),
     ).fetchall()
@@ -836,6 +883,7 @@ def _summaries(db: sqlite3.Connection, chat_id: str, level: SummaryLevel | None)
             range=MessageRange(start=r["start_seq"], end=r["end_seq"]),
             text=r["text"],
             updated_at=_dt(r["updated_at"]),
+            importance=r["importance"],
         )
         for r in rows
     ]
@@ -978,8 +1026,28 @@ def _pin(r: sqlite3.Row) -> Pin:
         importance=r["importance"],
         pin_type=r["pin_type"],
         source_turn_id=r["source_turn_id"],
+        source_seq=r["source_seq"],
         created_at=_dt(r["created_at"]),
         forgotten_at=_dt(r["forgotten_at"]) if r["forgotten_at"] else None,
+    )
+
+
+_INSERT_PIN = (
+    "INSERT INTO pins (id, chat_id, content, importance, pin_type, source_turn_id, source_seq, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _pin_row(pin: Pin) -> tuple[object, ...]:
+    return (
+        pin.id,
+        pin.chat_id,
+        pin.content,
+        pin.importance,
+        pin.pin_type,
+        pin.source_turn_id,
+        pin.source_seq,
+        _ts(pin.created_at),
     )
 
 

@@ -92,4 +92,14 @@ CREATE TABLE window_words (word TEXT PRIMARY KEY, windows INTEGER NOT NULL CHECK
 CREATE TABLE vector_changes (chat_id TEXT PRIMARY KEY, generation INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO meta (key, value) VALUES ('rebuilt_generation', '0')
 """,
+    # importance: each turn's and each chunk summary's (0-10); existing turns are scored by the
+    # rules as the file is migrated (the connection provides parla_turn_importance). A pin records
+    # where in the chat its source turn is.
+    """
+ALTER TABLE turns ADD COLUMN importance REAL CHECK (importance BETWEEN 0 AND 10);
+ALTER TABLE summaries ADD COLUMN importance REAL CHECK (importance BETWEEN 0 AND 10);
+ALTER TABLE pins ADD COLUMN source_seq INTEGER;
+UPDATE turns SET importance = parla_turn_importance(role, parts);
+CREATE INDEX turns_by_importance ON turns (chat_id, importance DESC, seq DESC)
+""",
 ]

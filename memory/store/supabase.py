@@ -30,8 +30,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self, TypeVar, cast
 
 import httpx
 import numpy as np
@@ -42,6 +43,7 @@ from parla.memory.chat import Chat, ChatHistory, storable_title
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
+from parla.memory.importance import IMPORTANT
 from parla.memory.pins import Pin
 from parla.memory.stats import MemoryStats
 from parla.memory.store import (
@@ -86,7 +88,7 @@ from parla.memory.turn import MessageRange, Turn, new_id
 
 T = TypeVar("T")
 
-_PIN_COLUMNS = "id,chat_id,content,importance,pin_type,source_turn_id,created_at,forgotten_at"
+_PIN_COLUMNS = "id,chat_id,content,importance,pin_type,source_turn_id,source_seq,created_at,forgotten_at"
 _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
 # Supabase answers at most "Max rows" rows per request (PostgREST's db-max-rows, 1000 by default;
 # more are cut off silently): every read that can return more asks for pages of this size.
@@ -348,17 +350,26 @@ class SupabaseChatStore:
             turns += (await page(start + len(turns), last))[1]
         return chat, turns
 
-    async def load_memory(self, chat_id: str) -> MemorySnapshot:
+    async def load_memory(
+        self, chat_id: str, *, min_importance: float = IMPORTANT, important_limit: int = 30
+    ) -> MemorySnapshot:
         if not is_uuid(chat_id):
             raise ChatNotFound(chat_id)
         await self._replay.send_queued_first()
-        data = await self._rpc("load_memory", "load a chat's memory", p_chat_id=chat_id)
+        data = await self._rpc(
+            "load_memory",
+            "load a chat's memory",
+            p_chat_id=chat_id,
+            p_min_importance=min_importance,
+            p_important_limit=important_limit,
+        )
         return MemorySnapshot(
             chat=chat_of(data["chat"]),
             tail=[Turn.model_validate(t) for t in data["turns"]],
             pins=[Pin.model_validate(p) for p in data["pins"]],
             metas=[summary_of(r) for r in data["metas"]],
             facts=[facts_of(r) for r in data["facts"]],
+            important=[Turn.model_validate(t) for t in data["important"]],
         )
 
     async def find_chats(self, ref: str) -> list[Chat]:
@@ -433,7 +444,12 @@ class SupabaseChatStore:
     # -- summaries and facts ---------------------------------------------------------------
 
     async def upsert_summary(
-        self, chat_id: str, level: SummaryLevel, rng: MessageRange, embedded: EmbeddedText
+        self,
+        chat_id: str,
+        level: SummaryLevel,
+        rng: MessageRange,
+        embedded: EmbeddedText,
+        importance: float | None = None,
     ) -> Summary:
         row = await self._rpc(
             "upsert_summary",
@@ -445,6 +461,7 @@ class SupabaseChatStore:
             p_summary=embedded.text,
             p_embedding=vector_value(embedded.vector),
             p_embedder=embedded.embedder,
+            p_importance=importance,
         )
         return summary_of(row)
 
@@ -452,7 +469,7 @@ class SupabaseChatStore:
         def build(c: AsyncClient) -> Any:
             q = (
                 c.table("chat_summaries")
-                .select("chat_id,level,start_seq,end_seq,summary,updated_at")
+                .select("chat_id,level,start_seq,end_seq,summary,updated_at,importance")
                 .eq("chat_id", chat_id)
             )
             if level is not None:
@@ -493,21 +510,31 @@ class SupabaseChatStore:
     # -- pins ------------------------------------------------------------------------------
 
     async def add_pin(self, pin: Pin) -> Pin:
-        if not is_uuid(pin.chat_id):
-            raise ChatNotFound(pin.chat_id)
-        row = pin.model_dump(mode="json")
-        if self._user_id is not None:
-            row["user_id"] = self._user_id
-        try:
-            await self._call(
-                "pin a fact",
-                lambda: self._client.table("chat_pins").upsert(row, on_conflict="id").execute(),
-            )
-        except StoreError as e:
-            if isinstance(e.__cause__, APIError) and e.__cause__.code == "23503":
-                raise ChatNotFound(pin.chat_id) from e
-            raise
-        return pin
+        (stored,) = await self._upsert_pins([pin], "pin a fact", ignore_duplicates=False)
+        return stored
+
+    async def add_new_pins(self, pins: Sequence[Pin]) -> list[Pin]:
+        return await self._upsert_pins(pins, "pin facts", ignore_duplicates=True) if pins else []
+
+    async def _upsert_pins(self, pins: Sequence[Pin], doing: str, *, ignore_duplicates: bool) -> list[Pin]:
+        """Insert, and on an id already stored edit it or (ignore_duplicates) leave it as it is. An
+        edit never changes whether the pin is forgotten, nor drops a source it has. One request a
+        pin: a row without a source leaves that column out, which PostgREST cannot do per row."""
+        stored = []
+        for pin in pins:
+            if not is_uuid(pin.chat_id):
+                raise ChatNotFound(pin.chat_id)
+            row = pin.model_dump(mode="json", exclude={"forgotten_at"}, exclude_none=True)
+            if self._user_id is not None:
+                row["user_id"] = self._user_id
+            try:
+                response = await self._call(doing, partial(self._upsert_pin, row, ignore_duplicates))
+            except StoreError as e:
+                if isinstance(e.__cause__, APIError) and e.__cause__.code == "23503":
+                    raise ChatNotFound(pin.chat_id) from e
+                raise
+            stored += [Pin.model_validate(r) for r in response.data]
+        return stored
 
     async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         if not is_uuid(chat_id):
@@ -548,6 +575,10 @@ class SupabaseChatStore:
         )
         if not rows:
             raise pin_not_found(pin_id)
+
+    def _upsert_pin(self, row: dict[str, Any], ignore_duplicates: bool) -> Awaitable[Any]:
+        query = self._client.table("chat_pins").upsert(row, on_conflict="id", ignore_duplicates=ignore_duplicates)
+        return cast(Awaitable[Any], query.execute())
 
     # -- embeddings and search -------------------------------------------------------------
 
@@ -613,8 +644,10 @@ class SupabaseChatStore:
         stats = await self._rpc("memory_stats", "read the store's embedder")
         return (stats["embedder"], int(stats["embedding_dim"])) if stats["embedder"] else None
 
-    async def stats(self) -> MemoryStats:
-        data = await self._rpc("memory_stats", "read memory stats")
+    async def stats(self, chat_id: str | None = None) -> MemoryStats:
+        if chat_id is not None and not is_uuid(chat_id):
+            raise ChatNotFound(chat_id)
+        data = await self._rpc("memory_stats", "read memory stats", p_chat_id=chat_id, p_important=IMPORTANT)
         pending = await self._replay.pending_writes()
         outbox = {
             "outbox_depth": pending.waiting,

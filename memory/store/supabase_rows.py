@@ -15,6 +15,7 @@ import numpy as np
 from parla.memory.chat import Chat
 from parla.memory.embedding import EmbeddedText
 from parla.memory.facts import FactBlock, stored_fact_lines
+from parla.memory.importance import with_importance
 from parla.memory.store import (
     AppendResult,
     TextKind,
@@ -38,7 +39,9 @@ def vector_value(vector: np.ndarray) -> list[float]:
 
 
 def turn_payload(turn: Turn) -> dict[str, Any]:
-    return turn.model_dump(mode="json", exclude={"seq"})
+    """A turn as the append function reads it, scored by the rules when it has no importance yet."""
+    (scored,) = with_importance([turn])
+    return scored.model_dump(mode="json", exclude={"seq"})
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
@@ -76,6 +79,7 @@ def summary_of(row: dict[str, Any]) -> Summary:
         range=MessageRange(start=row["start_seq"], end=row["end_seq"]),
         text=row["summary"],
         updated_at=datetime.fromisoformat(row["updated_at"]),
+        importance=row.get("importance"),
     )
 
 

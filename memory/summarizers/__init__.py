@@ -6,6 +6,8 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Protocol
 
+from parla.memory.auto_pins import PinCandidate
+from parla.memory.summary import ChunkSummary
 from parla.memory.turn import Turn
 
 # Set by a compaction run to a list that collects why a summarizer fell back to the offline one
@@ -20,10 +22,16 @@ class Summarizer(Protocol):
         """`existing` (may be empty) updated with `turns`, within `cap_tokens`."""
         ...
 
-    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> str: ...
+    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> ChunkSummary:
+        """The summary of a chunk and its importance (0-10), judged in the same call."""
+        ...
 
     async def facts(self, turns: list[Turn]) -> list[str]:
         """Specific facts worth keeping, one per line; [] when there are none."""
+        ...
+
+    async def pins(self, turns: list[Turn]) -> list[PinCandidate]:
+        """The user's durable statements among `turns` that deserve a pin, each with its source turn."""
         ...
 
     async def meta_summary(self, summaries: list[str], cap_tokens: int) -> str: ...

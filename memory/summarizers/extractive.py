@@ -10,6 +10,9 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from parla.memory.auto_pins import PinCandidate, offline_candidates
+from parla.memory.importance import turn_importance
+from parla.memory.summary import ChunkSummary
 from parla.memory.text import STOPWORDS, WORD, content_words, words
 from parla.memory.tokens import estimate_tokens, truncate_to_tokens
 from parla.memory.turn import Turn
@@ -165,8 +168,13 @@ class ExtractiveSummarizer:
                 s.speaker, s.text = speaker, rest
         return _select(old + _split(turns, start_order=len(old)), cap_tokens)
 
-    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> str:
-        return _select(_split(turns), cap_tokens)
+    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> ChunkSummary:
+        # a range matters as much as the most important thing said in it
+        importance = max((t.importance if t.importance is not None else turn_importance(t) for t in turns), default=0)
+        return ChunkSummary(_select(_split(turns), cap_tokens), importance)
+
+    async def pins(self, turns: list[Turn]) -> list[PinCandidate]:
+        return offline_candidates(turns)
 
     async def facts(self, turns: list[Turn]) -> list[str]:
         detailed = [(score, s) for score, s in _rank(_split(turns)) if _detail_bonus(s.text) >= 0.8]

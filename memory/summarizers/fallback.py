@@ -11,8 +11,10 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from parla.memory.auto_pins import PinCandidate
 from parla.memory.errors import ModelUnavailable
 from parla.memory.summarizers import Summarizer, offline_fallbacks
+from parla.memory.summary import ChunkSummary
 from parla.memory.turn import Turn
 
 log = logging.getLogger(__name__)
@@ -38,8 +40,11 @@ class FallbackSummarizer:
     async def rolling_summary(self, existing: str, turns: list[Turn], cap_tokens: int) -> str:
         return await self._either(lambda s: s.rolling_summary(existing, turns, cap_tokens))
 
-    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> str:
+    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> ChunkSummary:
         return await self._either(lambda s: s.chunk_summary(turns, cap_tokens))
+
+    async def pins(self, turns: list[Turn]) -> list[PinCandidate]:
+        return await self._either(lambda s: s.pins(turns))
 
     async def facts(self, turns: list[Turn]) -> list[str]:
         return await self._either(lambda s: s.facts(turns))

@@ -8,15 +8,23 @@ ModelError (the caller keeps its data as it was)."""
 
 from __future__ import annotations
 
+import re
+
 from google import genai
 from google.genai import types
 
+from parla.memory.auto_pins import PinCandidate
 from parla.memory.embedders.gemini import GeminiAvailability
 from parla.memory.errors import ModelError
 from parla.memory.facts import NO_FACTS, parse_fact_lines
+from parla.memory.importance import turn_importance
 from parla.memory.summarizers import transcript
+from parla.memory.summary import ChunkSummary
 from parla.memory.tokens import truncate_to_tokens
 from parla.memory.turn import Turn
+
+_IMPORTANCE = re.compile(r"^\s*\**importance\**\s*:\s*(\d+(?:\.\d+)?)\s*\**\s*$", re.IGNORECASE | re.MULTILINE)
+_PIN_LINE = re.compile(r"^\[(\d+)\]\s*(\d+(?:\.\d+)?)\s*\|\s*(.+)$")
 
 ROLLING_PROMPT = """You maintain the running summary of a spoken conversation between a user and a voice assistant.
 Update the existing summary so that it also covers the new turns. Keep goals, decisions, constraints,
@@ -24,7 +32,16 @@ preferences, open questions, names, places, dates and numbers; drop small talk a
 Write plain prose, third person ("The user ..."), at most {cap} tokens. Answer with the summary only."""
 
 CHUNK_PROMPT = """Summarise this excerpt of a conversation between a user and a voice assistant in at most {cap}
-tokens of plain prose: what was discussed, decided or left open. Answer with the summary only."""
+tokens of plain prose: what was discussed, decided or left open. Then, on a last line of its own, write
+"Importance: N" with N from 0 (small talk) to 10 (the user's health, safety, family or a lasting decision):
+how much this excerpt matters to the user later. Answer with the summary and that line only."""
+
+PINS_PROMPT = f"""Find the durable, important statements the user makes about themselves in this conversation
+excerpt: health and allergies, family and the people close to them, names, dates that matter to them,
+decisions, lasting preferences, codes and numbers they will need again. Skip passing moods, questions,
+hypotheticals and what the assistant says. Each turn starts with its number in brackets. Write each
+statement as one line: "- [turn number] importance 0-10 | the fact in the third person". If there is
+none, answer only "{NO_FACTS}"."""
 
 FACTS_PROMPT = f"""Extract the specific facts from this conversation excerpt that are worth remembering later:
 first-time events, places, dates and times, names, numbers and amounts, the user's preferences and
@@ -77,9 +94,26 @@ class GeminiSummarizer:
         answer = await self._ask(ROLLING_PROMPT.format(cap=cap_tokens), prompt)
         return truncate_to_tokens(answer, cap_tokens)
 
-    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> str:
+    async def chunk_summary(self, turns: list[Turn], cap_tokens: int) -> ChunkSummary:
         answer = await self._ask(CHUNK_PROMPT.format(cap=cap_tokens), transcript(turns))
-        return truncate_to_tokens(answer, cap_tokens)
+        rated = _IMPORTANCE.search(answer)
+        if rated is None:  # the model left the line out: the rules judge the range instead
+            importance = max((turn_importance(t) for t in turns), default=0.0)
+        else:
+            importance = min(float(rated.group(1)), 10.0)
+            answer = answer[: rated.start()].rstrip()
+        return ChunkSummary(truncate_to_tokens(answer, cap_tokens), importance)
+
+    async def pins(self, turns: list[Turn]) -> list[PinCandidate]:
+        by_seq = {t.seq: t for t in turns}
+        numbered = "\n".join(f"[{t.seq}] {t.transcript_line()}" for t in turns)
+        found = []
+        for line in parse_fact_lines(await self._ask(PINS_PROMPT, numbered)):
+            match = _PIN_LINE.match(line)
+            if match and int(match.group(1)) in by_seq and match.group(3).strip():
+                importance = min(float(match.group(2)), 10.0)
+                found.append(PinCandidate(match.group(3).strip(), importance, by_seq[int(match.group(1))]))
+        return found
 
     async def facts(self, turns: list[Turn]) -> list[str]:
         return parse_fact_lines(await self._ask(FACTS_PROMPT, transcript(turns)))

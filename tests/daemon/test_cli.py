@@ -84,6 +84,7 @@ def test_show_search_regenerate_reembed(parla):
         "pins",
         "tokens",
         "dropped",
+        "context",
     }
     assert shown["tokens"]["context"] <= shown["tokens"]["budget"]
     text = parla("show", top["chat_id"]).stdout
@@ -95,6 +96,27 @@ def test_show_search_regenerate_reembed(parla):
         json.loads(parla("search", "the bread with the starter", "--json").stdout)["candidates"][0]["chat_id"]
         == top["chat_id"]
     )
+
+
+def test_auto_pins_say_where_they_come_from_and_are_forgotten_like_any_pin(parla, tmp_path):
+    turns = [
+        {"role": "user" if i % 2 == 0 else "model", "text": f"Small talk number {i}, nothing to keep."}
+        for i in range(24)
+    ]
+    turns[4]["text"] = "I'm allergic to penicillin."
+    (tmp_path / "one.jsonl").write_text(json.dumps({"id": "allergy", "turns": turns}) + "\n")
+    parla("import", str(tmp_path / "one.jsonl"))
+    (chat,) = json.loads(parla("chats", "--json").stdout)
+    shown = json.loads(parla("show", chat["id"], "--json").stdout)
+    (pin,) = shown["pins"]
+    assert (pin["pin_type"], pin["importance"], pin["source_seq"]) == ("auto", 9.5, 5)
+    assert {"section": "pins", "text": f"- {pin['content']}", "source": "turn 5"} in shown["context"]
+    assert all(s["importance"] is not None for s in shown["summaries"] if s["level"] == 0)
+    assert f"{pin['content']} (from turn 5)" in parla("show", chat["id"]).stdout
+    mine = json.loads(parla("stats", "--chat", chat["id"][:8], "--json").stdout)
+    assert (mine["chat"], mine["total_chats"], mine["total_messages"], mine["auto_pins"]) == (chat["id"], 1, 24, 1)
+    assert "Forgot the pin" in parla("forget", chat["id"], "The user said").stdout  # as the user forgets any pin
+    assert json.loads(parla("show", chat["id"], "--json").stdout)["pins"] == []
 
 
 def test_regenerate_a_range(parla, tmp_path):

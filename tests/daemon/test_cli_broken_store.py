@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_schema import MIGRATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 NOBODY = 65534
@@ -103,7 +104,11 @@ async def test_a_store_parla_cannot_open_is_one_line_and_exit_1(base):
     # started together: each one would hang today, and together they take the time of one
     cases = [
         (_parla(base, not_a_db, "stats"), str(not_a_db), "(file is not a database): move it aside"),
-        (_parla(base, newer, "chats"), str(newer), "has schema version 99, newer than this Parla knows (2): upgrade"),
+        (
+            _parla(base, newer, "chats"),
+            str(newer),
+            f"has schema version 99, newer than this Parla knows ({len(MIGRATIONS)}): upgrade",
+        ),
         (
             _parla(base, read_only_empty / "parla.db", "stats", **read_only_empty_user),
             str(read_only_empty / "parla.db"),

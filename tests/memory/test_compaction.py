@@ -292,3 +292,59 @@ async def test_token_threshold_triggers_and_long_histories_fold_in_bounded_steps
     assert len(calls) > 1 and sum(calls) == 288  # several calls, none over the threshold
     assert report.tokens_after < report.tokens_before
     assert len(chat.rolling_summary) // 4 <= config.summary_token_cap
+
+
+async def test_facts_come_from_the_raw_messages_in_parallel_with_the_chunk_summary(store, embedder):
+    """Each chunk's facts are extracted from its stored turns (not from a summary of them), while
+    its summary is being written: each call waits for the other to have started."""
+
+    class Meeting(ExtractiveSummarizer):
+        def __init__(self) -> None:
+            self.summarising = asyncio.Event()
+            self.extracting = asyncio.Event()
+            self.fact_inputs: list[list[Turn]] = []
+
+        async def chunk_summary(self, turns, cap_tokens):  # type: ignore[no-untyped-def]
+            self.summarising.set()
+            await asyncio.wait_for(self.extracting.wait(), 5)
+            return await super().chunk_summary(turns, cap_tokens)
+
+        async def facts(self, turns):  # type: ignore[no-untyped-def]
+            self.extracting.set()
+            await asyncio.wait_for(self.summarising.wait(), 5)
+            self.fact_inputs.append(turns)
+            return await super().facts(turns)
+
+    summarizer = Meeting()
+    config = SMALL.model_copy(update={"meta_every": 10})
+    chat = (await store.create_chat(turns=make_turns(4))).chat
+    report = await Compactor(store, summarizer, embedder, config).compact(chat.id)
+    assert (report.chunk_summaries, report.fact_blocks) == (1, 1)
+    (given,) = summarizer.fact_inputs
+    assert given == await store.load_turns(chat.id, 1, 4)
+
+
+async def test_turns_of_different_models_are_compacted_alike(tmp_path, embedder):
+    """A chat whose answers came from several Live models (model_variant) gets the same summaries,
+    facts and pins as the same chat answered by one."""
+    said = make_turns(20)
+    varied = [
+        t.model_copy(update={"model_variant": f"gemini-live-{i % 3}"}) if t.role == "model" else t
+        for i, t in enumerate(said)
+    ]
+    results = []
+    for name, turns in (("one", said), ("many", varied)):
+        async with SQLiteChatStore(tmp_path / f"{name}.db") as store:
+            chat = (await store.create_chat(turns=turns)).chat
+            await Compactor(store, ExtractiveSummarizer(), embedder, SMALL).compact(chat.id)
+            after = await store.get_chat(chat.id)
+            results.append(
+                (
+                    after.rolling_summary,
+                    after.summarized_through,
+                    [(str(s.range), s.text, s.importance) for s in await store.list_summaries(chat.id)],
+                    [(str(f.range), f.lines) for f in await store.list_facts(chat.id)],
+                    [(p.content, p.source_seq) for p in await store.list_pins(chat.id)],
+                )
+            )
+    assert results[0] == results[1] and results[0][1] > 0

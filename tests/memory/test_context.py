@@ -38,10 +38,11 @@ def chat(summary: str = "", through: int = 0, count: int = 0) -> Chat:
     pins=st.lists(st.tuples(text, st.floats(0, 10)), max_size=10),
     facts=st.lists(st.lists(text, min_size=1, max_size=5), max_size=10),
     metas=st.lists(text, max_size=4),
+    important=st.lists(st.tuples(text, st.floats(0, 10)), max_size=8),
     budget=st.integers(200, 4000),
     min_tail=st.integers(0, 4),
 )
-def test_context_never_exceeds_its_budget(summary, tail, pins, facts, metas, budget, min_tail):
+def test_context_never_exceeds_its_budget(summary, tail, pins, facts, metas, important, budget, min_tail):
     config = MemoryConfig(prompt_memory_budget=budget, context_min_tail_turns=min_tail)
     through = 10 * len(facts)
     turns = [Turn.of("user" if i % 2 == 0 else "model", t, seq=through + i + 1) for i, t in enumerate(tail)]
@@ -58,6 +59,7 @@ def test_context_never_exceeds_its_budget(summary, tail, pins, facts, metas, bud
             for i, lines in enumerate(facts)
         ],
         config,
+        [Turn.of("user", t, seq=i + 1, importance=imp) for i, (t, imp) in enumerate(important)],
     )
     assert ctx.total_tokens <= budget
     assert ctx.total_tokens == estimate_tokens(ctx.render())
@@ -65,6 +67,7 @@ def test_context_never_exceeds_its_budget(summary, tail, pins, facts, metas, bud
     assert [t.seq for t in ctx.tail] == [t.seq for t in turns[len(turns) - len(ctx.tail) :]]
     # Nothing vanishes silently: every item is kept or reported.
     offered = len(pins) + (1 if summary else 0) + len(metas) + sum(map(len, facts)) + len(turns)
+    offered += sum(1 for _, imp in important if imp >= config.context_important_min)
     kept = sum(len(items) for items in ctx.sections.values())
     shortened = sum(1 for d in ctx.dropped if d.reason.startswith("shortened"))
     assert kept + len(ctx.dropped) - shortened == offered
@@ -90,7 +93,7 @@ def test_order_is_stable_and_sections_are_labelled():
         == build_context(chat("Trip to Japan in April.", 20, 22), turns, pins[::-1], [], facts, MemoryConfig()).render()
     )
     assert list(ctx.section_tokens()) == list(SECTION_ORDER)
-    assert ctx.render(include_tail=False).endswith("- flight on April 3\n")
+    assert ctx.render(include_tail=False).endswith("- flight on April 3 (turns 1-10)\n")  # where it came from
 
 
 def test_over_budget_drops_old_tail_first_then_facts_and_reports():
@@ -124,3 +127,51 @@ async def test_load_context_reads_the_store(store, compactor):
     assert ctx.sections["pins"][0].text == "- prefers mornings"
     assert ctx.sections["summary"] and len(ctx.tail) == 12 and ctx.tail[-1].seq == 45
     assert ctx.total_tokens <= 3000
+
+
+def test_important_old_turns_get_a_place_after_the_pins_and_say_where_they_come_from():
+    allergy = Turn.of("user", "I'm allergic to penicillin.", seq=3, importance=9.5)
+    daughter = Turn.of("user", "My daughter is called Ana.", seq=40, importance=8)
+    flight = Turn.of("user", "My flight is on June 3.", seq=7, importance=8)
+    small = Turn.of("user", "Nice weather.", seq=9, importance=3)
+    pin = Pin(chat_id="c", content="allergic to penicillin", importance=9, source_turn_id=allergy.id, source_seq=3)
+    tail = [Turn.of("user", "And now?", seq=51)]
+    ctx = build_context(
+        chat("A long chat.", 50, 51), tail, [pin], [], [], MemoryConfig(), [allergy, daughter, flight, small]
+    )
+    # the pinned turn is said by its pin; the others in the order they were said, each with its turn
+    assert [i.line for i in ctx.sections["important"]] == [
+        "User: My flight is on June 3. (turn 7)",
+        "User: My daughter is called Ana. (turn 40)",
+    ]
+    assert ctx.sections["pins"][0].line == "- allergic to penicillin (turn 3)"
+    rendered = ctx.render()
+    assert rendered.index("Pinned") < rendered.index("Important earlier") < rendered.index("Conversation summary")
+    assert "A long chat. (turns 1-50)" in rendered
+    # over budget, the least important earlier turn goes before any pin
+    big = pin.model_copy(update={"content": "allergic to penicillin " * 30})
+    tight = build_context(
+        chat("", 50, 51),
+        tail,
+        [big],
+        [],
+        [],
+        MemoryConfig(prompt_memory_budget=200, context_important_budget=100),
+        [daughter, flight],
+    )
+    assert tight.total_tokens <= 200 and tight.sections["pins"]
+    gone = [d for d in tight.dropped if d.section == "important"]
+    assert gone and gone[0].reason == "least important earlier turn over budget"
+
+
+def test_turns_of_different_models_are_treated_alike():
+    """A chat answered by several Live models (model_variant) gets the same context as if one model answered."""
+    said = [
+        Turn.of("model", f"answer {i} about the trip on June {i}", seq=i + 1, model_variant=f"live-{i % 3}")
+        for i in range(6)
+    ]
+    plain = [t.model_copy(update={"model_variant": None}) for t in said]
+    config = MemoryConfig(prompt_memory_budget=200, context_min_tail_turns=1)
+    varied = build_context(chat(count=6), said, [], [], [], config)
+    same = build_context(chat(count=6), plain, [], [], [], config)
+    assert varied.render() == same.render() and varied.dropped == same.dropped

@@ -110,13 +110,36 @@ async def test_summarizer_prompts_and_answers(gemini):
     gemini.reply_text('"Japan trip planning."\nextra line')
     assert await summarizer.title("...") == "Japan trip planning"
     gemini.reply_text("word " * 400)
-    assert len(await summarizer.chunk_summary(turns, 50)) <= 200
+    assert len((await summarizer.chunk_summary(turns, 50)).text) <= 200
     # what gemini-3.5-flash-lite accepts: the user's content last, no sampling knobs (ignored or refused)
     for call in gemini.calls(":generateContent"):
         assert [c["role"] for c in call.body["contents"]] == ["user"]
         assert not {"temperature", "topK", "topP", "frequencyPenalty", "presencePenalty"} & set(
             call.body.get("generationConfig") or {}
         )
+
+
+async def test_chunk_importance_comes_in_the_summarys_call_and_pins_name_their_turn(gemini):
+    summarizer = GeminiSummarizer(client(gemini), DEFAULT_SUMMARY_MODEL)
+    turns = [
+        Turn.of("user", "I'm allergic to penicillin.", seq=41),
+        Turn.of("model", "I will keep that in mind.", seq=42),
+    ]
+    gemini.reply_text("The user mentions a penicillin allergy.\nImportance: 9")
+    rated = await summarizer.chunk_summary(turns, 100)
+    assert (rated.text, rated.importance) == ("The user mentions a penicillin allergy.", 9.0)
+    assert "Importance: N" in gemini.calls(":generateContent")[-1].body["systemInstruction"]["parts"][0]["text"]
+    gemini.reply_text("A summary without its importance line.")
+    assert (await summarizer.chunk_summary(turns, 100)).importance == 9.5  # the rules judge instead
+    gemini.reply_text("- [41] 9 | The user is allergic to penicillin.\n- [7] 8 | a turn not in the excerpt\n- junk")
+    (pin,) = await summarizer.pins(turns)
+    assert (pin.content, pin.importance, pin.source.seq) == ("The user is allergic to penicillin.", 9.0, 41)
+    assert (
+        "[41] User: I'm allergic to penicillin."
+        in gemini.calls(":generateContent")[-1].body["contents"][0]["parts"][0]["text"]
+    )
+    gemini.reply_text("No facts to record.")
+    assert await summarizer.pins(turns) == []
 
 
 async def test_a_retired_summary_model_names_the_setting_and_the_replacement(gemini):

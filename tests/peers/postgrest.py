@@ -19,7 +19,7 @@ What it keeps of the real services, with the limits of a hosted Supabase project
   the values through `json_to_record` typed with the function's own argument types; a set is a
   JSON array of rows, a scalar the bare value, void is 204;
 - table routes (GET/POST/PATCH/DELETE) with `select`, the common filters, `order`, `limit`,
-  `offset`, `on_conflict` and `Prefer: return=representation, resolution=merge-duplicates`; the
+  `offset`, `on_conflict` and `Prefer: return=representation, resolution=merge-duplicates | ignore-duplicates`; the
   filters, `order`, `limit` and `offset` also apply to a set-returning function's rows;
 - errors as `{code, message, details, hint}` with PostgREST's status for the SQLSTATE;
 - `/auth/v1/token` (password and refresh_token grants, refresh tokens rotate), `/auth/v1/user`,
@@ -397,10 +397,13 @@ class PostgrestShim:
             idents = sql.SQL(", ").join(map(sql.Identifier, cols))
             conflict = sql.SQL("")
             target = dict(req.query).get("on_conflict")
+            keys = sql.SQL(", ").join(map(sql.Identifier, (target or "id").split(",")))
             if "resolution=merge-duplicates" in prefer:
-                keys = sql.SQL(", ").join(map(sql.Identifier, (target or "id").split(",")))
                 sets = sql.SQL(", ").join(sql.SQL("{0} = excluded.{0}").format(sql.Identifier(c)) for c in cols)
                 conflict = sql.SQL("ON CONFLICT ({}) DO UPDATE SET {}").format(keys, sets)
+            elif "resolution=ignore-duplicates" in prefer:
+                # the rows already there are left as they are and are not in the answer
+                conflict = sql.SQL("ON CONFLICT ({}) DO NOTHING").format(keys)
             query = sql.SQL(
                 "WITH w AS (INSERT INTO {t} ({c}) SELECT {c} FROM json_populate_recordset(NULL::{t}, %s::json) {k} "
                 "RETURNING *) SELECT coalesce(json_agg(w), '[]') FROM w"

@@ -9,6 +9,7 @@ import pytest
 
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
+from parla.memory.importance import turn_importance
 from parla.memory.pins import Pin
 from parla.memory.store import ChatStore, CompactionCommit, EmbeddedWindow, PendingWrites, TextRef, WordCounts
 from parla.memory.store.sqlite import SQLiteChatStore
@@ -63,7 +64,7 @@ async def test_turn_round_trip_keeps_every_field(any_store):
     )
     await any_store.append_turns(chat.id, [turn])
     (loaded,) = await any_store.load_turns(chat.id)
-    assert loaded == turn.model_copy(update={"seq": 1})
+    assert loaded == turn.model_copy(update={"seq": 1, "importance": turn_importance(turn)})
     assert loaded.wire_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
 
 
@@ -352,3 +353,70 @@ async def test_text_no_store_can_hold_is_repaired_and_the_turns_after_it_are_sto
     assert (await any_store.rename_chat(chat.id, "mine \udcff")).title == "mine \ufffd"
     pin = await any_store.add_pin(Pin(chat_id=chat.id, content="likes \x00 tea"))
     assert [p.content for p in await any_store.list_pins(chat.id)] == [pin.content] == ["likes \ufffd tea"]
+
+
+async def test_turns_and_chunk_summaries_keep_their_importance(any_store):
+    chat = (await any_store.create_chat()).chat
+    allergy = Turn.of("user", "I'm allergic to penicillin.")
+    chat_turns = [allergy, Turn.of("model", "Noted."), Turn.of("user", "hi", importance=2.5)]
+    stored = (await any_store.append_turns(chat.id, chat_turns)).turns
+    loaded = await any_store.load_turns(chat.id)
+    assert [t.importance for t in loaded] == [t.importance for t in stored] == [9.5, 1.5, 2.5]
+    rng = MessageRange(start=1, end=10)
+    await any_store.upsert_summary(chat.id, SummaryLevel.CHUNK, rng, emb("c", 1), importance=8.0)
+    (summary,) = await any_store.list_summaries(chat.id)
+    assert summary.importance == 8.0
+    await any_store.upsert_summary(chat.id, SummaryLevel.CHUNK, rng, emb("c2", 2))  # a regeneration without one
+    assert [s.importance for s in await any_store.list_summaries(chat.id)] == [None]
+
+
+async def test_load_memory_holds_the_important_summarised_turns(any_store):
+    chat = (await any_store.create_chat(turns=make_turns(12))).chat
+    said = [Turn.of("user", "My daughter is called Ana.", importance=8), Turn.of("user", "late", importance=9)]
+    await any_store.append_turns(chat.id, said)  # seq 13 and 14
+    commit = CompactionCommit(
+        chat_id=chat.id, expected_version=0, summarized_through=13, rolling_summary="r", summary_text=emb("r", 1)
+    )
+    await any_store.commit_compaction(commit)
+    m = await any_store.load_memory(chat.id, min_importance=7.5)
+    assert [t.seq for t in m.important] == [13]  # 14 is still in the tail
+    top = (await any_store.load_memory(chat.id, min_importance=0, important_limit=3)).important
+    assert len(top) == 3 and top[0].seq == 13 and all(t.seq <= 13 for t in top)
+    assert [t.importance for t in top] == sorted((t.importance for t in top), reverse=True)
+
+
+async def test_new_pins_never_overwrite_and_edits_keep_source_and_forgetting(any_store):
+    chat = (await any_store.create_chat(turns=make_turns(3))).chat
+    (turn,) = await any_store.load_turns(chat.id, 2, 2)
+    auto = Pin(chat_id=chat.id, content="allergic", importance=9, pin_type="auto", source_turn_id=turn.id, source_seq=2)
+    assert [p.id for p in await any_store.add_new_pins([auto])] == [auto.id]
+    assert await any_store.add_new_pins([auto.model_copy(update={"content": "changed"})]) == []
+    await any_store.set_pin_forgotten(auto.id, True)
+    assert await any_store.add_new_pins([auto]) == []  # a forgotten auto pin stays forgotten
+    edited = await any_store.add_pin(auto.model_copy(update={"content": "allergic to penicillin", "source_seq": None}))
+    assert (edited.content, edited.source_turn_id, edited.source_seq) == ("allergic to penicillin", turn.id, 2)
+    assert edited.forgotten_at is not None
+    (listed,) = await any_store.list_pins(chat.id, forgotten=True)
+    assert (listed.pin_type, listed.source_seq, listed.content) == ("auto", 2, "allergic to penicillin")
+    with pytest.raises(ChatNotFound):
+        await any_store.add_new_pins([Pin(chat_id="0c1c1c1c-0000-4000-8000-00000000dead", content="x")])
+
+
+async def test_stats_of_one_chat(any_store):
+    one = (await any_store.create_chat(turns=[Turn.of("user", "I'm allergic to nuts."), *make_turns(3)])).chat
+    other = (await any_store.create_chat(turns=make_turns(5))).chat
+    await any_store.add_pin(Pin(chat_id=one.id, content="nuts", importance=9, pin_type="auto"))
+    await any_store.add_pin(Pin(chat_id=other.id, content="tea", importance=3))
+    mine = await any_store.stats(one.id)
+    assert (mine.total_chats, mine.total_messages, mine.total_pins, mine.auto_pins, mine.important_turns) == (
+        1,
+        4,
+        1,
+        1,
+        1,
+    )
+    everything = await any_store.stats()
+    assert (everything.total_chats, everything.total_messages, everything.total_pins) == (2, 9, 2)
+    assert everything.average_turn_importance is not None and mine.average_turn_importance is not None
+    with pytest.raises(ChatNotFound):
+        await any_store.stats("0c1c1c1c-0000-4000-8000-00000000dead")

@@ -4,6 +4,7 @@ private to its user, and an open that fails cleanly."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sqlite3
 import stat
@@ -12,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from parla.memory.errors import StoreError
+from parla.memory.importance import turn_importance
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_schema import MIGRATIONS
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb
 from tests.memory.store.test_sqlite_cancel import quiet_threads, threads
@@ -124,3 +127,28 @@ async def test_an_sqlite_failure_is_a_store_error_naming_the_file(store):
     with pytest.raises(StoreError, match=f"cannot read the SQLite store {store.path} \\(no such table: pins\\)"):
         await store.list_pins(chat.id)
     assert (await store.append_turns(chat.id, make_turns(1))).added == 1
+
+
+async def test_a_file_of_the_previous_schema_gets_its_turns_scored(tmp_path):
+    """Migrating a file made before importance existed scores every stored turn by the rules."""
+    path = tmp_path / "old.db"
+    T = "2026-01-01T00:00:00+00:00"
+    raw = sqlite3.connect(path)
+    for script in MIGRATIONS[:2]:
+        for statement in script.split(";\n"):
+            raw.execute(statement)
+    raw.execute("PRAGMA user_version = 2")
+    raw.execute("INSERT INTO chats (id, created_at, last_activity_at, turn_count) VALUES ('c', ?, ?, 2)", (T, T))
+    for seq, role, text in ((1, "user", "My flight to Lima is on June 3."), (2, "model", "Have a good trip.")):
+        raw.execute(
+            "INSERT INTO turns (id, chat_id, seq, role, parts, created_at, source) VALUES (?, 'c', ?, ?, ?, ?, 'voice')",
+            (f"t{seq}", seq, role, json.dumps([{"text": text}]), T),
+        )
+    raw.commit()
+    raw.close()
+    async with SQLiteChatStore(path) as store:
+        turns = await store.load_turns("c")
+        assert [t.importance for t in turns] == [
+            turn_importance(t.model_copy(update={"importance": None})) for t in turns
+        ]
+        assert turns[0].importance == 8.0 and (await store.stats("c")).important_turns == 1

@@ -44,7 +44,8 @@ async def test_no_summary_of_the_corpus_repeats_a_sentence():
             rolling = await summarizer.rolling_summary(rolling, turns[start : start + 6], 400)
             repeated = [s for s, n in Counter(sentences(rolling)).items() if n > 1]
             assert not repeated, rolling
-        for summary in (await summarizer.chunk_summary(turns, 200), await summarizer.meta_summary([rolling] * 3, 300)):
+        chunk = (await summarizer.chunk_summary(turns, 200)).text
+        for summary in (chunk, await summarizer.meta_summary([rolling] * 3, 300)):
             assert sentences(summary) and len(set(sentences(summary))) == len(sentences(summary)), summary
 
 
