@@ -753,7 +753,8 @@ class SQLiteChatStore:
                 f"(SELECT count(*) FROM turns WHERE importance >= :important AND {mine}), "
                 "(SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL AND (:chat IS NULL OR id = :chat)) "
                 f"+ (SELECT count(*) FROM summaries WHERE {mine}) "
-                f"+ (SELECT count(*) FROM facts WHERE embedding IS NOT NULL AND {mine})",
+                f"+ (SELECT count(*) FROM facts WHERE embedding IS NOT NULL AND {mine}) "
+                f"+ (SELECT count(*) FROM turn_windows WHERE {mine})",
                 {"chat": chat_id, "important": IMPORTANT},
             ).fetchone()
             info = _embedder_info(db)

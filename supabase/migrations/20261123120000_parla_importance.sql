@@ -171,7 +171,8 @@ begin
              where user_id = v_uid and id = p_chat_id and summary_embedding is not null)
             + (select count(*) from public.chat_summaries where user_id = v_uid and chat_id = p_chat_id)
             + (select count(*) from public.chat_facts
-               where user_id = v_uid and chat_id = p_chat_id and embedding is not null) end);
+               where user_id = v_uid and chat_id = p_chat_id and embedding is not null)
+            + (select count(*) from public.chat_windows where user_id = v_uid and chat_id = p_chat_id) end);
 end $$;
 
 revoke all on function public.upsert_summary, public.load_memory, public.memory_stats from public, anon;
