@@ -35,6 +35,13 @@ def text_ref(chat_id: str, kind: TextKind, start: int, end: int) -> TextRef:
     return TextRef(chat_id, kind, None if kind == "summary_text" else MessageRange(start=start, end=end))
 
 
+def telling_words(words: Sequence[str], doc_counts: dict[str, int], total: int) -> list[str]:
+    """The words a keyword search looks for: those in some turn but in fewer than half of all
+    `total` turns. Bm25's idf, log((N - n + 0.5) / (n + 0.5)), is nil or below from half on, and
+    a turn that matched only such words would rank as high as a real match once fused by rank."""
+    return [w for w in words if 0 < doc_counts.get(w, 0) and 2 * doc_counts[w] < total]
+
+
 def pin_not_found(pin_id: str) -> StoreError:
     return StoreError(f"no pin with id {pin_id!r}")
 

@@ -34,6 +34,7 @@ from parla.memory.store import (
     PendingWrites,
     StoredText,
     TextRef,
+    TurnMatch,
     facts_text,
 )
 from parla.memory.store.checks import (
@@ -41,6 +42,7 @@ from parla.memory.store.checks import (
     check_unique_turn_ids,
     exact_id_first,
     pin_not_found,
+    telling_words,
     text_ref,
 )
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
@@ -549,6 +551,41 @@ class SQLiteChatStore:
                     last_activity_at=_dt(chats[chat_id]["last_activity_at"]),
                 )
                 for chat_id, similarity, ref in best
+            ]
+
+        return await self._read(read)
+
+    async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
+        def read(db: sqlite3.Connection) -> list[TurnMatch]:
+            if not words or match_count <= 0:
+                return []
+            marks = ",".join("?" * len(words))
+            found = dict(db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", list(words)).fetchall())
+            total = db.execute("SELECT count(*) FROM turns").fetchone()[0]
+            telling = telling_words(words, found, total)
+            if not telling:
+                return []
+            # each word quoted: FTS5 query syntax (AND, NEAR, *, ^) never comes from the user
+            query = " OR ".join('"' + w.replace('"', '""') + '"' for w in telling)
+            rows = db.execute(
+                "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
+                "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
+                "JOIN chats c ON c.id = w.chat_id "
+                "WHERE turn_words MATCH ? AND (? IS NULL OR w.chat_id = ?) "
+                "ORDER BY bm25(turn_words), w.chat_id, w.seq LIMIT ?",
+                (query, chat_id, chat_id, match_count),
+            ).fetchall()
+            return [
+                TurnMatch(
+                    chat_id=r["chat_id"],
+                    title=r["title"],
+                    seq=r["seq"],
+                    role=r["role"],
+                    text=r["body"],
+                    score=float(r["score"]),
+                    last_activity_at=_dt(r["last_activity_at"]),
+                )
+                for r in rows
             ]
 
         return await self._read(read)

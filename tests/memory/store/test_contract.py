@@ -302,3 +302,61 @@ async def test_text_no_store_can_hold_is_repaired_and_the_turns_after_it_are_sto
     assert (await any_store.rename_chat(chat.id, "mine \udcff")).title == "mine \ufffd"
     pin = await any_store.add_pin(Pin(chat_id=chat.id, content="likes \x00 tea"))
     assert [p.content for p in await any_store.list_pins(chat.id)] == [pin.content] == ["likes \ufffd tea"]
+
+
+LYON = [
+    ("user", "We are planning a weekend in France, maybe Lyon or Annecy."),
+    ("model", "Both are lovely; Lyon is known for its food and old town."),
+    ("user", "In Lyon we had dinner at Chez Mathilde, the restaurant by the Saône with the quenelles."),
+    ("model", "Chez Mathilde sounds wonderful; the quenelles are a classic there."),
+    ("user", "The train back was late, we got home after midnight."),
+]
+
+
+async def _chat_of(store, lines, title=None):
+    turns = [Turn.of(role, text, created_at=T0) for role, text in lines]
+    return (await store.create_chat(title=title, created_at=T0, turns=turns)).chat
+
+
+async def test_search_words_finds_the_turn_that_names_it(any_store):
+    from parla.memory.words import query_words
+
+    trip = await _chat_of(any_store, LYON, "France trip")
+    other = await _chat_of(any_store, [("user", t) for t in TOPICS_TEXT])
+    words = query_words("What was the name of that restaurant in Lyon?")
+    found = await any_store.search_words(words, 5)
+    assert (found[0].chat_id, found[0].seq, found[0].role) == (trip.id, 3, "user")
+    assert "Chez Mathilde" in found[0].text and found[0].title == "France trip"
+    assert found[0].last_activity_at == T0
+    assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))
+    # only one chat's turns; a request of words no turn holds, or only of words most turns hold
+    assert {m.chat_id for m in await any_store.search_words(words, 5, chat_id=other.id)} <= {other.id}
+    assert await any_store.search_words(query_words("xylophone"), 5) == []
+    assert await any_store.search_words(["the", "was"], 5) == []  # in more than half of the turns
+    assert await any_store.search_words([], 5) == []
+    # a word is looked up as a word: query syntax in it is not obeyed
+    assert await any_store.search_words(['"lyon', "near", "mathilde*"], 5) == []
+    # a deleted chat's turns leave the index
+    await any_store.delete_chat(trip.id)
+    assert [m for m in await any_store.search_words(words, 5) if m.chat_id == trip.id] == []
+
+
+async def test_search_words_indexes_turns_as_they_are_appended(any_store):
+    from parla.memory.words import query_words
+
+    chat = await _chat_of(any_store, [("user", t) for t in TOPICS_TEXT])
+    assert await any_store.search_words(query_words("quenelles"), 5) == []
+    await any_store.append_turns(chat.id, [Turn.of("model", "Try the quenelles at Chez Mathilde.", created_at=T0)])
+    (hit,) = await any_store.search_words(query_words("quenelles"), 5)
+    assert (hit.chat_id, hit.seq) == (chat.id, len(TOPICS_TEXT) + 1)
+
+
+# small talk full of the words a question is made of ("what", "was", "that", "of", "the")
+TOPICS_TEXT = [
+    "What was that laptop of the budget course? The one that was cheap.",
+    "My sister gets married in Lisbon in June, that was the plan of the family.",
+    "What was the name of the film? That was a long night.",
+    "The tomato seedlings of the balcony: what was wrong with them?",
+    "That was the nocturne I practise, the one in E flat.",
+    "What was the weather like? The rain of that week was heavy.",
+]
