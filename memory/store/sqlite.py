@@ -50,6 +50,7 @@ from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_schema import MIGRATIONS
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.turn import MessageRange, Part, Turn, new_id, utcnow
+from parla.memory.words import query_words
 
 T = TypeVar("T")
 
@@ -556,6 +557,9 @@ class SQLiteChatStore:
         return await self._read(read)
 
     async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
+        # split as Postgres splits each word, so a quote or an asterisk in a word changes nothing
+        words = query_words(" ".join(words))
+
         def read(db: sqlite3.Connection) -> list[TurnMatch]:
             if not words or match_count <= 0:
                 return []

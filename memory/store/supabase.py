@@ -52,6 +52,7 @@ from parla.memory.store import (
     PendingWrites,
     StoredText,
     TextRef,
+    TurnMatch,
 )
 from parla.memory.store.checks import (
     check_one_dimension,
@@ -565,6 +566,31 @@ class SupabaseChatStore:
                 similarity=float(r["similarity"]),
                 matched=text_ref(r["chat_id"], kind_of_sql(r["matched_kind"]), r["start_seq"], r["end_seq"]),
                 matched_text=r["matched_text"],
+                last_activity_at=datetime.fromisoformat(r["last_activity_at"]),
+            )
+            for r in rows
+        ]
+
+    async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
+        if not words or match_count <= 0:
+            return []
+        rows = await self._rpc_rows(
+            "search_turn_words",
+            "search the turns' words",
+            ("score.desc", "chat_id", "seq"),
+            limit=match_count,
+            p_words=list(words),
+            match_count=match_count,
+            p_chat_id=chat_id,
+        )
+        return [
+            TurnMatch(
+                chat_id=r["chat_id"],
+                title=r["title"],
+                seq=r["seq"],
+                role=r["role"],
+                text=r["body"],
+                score=float(r["score"]),
                 last_activity_at=datetime.fromisoformat(r["last_activity_at"]),
             )
             for r in rows
