@@ -197,6 +197,11 @@ class LiveConversation:
         if not self.assembler.model_speaking and not self._tool_calls.pending:
             self._reconnect.set()
 
+    @property
+    def switching(self) -> bool:
+        """A switch was asked for and has not happened yet."""
+        return self._next_memory is not None
+
     def unsaved_turns(self) -> int:
         """Turns said in this conversation and not stored yet: waiting for the saver, or held for
         late transcription fragments."""
