@@ -49,7 +49,9 @@ class MemoryConfig(BaseModel):
         ge=0,
         description="Similarity lead the best pin or fact needs over the next for `forget` to act without asking.",
     )
-    recall_results: int = Field(5, ge=1, le=20, description="Things `recall` answers with, fused from meaning and words.")
+    recall_results: int = Field(
+        5, ge=1, le=20, description="Things `recall` answers with, fused from meaning and words."
+    )
     recall_fusion_k: float = Field(
         60.0,
         gt=0,

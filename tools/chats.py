@@ -99,7 +99,9 @@ class RecallArgs(BaseModel):
 
 
 class DeleteChatArgs(BaseModel):
-    chat_id: str = Field(min_length=1, description="The chat_id of the chat to delete (from list_chats or switch_chat).")
+    chat_id: str = Field(
+        min_length=1, description="The chat_id of the chat to delete (from list_chats or switch_chat)."
+    )
     confirmation: str | None = Field(
         None, description="The confirmation a first delete_chat call returned; only once the user said yes."
     )

@@ -564,7 +564,9 @@ class SQLiteChatStore:
             if not words or match_count <= 0:
                 return []
             marks = ",".join("?" * len(words))
-            found = dict(db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", list(words)).fetchall())
+            found = dict(
+                db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", list(words)).fetchall()
+            )
             total = db.execute("SELECT count(*) FROM turns").fetchone()[0]
             telling = telling_words(words, found, total)
             if not telling:

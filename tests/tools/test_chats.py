@@ -146,7 +146,7 @@ async def test_recall_finds_the_turn_that_names_it_by_its_words(store, embedder,
 
 
 async def test_delete_chat_asks_first_and_never_deletes_the_chat_the_user_is_in(store, embedder, config, compactor):
-    tools, session, chat = await setup(store, embedder, config, compactor)
+    tools, _session, chat = await setup(store, embedder, config, compactor)
     registry = ToolRegistry(tools.tools())
     here = await registry.call("delete_chat", {"chat_id": chat.id})
     assert here["result"] == "in_this_chat" and (await store.get_chat(chat.id)).id == chat.id

@@ -4,6 +4,8 @@ behaves the same on both."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -328,7 +330,7 @@ async def test_search_words_finds_the_turn_that_names_it(any_store):
     assert (found[0].chat_id, found[0].seq, found[0].role) == (trip.id, 3, "user")
     assert "Chez Mathilde" in found[0].text and found[0].title == "France trip"
     assert found[0].last_activity_at == T0
-    assert all(a.score >= b.score for a, b in zip(found, found[1:], strict=False))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(found))
     # only one chat's turns; a request of words no turn holds, or only of words most turns hold
     assert {m.chat_id for m in await any_store.search_words(words, 5, chat_id=other.id)} <= {other.id}
     assert await any_store.search_words(query_words("xylophone"), 5) == []
