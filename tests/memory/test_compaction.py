@@ -291,3 +291,16 @@ async def test_token_threshold_triggers_and_long_histories_fold_in_bounded_steps
     assert len(calls) > 1 and sum(calls) == 288  # several calls, none over the threshold
     assert report.tokens_after < report.tokens_before
     assert len(chat.rolling_summary) // 4 <= config.summary_token_cap
+
+
+async def test_each_compaction_step_logs_its_duration(store, compactor, caplog):
+    from tests.conftest import make_turns
+
+    chat = (await store.create_chat(turns=make_turns(35))).chat
+    with caplog.at_level("INFO", logger="parla.compaction"):
+        report = await compactor.compact(chat.id)
+    (record,) = [r for r in caplog.records if getattr(r, "event", None) == "compaction"]
+    assert record.fold_ms == report.fold_ms > 0 and record.chunks_ms == report.chunks_ms > 0
+    assert record.metas_ms == report.metas_ms >= 0
+    assert report.fold_ms + report.chunks_ms + report.metas_ms <= report.duration_ms + 1
+    assert f"fold_ms={report.fold_ms}" in record.getMessage()
