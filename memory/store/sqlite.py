@@ -49,7 +49,7 @@ from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_schema import MIGRATIONS
 from parla.memory.summary import Summary, SummaryLevel
-from parla.memory.turn import MessageRange, Part, Turn, new_id, utcnow
+from parla.memory.turn import MessageRange, Part, TokenUsage, Turn, new_id, utcnow
 from parla.memory.words import query_words
 
 T = TypeVar("T")
@@ -104,6 +104,7 @@ def _turn(row: sqlite3.Row) -> Turn:
         interrupted=bool(row["interrupted"]),
         source=row["source"],
         model_variant=row["model_variant"],
+        usage=TokenUsage.model_validate_json(row["usage"]) if row["usage"] else None,
     )
 
 
@@ -749,12 +750,13 @@ def _append(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> tupl
                 int(turn.interrupted),
                 turn.source,
                 turn.model_variant,
+                turn.usage.model_dump_json(exclude_none=True) if turn.usage else None,
             )
         )
     if fresh:
         db.executemany(
             "INSERT INTO turns (id, chat_id, seq, role, parts, thinking, created_at, interrupted, source, "
-            "model_variant) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "model_variant, usage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh,
         )
         db.execute(

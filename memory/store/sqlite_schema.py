@@ -94,4 +94,8 @@ SELECT (SELECT coalesce(group_concat(json_extract(p.value, '$.text'), ''), '') F
        t.chat_id, t.seq
 FROM turns t ORDER BY t.chat_id, t.seq
 """,
+    # the tokens the Live service reported for a model turn, as JSON
+    """
+ALTER TABLE turns ADD COLUMN usage TEXT
+""",
 ]

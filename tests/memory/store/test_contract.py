@@ -14,7 +14,7 @@ from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, Turn
 from parla.memory.pins import Pin
 from parla.memory.store import CompactionCommit, PendingWrites
 from parla.memory.summary import SummaryLevel
-from parla.memory.turn import MessageRange, Turn
+from parla.memory.turn import MessageRange, TokenUsage, Turn
 from tests.conftest import T0, make_turns
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
@@ -60,11 +60,18 @@ async def test_append_is_atomic(any_store):
 async def test_turn_round_trip_keeps_every_field(any_store):
     chat = (await any_store.create_chat()).chat
     turn = Turn.of(
-        "model", "Hello — ça va? 日本", thinking="hm", interrupted=True, source="voice", model_variant="live-x"
+        "model",
+        "Hello — ça va? 日本",
+        thinking="hm",
+        interrupted=True,
+        source="voice",
+        model_variant="live-x",
+        usage=TokenUsage(prompt_tokens=812, response_tokens=64, total_tokens=876, cached_tokens=500),
     )
-    await any_store.append_turns(chat.id, [turn])
-    (loaded,) = await any_store.load_turns(chat.id)
-    assert loaded == turn.model_copy(update={"seq": 1})
+    plain = Turn.of("user", "no usage on a user's turn")
+    await any_store.append_turns(chat.id, [turn, plain])
+    loaded, loaded_plain = await any_store.load_turns(chat.id)
+    assert loaded == turn.model_copy(update={"seq": 1}) and loaded_plain.usage is None
     assert loaded.wire_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
 
 
