@@ -44,6 +44,7 @@ from parla.memory.store.checks import (
     pin_not_found,
     telling_words,
     text_ref,
+    turn_match,
 )
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_index import VectorIndex
@@ -582,18 +583,7 @@ class SQLiteChatStore:
                 "ORDER BY bm25(turn_words), w.chat_id, w.seq LIMIT ?",
                 (query, chat_id, chat_id, match_count),
             ).fetchall()
-            return [
-                TurnMatch(
-                    chat_id=r["chat_id"],
-                    title=r["title"],
-                    seq=r["seq"],
-                    role=r["role"],
-                    text=r["body"],
-                    score=float(r["score"]),
-                    last_activity_at=_dt(r["last_activity_at"]),
-                )
-                for r in rows
-            ]
+            return [turn_match(r) for r in rows]
 
         return await self._read(read)
 

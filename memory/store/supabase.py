@@ -60,6 +60,7 @@ from parla.memory.store.checks import (
     exact_id_first,
     pin_not_found,
     text_ref,
+    turn_match,
 )
 from parla.memory.store.outbox import Outbox, OutboxEntry
 from parla.memory.store.supabase_errors import MIGRATE_HINT, check_gateway, supabase_error
@@ -583,18 +584,7 @@ class SupabaseChatStore:
             match_count=match_count,
             p_chat_id=chat_id,
         )
-        return [
-            TurnMatch(
-                chat_id=r["chat_id"],
-                title=r["title"],
-                seq=r["seq"],
-                role=r["role"],
-                text=r["body"],
-                score=float(r["score"]),
-                last_activity_at=datetime.fromisoformat(r["last_activity_at"]),
-            )
-            for r in rows
-        ]
+        return [turn_match(r) for r in rows]
 
     async def embedder_info(self) -> tuple[str, int] | None:
         stats = await self._rpc("memory_stats", "read the store's embedder")
