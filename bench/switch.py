@@ -37,6 +37,7 @@ class Session:
 
     def __init__(self, chat_id: str) -> None:
         self.chat_id = chat_id
+        self.switching = False
 
     def switch(self, chat_id: str) -> None:
         self.chat_id = chat_id
@@ -61,7 +62,7 @@ async def measure(name: str, store: ChatStore, chats: int, runs: int) -> None:
     filled = time.perf_counter() - started
     first = (await store.list_chats(limit=1))[0].id
     session = Session(first)
-    tools = ChatTools(store, ChatSearch(store, EMBEDDER, CONFIG), EMBEDDER, session, CONFIG.forget_margin)
+    tools = ChatTools(store, ChatSearch(store, EMBEDDER, CONFIG), EMBEDDER, session, CONFIG)
     queries = await embed_texts(EMBEDDER, REQUESTS, "query")
 
     async def switch(i: int) -> None:

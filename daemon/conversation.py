@@ -33,6 +33,10 @@ class CurrentChat:
     def memory(self, chat_id: str) -> ChatMemory:
         return ChatMemory(self.mem.store, self.mem.settings, chat_id, self.mem.refused, self.worker)
 
+    @property
+    def switching(self) -> bool:
+        return self.conversation is not None and self.conversation.switching
+
     def switch(self, chat_id: str) -> None:
         """Carry on in `chat_id`: in the open session once its turn is over, else in the next one."""
         if chat_id == self.chat_id:

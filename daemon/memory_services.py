@@ -113,7 +113,7 @@ class MemoryServices:
 
     def chat_tools(self, session: ChatSession) -> ChatTools:
         """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`."""
-        return ChatTools(self.store, self.search, self.embedder, session, self.settings.forget_margin)
+        return ChatTools(self.store, self.search, self.embedder, session, self.settings)
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -66,7 +66,22 @@ class CompactionReport:
     titled: str | None = None
     # Why some of this run's summaries were made by the offline summarizer (Gemini could not be used).
     offline: str | None = None
+    # each step's time: folding into the rolling summary (and describing, titling), chunk
+    # summaries with facts, meta summaries; and the whole run
+    fold_ms: float = 0.0
+    chunks_ms: float = 0.0
+    metas_ms: float = 0.0
     duration_ms: float = 0.0
+
+    @contextmanager
+    def timed(self, step: str) -> Iterator[None]:
+        """Add the time spent in the block to `<step>_ms`."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            name = f"{step}_ms"
+            setattr(self, name, round(getattr(self, name) + (time.perf_counter() - started) * 1000, 1))
 
     def log_line(self) -> str:
         fields = (
@@ -123,15 +138,17 @@ class Compactor:
         # what was said is searchable first, even when a summary call fails below
         report.windows_indexed = await self.windows.index(chat_id)
         with _offline_noted(report):
-            chat = await self._fold(chat_id, report)
+            with report.timed("fold"):
+                chat = await self._fold(chat_id, report)
             await self._dual_memory(chat, report, only=None)
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})
         return report
 
-    async def regenerate(self, chat_id: str, rng: MessageRange | None) -> CompactionReport:
+    async def regenerate(self, chat_id: str, rng: MessageRange | None, *, facts_only: bool = False) -> CompactionReport:
         """A manual regeneration: redo the chunk summaries and facts of `rng` (whole
-        chunks; every chunk when None) and the meta summaries that cover them."""
+        chunks; every chunk when None) and the meta summaries that cover them; with
+        `facts_only`, the facts alone (after a change of the fact prompt or model)."""
         started = time.perf_counter()
         chat = await self.store.get_chat(chat_id)
         chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
@@ -139,7 +156,8 @@ class Compactor:
             self._check_range(rng, chunks)
         report = CompactionReport(chat_id)
         with _offline_noted(report):
-            await self._dual_memory(chat, report, only=rng or MessageRange(start=1, end=max(chat.turn_count, 1)))
+            only = rng or MessageRange(start=1, end=max(chat.turn_count, 1))
+            await self._dual_memory(chat, report, only=only, facts_only=facts_only)
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("regeneration %s", report.log_line(), extra={"event": "regeneration", **asdict(report)})
         return report
@@ -244,8 +262,11 @@ class Compactor:
 
     # -- dual memory -----------------------------------------------------------------------
 
-    async def _dual_memory(self, chat: Chat, report: CompactionReport, only: MessageRange | None) -> None:
-        """Missing chunk summaries, facts and meta summaries; with `only`, redo those inside it."""
+    async def _dual_memory(
+        self, chat: Chat, report: CompactionReport, only: MessageRange | None, facts_only: bool = False
+    ) -> None:
+        """Missing chunk summaries, facts and meta summaries; with `only`, redo those inside it
+        (with `facts_only`, the facts alone)."""
         chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
         # Chunk texts by range; the jobs below add what they write, for the meta summaries.
         chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
@@ -257,7 +278,7 @@ class Compactor:
         read: list[Turn] = []
         for rng in chunks:
             forced = only is not None and only.contains(rng)
-            need_summary = forced or rng not in chunk_text
+            need_summary = not facts_only and (forced or rng not in chunk_text)
             need_facts = forced or rng not in extracted
             if need_summary or need_facts:
                 jobs.append(
@@ -274,9 +295,21 @@ class Compactor:
                         read,
                     )
                 )
-        await _bounded(jobs, self.config.compaction_concurrency * 2)
+        with report.timed("chunks"):
+            await _bounded(jobs, self.config.compaction_concurrency * 2)
         await self._pin(chat.id, found, read, report)
+        if not facts_only:
+            with report.timed("metas"):
+                await self._metas(chat, report, chunks, chunk_text, only)
 
+    async def _metas(
+        self,
+        chat: Chat,
+        report: CompactionReport,
+        chunks: list[MessageRange],
+        chunk_text: dict[MessageRange, str],
+        only: MessageRange | None,
+    ) -> None:
         metas_done = {s.range for s in await self.store.list_summaries(chat.id, SummaryLevel.META)}
         for span, group in meta_ranges(chunks, self.config.meta_every):
             forced = only is not None and any(only.contains(r) for r in group)

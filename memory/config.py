@@ -76,6 +76,17 @@ class MemoryConfig(BaseModel):
         ge=0,
         description="Similarity lead the best pin or fact needs over the next for `forget` to act without asking.",
     )
+    recall_results: int = Field(
+        5, ge=1, le=20, description="Things `recall` answers with, fused from meaning and words."
+    )
+    recall_fusion_k: float = Field(
+        60.0,
+        gt=0,
+        description="Reciprocal rank fusion constant of `recall`: larger values flatten the lead of the top ranks.",
+    )
+    delete_confirm_s: float = Field(
+        300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."
+    )
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
 
     @model_validator(mode="after")

@@ -20,6 +20,7 @@ that turn. Every drop is reported.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -32,6 +33,8 @@ from parla.memory.store import ChatStore
 from parla.memory.summary import Summary
 from parla.memory.tokens import estimate_tokens, truncate_to_tokens
 from parla.memory.turn import Part, Turn
+
+log = logging.getLogger(__name__)
 
 SectionName = Literal["pins", "important", "summary", "meta", "facts", "tail"]
 SECTION_ORDER: tuple[SectionName, ...] = ("pins", "important", "summary", "meta", "facts", "tail")
@@ -150,6 +153,7 @@ def build_context(
     ctx.sections["facts"] = _key_facts(facts, chat.summarized_through, config.context_facts_budget, ctx.dropped)
     ctx.sections["tail"] = [_turn_item(t) for t in tail]
     _fit(ctx, config.context_min_tail_turns)
+    _log_trimmed(chat.id, ctx)
     return ctx
 
 
@@ -165,6 +169,32 @@ def _important(turns: list[Turn], budget: int, dropped: list[Dropped]) -> list[C
         kept.append((turn.seq, item))
         used += item.tokens
     return [item for _, item in sorted(kept, key=lambda k: k[0])]
+
+
+def _log_trimmed(chat_id: str, ctx: MemoryContext) -> None:
+    """One structured line when the budget cost the model recent turns or summary text: the
+    signs that PROMPT_MEMORY_BUDGET is too small for how this chat is used."""
+    tail = [d for d in ctx.dropped if d.section == "tail"]
+    summary = [d for d in ctx.dropped if d.section == "summary"]
+    if not tail and not summary:
+        return
+    log.info(
+        "context over budget in chat %s: %d tail turns dropped or cut (%d tokens), summary shortened by %d tokens",
+        chat_id,
+        len(tail),
+        sum(d.tokens for d in tail),
+        sum(d.tokens for d in summary),
+        extra={
+            "event": "context_trimmed",
+            "chat_id": chat_id,
+            "budget": ctx.budget,
+            "tokens": ctx.accounted_tokens(),
+            "tail_dropped": len(tail),
+            "tail_dropped_tokens": sum(d.tokens for d in tail),
+            "summary_cut_tokens": sum(d.tokens for d in summary),
+            "dropped": {name: sum(1 for d in ctx.dropped if d.section == name) for name in SECTION_ORDER},
+        },
+    )
 
 
 def _key_facts(

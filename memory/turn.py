@@ -54,6 +54,21 @@ class Part(BaseModel):
         return storable_text(text, "a turn's text")
 
 
+class TokenUsage(BaseModel):
+    """The tokens the Live service reported for a model turn (its usageMetadata): the prompt it
+    read (context, audio heard, tool results), what it answered, their total, and of those the
+    cached, thinking and tool-result tokens where it says."""
+
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int | None = Field(None, ge=0)
+    response_tokens: int | None = Field(None, ge=0)
+    total_tokens: int | None = Field(None, ge=0)
+    cached_tokens: int | None = Field(None, ge=0)
+    thoughts_tokens: int | None = Field(None, ge=0)
+    tool_use_prompt_tokens: int | None = Field(None, ge=0)
+
+
 class Turn(BaseModel):
     """`{role, parts:[{text}], thinking?}` plus a stable id (for idempotent writes), the sequence
     number the store assigned (0 until stored), when it was said, whether the model was cut off
@@ -73,6 +88,7 @@ class Turn(BaseModel):
     model_variant: str | None = None
     # 0-10, how much the turn matters later (memory.importance); set by the store as it is appended
     importance: float | None = Field(default=None, ge=0, le=10)
+    usage: TokenUsage | None = None  # model turns of a live session
 
     @field_validator("thinking")
     @classmethod

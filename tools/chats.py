@@ -1,17 +1,28 @@
-"""The chat tools: switch_chat (by meaning or by id), new_chat, list_chats, rename_chat, and the
-memory tools remember, recall and forget. Each answers the model with what happened and, where the model
-has to say something, what to say."""
+"""The chat tools: switch_chat (by meaning or by id), new_chat, list_chats, rename_chat, delete_chat,
+and the memory tools remember, recall and forget. Each answers the model with what happened and, where
+the model has to say something, what to say.
+
+delete_chat acts only on a second call that carries the confirmation the first one issued, after the
+user said yes; the confirmation names one chat, is used once and lapses after `delete_confirm_s`. The
+chat the conversation is in is never deleted: the model is told to move out first (new_chat or
+switch_chat), and to delete once the move is done, since the turns said before the move are still
+being stored in that chat."""
 
 from __future__ import annotations
 
+import secrets
+import time
 from datetime import datetime
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, model_validator
 
+from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
-from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten, source_of
+from parla.memory.errors import ChatNotFound
+from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten
 from parla.memory.pins import Pin
+from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.turn import utcnow
@@ -24,6 +35,11 @@ class ChatSession(Protocol):
 
     @property
     def chat_id(self) -> str: ...
+
+    @property
+    def switching(self) -> bool:
+        """A move asked for has not happened yet (it does once the current turn is over)."""
+        ...
 
     def switch(self, chat_id: str) -> None:
         """Carry on in `chat_id` once the current turn is over; the chat left is summarised in
@@ -43,10 +59,6 @@ def spoken_when(moment: datetime, now: datetime | None = None) -> str:
     if days < 60:
         return f"{days // 7} weeks ago"
     return f"on {moment.day} {moment:%B %Y}"
-
-
-def _sourced(text: str, source: str | None) -> str:
-    return f"{text} ({source})" if source else text
 
 
 def _chat_card(chat_id: str, title: str | None, last: datetime) -> dict[str, Any]:
@@ -86,6 +98,15 @@ class RecallArgs(BaseModel):
     all_chats: bool = Field(False, description="Search every chat instead of only the current one.")
 
 
+class DeleteChatArgs(BaseModel):
+    chat_id: str = Field(
+        min_length=1, description="The chat_id of the chat to delete (from list_chats or switch_chat)."
+    )
+    confirmation: str | None = Field(
+        None, description="The confirmation a first delete_chat call returned; only once the user said yes."
+    )
+
+
 class ForgetArgs(BaseModel):
     item: str = Field(
         min_length=1, description="The pinned or remembered fact to forget, in the user's words or exactly as recalled."
@@ -94,13 +115,16 @@ class ForgetArgs(BaseModel):
 
 class ChatTools:
     def __init__(
-        self, store: ChatStore, search: ChatSearch, embedder: Embedder, session: ChatSession, forget_margin: float
+        self, store: ChatStore, search: ChatSearch, embedder: Embedder, session: ChatSession, config: MemoryConfig
     ) -> None:
         self.store = store
-        self.forget_margin = forget_margin
+        self.forget_margin = config.forget_margin
         self.search = search
         self.embedder = embedder
         self.session = session
+        self.recaller = Recall(store, embedder, config.recall_results, config.recall_fusion_k)
+        self.delete_confirm_s = config.delete_confirm_s
+        self._confirmations: dict[str, tuple[str, float]] = {}  # confirmation -> (chat_id, issued at)
 
     def tools(self) -> list[Tool]:
         return [
@@ -134,9 +158,18 @@ class ChatTools:
             ),
             Tool(
                 "recall",
-                "Look up what was said or pinned about something, in this chat or (all_chats) in every chat.",
+                "Look up what was said or pinned about something, in this chat or (all_chats) in every chat, "
+                "by meaning and by the words used: each match has its chat, the turns it comes from and its text.",
                 RecallArgs,
                 self.recall,
+            ),
+            Tool(
+                "delete_chat",
+                "Delete a chat for good when the user asks to. The first call (chat_id only) returns a "
+                "confirmation: ask the user whether to delete that chat, and only if they say yes call again "
+                "with the confirmation. The chat you are in cannot be deleted: offer to move out first.",
+                DeleteChatArgs,
+                self.delete_chat,
             ),
             Tool(
                 "forget",
@@ -207,25 +240,59 @@ class ChatTools:
         return {"result": "remembered", "pin_id": pin.id, "fact": pin.content}
 
     async def recall(self, args: RecallArgs) -> dict[str, Any]:
-        if args.all_chats:
-            result = await self.search.search(args.query, limit=5)
+        found = await self.recaller.recall(args.query, None if args.all_chats else self.session.chat_id)
+        if not found:
+            return {"matches": [], "say": f"Nothing was said or kept about {args.query!r}."}
+        matches = []
+        for r in found:
+            match: dict[str, Any] = {"chat_id": r.chat_id, "kind": r.kind, "text": r.text}
+            if r.range is not None:
+                match["turns"] = str(r.range) if r.range.start != r.range.end else str(r.range.start)
+            if args.all_chats or r.chat_id != self.session.chat_id:
+                match["title"] = r.title or "(untitled)"
+                if r.last_activity_at is not None:
+                    match["last_talked"] = spoken_when(r.last_activity_at)
+            matches.append(match)
+        return {"matches": matches}
+
+    async def delete_chat(self, args: DeleteChatArgs) -> dict[str, Any]:
+        chats = await self.store.find_chats(args.chat_id)
+        if len(chats) != 1:
+            raise ToolError(f"no single chat has the id {args.chat_id!r}; find it with list_chats first")
+        chat = chats[0]
+        card = _chat_card(chat.id, chat.title, chat.last_activity_at)
+        if chat.id == self.session.chat_id:
             return {
-                "matches": [
-                    {**_chat_card(c.chat_id, c.title, c.last_activity_at), "text": c.matched_text}
-                    for c in result.candidates
-                ]
+                "result": "in_this_chat",
+                **card,
+                "say": "We are in this chat: offer to start a new chat (new_chat) or go to another one "
+                "(switch_chat) first, then delete it on the user's next turn.",
             }
-        chat_id = self.session.chat_id
-        # each with where it comes from, so the model can say which turn it got something from
-        texts = [
-            _sourced(f"(pinned) {i.content}" if i.kind == "pin" else i.content, source_of(i))
-            for i in await memory_items(self.store, chat_id)
-        ]
-        texts += [_sourced(s.text, f"turns {s.range}") for s in await self.store.list_summaries(chat_id)]
-        if not texts:
-            return {"matches": [], "say": "Nothing is stored about this chat yet beyond the recent turns."}
-        scores = await similarities(self.embedder, args.query, texts)
-        return {"matches": [texts[i] for i in scores.argsort()[::-1][:5]]}
+        if self.session.switching:
+            return {
+                "result": "moving",
+                **card,
+                "say": "The move to the other chat ends with this answer: ask again on the user's next turn.",
+            }
+        now = time.monotonic()
+        self._confirmations = {k: v for k, v in self._confirmations.items() if now - v[1] < self.delete_confirm_s}
+        issued = self._confirmations.get(args.confirmation or "")
+        if issued is None or issued[0] != chat.id:
+            confirmation = secrets.token_hex(4)
+            self._confirmations[confirmation] = (chat.id, now)
+            return {
+                "result": "confirm",
+                **card,
+                "confirmation": confirmation,
+                "say": f"Ask the user whether to delete {card['title']} (last talked {card['last_talked']}) for good. "
+                "Only if they say yes, call delete_chat again with this chat_id and confirmation.",
+            }
+        del self._confirmations[args.confirmation or ""]
+        try:
+            await self.store.delete_chat(chat.id)
+        except ChatNotFound:
+            pass  # deleted meanwhile (from the CLI): what the user asked for is done
+        return {"result": "deleted", "title": card["title"], "say": f"{card['title']} is deleted."}
 
     async def forget(self, args: ForgetArgs) -> dict[str, Any]:
         wanted = args.item.strip()

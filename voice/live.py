@@ -64,7 +64,7 @@ from google.genai import types
 from google.genai.live import AsyncSession
 
 from parla.memory.tasks import cancel_and_wait, race
-from parla.memory.turn import Turn
+from parla.memory.turn import TokenUsage, Turn
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import MIC_RATE, VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
@@ -196,6 +196,11 @@ class LiveConversation:
         self._next_memory = memory
         if not self.assembler.model_speaking and not self._tool_calls.pending:
             self._reconnect.set()
+
+    @property
+    def switching(self) -> bool:
+        """A switch was asked for and has not happened yet."""
+        return self._next_memory is not None
 
     def unsaved_turns(self) -> int:
         """Turns said in this conversation and not stored yet: waiting for the saver, or held for
@@ -512,6 +517,8 @@ class LiveConversation:
                 self._tool_calls.start(call, self._reply_tool(self.status.connections))
         if message.tool_call_cancellation is not None:
             self._tool_calls.cancel(message.tool_call_cancellation.ids or [])
+        if message.usage_metadata is not None:  # before the content: it may end the turn it counts
+            self.assembler.usage(_token_usage(message.usage_metadata))
         content = message.server_content
         if content is not None:
             self._on_content(content)
@@ -610,3 +617,17 @@ class LiveConversation:
     def _goaway_deadline(self) -> None:
         if self._draining and not self.assembler.model_speaking:
             self._reconnect.set()
+
+
+def _token_usage(m: types.UsageMetadata) -> TokenUsage:
+    """The service's usageMetadata (the Live API's UsageMetadata message: promptTokenCount,
+    responseTokenCount, totalTokenCount, cachedContentTokenCount, thoughtsTokenCount,
+    toolUsePromptTokenCount) as stored with the model turn."""
+    return TokenUsage(
+        prompt_tokens=m.prompt_token_count,
+        response_tokens=m.response_token_count,
+        total_tokens=m.total_token_count,
+        cached_tokens=m.cached_content_token_count,
+        thoughts_tokens=m.thoughts_token_count,
+        tool_use_prompt_tokens=m.tool_use_prompt_token_count,
+    )

@@ -59,6 +59,7 @@ TOOL_BEHAVIOUR: dict[str, ToolBehaviour] = {
     "switch_chat": BLOCKING,
     "new_chat": BLOCKING,
     "list_chats": BLOCKING,
+    "delete_chat": BLOCKING,  # the model asks the user before it says anything else
     "recall": WHEN_IDLE,
     "remember": WHEN_IDLE,
     "forget": WHEN_IDLE,

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parla.memory.turn import Source, Turn
+from parla.memory.turn import Source, TokenUsage, Turn
 
 
 def _join(fragments: list[str]) -> str:
@@ -57,6 +57,7 @@ class Exchange:
     user_source: Source = "voice"
     played: float | None = None  # share of the model's audio heard, once it was interrupted
     words_due: bool = False  # the answer completed before any word of the user was heard
+    usage: TokenUsage | None = None  # what the service reported for the model's answer
 
     @property
     def model_started(self) -> bool:
@@ -93,6 +94,15 @@ class TranscriptAssembler:
             self.closing.model.append(text)  # a late piece of the turn that ended
         else:
             self.current.model.append(text)
+
+    def usage(self, usage: TokenUsage) -> None:
+        """The service's token count for the model's answer. It comes with the turn's end or
+        just after it, so it belongs to the answer under way, else to the one that just ended;
+        a later report for the same answer replaces an earlier one (each is the answer's total)."""
+        if self.current.model_started or self.closing is None:
+            self.current.usage = usage
+        else:
+            self.closing.usage = usage
 
     def model_audio(self, nbytes: int) -> list[Turn]:
         """The model's voice; when it starts a new turn, the closing one can take no more
@@ -162,7 +172,7 @@ class TranscriptAssembler:
         model = _join(ex.model)
         if ex.played is not None:
             model = spoken_prefix(model, ex.played)
-        return self._turns(ex.user, ex.user_source, model, interrupted=ex.played is not None)
+        return self._turns(ex.user, ex.user_source, model, interrupted=ex.played is not None, usage=ex.usage)
 
     def flush(self, unplayed_bytes: int = 0) -> list[Turn]:
         """Close whatever is open (the connection dropped, the session is closing): a model turn
@@ -171,11 +181,15 @@ class TranscriptAssembler:
         rest, self.current = self.current, Exchange()
         return turns + self._turns(rest.user, rest.user_source, "", interrupted=False)
 
-    def _turns(self, user: list[str], source: Source, model: str, interrupted: bool) -> list[Turn]:
+    def _turns(
+        self, user: list[str], source: Source, model: str, interrupted: bool, usage: TokenUsage | None = None
+    ) -> list[Turn]:
         turns = []
         said = _join(user)
         if said:
             turns.append(Turn.of("user", said, source=source))
         if model:
-            turns.append(Turn.of("model", model, interrupted=interrupted, model_variant=self.model_variant))
+            turns.append(
+                Turn.of("model", model, interrupted=interrupted, model_variant=self.model_variant, usage=usage)
+            )
         return turns

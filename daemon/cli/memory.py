@@ -41,16 +41,64 @@ def _parse_range(text: str) -> MessageRange:
 async def regenerate(
     chat: str = typer.Argument(..., help="Chat id, id prefix or exact title."),
     range_: str | None = typer.Option(None, "--range", help="Whole chunks to redo, e.g. 11-20 (default: all)."),
+    facts_only: bool = typer.Option(False, "--facts-only", help="Redo the facts alone, not the summaries."),
 ) -> None:
     """Redo the chunk summaries and facts of a range, and the meta summaries that cover it."""
     rng = _parse_range(range_) if range_ else None
     async with open_memory(load_settings()) as mem:
         cid = await resolve_chat(mem, chat)
-        report = await mem.compactor.regenerate(cid, rng)
+        report = await mem.compactor.regenerate(cid, rng, facts_only=facts_only)
+    if facts_only:
+        out.print(f"Regenerated {report.fact_blocks} fact blocks in {report.duration_ms:.0f} ms.")
+        return
     out.print(
         f"Regenerated {report.chunk_summaries} chunk summaries, {report.fact_blocks} fact blocks and "
         f"{report.meta_summaries} meta summaries in {report.duration_ms:.0f} ms."
     )
+
+
+@command
+async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON.")) -> None:
+    """Fill in what every chat's memory lacks: rolling summaries, descriptions (with their
+    embeddings), chunk summaries, facts and meta summaries. What exists is left as it is, so it
+    can be run again at any time; a chat that fails is named and the others go on."""
+    from parla.memory.compaction import CompactionReport
+
+    reports: list[CompactionReport] = []
+    failed: dict[str, str] = {}
+    async with open_memory(load_settings()) as mem:
+        chats = await mem.store.list_chats(limit=1_000_000)
+        with progress_bar() as progress:
+            task = progress.add_task("filling in the memory", total=len(chats))
+            for chat in chats:
+                try:
+                    reports.append(await mem.compactor.compact(chat.id))
+                except Exception as e:  # noqa: BLE001 - one chat's failure must not stop the others
+                    failed[chat.id] = str(e)
+                progress.advance(task)
+    counts = {
+        "chats": len(chats),
+        "described": sum(r.described for r in reports),
+        "turns_folded": sum(r.turns_folded for r in reports),
+        "chunk_summaries": sum(r.chunk_summaries for r in reports),
+        "fact_blocks": sum(r.fact_blocks for r in reports),
+        "meta_summaries": sum(r.meta_summaries for r in reports),
+        "failed": failed,
+    }
+    if as_json:
+        emit_json(counts)
+    else:
+        out.print(
+            f"Backfilled {counts['chats']} chats: {counts['described']} described, {counts['turns_folded']} turns "
+            f"folded into summaries, {counts['chunk_summaries']} chunk summaries, {counts['fact_blocks']} fact "
+            f"blocks and {counts['meta_summaries']} meta summaries written."
+        )
+    if failed:
+        raise CommandFailed(
+            f"{len(failed)} chats could not be filled in: "
+            + "; ".join(f"{cid}: {why}" for cid, why in failed.items())
+            + " (run `parla memory backfill` again once that is fixed)"
+        )
 
 
 @command
@@ -132,7 +180,13 @@ async def restore(
 COMMANDS = {
     "memory": group(
         "Maintain the memory: regenerate summaries, rebuild embeddings, restore what was forgotten.",
-        {"regenerate": regenerate, "reembed": reembed, "forgotten": forgotten, "restore": restore},
+        {
+            "regenerate": regenerate,
+            "backfill": backfill,
+            "reembed": reembed,
+            "forgotten": forgotten,
+            "restore": restore,
+        },
     )
 }
 PANEL = MEMORY

@@ -97,6 +97,20 @@ class WordCounts:
 
 
 @dataclass(frozen=True)
+class TurnMatch:
+    """A turn whose words match a recall request (what `search_words` returns); `score` is
+    bm25's, higher is better."""
+
+    chat_id: str
+    title: str | None
+    seq: int
+    role: str
+    text: str
+    score: float
+    last_activity_at: datetime
+
+
+@dataclass(frozen=True)
 class AppendResult:
     chat: Chat
     turns: list[Turn]
@@ -239,6 +253,13 @@ class ChatStore(Protocol):
         ...
 
     async def word_counts(self, words: Sequence[str]) -> WordCounts: ...
+
+    async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
+        """The turns (of `chat_id`, else of every chat) that hold the most telling of `words`
+        (from `query_words`), best first by bm25 over the turns searched. A word in more than half
+        of those turns tells nothing (its idf is nil), so a turn matching only such words is not
+        returned."""
+        ...
 
     async def embedder_info(self) -> tuple[str, int] | None:
         """The embedder name and dimension of the stored vectors, None before the first."""

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TypeVar
+from datetime import datetime
+from typing import Any, TypeVar
 
 import numpy as np
 
 from parla.memory.errors import EmbedderMismatch, StoreError
-from parla.memory.store import ChatMatch, TextKind, TextRef
+from parla.memory.store import ChatMatch, TextKind, TextRef, TurnMatch
 from parla.memory.turn import MessageRange, Turn
 
 T = TypeVar("T")
@@ -33,6 +34,27 @@ def check_one_dimension(items: Sequence[tuple[TextRef, np.ndarray]]) -> int | No
 def text_ref(chat_id: str, kind: TextKind, start: int, end: int) -> TextRef:
     """The reference of a stored text: the chat's summary text has no range, the others do."""
     return TextRef(chat_id, kind, None if kind == "summary_text" else MessageRange(start=start, end=end))
+
+
+def telling_words(words: Sequence[str], doc_counts: dict[str, int], total: int) -> list[str]:
+    """The words a keyword search looks for: those in some turn but in fewer than half of all
+    `total` turns. Bm25's idf, log((N - n + 0.5) / (n + 0.5)), is nil or below from half on, and
+    a turn that matched only such words would rank as high as a real match once fused by rank."""
+    return [w for w in words if 0 < doc_counts.get(w, 0) and 2 * doc_counts[w] < total]
+
+
+def turn_match(row: Any) -> TurnMatch:
+    """A row of a word search (chat_id, title, seq, role, body, score, last_activity_at) as both
+    stores return it."""
+    return TurnMatch(
+        chat_id=row["chat_id"],
+        title=row["title"],
+        seq=row["seq"],
+        role=row["role"],
+        text=row["body"],
+        score=float(row["score"]),
+        last_activity_at=datetime.fromisoformat(row["last_activity_at"]),
+    )
 
 
 def pin_not_found(pin_id: str) -> StoreError:

@@ -37,6 +37,7 @@ from parla.memory.store import (
     StoredText,
     TextMatch,
     TextRef,
+    TurnMatch,
     WordCounts,
     facts_text,
 )
@@ -46,13 +47,16 @@ from parla.memory.store.checks import (
     exact_id_first,
     pin_not_found,
     ranked_matches,
+    telling_words,
     text_ref,
+    turn_match,
 )
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_schema import MIGRATIONS
 from parla.memory.summary import Summary, SummaryLevel
-from parla.memory.turn import MessageRange, Part, Turn, new_id, utcnow
+from parla.memory.turn import MessageRange, Part, TokenUsage, Turn, new_id, utcnow
+from parla.memory.words import query_words
 
 T = TypeVar("T")
 
@@ -107,6 +111,7 @@ def _turn(row: sqlite3.Row) -> Turn:
         source=row["source"],
         model_variant=row["model_variant"],
         importance=row["importance"],
+        usage=TokenUsage.model_validate_json(row["usage"]) if row["usage"] else None,
     )
 
 
@@ -668,6 +673,35 @@ class SQLiteChatStore:
 
         return await self._read(read)
 
+    async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
+        # split as Postgres splits each word, so a quote or an asterisk in a word changes nothing
+        words = query_words(" ".join(words))
+
+        def read(db: sqlite3.Connection) -> list[TurnMatch]:
+            if not words or match_count <= 0:
+                return []
+            marks = ",".join("?" * len(words))
+            found = dict(
+                db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", list(words)).fetchall()
+            )
+            total = db.execute("SELECT count(*) FROM turns").fetchone()[0]
+            telling = telling_words(words, found, total)
+            if not telling:
+                return []
+            # each word quoted: FTS5 query syntax (AND, NEAR, *, ^) never comes from the user
+            query = " OR ".join('"' + w.replace('"', '""') + '"' for w in telling)
+            rows = db.execute(
+                "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
+                "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
+                "JOIN chats c ON c.id = w.chat_id "
+                "WHERE turn_words MATCH ? AND (? IS NULL OR w.chat_id = ?) "
+                "ORDER BY bm25(turn_words), w.chat_id, w.seq LIMIT ?",
+                (query, chat_id, chat_id, match_count),
+            ).fetchall()
+            return [turn_match(r) for r in rows]
+
+        return await self._read(read)
+
     async def embedded_texts(self) -> list[StoredText]:
         rows = await self._read(
             lambda db: db.execute(
@@ -848,12 +882,13 @@ def _append(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> tupl
                 turn.source,
                 turn.model_variant,
                 turn.importance,
+                turn.usage.model_dump_json(exclude_none=True) if turn.usage else None,
             )
         )
     if fresh:
         db.executemany(
             "INSERT INTO turns (id, chat_id, seq, role, parts, thinking, created_at, interrupted, source, "
-            "model_variant, importance) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "model_variant, importance, usage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh,
         )
         db.execute(

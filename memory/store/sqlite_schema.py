@@ -102,4 +102,29 @@ ALTER TABLE pins ADD COLUMN source_seq INTEGER;
 UPDATE turns SET importance = parla_turn_importance(role, parts);
 CREATE INDEX turns_by_importance ON turns (chat_id, importance DESC, seq DESC)
 """,
+    # recall by words: every turn's text in an FTS5 index (bm25), written by the trigger in the
+    # transaction that stores the turn, and filled from the turns already stored. It keeps its own
+    # copy of the text (a turn's text is inside its JSON parts, and an index keyed by the turns'
+    # rowids would break when VACUUM renumbers them). Tokens as Postgres' 'simple' configuration
+    # makes them: lower-cased, accents kept, no stemming.
+    """
+CREATE VIRTUAL TABLE turn_words USING fts5(
+    body, chat_id UNINDEXED, seq UNINDEXED, tokenize = 'unicode61 remove_diacritics 0'
+);
+CREATE VIRTUAL TABLE turn_vocab USING fts5vocab(turn_words, 'row');
+CREATE TRIGGER turn_words_insert AFTER INSERT ON turns BEGIN
+    INSERT INTO turn_words (body, chat_id, seq)
+    SELECT coalesce(group_concat(json_extract(p.value, '$.text'), ''), ''), new.chat_id, new.seq
+    FROM json_each(new.parts) p; END;
+CREATE TRIGGER turn_words_delete AFTER DELETE ON chats BEGIN
+    DELETE FROM turn_words WHERE chat_id = old.id; END;
+INSERT INTO turn_words (body, chat_id, seq)
+SELECT (SELECT coalesce(group_concat(json_extract(p.value, '$.text'), ''), '') FROM json_each(t.parts) p),
+       t.chat_id, t.seq
+FROM turns t ORDER BY t.chat_id, t.seq
+""",
+    # the tokens the Live service reported for a model turn, as JSON
+    """
+ALTER TABLE turns ADD COLUMN usage TEXT
+""",
 ]

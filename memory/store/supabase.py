@@ -56,6 +56,7 @@ from parla.memory.store import (
     StoredText,
     TextMatch,
     TextRef,
+    TurnMatch,
     WordCounts,
 )
 from parla.memory.store.checks import (
@@ -64,6 +65,7 @@ from parla.memory.store.checks import (
     exact_id_first,
     pin_not_found,
     text_ref,
+    turn_match,
 )
 from parla.memory.store.outbox import Outbox, OutboxEntry
 from parla.memory.store.supabase_errors import MIGRATE_HINT, check_gateway, supabase_error
@@ -639,6 +641,20 @@ class SupabaseChatStore:
         rows = await self._rpc_rows("word_counts", "read the word counts", ("word",), p_words=list(words))
         counts = {r["word"]: int(r["windows"]) for r in rows}
         return WordCounts(windows=counts.pop("", 0), counts=counts)
+
+    async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
+        if not words or match_count <= 0:
+            return []
+        rows = await self._rpc_rows(
+            "search_turn_words",
+            "search the turns' words",
+            ("score.desc", "chat_id", "seq"),
+            limit=match_count,
+            p_words=list(words),
+            match_count=match_count,
+            p_chat_id=chat_id,
+        )
+        return [turn_match(r) for r in rows]
 
     async def embedder_info(self) -> tuple[str, int] | None:
         stats = await self._rpc("memory_stats", "read the store's embedder")

@@ -130,6 +130,38 @@ def test_regenerate_a_range(parla, tmp_path):
     assert len(bad.stderr.strip().splitlines()) == 1
 
 
+def test_backfill_fills_every_chat_and_regenerate_can_redo_facts_alone(parla, tmp_path):
+    from tests.conftest import make_turns
+
+    async def store_unsummarised() -> list[str]:
+        async with open_memory(Settings()) as mem:
+            long = await mem.store.create_chat(turns=make_turns(35, prefix="L"))
+            short = await mem.store.create_chat(turns=make_turns(5, prefix="S"))
+            return [long.chat.id, short.chat.id]
+
+    long_id, _ = asyncio.run(store_unsummarised())
+    assert json.loads(parla("stats", "--json").stdout)["total_summaries"] == 0
+    result = parla("memory", "backfill", "--json")
+    counts = json.loads(result.stdout)
+    # 35 turns: folded down to the tail, 3 chunks of 10 with facts; the young chat is described
+    assert counts == {
+        "chats": 2,
+        "described": 2,
+        "turns_folded": 35 - 12,
+        "chunk_summaries": 3,
+        "fact_blocks": 3,
+        "meta_summaries": 0,
+        "failed": {},
+    }
+    stats = json.loads(parla("stats", "--json").stdout)
+    assert stats["total_summaries"] == 3 and stats["embedded_texts"] >= 2 + 3
+    again = json.loads(parla("memory", "backfill", "--json").stdout)  # nothing is missing any more
+    assert again["chunk_summaries"] == again["fact_blocks"] == again["turns_folded"] == again["described"] == 0
+    assert "Backfilled 2 chats" in parla("memory", "backfill").stdout
+    facts = parla("memory", "regenerate", long_id, "--facts-only").stdout
+    assert "Regenerated 3 fact blocks" in facts and "chunk summaries" not in facts
+
+
 def test_forgotten_items_are_listed_and_restored(parla, tmp_path):
     write_jsonl(tmp_path / "long.jsonl", 1, turns=(20, 20))
     parla("import", str(tmp_path / "long.jsonl"))

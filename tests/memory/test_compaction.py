@@ -348,3 +348,16 @@ async def test_turns_of_different_models_are_compacted_alike(tmp_path, embedder)
                 )
             )
     assert results[0] == results[1] and results[0][1] > 0
+
+
+async def test_each_compaction_step_logs_its_duration(store, compactor, caplog):
+    from tests.conftest import make_turns
+
+    chat = (await store.create_chat(turns=make_turns(35))).chat
+    with caplog.at_level("INFO", logger="parla.compaction"):
+        report = await compactor.compact(chat.id)
+    (record,) = [r for r in caplog.records if getattr(r, "event", None) == "compaction"]
+    assert record.fold_ms == report.fold_ms > 0 and record.chunks_ms == report.chunks_ms > 0
+    assert record.metas_ms == report.metas_ms >= 0
+    assert report.fold_ms + report.chunks_ms + report.metas_ms <= report.duration_ms + 1
+    assert f"fold_ms={report.fold_ms}" in record.getMessage()

@@ -108,6 +108,20 @@ def test_over_budget_drops_old_tail_first_then_facts_and_reports():
     assert all(section in ("tail", "facts", "summary") for section, _ in reasons)
 
 
+def test_trimming_the_tail_or_the_summary_logs_one_structured_line(caplog):
+    turns = [Turn.of("user", "word " * 200, seq=i + 1) for i in range(10)]
+    config = MemoryConfig(prompt_memory_budget=600, context_min_tail_turns=2)
+    with caplog.at_level("INFO", logger="parla.memory.context"):
+        build_context(chat("s " * 100, 10, 20), turns[:1], [], [], [], config)  # fits: nothing logged
+        assert not caplog.records
+        ctx = build_context(chat("s " * 100, 10, 20), turns, [], [], [], config)
+    (record,) = caplog.records
+    dropped = [d for d in ctx.dropped if d.section == "tail"]
+    assert record.event == "context_trimmed" and record.chat_id == "c" and record.budget == 600
+    assert record.tail_dropped == len(dropped) == 8 and record.tail_dropped_tokens == sum(d.tokens for d in dropped)
+    assert record.dropped["tail"] == 8 and record.tokens <= 600
+
+
 def test_a_single_huge_turn_is_shortened_not_lost():
     turn = Turn.of("user", "x" * 40_000, seq=1)
     ctx = build_context(chat(count=1), [turn], [], [], [], MemoryConfig(prompt_memory_budget=300))

@@ -435,13 +435,18 @@ class LiveConnection:
             await self.idle.wait()
         return await self.reply(text, audio)
 
-    async def usage(self, prompt_tokens: int, response_tokens: int) -> None:
+    async def usage(self, prompt_tokens: int, response_tokens: int, **extra: Any) -> None:
+        """usageMetadata as the service sends it (the Live API's UsageMetadata: counts, and
+        per-modality details); `extra` adds fields such as cachedContentTokenCount."""
         await self.send(
             {
                 "usageMetadata": {
                     "promptTokenCount": prompt_tokens,
                     "responseTokenCount": response_tokens,
-                    "totalTokenCount": prompt_tokens + response_tokens,
+                    "totalTokenCount": prompt_tokens + response_tokens + extra.get("thoughtsTokenCount", 0),
+                    "promptTokensDetails": [{"modality": "AUDIO", "tokenCount": prompt_tokens}],
+                    "responseTokensDetails": [{"modality": "AUDIO", "tokenCount": response_tokens}],
+                    **extra,
                 }
             }
         )

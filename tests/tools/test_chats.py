@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import timedelta
 
 from parla.memory.context import load_context
@@ -9,6 +10,7 @@ from parla.memory.search import ChatSearch
 from parla.memory.turn import Turn, utcnow
 from parla.tools.chats import (
     ChatTools,
+    DeleteChatArgs,
     ForgetArgs,
     ListChatsArgs,
     NewChatArgs,
@@ -26,6 +28,7 @@ class Session:
     def __init__(self, chat_id: str) -> None:
         self.chat_id = chat_id
         self.switches: list[str] = []
+        self.switching = False  # a switch here happens at once
 
     def switch(self, chat_id: str) -> None:
         self.switches.append(chat_id)
@@ -40,7 +43,7 @@ async def setup(store, embedder, config, compactor):
     chat = (await store.create_chat(title="Travel papers", turns=turns)).chat
     await compactor.compact(chat.id)
     session = Session(chat.id)
-    return ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config.forget_margin), session, chat
+    return ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config), session, chat
 
 
 async def test_remember_recall_rename_list_and_new_chat(store, embedder, config, compactor):
@@ -48,11 +51,10 @@ async def test_remember_recall_rename_list_and_new_chat(store, embedder, config,
     remembered = await tools.remember(RememberArgs(fact="The dog is called Miso", importance=8))
     assert remembered["result"] == "remembered"
     assert [(p.content, p.importance) for p in await store.list_pins(chat.id)] == [("The dog is called Miso", 8.0)]
-    assert (await tools.recall(RecallArgs(query="what is the dog's name")))["matches"][
-        0
-    ] == "(pinned) The dog is called Miso"
+    recalled = (await tools.recall(RecallArgs(query="what is the dog's name")))["matches"]
+    assert {"chat_id": chat.id, "kind": "pin", "text": "(pinned) The dog is called Miso"} in recalled
     everywhere = await tools.recall(RecallArgs(query="passport expiry", all_chats=True))
-    assert everywhere["matches"][0]["chat_id"] == chat.id
+    assert everywhere["matches"][0]["chat_id"] == chat.id and everywhere["matches"][0]["title"] == "Travel papers"
     assert (await tools.rename_chat(RenameArgs(title="Passport and visas")))["title"] == "Passport and visas"
     new = await tools.new_chat(NewChatArgs(topic="Birthday party"))
     assert session.switches == [new["chat_id"]] and (await store.get_chat(new["chat_id"])).title == "Birthday party"
@@ -116,3 +118,63 @@ async def test_a_fact_of_blanks_only_is_an_error_the_model_hears(store, embedder
     answer = await ToolRegistry(tools.tools()).call("remember", {"fact": "   "})
     assert "content" in answer["error"] and "unexpectedly" not in answer["error"]
     assert await store.list_pins(chat.id) == []
+
+
+LYON_TRIP = [
+    ("user", "We spent the weekend in Lyon with my brother."),
+    ("model", "Lovely! Did you try the bouchons?"),
+    ("user", "Yes, the best dinner was at Chez Mathilde, a tiny restaurant near the Saône."),
+    ("model", "Chez Mathilde is a good find; their quenelles are famous."),
+    ("user", "Then we took the train back on Sunday evening."),
+    ("model", "I hope the trip home was easy."),
+]
+
+
+async def test_recall_finds_the_turn_that_names_it_by_its_words(store, embedder, config, compactor):
+    tools, session, papers = await setup(store, embedder, config, compactor)
+    trip = (await store.create_chat(turns=[Turn.of(r, t) for r, t in LYON_TRIP])).chat
+    chatter = [Turn.of("user" if i % 2 == 0 else "model", f"What was that about the plan {i}?") for i in range(8)]
+    await store.append_turns(papers.id, chatter)
+    await compactor.compact(trip.id)
+    found = await tools.recall(RecallArgs(query="What was the name of that restaurant in Lyon?", all_chats=True))
+    (named,) = [m for m in found["matches"] if m["kind"] == "turn" and "Chez Mathilde" in m["text"]]
+    assert (named["chat_id"], named["kind"], named["turns"], named["last_talked"]) == (trip.id, "turn", "3", "today")
+    assert named["text"].startswith("User: ") and named["title"]
+    # in the chat the user is in, by words as well
+    session.chat_id = trip.id
+    here = await tools.recall(RecallArgs(query="the name of that restaurant in Lyon"))
+    assert any(m["kind"] == "turn" and "Chez Mathilde" in m["text"] for m in here["matches"])
+    assert all(m["chat_id"] == trip.id and "title" not in m for m in here["matches"])
+    assert len(here["matches"]) <= config.recall_results
+
+
+async def test_delete_chat_asks_first_and_never_deletes_the_chat_the_user_is_in(store, embedder, config, compactor):
+    tools, _session, chat = await setup(store, embedder, config, compactor)
+    registry = ToolRegistry(tools.tools())
+    here = await registry.call("delete_chat", {"chat_id": chat.id})
+    assert here["result"] == "in_this_chat" and (await store.get_chat(chat.id)).id == chat.id
+    await tools.new_chat(NewChatArgs(topic="Somewhere else"))
+    asked = await registry.call("delete_chat", {"chat_id": chat.id})
+    assert asked["result"] == "confirm" and "Travel papers" in asked["say"]
+    assert (await store.get_chat(chat.id)).id == chat.id  # asking deletes nothing
+    wrong = await registry.call("delete_chat", {"chat_id": chat.id, "confirmation": "made-up"})
+    assert wrong["result"] == "confirm" and wrong["confirmation"] != asked["confirmation"]
+    other = (await store.create_chat(title="Keep me")).chat
+    crossed = await registry.call("delete_chat", {"chat_id": other.id, "confirmation": asked["confirmation"]})
+    assert crossed["result"] == "confirm"  # a confirmation is for the chat it was asked about
+    done = await registry.call("delete_chat", {"chat_id": chat.id, "confirmation": asked["confirmation"]})
+    assert done["result"] == "deleted"
+    assert [c.title for c in await store.list_chats()] == ["Keep me", "Somewhere else"]
+    assert "error" in await registry.call("delete_chat", {"chat_id": chat.id, "confirmation": asked["confirmation"]})
+
+
+async def test_a_delete_confirmation_is_used_once_and_lapses(store, embedder, config, compactor):
+    tools, session, chat = await setup(store, embedder, config.model_copy(update={"delete_confirm_s": 0.05}), compactor)
+    session.chat_id = (await store.create_chat()).chat.id
+    asked = await tools.delete_chat(DeleteChatArgs(chat_id=chat.id))
+    await asyncio.sleep(0.1)
+    late = await tools.delete_chat(DeleteChatArgs(chat_id=chat.id, confirmation=asked["confirmation"]))
+    assert late["result"] == "confirm" and (await store.get_chat(chat.id)).id == chat.id
+    session.switching = True  # the user's words before a move are still being stored in the chat left
+    moving = await tools.delete_chat(DeleteChatArgs(chat_id=chat.id, confirmation=late["confirmation"]))
+    assert moving["result"] == "moving" and (await store.get_chat(chat.id)).id == chat.id

@@ -13,6 +13,7 @@ import pytest
 from google.genai import errors, types
 from websockets.exceptions import ConnectionClosed
 
+from parla.memory.turn import TokenUsage
 from parla.voice.close_codes import close_code
 from parla.voice.live import SessionEvent
 from parla.voice.live_config import connect_config
@@ -264,9 +265,11 @@ async def test_usage_metadata_several_parts_in_one_message_and_interrupted_then_
         await conn.content(outputTranscription={"text": " in one message"})
         await conn.interrupted()
         await conn.turn_complete()
-        await conn.usage(120, 30)
+        await conn.usage(120, 30)  # after the turn's end: the answer that just ended
         text = await typed_turn(conn)
-        await conn.reply(f"You said {text}.", tone(0.05))
+        await conn.model_audio(tone(0.05), transcript=f"You said {text}.")
+        await conn.usage(200, 12, cachedContentTokenCount=150, thoughtsTokenCount=4)
+        await conn.turn_complete()
         await conn.closed.wait()
 
     live.script = script
@@ -284,6 +287,13 @@ async def test_usage_metadata_several_parts_in_one_message_and_interrupted_then_
         ("model", "You said again.", False),
     ]
     assert len(live.connections) == 1 and conv.status.reconnects == 0
+    # each model turn keeps the tokens the service reported for it (the latest report of it)
+    assert [t.usage for t in history] == [
+        None,
+        TokenUsage(prompt_tokens=120, response_tokens=30, total_tokens=150),
+        None,
+        TokenUsage(prompt_tokens=200, response_tokens=12, total_tokens=216, cached_tokens=150, thoughts_tokens=4),
+    ]
 
 
 async def test_an_http_429_on_the_upgrade_is_retried_and_named_as_quota(live, live_client, voice_config, store):

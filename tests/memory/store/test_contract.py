@@ -4,6 +4,8 @@ behaves the same on both."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -14,7 +16,7 @@ from parla.memory.pins import Pin
 from parla.memory.store import ChatStore, CompactionCommit, EmbeddedWindow, PendingWrites, TextRef, WordCounts
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.summary import SummaryLevel
-from parla.memory.turn import MessageRange, Turn
+from parla.memory.turn import MessageRange, TokenUsage, Turn
 from tests.conftest import T0, make_turns, signed_in_store
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
@@ -60,11 +62,19 @@ async def test_append_is_atomic(any_store):
 async def test_turn_round_trip_keeps_every_field(any_store):
     chat = (await any_store.create_chat()).chat
     turn = Turn.of(
-        "model", "Hello — ça va? 日本", thinking="hm", interrupted=True, source="voice", model_variant="live-x"
+        "model",
+        "Hello — ça va? 日本",
+        thinking="hm",
+        interrupted=True,
+        source="voice",
+        model_variant="live-x",
+        usage=TokenUsage(prompt_tokens=812, response_tokens=64, total_tokens=876, cached_tokens=500),
     )
-    await any_store.append_turns(chat.id, [turn])
-    (loaded,) = await any_store.load_turns(chat.id)
+    plain = Turn.of("user", "no usage on a user's turn")
+    await any_store.append_turns(chat.id, [turn, plain])
+    loaded, loaded_plain = await any_store.load_turns(chat.id)
     assert loaded == turn.model_copy(update={"seq": 1, "importance": turn_importance(turn)})
+    assert loaded_plain.usage is None
     assert loaded.wire_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
 
 
@@ -420,3 +430,62 @@ async def test_stats_of_one_chat(any_store):
     assert everything.average_turn_importance is not None and mine.average_turn_importance is not None
     with pytest.raises(ChatNotFound):
         await any_store.stats("0c1c1c1c-0000-4000-8000-00000000dead")
+
+
+LYON = [
+    ("user", "We are planning a weekend in France, maybe Lyon or Annecy."),
+    ("model", "Both are lovely; Lyon is known for its food and old town."),
+    ("user", "In Lyon we had dinner at Chez Mathilde, the restaurant by the Saône with the quenelles."),
+    ("model", "Chez Mathilde sounds wonderful; the quenelles are a classic there."),
+    ("user", "The train back was late, we got home after midnight."),
+]
+
+
+async def _chat_of(store, lines, title=None):
+    turns = [Turn.of(role, text, created_at=T0) for role, text in lines]
+    return (await store.create_chat(title=title, created_at=T0, turns=turns)).chat
+
+
+async def test_search_words_finds_the_turn_that_names_it(any_store):
+    from parla.memory.words import query_words
+
+    trip = await _chat_of(any_store, LYON, "France trip")
+    other = await _chat_of(any_store, [("user", t) for t in TOPICS_TEXT])
+    words = query_words("What was the name of that restaurant in Lyon?")
+    found = await any_store.search_words(words, 5)
+    assert (found[0].chat_id, found[0].seq, found[0].role) == (trip.id, 3, "user")
+    assert "Chez Mathilde" in found[0].text and found[0].title == "France trip"
+    assert found[0].last_activity_at == T0
+    assert all(a.score >= b.score for a, b in itertools.pairwise(found))
+    # only one chat's turns; a request of words no turn holds, or only of words most turns hold
+    assert {m.chat_id for m in await any_store.search_words(words, 5, chat_id=other.id)} <= {other.id}
+    assert await any_store.search_words(query_words("xylophone"), 5) == []
+    assert await any_store.search_words(["the", "was"], 5) == []  # in more than half of the turns
+    assert await any_store.search_words([], 5) == []
+    # a word is looked up by its letters: query syntax in it is not obeyed
+    odd = await any_store.search_words(['"mathilde', "NEAR", "*"], 5)
+    assert sorted((m.chat_id, m.seq) for m in odd) == [(trip.id, 3), (trip.id, 4)]
+    # a deleted chat's turns leave the index
+    await any_store.delete_chat(trip.id)
+    assert [m for m in await any_store.search_words(words, 5) if m.chat_id == trip.id] == []
+
+
+async def test_search_words_indexes_turns_as_they_are_appended(any_store):
+    from parla.memory.words import query_words
+
+    chat = await _chat_of(any_store, [("user", t) for t in TOPICS_TEXT])
+    assert await any_store.search_words(query_words("quenelles"), 5) == []
+    await any_store.append_turns(chat.id, [Turn.of("model", "Try the quenelles at Chez Mathilde.", created_at=T0)])
+    (hit,) = await any_store.search_words(query_words("quenelles"), 5)
+    assert (hit.chat_id, hit.seq) == (chat.id, len(TOPICS_TEXT) + 1)
+
+
+# small talk full of the words a question is made of ("what", "was", "that", "of", "the")
+TOPICS_TEXT = [
+    "What was that laptop of the budget course? The one that was cheap.",
+    "My sister gets married in Lisbon in June, that was the plan of the family.",
+    "What was the name of the film? That was a long night.",
+    "The tomato seedlings of the balcony: what was wrong with them?",
+    "That was the nocturne I practise, the one in E flat.",
+    "What was the weather like? The rain of that week was heavy.",
+]

@@ -16,9 +16,12 @@ from parla.memory.errors import StoreError
 from parla.memory.importance import turn_importance
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.sqlite_schema import MIGRATIONS
+from parla.memory.turn import Turn
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb
 from tests.memory.store.test_sqlite_cancel import quiet_threads, threads
+
+WORD_INDEX = next(m for m in MIGRATIONS if "turn_words" in m)
 
 
 async def test_a_write_in_another_process_shows_up_in_the_next_search(store):
@@ -46,6 +49,23 @@ async def test_two_processes_appending_lose_nothing(tmp_path):
     assert [t.seq for t in history.full_history] == list(range(1, 81))
     # Each writer's own order is kept.
     assert [t.id for t in history.full_history if t.text.startswith("L")] == [t.id for t in left]
+
+
+async def test_a_store_made_before_the_word_index_gets_its_turns_indexed(tmp_path):
+    path = tmp_path / "old.db"
+    async with SQLiteChatStore(path) as s:
+        chat = (await s.create_chat(turns=[*make_turns(6), Turn.of("user", "Dinner at Chez Mathilde in Lyon")])).chat
+    with sqlite3.connect(path) as raw:  # the file as the Parla before the word index left it
+        raw.executescript(
+            "DROP TRIGGER turn_words_insert; DROP TRIGGER turn_words_delete; DROP TABLE turn_vocab; "
+            "DROP TABLE turn_words; ALTER TABLE turns DROP COLUMN usage; "
+            f"PRAGMA user_version = {MIGRATIONS.index(WORD_INDEX)};"
+        )
+    async with SQLiteChatStore(path) as s:
+        (hit,) = await s.search_words(["mathilde"], 5)
+        assert (hit.chat_id, hit.seq, hit.text) == (chat.id, 7, "Dinner at Chez Mathilde in Lyon")
+        await s.append_turns(chat.id, [Turn.of("model", "Mathilde's quenelles are famous.")])
+        assert sorted(m.seq for m in await s.search_words(["mathilde"], 5)) == [7, 8]
 
 
 async def test_reopen_keeps_data_and_rejects_newer_schema(tmp_path):
