@@ -98,7 +98,9 @@ class MemoryServices:
         if choice == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
         if choice == "gemini" or (choice == "auto" and self.settings.has_gemini_key):
-            gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability)
+            gemini = GeminiSummarizer(
+                self.client, self.settings.summary_model, self.gemini_availability, self.settings
+            )
             return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()
 
