@@ -84,7 +84,11 @@ class MemoryServices:
         """Rebuilds the store's vectors when they are another embedder's; the daemon runs it (`async with`)."""
         s = self.settings
         return BackgroundReembed(
-            self.store, self.configured_embedder, s.reembed_batch, retries=s.model_retries, retry_delay=s.model_retry_delay
+            self.store,
+            self.configured_embedder,
+            s.reembed_batch,
+            retries=s.model_retries,
+            retry_delay=s.model_retry_delay,
         )
 
     @cached_property
@@ -98,9 +102,7 @@ class MemoryServices:
         if choice == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
         if choice == "gemini" or (choice == "auto" and self.settings.has_gemini_key):
-            gemini = GeminiSummarizer(
-                self.client, self.settings.summary_model, self.gemini_availability, self.settings
-            )
+            gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability, self.settings)
             return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()
 

@@ -66,7 +66,7 @@ class MemoryConfig(BaseModel):
     facts_prompt: str = Field(
         prompts.FACTS,
         min_length=1,
-        description="Instructions for Gemini fact extraction; a reply of only \"No facts to record\" means none.",
+        description='Instructions for Gemini fact extraction; a reply of only "No facts to record" means none.',
     )
     title_prompt: str = Field(prompts.TITLE, min_length=1, description="Instructions for a Gemini chat title.")
     facts_message_max_chars: int = Field(

@@ -21,6 +21,7 @@ from parla.memory.summarizers import transcript
 from parla.memory.tokens import truncate_to_tokens
 from parla.memory.turn import Turn
 
+
 class GeminiSummarizer:
     def __init__(
         self,
@@ -31,7 +32,7 @@ class GeminiSummarizer:
     ) -> None:
         self._client = client
         self.availability = availability or GeminiAvailability()
-        self.config = config or MemoryConfig()
+        self.config = config or MemoryConfig.model_validate({})
         self.model = model
         self.name = f"gemini-{model}"
 
@@ -70,7 +71,9 @@ class GeminiSummarizer:
         return truncate_to_tokens(answer, cap_tokens)
 
     async def facts(self, turns: list[Turn]) -> list[str]:
-        return parse_fact_lines(await self._ask(self.config.facts_prompt, transcript(turns, self.config.facts_message_max_chars)))
+        return parse_fact_lines(
+            await self._ask(self.config.facts_prompt, transcript(turns, self.config.facts_message_max_chars))
+        )
 
     async def meta_summary(self, summaries: list[str], cap_tokens: int) -> str:
         numbered = "\n\n".join(f"[{i}] {s}" for i, s in enumerate(summaries, start=1))

@@ -333,12 +333,14 @@ async def test_say_tells_whether_the_text_was_answered_and_stores_it_when_no_ses
 async def test_a_key_makes_gemini_the_embedder_and_the_daemon_reembeds_in_the_background(daemon_settings, live):
     offline = daemon_settings.model_copy(update={"embedder": "offline"})
     async with open_memory(offline) as mem:
-        line = json.dumps({"id": "bread", "turns": [{"role": "user", "text": "My sourdough starter smells of acetone."}]})
+        line = json.dumps(
+            {"id": "bread", "turns": [{"role": "user", "text": "My sourdough starter smells of acetone."}]}
+        )
         imported = await import_chat(mem.store, parse_line(1, line))
         await mem.compactor.compact(imported.chat_id)
         assert (await mem.store.embedder_info())[0].startswith("wordllama")
     assert daemon_settings.embedder == "auto" and daemon_settings.embedder_in_use == "gemini"
-    async with running(daemon_settings) as (daemon, mem, _):
+    async with running(daemon_settings) as (_, mem, _):
         await mem.reembedder.wait()
         status = await ctl(daemon_settings, "status")
         assert status["reembed"]["state"] == "done" and status["reembed"]["previous"].startswith("wordllama")

@@ -298,7 +298,7 @@ class GeminiRestEmulator:
                 return 400, self._error(400, f"request model {r.get('model')} differs from {model}")
             task = r.get("taskType")
             if task not in TASK_TYPES:
-                return 400, self._error(400, f'Invalid value at \'requests[{n}].task_type\' (TYPE_ENUM), "{task}"')
+                return 400, self._error(400, f"Invalid value at 'requests[{n}].task_type' (TYPE_ENUM), \"{task}\"")
             if r.get("title") and task != "RETRIEVAL_DOCUMENT":
                 return 400, self._error(400, "Title is only applicable for RETRIEVAL_DOCUMENT task type.")
             dim = int(r.get("outputDimensionality") or FULL_DIM)
