@@ -59,6 +59,10 @@ class ReembedProgress:
     total: int = 0
     error: str | None = None
 
+    def step(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        log.info("re-embedding %d/%d", done, total, extra={"event": "reembed_progress", "done": done, "total": total})
+
     def describe(self) -> str:
         if self.state == "failed":
             return f"re-embedding the chats with {self.embedder} failed ({self.error}); it is tried again at restart"
@@ -83,16 +87,8 @@ class BackgroundReembed:
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Self:
-        info = await self.store.embedder_info()
-        if info is not None and info != (self.embedder.name, self.embedder.dim):
-            self.progress = ReembedProgress(self.embedder.name, f"{info[0]} ({info[1]} dims)")
-            log.info(
-                "re-embedding the chats: vectors by %s, the embedder is %s",
-                self.progress.previous,
-                self.embedder.name,
-                extra={"event": "reembed_start", "embedder": self.embedder.name},
-            )
-            self._task = asyncio.create_task(self._run(self.progress), name="reembed")
+        # The store is asked in the task: a store that cannot answer now must not stop its owner.
+        self._task = asyncio.create_task(self._run(), name="reembed")
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -111,20 +107,27 @@ class BackgroundReembed:
         """The embedder search and compaction use: `embedder`, refusing while the vectors are rebuilt."""
         return WhileReembedding(self.embedder, self)
 
-    async def _run(self, progress: ReembedProgress) -> None:
+    async def _run(self) -> None:
         for attempt in range(self.retries + 1):
             try:
-                count = await reembed(self.store, self.embedder, self.batch, lambda d, t: self._step(progress, d, t))
+                info = await self.store.embedder_info()
+                if info is None or info == (self.embedder.name, self.embedder.dim):
+                    return  # nothing stored yet, or already this embedder's
+                progress = self._started(info)
+                count = await reembed(self.store, self.embedder, self.batch, progress.step)
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - the old vectors stay whole; report, retry, then give up
-                progress.error = f"{type(e).__name__}: {e}"
+                error = f"{type(e).__name__}: {e}"
                 if attempt == self.retries:
-                    progress.state = "failed"
-                    log.error("%s", progress.describe(), extra={"event": "reembed_failed"})
+                    self.progress = self.progress or ReembedProgress(self.embedder.name, "unknown")
+                    self.progress.state, self.progress.error = "failed", error
+                    log.error("%s", self.progress.describe(), extra={"event": "reembed_failed"})
                     return
+                if self.progress is not None:
+                    self.progress.error = error
                 delay = self.retry_delay * 2**attempt
-                log.warning("re-embed failed (%s); again in %.1f s", progress.error, delay)
+                log.warning("re-embed failed (%s); again in %.1f s", error, delay)
                 await asyncio.sleep(delay)
                 continue
             progress.state, progress.done, progress.total, progress.error = "done", count, count, None
@@ -136,14 +139,17 @@ class BackgroundReembed:
             )
             return
 
-    def _step(self, progress: ReembedProgress, done: int, total: int) -> None:
-        progress.done, progress.total = done, total
-        log.info(
-            "re-embedding %d/%d",
-            done,
-            total,
-            extra={"event": "reembed_progress", "done": done, "total": total},
-        )
+    def _started(self, info: tuple[str, int]) -> ReembedProgress:
+        if self.progress is None:
+            self.progress = ReembedProgress(self.embedder.name, f"{info[0]} ({info[1]} dims)")
+            log.info(
+                "re-embedding the chats: vectors by %s, the embedder is %s",
+                self.progress.previous,
+                self.embedder.name,
+                extra={"event": "reembed_start", "embedder": self.embedder.name},
+            )
+        self.progress.state = "running"
+        return self.progress
 
 
 class WhileReembedding:
