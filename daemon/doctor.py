@@ -55,7 +55,7 @@ def _used_models(settings: Settings) -> list[tuple[ModelRole, str]]:
     used: list[tuple[ModelRole, str]] = [("live", settings.live_model)]
     if settings.summarizer == "gemini" or (settings.summarizer == "auto" and settings.has_gemini_key):
         used.append(("summary", settings.summary_model))
-    if settings.embedder == "gemini":
+    if settings.embedder_in_use == "gemini":
         used.append(("embedding", settings.embedding_model))
     return used
 

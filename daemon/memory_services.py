@@ -20,6 +20,7 @@ from parla.memory.compaction import CompactionWorker, Compactor
 from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.embedding import Embedder
+from parla.memory.reembed import BackgroundReembed
 from parla.memory.refused import RefusedTurns
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
@@ -64,8 +65,9 @@ class MemoryServices:
         return GeminiAvailability(cooldown_s=self.settings.model_offline_cooldown_s)
 
     @cached_property
-    def embedder(self) -> Embedder:
-        if self.settings.embedder == "gemini":
+    def configured_embedder(self) -> Embedder:
+        """The embedder the settings name (`auto`: Gemini with a key, else offline)."""
+        if self.settings.embedder_in_use == "gemini":
             if not self.settings.has_gemini_key:
                 raise ConfigError(f"PARLA_EMBEDDER=gemini {NO_KEY}, or set PARLA_EMBEDDER=offline")
             # No offline fallback here: a store holds the vectors of one embedder only.
@@ -78,12 +80,29 @@ class MemoryServices:
         return OfflineEmbedder()
 
     @cached_property
+    def reembedder(self) -> BackgroundReembed:
+        """Rebuilds the store's vectors when they are another embedder's; the daemon runs it (`async with`)."""
+        s = self.settings
+        return BackgroundReembed(
+            self.store,
+            self.configured_embedder,
+            s.reembed_batch,
+            retries=s.model_retries,
+            retry_delay=s.model_retry_delay,
+        )
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        """The configured embedder, refusing with how far it is while a background re-embed runs."""
+        return self.reembedder.embedder_while_running()
+
+    @cached_property
     def summarizer(self) -> Summarizer:
         choice = self.settings.summarizer
         if choice == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
         if choice == "gemini" or (choice == "auto" and self.settings.has_gemini_key):
-            gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability)
+            gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability, self.settings)
             return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()
 

@@ -84,10 +84,13 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     supabase_retry_max_delay: float = Field(
         30.0, gt=0, description="Longest wait between two rounds of sending the outbox while Supabase is away or busy."
     )
-    embedder: Literal["offline", "gemini"] = Field(
-        "offline",
-        description="`offline` (WordLlama, 256 dims, no key) or `gemini` (gemini-embedding-001); "
-        "after a change run `parla memory reembed`.",
+    embedder: Literal["auto", "offline", "gemini"] = Field(
+        "auto",
+        description="`auto` uses Gemini (gemini-embedding-001, multilingual) when a key is set, else `offline` "
+        "(WordLlama, 256 dims, English); the daemon re-embeds the stored chats in the background after a change.",
+    )
+    reembed_batch: int = Field(
+        64, ge=1, le=100, description="Texts per embedding call when the daemon re-embeds the chats in the background."
     )
     summarizer: Literal["auto", "offline", "gemini"] = Field(
         "auto", description="`auto` uses Gemini when a key is set, else the offline extractive summarizer."
@@ -137,3 +140,10 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
     @property
     def has_gemini_key(self) -> bool:
         return self.gemini_api_key is not None and bool(self.gemini_api_key.get_secret_value())
+
+    @property
+    def embedder_in_use(self) -> Literal["offline", "gemini"]:
+        """The embedder `embedder` resolves to: `auto` is Gemini with a key, else offline."""
+        if self.embedder == "auto":
+            return "gemini" if self.has_gemini_key else "offline"
+        return self.embedder

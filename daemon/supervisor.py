@@ -142,7 +142,11 @@ class Daemon:
         if s.activation == "wake":
             self._wake = WakePhrase(s.wake_phrase, s.wake_threshold)  # a bad phrase fails before anything opens
         live_client = self.client or self.mem.client  # no key: fails here with how to set one
-        async with ControlServer(s.control_socket, self._command), voice_services(self.mem) as voice:
+        async with (
+            self.mem.reembedder,
+            ControlServer(s.control_socket, self._command),
+            voice_services(self.mem) as voice,
+        ):
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id)
@@ -351,6 +355,7 @@ class Daemon:
             "outbox": outbox,
             "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
             "refused_turns": await asyncio.to_thread(self.mem.refused.count),
+            "reembed": dataclasses.asdict(reembed) if (reembed := self.mem.reembedder.progress) else None,
             "last_error": self.status.last_error,
         }
 

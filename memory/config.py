@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field, model_validator
 
+from parla.memory import prompts
+
 
 class MemoryConfig(BaseModel):
     summary_window_size: int = Field(30, ge=2, description="Unsummarised turns that trigger a compaction.")
@@ -88,6 +90,28 @@ class MemoryConfig(BaseModel):
         300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."
     )
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
+    rolling_summary_prompt: str = Field(
+        prompts.ROLLING_SUMMARY,
+        min_length=1,
+        description="Instructions for the Gemini rolling summary (`{cap}` is its token cap).",
+    )
+    chunk_summary_prompt: str = Field(
+        prompts.CHUNK_SUMMARY, min_length=1, description="Instructions for a Gemini chunk summary (`{cap}`: its cap)."
+    )
+    meta_summary_prompt: str = Field(
+        prompts.META_SUMMARY, min_length=1, description="Instructions for a Gemini meta summary (`{cap}`: its cap)."
+    )
+    facts_prompt: str = Field(
+        prompts.FACTS,
+        min_length=1,
+        description='Instructions for Gemini fact extraction; a reply of only "No facts to record" means none.',
+    )
+    title_prompt: str = Field(prompts.TITLE, min_length=1, description="Instructions for a Gemini chat title.")
+    facts_message_max_chars: int = Field(
+        2000,
+        ge=200,
+        description="Longest message given to fact extraction: a longer one keeps its start and end around a cut.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> MemoryConfig:

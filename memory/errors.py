@@ -30,6 +30,11 @@ class EmbedderMismatch(StoreError):
     """Vectors of another embedder or dimension are already stored."""
 
 
+class Reembedding(StoreError):
+    """The store's vectors are being rebuilt for the configured embedder: until that is done a
+    vector of the new embedder can neither be searched with nor stored."""
+
+
 class StoreOffline(StoreError):
     """The remote store cannot be reached. Turns being written are safe in the local outbox."""
 

@@ -1,14 +1,32 @@
 """Re-embedding: every embedded text of a store given a vector of another embedder, written in one
-replacement so the store never holds the vectors of two."""
+replacement so the store never holds the vectors of two.
+
+`BackgroundReembed` is what the daemon runs when the configured embedder is not the one that made
+the store's vectors (a key was added, so `auto` became Gemini; or the setting changed): one task,
+owned by its `async with`, embedding `batch` texts a call with the new embedder and then switching
+the vectors in one replacement. Until it finishes, the store's vectors are the old embedder's, so a
+search with the new one cannot be answered: `WhileReembedding` wraps the new embedder and refuses
+every embedding with a `Reembedding` error that says how far the re-embed is (the switch tool and
+compactions fail with that message, their data untouched; a compaction missed meanwhile runs again
+at the chat's next turn). Searching with the old embedder instead is not possible in general (it
+may be Gemini without a key), so the answer is the same whichever way the change went."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal, Self
 
 import numpy as np
 
-from parla.memory.embedding import Embedder
+from parla.memory.embedding import Embedder, TaskType
+from parla.memory.errors import Reembedding
 from parla.memory.store import ChatStore
+from parla.memory.tasks import cancel_and_wait
+
+log = logging.getLogger(__name__)
 
 
 async def reembed(
@@ -25,3 +43,133 @@ async def reembed(
             on_progress(start + len(chunk), len(texts))
     await store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors, strict=True)], embedder.name)
     return len(texts)
+
+
+ReembedState = Literal["running", "done", "failed"]
+
+
+@dataclass
+class ReembedProgress:
+    """How far a background re-embed is (`parla status` shows it)."""
+
+    embedder: str
+    previous: str
+    state: ReembedState = "running"
+    done: int = 0
+    total: int = 0
+    error: str | None = None
+
+    def step(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        log.info("re-embedding %d/%d", done, total, extra={"event": "reembed_progress", "done": done, "total": total})
+
+    def describe(self) -> str:
+        if self.state == "failed":
+            return f"re-embedding the chats with {self.embedder} failed ({self.error}); it is tried again at restart"
+        share = f"{self.done} of {self.total} texts" if self.total else "starting"
+        return f"the chats are being re-embedded with {self.embedder} ({share}); search works again when it is done"
+
+
+class BackgroundReembed:
+    """Re-embeds the store in the background when its vectors are not `embedder`'s (use with
+    `async with`; leaving it cancels a re-embed still running, which leaves the old vectors whole).
+    A failure is retried `retries` times, the delay doubling from `retry_delay`, then reported."""
+
+    def __init__(
+        self, store: ChatStore, embedder: Embedder, batch: int = 64, retries: int = 3, retry_delay: float = 1.0
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.batch = batch
+        self.retries = retries
+        self.retry_delay = retry_delay
+        self.progress: ReembedProgress | None = None
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> Self:
+        # The store is asked in the task: a store that cannot answer now must not stop its owner.
+        self._task = asyncio.create_task(self._run(), name="reembed")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await cancel_and_wait(self._task)
+
+    @property
+    def running(self) -> bool:
+        return self.progress is not None and self.progress.state == "running"
+
+    async def wait(self) -> None:
+        """Until the re-embed (if any) has finished or failed."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
+    def embedder_while_running(self) -> Embedder:
+        """The embedder search and compaction use: `embedder`, refusing while the vectors are rebuilt."""
+        return WhileReembedding(self.embedder, self)
+
+    async def _run(self) -> None:
+        for attempt in range(self.retries + 1):
+            try:
+                info = await self.store.embedder_info()
+                if info is None or info == (self.embedder.name, self.embedder.dim):
+                    return  # nothing stored yet, or already this embedder's
+                progress = self._started(info)
+                count = await reembed(self.store, self.embedder, self.batch, progress.step)
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the old vectors stay whole; report, retry, then give up
+                error = f"{type(e).__name__}: {e}"
+                if attempt == self.retries:
+                    self.progress = self.progress or ReembedProgress(self.embedder.name, "unknown")
+                    self.progress.state, self.progress.error = "failed", error
+                    log.error("%s", self.progress.describe(), extra={"event": "reembed_failed"})
+                    return
+                if self.progress is not None:
+                    self.progress.error = error
+                delay = self.retry_delay * 2**attempt
+                log.warning("re-embed failed (%s); again in %.1f s", error, delay)
+                await asyncio.sleep(delay)
+                continue
+            progress.state, progress.done, progress.total, progress.error = "done", count, count, None
+            log.info(
+                "re-embedded %d texts with %s",
+                count,
+                self.embedder.name,
+                extra={"event": "reembed_done", "embedder": self.embedder.name, "texts": count},
+            )
+            return
+
+    def _started(self, info: tuple[str, int]) -> ReembedProgress:
+        if self.progress is None:
+            self.progress = ReembedProgress(self.embedder.name, f"{info[0]} ({info[1]} dims)")
+            log.info(
+                "re-embedding the chats: vectors by %s, the embedder is %s",
+                self.progress.previous,
+                self.embedder.name,
+                extra={"event": "reembed_start", "embedder": self.embedder.name},
+            )
+        self.progress.state = "running"
+        return self.progress
+
+
+class WhileReembedding:
+    """An embedder that refuses to embed while its store's vectors are being rebuilt for it: a
+    query or a new vector of the new embedder cannot be compared with, or stored beside, the old
+    vectors."""
+
+    def __init__(self, inner: Embedder, reembed: BackgroundReembed) -> None:
+        self.inner = inner
+        self.reembed = reembed
+        self.name = inner.name
+        self.dim = inner.dim
+        self.default_min_similarity = inner.default_min_similarity
+        self.default_min_match = inner.default_min_match
+        self.default_switch_score = inner.default_switch_score
+        self.default_switch_margin = inner.default_switch_margin
+        self.default_title_drift_distance = inner.default_title_drift_distance
+
+    async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
+        progress = self.reembed.progress
+        if progress is not None and progress.state == "running":
+            raise Reembedding(progress.describe())
+        return await self.inner.embed(texts, task)

@@ -1,12 +1,63 @@
-"""Word-level helpers shared by the offline summarizer and the offline embedder."""
+"""Word-level helpers shared by the offline summarizer and the offline embedder.
+
+Words are letters of any alphabet ("città", "Straße", "niño"); the stop words are English,
+Italian, Spanish, German and French, so offline titles and keywords of a chat in any of these
+languages are made of its content words. Function words of the other languages that are English
+content words ("war", "son", "hat", "man") are not stop words: a chat about a war or a son keeps
+them, while a German "war" costs little."""
 
 from __future__ import annotations
 
 import re
 
-WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*|\d+(?:[.,:/]\d+)*")
+# A letter, then letters, apostrophes or hyphens ("don't", "dell'IVA" is split below); or a number.
+WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])*|\d+(?:[.,:/]\d+)*")
+# Elided articles and prepositions of Italian and French ("l'azienda", "dell'IVA", "qu'il").
+_ELISION = re.compile(
+    r"^(?:l|d|s|c|j|m|t|n|qu|un|dell|dall|nell|sull|all|coll|quell|quest|lorsqu|puisqu|jusqu)['’](?=[^\W\d_])",
+    re.IGNORECASE,
+)
 
-STOPWORDS = frozenset(
+# fmt: off
+_ITALIAN = """
+a ad agli ai al alla alle allo anche ancora avere aveva avevo c che chi ci cioè col coi come con contro cosa così cui
+da dagli dai dal dalla dalle dallo degli dei del della delle dello dentro di dopo dove dunque e ed era erano essere
+fa fare fino fra gli ha hai hanno ho i il in io l la le lei li lo loro lui ma me mentre mi mia mie miei mio molto
+ne negli nei nel nella nelle nello no noi non nostra nostre nostri nostro o ogni ora per perché però più poi poco
+proprio qua qual quale quali qualcosa quando quanto quasi quel quella quelle quelli quello questa queste questi
+questo qui se sei senza si sia siamo siete sono sopra sotto sta stata stati stato su sua sue sugli sui sul sulla
+sulle sullo suo suoi tra tu tua tue tuo tuoi tutta tutte tutti tutto un una uno vi voi vostro vostra già sempre
+solo ok grazie sì bene va allora tipo adesso devo deve dobbiamo posso può possiamo vorrei voglio volevo forse
+buon buona buono
+"""
+_SPANISH = """
+a al algo algunos ante antes aquí así aunque bien cada casi como con contra cual cuando de del desde donde dos
+e el él ella ellas ellos en entre era eres es esa esas ese eso esos esta estas este esto estos estoy estamos
+están fue fueron ha hace hacer han has hay he la las le les lo los más me mi mis mucho muy nada ni no nos
+nosotros o os otra otro para pero poco por porque qué que quien se sea ser si sí sin sobre su sus también
+tan tanto te tengo tiene tienen todo todos tu tú tus un una uno unos usted ustedes y ya yo gracias vale
+bueno puedo puede quiero quería hemos hablamos quizás
+"""
+_GERMAN = """
+aber alle als also am an auch auf aus bei bin bis bist da dann das dass dem den denn der des dich dir doch
+du durch ein eine einem einen einer eines er es etwas für gegen gibt hab habe haben hast hatte ich ihm ihn
+ihr ihre im in ist ja jetzt kann kein keine können mal man mein meine meinem meinen meiner mich mir mit muss
+nach nicht noch nun nur ob oder ohne schon sehr sein seine sich sie sind so um und uns unser unsere vom von
+vor was weil wenn wer wie wieder wir wird wo zu zum zur zwischen über danke bitte okay gut einfach möchte
+würde sollte wurde werden die war hat man fast vielleicht
+"""
+_FRENCH = """
+à au aux avec avoir ce ces cet cette ceci cela chez comme dans de des du elle elles en est et être eux il ils
+je la le les leur leurs lui ma mais me même mes moi mon ne nos notre nous on ou où par pas peu plus pour
+quand que quel quelle quelles quels qui sa sans se ses si son sont sur ta te tes toi ton tous tout toute
+très tu un une vos votre vous y ça était avait merci oui non bien faire fait suis ai as son pour
+"""
+# fmt: on
+# Function words of the other languages that are English content words stay out of the stop list.
+_ENGLISH_CONTENT = frozenset(["war", "son", "hat", "fast", "pour", "man"])
+_OTHER_LANGUAGES = frozenset((_ITALIAN + _SPANISH + _GERMAN + _FRENCH).split()) - _ENGLISH_CONTENT
+
+_ENGLISH = frozenset(
     [
         "a",
         "about",
@@ -195,8 +246,32 @@ STOPWORDS = frozenset(
     ]
 )
 
-# Words that frame a request to find a chat rather than say what it was about.
-FRAMING = frozenset(
+STOPWORDS = _ENGLISH | _OTHER_LANGUAGES
+
+# Each language's own function words, to tell which one a passage is in.
+_BY_LANGUAGE = {
+    "en": _ENGLISH,
+    "it": frozenset(_ITALIAN.split()),
+    "es": frozenset(_SPANISH.split()),
+    "de": frozenset(_GERMAN.split()),
+    "fr": frozenset(_FRENCH.split()),
+}
+
+# Words that frame a request to find a chat rather than say what it was about, in English, then
+# Italian, Spanish, German and French ("passiamo alla chat in cui parlavamo di ...").
+# fmt: off
+_FRAMING_OTHER = """
+passiamo passa passare torniamo torna tornare riprendiamo riprendi apri aprire parlavamo parlato parlare
+discusso conversazione conversazioni chiacchierata precedente ultima ultimo volta ricordi quella
+cambiemos cambia cambiar volvamos vuelve volver abre abrir hablábamos hablado hablar conversación
+conversaciones anterior última último vez recuerdas
+wechseln wechsle wechsel zurück öffne öffnen gesprochen sprachen redeten geredet unterhaltung gespräch
+chat chats letzte letzten mal damals erinnerst
+passons passe passer revenons reviens revenir ouvre ouvrir parlions parlé parler discussion discuté
+conversation dernière dernier fois souviens
+"""
+# fmt: on
+FRAMING = frozenset(_FRAMING_OTHER.split()) | frozenset(
     [
         "chat",
         "chats",
@@ -226,7 +301,7 @@ FRAMING = frozenset(
 
 
 def words(text: str) -> list[str]:
-    return [w.lower() for w in WORD.findall(text)]
+    return [_ELISION.sub("", w.lower()) for w in WORD.findall(text)]
 
 
 def content_words(text: str) -> list[str]:
@@ -236,3 +311,12 @@ def content_words(text: str) -> list[str]:
 def window_words(text: str) -> list[str]:
     """The distinct content words of an indexed text, sorted: what the store's word counts count."""
     return sorted(set(content_words(text)))
+
+
+def language_of(text: str) -> str:
+    """The language of the passage among en, it, es, de, fr: the one whose function words it uses
+    most (English when none is ahead)."""
+    said = words(text)
+    counts = {lang: sum(w in stop for w in said) for lang, stop in _BY_LANGUAGE.items()}
+    best = max(counts, key=lambda lang: counts[lang])
+    return best if counts[best] > counts["en"] else "en"

@@ -104,6 +104,12 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
         out.print(f"outbox: {outbox['waiting']} waiting, {outbox['refused']} refused{aside}")
     if outbox["problem"]:
         out.print(f"outbox problem: {escape(outbox['problem'])}")
+    reembed = s.get("reembed")
+    if reembed and reembed["state"] != "done":
+        share = f"{reembed['done']}/{reembed['total']} texts" if reembed["total"] else "starting"
+        out.print(f"re-embedding with {escape(reembed['embedder'])}: {reembed['state']}, {share}")
+        if reembed["error"]:
+            out.print(f"re-embed error: {escape(reembed['error'])}")
     if s["refused_turns"]:
         out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
     if s["last_error"]:

@@ -39,5 +39,15 @@ class Summarizer(Protocol):
     async def title(self, description: str) -> str: ...
 
 
-def transcript(turns: list[Turn]) -> str:
-    return "\n".join(t.transcript_line() for t in turns)
+def transcript(turns: list[Turn], max_chars: int | None = None) -> str:
+    """The turns as "User: ..." / "Assistant: ..." lines; with `max_chars`, a longer line keeps
+    its start and its end around a marked cut (a pasted document must not swamp the prompt, and
+    what a message concludes is often at its end)."""
+    return "\n".join(shortened(t.transcript_line(), max_chars) for t in turns)
+
+
+def shortened(text: str, max_chars: int | None) -> str:
+    if max_chars is None or len(text) <= max_chars:
+        return text
+    head = max_chars * 2 // 3
+    return f"{text[:head].rstrip()} […] {text[len(text) - (max_chars - head) :].lstrip()}"

@@ -13,11 +13,18 @@ from dataclasses import dataclass
 from parla.memory.auto_pins import PinCandidate, offline_candidates
 from parla.memory.importance import turn_importance
 from parla.memory.summary import ChunkSummary
-from parla.memory.text import STOPWORDS, WORD, content_words, words
+from parla.memory.text import STOPWORDS, WORD, content_words, language_of, words
 from parla.memory.tokens import estimate_tokens, truncate_to_tokens
 from parla.memory.turn import Turn
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# Italian, Spanish, German, French
+_OTHER_LANGUAGES_DATES = """gennaio febbraio marzo aprile maggio giugno luglio agosto settembre ottobre novembre dicembre lunedì martedì
+    mercoledì giovedì venerdì sabato domenica oggi domani ieri stasera enero febrero abril mayo junio julio
+    septiembre octubre noviembre diciembre lunes martes miércoles jueves viernes sábado domingo hoy mañana ayer
+    januar februar märz juni juli oktober dezember montag dienstag mittwoch donnerstag freitag samstag sonntag
+    heute morgen gestern janvier février mars avril juin juillet août septembre octobre décembre lundi mardi
+    mercredi jeudi vendredi samedi dimanche demain hier"""
 _MONTHS = [
     "january",
     "february",
@@ -55,6 +62,7 @@ _MONTHS = [
     "yesterday",
     "tonight",
     "weekend",
+    *_OTHER_LANGUAGES_DATES.split(),
 ]
 _DATE = re.compile(
     r"\b(?:" + "|".join(_MONTHS) + r")\b|\b\d{4}\b|\b\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?\b|\b\d{1,2}(?:st|nd|rd|th)\b",
@@ -63,7 +71,11 @@ _DATE = re.compile(
 _NUMBER = re.compile(r"\d")
 _INTENT = re.compile(
     r"\b(?:i|we)\s+(?:really\s+)?(?:like|love|prefer|hate|want|need|will|plan|decided|chose|booked|bought|"
-    r"am allergic|can't|cannot|don't like|must)\b|\bmy\s+\w+|\ballergic\b|\bremember\b|\bdeadline\b|\bbudget\b",
+    r"am allergic|can't|cannot|don't like|must)\b|\bmy\s+\w+|\ballergic\b|\bremember\b|\bdeadline\b|\bbudget\b"
+    # the same in Italian, Spanish, German and French
+    r"|\b(?:mi piace|preferisco|odio|ho deciso|abbiamo deciso|ricordati|scadenza|il mio|la mia|me gusta|prefiero|"
+    r"decidí|hemos decidido|recuerda|plazo|ich mag|ich bevorzuge|ich habe entschieden|wir haben entschieden|"
+    r"frist|mein\w*|j'aime|je préfère|j'ai décidé|nous avons décidé|échéance|allergi\w*|alérgic\w*)\b",
     re.IGNORECASE,
 )
 
@@ -188,8 +200,19 @@ class ExtractiveSummarizer:
         return offline_title(description)
 
 
-# Small words a title may keep inside a phrase ("trip to Japan", "a bug in my Python service").
-_LINKS = frozenset(["of", "to", "for", "in", "on", "with", "at", "from", "my", "our", "the", "a", "an"])
+# Small words a title may keep inside a phrase ("trip to Japan", "a bug in my Python service",
+# "viaggio in Giappone", "Wohnung in Berlin", "marathon à Paris").
+# fmt: off
+_LINKS = frozenset([
+    "of", "to", "for", "in", "on", "with", "at", "from", "my", "our", "the", "a", "an",
+    "di", "del", "della", "dei", "delle", "degli", "per", "con", "al", "alla", "da", "su", "nel", "nella", "mio", "mia",
+    "de", "en", "para", "el", "la", "mi",
+    "im", "mit", "für", "von", "vom", "zu", "zum", "zur", "nach", "mein", "meine",
+    "du", "des", "à", "au", "aux", "pour", "avec", "mon", "ma",
+])
+# fmt: on
+# "and" joining two phrases of a title, in the passage's language.
+_AND = {"en": "and", "it": "e", "es": "y", "de": "und", "fr": "et"}
 # Verbs that open advice ("Keep the lid on", "Use whole wheat flour") rather than name a topic: a
 # phrase starting with one starts after it. Gerunds stay ("Fixing a bug in my Python service").
 # fmt: off
@@ -205,7 +228,7 @@ _VERBISH = re.compile(r"(?:ly|ed)$")
 _CLAUSE = re.compile(r"[,;:()?!.\"“”]+|\s[-–—]\s|\n")
 _MAX_TITLE_WORDS = 7
 # Words with digits count when they also have letters ("10k race", "French B2 exam"); amounts do not.
-_TITLE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’-]*")
+_TITLE_WORD = re.compile(r"[^\W_](?:[^\W_]|['’-])*")
 
 
 def _phrases(description: str) -> list[tuple[int, list[str]]]:
@@ -268,7 +291,7 @@ def offline_title(description: str) -> str:
                 break  # nothing else recurs enough to belong in the title
             if _content_of(second) & _content_of(title) or len(title) + 1 + len(second) > _MAX_TITLE_WORDS:
                 continue
-            title += ["and", *second]
+            title += [_AND[language_of(description)], *second]
             break
     words_out = [title[0][:1].upper() + title[0][1:], *title[1:]]
     return " ".join(words_out)

@@ -327,7 +327,9 @@ def test_an_import_where_every_line_is_skipped_fails(parla, tmp_path):
 @pytest.mark.parametrize("fault", ["refused", "dropped", "unreachable"])
 def test_import_with_a_key_gemini_cannot_use_summarises_offline_at_once(parla, monkeypatch, gemini, tmp_path, fault):
     """A key that is set but unusable (refused, connections dropped, nothing listening): the
-    import does not wait through nested retries, and every chat is described and searchable."""
+    import does not wait through nested retries, and every chat is described and searchable.
+    (Offline vectors: Gemini's have no offline stand-in, see the test above.)"""
+    monkeypatch.setenv("PARLA_EMBEDDER", "offline")
     monkeypatch.setenv("GEMINI_API_KEY", "wrong-key" if fault == "refused" else gemini.api_key)
     monkeypatch.setenv("PARLA_MODEL_RETRY_DELAY", "0.05")
     if fault == "unreachable":
@@ -353,6 +355,5 @@ def test_import_with_a_key_gemini_cannot_use_summarises_offline_at_once(parla, m
     assert calls == 0 if fault == "unreachable" else 1 <= calls <= 2
     chats = json.loads(parla("chats", "--json").stdout)
     assert all(c["title"] for c in chats) and len(chats) == 3
-    monkeypatch.setenv("PARLA_SUMMARIZER", "offline")  # the search itself embeds offline anyway
     found = json.loads(parla("search", "the bread with the starter", "--json").stdout)
     assert found["decision"] == "switch" and "starter" in found["candidates"][0]["matched_text"].lower()

@@ -328,3 +328,23 @@ async def test_say_tells_whether_the_text_was_answered_and_stores_it_when_no_ses
         assert answered.exit_code == 0 and answered.stdout == "Answered: Milk is on the list.\n", answered.output
         history = (await mem.store.load_history(chat_id)).full_history
         assert [t.text for t in history] == ["remember the milk", "and eggs", "Milk is on the list."]
+
+
+async def test_a_key_makes_gemini_the_embedder_and_the_daemon_reembeds_in_the_background(daemon_settings, live):
+    offline = daemon_settings.model_copy(update={"embedder": "offline"})
+    async with open_memory(offline) as mem:
+        line = json.dumps(
+            {"id": "bread", "turns": [{"role": "user", "text": "My sourdough starter smells of acetone."}]}
+        )
+        imported = await import_chat(mem.store, parse_line(1, line))
+        await mem.compactor.compact(imported.chat_id)
+        assert (await mem.store.embedder_info())[0].startswith("wordllama")
+    assert daemon_settings.embedder == "auto" and daemon_settings.embedder_in_use == "gemini"
+    async with running(daemon_settings) as (_, mem, _):
+        await mem.reembedder.wait()
+        status = await ctl(daemon_settings, "status")
+        assert status["reembed"]["state"] == "done" and status["reembed"]["previous"].startswith("wordllama")
+        assert status["reembed"]["done"] == status["reembed"]["total"] > 0
+        assert await mem.store.embedder_info() == ("gemini-gemini-embedding-001-768", 768)
+        found = await mem.search.search("the bread starter that smells odd")
+        assert "sourdough" in found.candidates[0].matched_text

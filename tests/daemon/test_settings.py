@@ -36,7 +36,9 @@ def test_defaults_are_the_seeds(clean):
         s.chunk_size,
         s.meta_every,
     ) == (30, 12, 6000, 500, 3000, 10, 10)
-    assert s.store == "sqlite" and s.store_path.name == "parla.db" and s.embedder == "offline"
+    assert s.store == "sqlite" and s.store_path.name == "parla.db" and s.embedder == "auto"
+    assert s.embedder_in_use == "offline" and Settings(gemini_api_key="k").embedder_in_use == "gemini"
+    assert Settings(gemini_api_key="k", embedder="offline").embedder_in_use == "offline"
     assert s.embedding_model == "gemini-embedding-001" and s.embedding_dim == 768
     assert not s.has_gemini_key and isinstance(s, MemoryConfig)
 

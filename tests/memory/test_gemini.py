@@ -142,6 +142,57 @@ async def test_chunk_importance_comes_in_the_summarys_call_and_pins_name_their_t
     assert await summarizer.pins(turns) == []
 
 
+def system_of(call) -> str:
+    return call.body["systemInstruction"]["parts"][0]["text"]
+
+
+async def test_summaries_facts_and_titles_are_asked_in_the_conversations_language(gemini):
+    summarizer = GeminiSummarizer(client(gemini), DEFAULT_SUMMARY_MODEL)
+    turns = [Turn.of("user", "Domani porto il cane dal veterinario, sono preoccupata."), Turn.of("model", "Capisco.")]
+    gemini.reply_text("L'utente porta il cane dal veterinario domani.")
+    await summarizer.rolling_summary("", turns, 300)
+    gemini.reply_text("- Domani il cane va dal veterinario\n- L'utente è preoccupata per il cane")
+    assert await summarizer.facts(turns) == ["Domani il cane va dal veterinario", "L'utente è preoccupata per il cane"]
+    gemini.reply_text("Il cane dal veterinario")
+    assert await summarizer.title("L'utente porta il cane dal veterinario") == "Il cane dal veterinario"
+    gemini.reply_text("Sintesi.")
+    await summarizer.chunk_summary(turns, 100)
+    gemini.reply_text("Panoramica.")
+    await summarizer.meta_summary(["a", "b"], 200)
+    calls = gemini.calls(":generateContent")
+    assert len(calls) == 5
+    assert all("language of the conversation" in system_of(c) for c in calls)
+    facts = system_of(calls[1])
+    assert "emotionally significant moments" in facts and "first-time events" in facts and "promises" in facts
+    assert '"No facts to record", in English' in facts
+
+
+async def test_the_prompts_are_settings_and_long_messages_are_cut_before_fact_extraction(gemini):
+    settings = Settings(
+        gemini_api_key=gemini.api_key,
+        gemini_base_url=gemini.base_url,
+        facts_prompt="Elenca i fatti {in italiano}.",
+        chunk_summary_prompt="Riassumi in {cap} token.",
+        facts_message_max_chars=300,
+    )
+    summarizer = GeminiSummarizer(gemini_client(settings), DEFAULT_SUMMARY_MODEL, config=settings)
+    long = "Inizio del documento. " + "riempitivo " * 500 + "Conclusione: il contratto scade il 3 marzo."
+    gemini.reply_text("- Il contratto scade il 3 marzo")
+    await summarizer.facts([Turn.of("user", long)])
+    gemini.reply_text("Sintesi.")
+    await summarizer.chunk_summary([Turn.of("user", long)], 120)
+    facts, chunk = gemini.calls(":generateContent")
+    assert system_of(facts) == "Elenca i fatti {in italiano}."
+    assert system_of(chunk).startswith("Riassumi in 120 token.\n") and "Importance: N" in system_of(chunk)
+    sent = facts.body["contents"][0]["parts"][0]["text"]
+    assert len(sent) <= 300 + len(" […] ")
+    assert sent.startswith("User: Inizio del documento.") and sent.endswith("il contratto scade il 3 marzo.")
+    assert " […] " in sent
+    assert "Conclusione" in chunk.body["contents"][0]["parts"][0]["text"] and len(
+        chunk.body["contents"][0]["parts"][0]["text"]
+    ) > len(long)  # only fact extraction cuts
+
+
 async def test_a_retired_summary_model_names_the_setting_and_the_replacement(gemini):
     summarizer = GeminiSummarizer(client(gemini), "gemini-2.0-flash")
     with pytest.raises(ModelError) as failed:

