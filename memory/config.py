@@ -54,8 +54,12 @@ class MemoryConfig(BaseModel):
     search_window_turns: int = Field(
         2, ge=1, le=10, description="Consecutive raw turns per indexed window of what was said."
     )
-    search_words_weight: float = Field(
-        0.5, ge=0, le=1, description="Share of a text's match given by the request's words (the rest: its embedding)."
+    search_words_weight: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="Share of a text's match given by the request's words, the rest by its embedding "
+        "(default: the embedder's own).",
     )
     search_date_weight: float = Field(
         0.2, ge=0, description="Bonus for chats active on the day a request names (half for a week or month)."

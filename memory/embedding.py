@@ -38,6 +38,7 @@ class Embedder(Protocol):
     default_min_match: float  # a search match (similarity and words)
     default_switch_score: float
     default_switch_margin: float
+    default_words_weight: float  # share of a search match given by the request's words
     default_title_drift_distance: float
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray: ...

@@ -166,6 +166,7 @@ class WhileReembedding:
         self.default_min_match = inner.default_min_match
         self.default_switch_score = inner.default_switch_score
         self.default_switch_margin = inner.default_switch_margin
+        self.default_words_weight = inner.default_words_weight
         self.default_title_drift_distance = inner.default_title_drift_distance
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:

@@ -37,6 +37,7 @@ from parla.memory.embedders.offline import WordTable
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.errors import EmptyRequest
 from parla.memory.store import ChatMatch, ChatStore, TextMatch, WordCounts
+from parla.memory.tasks import cancel_and_wait
 from parla.memory.text import FRAMING, STOPWORDS, content_words, window_words
 from parla.memory.turn import utcnow
 
@@ -100,7 +101,7 @@ class Thresholds(BaseModel):
             switch_score=own(config.search_switch_score, embedder.default_switch_score),
             switch_margin=own(config.search_switch_margin, embedder.default_switch_margin),
             max_candidates=config.search_max_candidates,
-            words_weight=config.search_words_weight,
+            words_weight=own(config.search_words_weight, embedder.default_words_weight),
             date_weight=config.search_date_weight,
             recency_weight=config.search_recency_weight,
             half_life_days=config.search_recency_half_life_days,
@@ -170,17 +171,24 @@ def rank(
 ) -> SearchResult:
     span = mentioned_date(query, now)
     scores = iter(words.score([text.text for m in matches for text in m.texts]))
-    candidates = [_candidate(m, [next(scores) for _ in m.texts], span, thresholds, now) for m in matches]
+    candidates = [
+        _candidate(m, [next(scores) for _ in m.texts], thresholds.words_weight, span, thresholds, now) for m in matches
+    ]
     candidates.sort(key=lambda c: (-c.score, c.chat_id))
     return _decide(query, candidates, thresholds)
 
 
 def _candidate(
-    m: ChatMatch, word_scores: list[tuple[float, list[str]]], span: DateSpan | None, t: Thresholds, now: datetime
+    m: ChatMatch,
+    word_scores: list[tuple[float, list[str]]],
+    words_weight: float,
+    span: DateSpan | None,
+    t: Thresholds,
+    now: datetime,
 ) -> Candidate:
     best: tuple[float, TextMatch, float, list[str]] | None = None
     for text, (word_score, held) in zip(m.texts, word_scores, strict=True):
-        match = (1 - t.words_weight) * text.similarity + t.words_weight * word_score
+        match = (1 - words_weight) * text.similarity + words_weight * word_score
         if best is None or match > best[0]:
             best = (match, text, word_score, held)
     assert best is not None
@@ -244,12 +252,13 @@ class ChatSearch:
         if not request:
             raise EmptyRequest()
         wanted = request_words(request)
-        async with asyncio.TaskGroup() as group:
-            embedding = group.create_task(embed_texts(self.embedder, [request], "query"))
-            counts = group.create_task(self.store.word_counts(wanted))
-        (query,) = embedding.result()
+        # the word counts are read while the request is embedded; an error of either is its own
+        counts = asyncio.create_task(self.store.word_counts(wanted))
+        try:
+            (query,) = await embed_texts(self.embedder, [request], "query")
+            word_counts = await counts
+        finally:
+            await cancel_and_wait(counts)
         matches = await self.store.search(query, max(limit, _FETCH), _TEXTS_PER_CHAT)
-        result = rank(
-            request, matches, RequestWords(wanted, counts.result(), self.words), self.thresholds, now or utcnow()
-        )
+        result = rank(request, matches, RequestWords(wanted, word_counts, self.words), self.thresholds, now or utcnow())
         return result.model_copy(update={"candidates": result.candidates[:limit]})

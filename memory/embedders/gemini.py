@@ -91,9 +91,13 @@ _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRI
 
 class GeminiEmbedder:
     default_min_similarity = 0.55
-    default_min_match = 0.50
-    default_switch_score = 0.58
-    default_switch_margin = 0.04
+    # Not calibrated on LoCoMo (no key reaches the service here): the similarity thresholds the
+    # Gemini embedder had before, and no word stage, whose static word vectors are English-only
+    # while this embedder reads words in context, in any language.
+    default_min_match = 0.55
+    default_switch_score = 0.55
+    default_switch_margin = 0.03
+    default_words_weight = 0.0
     default_title_drift_distance = 0.45
 
     def __init__(

@@ -67,6 +67,7 @@ class OfflineEmbedder:
     default_min_match = 0.40
     default_switch_score = 0.48
     default_switch_margin = 0.04
+    default_words_weight = 0.5
     default_title_drift_distance = 0.8
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:

@@ -34,7 +34,10 @@ class Held:
         self.inner, self.go = inner, asyncio.Event()
         self.name, self.dim = inner.name, inner.dim
         self.default_min_similarity = inner.default_min_similarity
+        self.default_min_match = inner.default_min_match
+        self.default_switch_score = inner.default_switch_score
         self.default_switch_margin = inner.default_switch_margin
+        self.default_words_weight = inner.default_words_weight
         self.default_title_drift_distance = inner.default_title_drift_distance
 
     async def embed(self, texts: list[str], task: TaskType):
