@@ -35,16 +35,12 @@
     if (!list || pageChat() !== turn.chat_id) return;
     if (list.querySelector('li[data-seq="' + Number(turn.seq) + '"]')) return;
     const item = document.createElement("li");
-    item.className = "turn " + (turn.role === "user" ? "user" : "model") + " new";
+    item.className = (turn.role === "user" ? "user" : "model") + " new";
     item.dataset.seq = String(Number(turn.seq));
-    const parts = [["seq", String(turn.seq)], ["who", turn.role === "user" ? "You" : "Parla"], ["text", turn.text]];
-    parts.forEach(function (part, i) {
-      const span = document.createElement("span");
-      span.className = part[0];
-      span.textContent = part[1];
-      if (i) item.appendChild(document.createTextNode(" "));
-      item.appendChild(span);
-    });
+    const who = document.createElement("b");
+    who.textContent = turn.role === "user" ? "You" : "Parla";
+    item.appendChild(who);
+    item.appendChild(document.createTextNode(" " + turn.text));
     list.appendChild(item);
   }
 
