@@ -9,6 +9,7 @@ import re
 
 from playwright.sync_api import expect
 
+from parla.memory.turn import Turn
 from tests.ui.sample import XSS_TITLE
 
 
@@ -50,6 +51,20 @@ async def test_chats_search_and_a_chat_page(browser, served):
         assert page.problems == []
 
     await browser.run(chat_page)
+    long = await served.mem.store.create_chat(title="Long", turns=[Turn.of("user", f"line {i}") for i in range(1, 511)])
+
+    def earlier_turns() -> None:
+        page.goto(f"{served.url}chats/{long.chat.id}")
+        turns = page.get_by_test_id("full-history").locator("li:not(.more)")
+        expect(turns).to_have_count(500)  # the newest; the earlier ones on request
+        expect(turns.first).to_have_text("You line 11")
+        expect(turns.first).to_have_attribute("data-seq", "11")
+        page.get_by_role("link", name="Show earlier turns (10 more)").click()
+        expect(turns).to_have_count(510)
+        expect(turns.first).to_have_text("You line 1")
+        assert page.problems == []
+
+    await browser.run(earlier_turns)
     await browser.close_page(page)
 
 

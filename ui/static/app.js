@@ -3,6 +3,15 @@
 // Text is only ever set with textContent: nothing the model or the user said becomes markup.
 (function () {
   "use strict";
+  // the histories open at their newest turns
+  function toNewest() {
+    document.querySelectorAll(".histories ol").forEach(function (list) { list.scrollTop = list.scrollHeight; });
+  }
+  toNewest();
+  document.body.addEventListener("htmx:afterSettle", function (e) {
+    if (e.target === document.body) toNewest();
+  });
+
   const live = document.getElementById("live");
   if (!live || !window.EventSource) return;
   const base = document.body.dataset.base;
@@ -41,7 +50,9 @@
     who.textContent = turn.role === "user" ? "You" : "Parla";
     item.appendChild(who);
     item.appendChild(document.createTextNode(" " + turn.text));
+    const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
     list.appendChild(item);
+    if (atEnd) list.scrollTop = list.scrollHeight;
   }
 
   const events = new EventSource(live.dataset.events);
