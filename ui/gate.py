@@ -12,16 +12,11 @@
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import parse_qs
 
-from parla.ui.token import same_token
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
-Receive = Any
-Send = Any
-ASGIApp = Any
+from parla.ui.token import same_token
 
 HEADER = "x-parla-token"
 FIELD = "token"
@@ -77,9 +72,10 @@ class TokenGate:
             await _refuse(send, 403, "this address needs the inspector's token: open the address `parla ui` prints")
             return
         if scope["method"] not in _SAFE_METHODS:
-            receive = await self._checked_body(scope, receive, send)
-            if receive is None:
+            checked = await self._checked_body(scope, receive, send)
+            if checked is None:
                 return
+            receive = checked
         inner = dict(scope, root_path=scope.get("root_path", "") + "/" + first)
 
         async def secured(message: Message) -> None:
@@ -112,7 +108,8 @@ class TokenGate:
         async def replay() -> Message:
             nonlocal sent
             if sent:
-                return await receive()  # the disconnect, when it comes
+                later: Message = await receive()  # the disconnect, when it comes
+                return later
             sent = True
             return {"type": "http.request", "body": body, "more_body": False}
 

@@ -19,7 +19,7 @@ from parla.ui.app import Inspector
 
 HOST = "127.0.0.1"
 # Open pages (their event streams end at once on close) get this long to finish their requests.
-_GRACE_S = 2.0
+_GRACE_S = 2
 _START_TIMEOUT_S = 10.0
 
 
