@@ -7,6 +7,7 @@ that shows it (post/redirect/get), with a one-line note of what was done or why 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -61,6 +62,12 @@ _templates.filters["when"] = _when
 _templates.filters["turns"] = _turns
 
 
+async def _render(template: str, **values: object) -> str:
+    # In a thread: the daemon's event loop also carries the live session, and a long chat's page
+    # takes tens of milliseconds to build.
+    return await asyncio.to_thread(_templates.get_template(template).render, **values)
+
+
 class Inspector:
     def __init__(
         self,
@@ -77,8 +84,9 @@ class Inspector:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def page(self, request: Request, template: str, status_code: int = 200, **values: object) -> HTMLResponse:
-        html = _templates.get_template(template).render(
+    async def page(self, request: Request, template: str, status_code: int = 200, **values: object) -> HTMLResponse:
+        html = await _render(
+            template,
             base=request.scope.get("root_path", ""),
             token=self.token,
             live=self.live is not None,
@@ -113,7 +121,7 @@ class Inspector:
         query = request.query_params.get("q", "").strip()
         result = await self.mem.search.search(query, limit=10) if query else None
         chats = await self.mem.store.list_chats(limit=500)
-        return self.page(request, "chats.html", chats=chats, query=query, result=result)
+        return await self.page(request, "chats.html", chats=chats, query=query, result=result)
 
     async def chat(self, request: Request) -> Response:
         chat_id = request.path_params["chat_id"]
@@ -125,9 +133,9 @@ class Inspector:
                 all_turns=request.query_params.get("turns") == "all",
             )
         except ChatNotFound as e:
-            return self.page(request, "missing.html", status_code=404, message=str(e))
+            return await self.page(request, "missing.html", status_code=404, message=str(e))
         confirm = request.query_params.get("confirm") == "delete"
-        return self.page(request, "chat.html", view=view, chat=view.history.chat, confirm_delete=confirm)
+        return await self.page(request, "chat.html", view=view, chat=view.history.chat, confirm_delete=confirm)
 
     async def earlier_turns(self, request: Request) -> Response:
         """The page of turns before `before` (a fragment the chat page inserts above its list)."""
@@ -138,8 +146,8 @@ class Inspector:
             return Response("`before` is a turn number", status_code=400)
         start = max(1, before - HISTORY_PAGE)
         turns = await self.mem.store.load_turns(chat_id, start, before - 1) if before > 1 else []
-        html = _templates.get_template("earlier.html").render(
-            base=request.scope.get("root_path", ""), chat_id=chat_id, turns=turns, earlier=start - 1
+        html = await _render(
+            "earlier.html", base=request.scope.get("root_path", ""), chat_id=chat_id, turns=turns, earlier=start - 1
         )
         return HTMLResponse(html)
 

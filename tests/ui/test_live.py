@@ -67,8 +67,16 @@ async def test_a_live_turn_and_a_spoken_switch_appear_on_the_page(browser, daemo
 
         await browser.run(followed)
         await browser.close_page(page)
+        token = served["url"].split("/")[3]
+        async with httpx.AsyncClient() as http:  # the chat the daemon talks in is not deleted under it
+            refused = await http.post(
+                f"{served['url']}chats/{other.chat.id}/delete", data={"token": token, "confirm": "yes"}
+            )
+        assert "the+daemon+is+talking+in+this+chat" in refused.headers["location"]
+        assert (await mem.store.get_chat(other.chat.id)).title == "Sourdough"
     assert daemon.status.sessions >= 1
-    logged = "\n".join(r.getMessage() for r in caplog.records)
+    # what the daemon logged (the test's own HTTP client logs its requests, token and all)
+    logged = "\n".join(r.getMessage() for r in caplog.records if not r.name.startswith(("httpx", "httpcore")))
     assert served["address"] in logged and served["url"].split("/")[3] not in logged
 
 
