@@ -34,6 +34,8 @@ from parla.ui.memory import HISTORY_PAGE, InspectorMemory, load_chat_page
 
 HERE = Path(__file__).parent
 CurrentChat = Callable[[], Awaitable[str | None]]
+# The chats list shows the most recent ones; the search finds any.
+_CHATS_LISTED = 500
 
 _templates = jinja2.Environment(
     loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -120,8 +122,13 @@ class Inspector:
     async def chats(self, request: Request) -> Response:
         query = request.query_params.get("q", "").strip()
         result = await self.mem.search.search(query, limit=10) if query else None
-        chats = await self.mem.store.list_chats(limit=500)
-        return await self.page(request, "chats.html", chats=chats, query=query, result=result)
+        chats = await self.mem.store.list_chats(limit=_CHATS_LISTED)
+        return await self.page(request, "chats.html", chats=chats, query=query, result=result, listed=_CHATS_LISTED)
+
+    async def failed(self, request: Request, exc: Exception) -> Response:
+        """A failure Parla explains (the store is away, the embedder cannot be used): its one line
+        on the page instead of a bare server error."""
+        return await self.page(request, "missing.html", status_code=503, message=_one_line(exc))
 
     async def chat(self, request: Request) -> Response:
         chat_id = request.path_params["chat_id"]
@@ -311,7 +318,7 @@ class Inspector:
             Route("/chats/{chat_id}/facts/{action:str}", self.fact_forgotten, methods=post),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
-        return TokenGate(Starlette(routes=routes), self.token)
+        return TokenGate(Starlette(routes=routes, exception_handlers={ParlaError: self.failed}), self.token)
 
 
 async def _form(request: Request) -> dict[str, str]:

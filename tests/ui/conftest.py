@@ -92,16 +92,15 @@ def browser() -> Iterator[BrowserThread]:
 
 
 def ui_settings(tmp_path, **values: Any) -> Settings:
-    return Settings(
-        store_path=tmp_path / "parla.db",
-        summarizer="offline",
-        embedder="offline",
-        gemini_api_key=None,
-        ui_port=0,
-        ui_token_file=tmp_path / "ui-token",
-        _env_file=None,  # type: ignore[call-arg]
-        **{**small_config().model_dump(), **values},
-    )
+    defaults = {
+        "store_path": tmp_path / "parla.db",
+        "summarizer": "offline",
+        "embedder": "offline",
+        "gemini_api_key": None,
+        "ui_port": 0,
+        "ui_token_file": tmp_path / "ui-token",
+    }
+    return Settings(_env_file=None, **{**small_config().model_dump(), **defaults, **values})  # type: ignore[call-arg]
 
 
 @dataclass

@@ -10,8 +10,10 @@ import stat
 
 import httpx
 
+from parla.daemon.memory_services import MemoryServices
+from parla.ui.app import Inspector
 from parla.ui.token import load_token
-from tests.ui.conftest import TOKEN
+from tests.ui.conftest import TOKEN, ui_settings
 
 
 async def test_every_request_needs_the_token_and_changes_need_it_twice(served, caplog):
@@ -56,3 +58,14 @@ def test_the_token_file_is_private_and_kept(tmp_path):
     path.write_text("short\n")
     renewed = load_token(path)
     assert renewed != token and path.read_text().strip() == renewed
+
+
+async def test_a_failure_parla_explains_is_its_line_on_the_page(served, tmp_path):
+    # the Gemini embedder chosen without a key: the search cannot run, and the page says why
+    mem = MemoryServices(ui_settings(tmp_path, embedder="gemini"), served.mem.store)
+    transport = httpx.ASGITransport(app=Inspector(mem, TOKEN).app())
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as http:
+        listed = await http.get(f"/{TOKEN}/")
+        failed = await http.get(f"/{TOKEN}/", params={"q": "the Japan trip"})
+    assert listed.status_code == 200
+    assert failed.status_code == 503 and "PARLA_EMBEDDER=gemini needs a Gemini API key" in failed.text
