@@ -151,30 +151,28 @@ class Daemon:
         if s.activation == "wake":
             self._wake = WakePhrase(s.wake_phrase, s.wake_threshold)  # a bad phrase fails before anything opens
         live_client = self.client or self.mem.client  # no key: fails here with how to set one
-        async with (
-            ControlServer(s.control_socket, self._command),
-            voice_services(self.mem) as voice,
-            self._serve_inspector(),
-        ):
+        async with ControlServer(s.control_socket, self._command), voice_services(self.mem) as voice:
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored)
             self._tools = self.mem.chat_tools(self._current)
-            log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
-            self.ready.set()
-            try:
-                while not self._stop.is_set():
-                    self.status.state = "idle"
-                    try:
-                        if not await self._wait_for_activation():
-                            break
-                        await self._session(live_client)
-                    except Exception as e:  # noqa: BLE001 - no failure of listening or of a session ends the daemon
-                        await self._restart_after(e)
-            finally:
-                self.status.state = "stopping"
-                log.info("daemon stopping", extra={"event": "daemon_stopping"})
-                await self._store_typed("the daemon stopped before a session could send it")
+            # the commands are answered from here on, also while the inspector starts
+            async with self._serve_inspector():
+                log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
+                self.ready.set()
+                try:
+                    while not self._stop.is_set():
+                        self.status.state = "idle"
+                        try:
+                            if not await self._wait_for_activation():
+                                break
+                            await self._session(live_client)
+                        except Exception as e:  # noqa: BLE001 - no failure of listening or of a session ends the daemon
+                            await self._restart_after(e)
+                finally:
+                    self.status.state = "stopping"
+                    log.info("daemon stopping", extra={"event": "daemon_stopping"})
+                    await self._store_typed("the daemon stopped before a session could send it")
         await self._flush_outbox()
 
     @asynccontextmanager
