@@ -45,6 +45,9 @@ async def measure(pulse: PulseServer, activation: str, seconds: float, folder: P
         "PARLA_CONTROL_SOCKET": str(socket),
         "GEMINI_API_KEY": "bench-key-never-used-while-idle",
         "PARLA_LIVE_URL": "wss://127.0.0.1:9",
+        # the memory inspector runs too (its idle cost counts), on a free port with its own token file
+        "PARLA_UI_PORT": "0",
+        "PARLA_UI_TOKEN_FILE": str(folder / f"{activation}-ui-token"),
     }
     # starting it does not block; only waiting for it would
     proc = subprocess.Popen([sys.executable, "-m", "parla.daemon", "run"], env=env, stderr=subprocess.DEVNULL)  # noqa: ASYNC220

@@ -149,6 +149,8 @@ def environment(folder: Path, **extra: str) -> dict[str, str]:
             "PARLA_SUMMARIZER": "offline",
             "PARLA_EMBEDDER": "offline",
             "PARLA_LOG_LEVEL": "INFO",
+            "PARLA_UI_PORT": "0",
+            "PARLA_UI_TOKEN_FILE": str(folder / "ui-token"),
         }
     )
     env.update(extra)

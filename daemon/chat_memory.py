@@ -11,6 +11,7 @@ for the session to retry in order."""
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from parla.memory.compaction import CompactionWorker
@@ -42,6 +43,8 @@ class ChatMemory:
     chat_id: str
     refused: RefusedTurns
     compaction: CompactionWorker | None = None
+    # told of every turn once it is stored, with its sequence number (the inspector's live page)
+    on_stored: Callable[[str, Sequence[Turn]], None] | None = None
 
     async def seed(self) -> Seed:
         context = await load_context(self.store, self.chat_id, self.config)
@@ -49,7 +52,7 @@ class ChatMemory:
 
     async def save(self, turns: list[Turn]) -> Refused | None:
         try:
-            await self.store.append_turns(self.chat_id, turns)
+            result = await self.store.append_turns(self.chat_id, turns)
         except StoreOffline:
             # the turns are durable in the local outbox, which sends them once Supabase answers
             return None
@@ -57,6 +60,7 @@ class ChatMemory:
             if not refused_for_good(e):
                 raise
             return await self._save_each(turns)
+        self._stored(result.turns)
         self._compact()
         return None
 
@@ -67,11 +71,13 @@ class ChatMemory:
         refused: list[tuple[Turn, str]] = []
         for turn in turns:
             try:
-                await self.store.append_turns(self.chat_id, [turn])
+                result = await self.store.append_turns(self.chat_id, [turn])
             except Exception as e:
                 if not refused_for_good(e):
                     raise
                 refused.append((turn, _reason(e)))
+                continue
+            self._stored(result.turns)
         if len(refused) < len(turns):
             self._compact()
         if not refused:
@@ -83,6 +89,10 @@ class ChatMemory:
 
     async def keep(self, turns: list[Turn], reason: str) -> None:
         await self.refused.keep(self.chat_id, turns, reason)
+
+    def _stored(self, turns: Sequence[Turn]) -> None:
+        if self.on_stored is not None:
+            self.on_stored(self.chat_id, turns)
 
     def _compact(self) -> None:
         if self.compaction is not None:

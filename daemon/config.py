@@ -1,4 +1,5 @@
-"""The daemon's knobs: activation, the idle timeout, cues, the control socket, shutdown, logs."""
+"""The daemon's knobs: activation, the idle timeout, cues, the control socket, the memory inspector,
+shutdown, logs."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
+import platformdirs
 from pydantic import BaseModel, BeforeValidator, Field
 
 
@@ -29,6 +31,10 @@ def default_control_socket() -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) / "parla" if runtime else Path(tempfile.gettempdir()) / f"parla-{os.getuid()}"
     return base / "control.sock"
+
+
+def default_ui_token_file() -> Path:
+    return Path(platformdirs.user_config_dir("parla")) / "ui-token"
 
 
 class DaemonConfig(BaseModel):
@@ -54,6 +60,14 @@ class DaemonConfig(BaseModel):
     )
     shutdown_timeout_s: float = Field(
         10.0, gt=0, description="Longest wait at shutdown for the current turn and the store to finish."
+    )
+    ui: bool = Field(True, description="The running daemon serves the memory inspector (`parla ui` opens it).")
+    ui_port: int = Field(
+        8765, ge=0, le=65535, description="Port of the memory inspector on 127.0.0.1 (0: any free port)."
+    )
+    ui_token_file: UserPath = Field(
+        default_factory=default_ui_token_file,
+        description="The memory inspector's secret token, made once (mode 0600); delete it for a new address.",
     )
     log_format: Literal["text", "json"] = Field(
         "text", description="`json` writes one JSON object per log line (for journald and log shippers)."

@@ -7,7 +7,7 @@ stored before the worker and the devices go)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
@@ -16,6 +16,7 @@ from google import genai
 from parla.daemon.chat_memory import ChatMemory
 from parla.daemon.memory_services import MemoryServices
 from parla.memory.compaction import CompactionWorker
+from parla.memory.turn import Turn
 from parla.tools.registry import ToolRegistry
 from parla.voice.audio import Microphone, Speaker
 from parla.voice.live import AudioSource, LiveConversation, SessionEvent
@@ -29,9 +30,10 @@ class CurrentChat:
     worker: CompactionWorker
     chat_id: str
     conversation: LiveConversation | None = field(default=None, repr=False)
+    on_stored: Callable[[str, Sequence[Turn]], None] | None = field(default=None, repr=False)
 
     def memory(self, chat_id: str) -> ChatMemory:
-        return ChatMemory(self.mem.store, self.mem.settings, chat_id, self.mem.refused, self.worker)
+        return ChatMemory(self.mem.store, self.mem.settings, chat_id, self.mem.refused, self.worker, self.on_stored)
 
     @property
     def switching(self) -> bool:

@@ -21,8 +21,8 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -33,11 +33,15 @@ from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversat
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.wake import WakePhrase
-from parla.memory.errors import StoreError
+from parla.memory.errors import ParlaError, StoreError
 from parla.memory.importer import find_chats_named
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
 from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
+from parla.ui.app import Inspector
+from parla.ui.live import LiveFeed, LiveState
+from parla.ui.server import Serving, serve_inspector
+from parla.ui.token import load_token
 from parla.voice.cues import cue
 from parla.voice.errors import LiveSessionFailed
 from parla.voice.gated_microphone import GatedMicrophone
@@ -102,6 +106,10 @@ class Daemon:
         self._crashes = 0  # unexpected failures in a row
         self._last_crash = 0.0
         self.ready = asyncio.Event()  # set once the socket listens and the devices are open
+        # the memory inspector's live page: the state below and each stored turn
+        self.feed = LiveFeed(self._live_state)
+        self.inspector: Serving | None = None
+        self._inspector_problem: str | None = None
         # The control socket's commands: a request names one of these and nothing else.
         self._handlers: dict[str, CommandHandler] = {
             "status": self._cmd_status,
@@ -109,6 +117,7 @@ class Daemon:
             "new": self._cmd_new,
             "talk": self._cmd_talk,
             "say": self._cmd_say,
+            "ui": self._cmd_ui,
             "mute": self._cmd_mute,
             "unmute": self._cmd_unmute,
             "stop": self._cmd_stop,
@@ -149,24 +158,56 @@ class Daemon:
         ):
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
-            self._current = CurrentChat(self.mem, voice.worker, self._chat_id)
+            self._current = CurrentChat(self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored)
             self._tools = self.mem.chat_tools(self._current)
-            log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
-            self.ready.set()
-            try:
-                while not self._stop.is_set():
-                    self.status.state = "idle"
-                    try:
-                        if not await self._wait_for_activation():
-                            break
-                        await self._session(live_client)
-                    except Exception as e:  # noqa: BLE001 - no failure of listening or of a session ends the daemon
-                        await self._restart_after(e)
-            finally:
-                self.status.state = "stopping"
-                log.info("daemon stopping", extra={"event": "daemon_stopping"})
-                await self._store_typed("the daemon stopped before a session could send it")
+            # the commands are answered from here on, also while the inspector starts
+            async with self._serve_inspector():
+                log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
+                self.ready.set()
+                try:
+                    while not self._stop.is_set():
+                        self.status.state = "idle"
+                        try:
+                            if not await self._wait_for_activation():
+                                break
+                            await self._session(live_client)
+                        except Exception as e:  # noqa: BLE001 - no failure of listening or of a session ends the daemon
+                            await self._restart_after(e)
+                finally:
+                    self.status.state = "stopping"
+                    log.info("daemon stopping", extra={"event": "daemon_stopping"})
+                    await self._store_typed("the daemon stopped before a session could send it")
         await self._flush_outbox()
+
+    @asynccontextmanager
+    async def _serve_inspector(self) -> AsyncIterator[None]:
+        """The memory inspector on 127.0.0.1 while the daemon runs. A daemon whose inspector
+        cannot start (its port taken) runs without it and says why (`parla ui` too)."""
+        if not self.settings.ui:
+            self._inspector_problem = "the daemon does not serve the inspector (PARLA_UI=false)"
+            yield
+            return
+        async with AsyncExitStack() as stack:
+            try:
+                token = await asyncio.to_thread(load_token, self.settings.ui_token_file)
+                inspector = Inspector(self.mem, token, self.feed, self._daemon_chat)
+                self.inspector = await stack.enter_async_context(serve_inspector(inspector, self.settings.ui_port))
+                # the address without its token: this line reaches the journal
+                log.info("memory inspector on %s", self.inspector.address, extra={"event": "ui_ready"})
+            except ParlaError as e:
+                self._inspector_problem = str(e)
+                log.warning("%s", e, extra={"event": "ui_unavailable"})
+            try:
+                yield
+            finally:
+                self.inspector = None
+
+    def _live_state(self) -> LiveState:
+        chat_id = self._current.chat_id if self._current is not None else self._chat_id
+        return LiveState(self.status.state, self._gate.muted if self._gate is not None else False, chat_id)
+
+    async def _daemon_chat(self) -> str | None:
+        return self._live_state().chat_id
 
     async def _restart_after(self, exc: Exception) -> None:
         """Listening or a session died of something unexpected (a bug, a broken store file):
@@ -421,6 +462,11 @@ class Daemon:
         finally:
             if typed in self._typed:
                 self._typed.remove(typed)
+
+    async def _cmd_ui(self, request: dict[str, Any]) -> dict[str, Any]:
+        if self.inspector is None:
+            raise CommandError(self._inspector_problem or "the memory inspector is not running")
+        return {"url": self.inspector.url, "address": self.inspector.address}
 
     async def _cmd_mute(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._gate is not None

@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from parla.memory.errors import RangeError
+
 log = logging.getLogger("parla.memory")
 
 # NUL: Postgres refuses it in text and in JSON; surrogates: not encodable as UTF-8 (SQLite, HTTP).
@@ -130,6 +132,14 @@ class MessageRange(BaseModel):
 
     def __str__(self) -> str:
         return f"{self.start}-{self.end}"
+
+    @classmethod
+    def parse(cls, text: str) -> MessageRange:
+        """`11-20` as a range (what `str` gives); `RangeError` for anything else."""
+        start, sep, end = text.partition("-")
+        if not sep or not start.strip().isdigit() or not end.strip().isdigit():
+            raise RangeError(f"a range is two message numbers like 11-20, not {text!r}")
+        return cls(start=int(start), end=int(end))
 
     def contains(self, other: MessageRange) -> bool:
         return self.start <= other.start and other.end <= self.end

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs everything the tests need and runs the whole suite: the Python packages into Parla's
-# virtualenv (.venv, or the active one; see python-env.sh), (as root, on Debian/Ubuntu) the headless
-# audio stack the voice tests use and Node.js, and the Supabase CLI from npm (pinned in
+# virtualenv (.venv, or the active one; see python-env.sh; Playwright among the test extras), (as root,
+# on Debian/Ubuntu) the headless audio stack the voice tests use, chromium for the memory inspector's
+# browser tests (Playwright drives the distribution's browser: its own download needs network) and
+# Node.js, and the Supabase CLI from npm (pinned in
 # tests/peers/supabase_cli) for the migration test; then ruff, mypy and the suite. Arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AUDIO_PACKAGES=(pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite)
+BROWSER_PACKAGES=(chromium)
 missing=()
 command -v npm >/dev/null || missing+=(nodejs npm)
-for pkg in "${AUDIO_PACKAGES[@]}"; do
+for pkg in "${AUDIO_PACKAGES[@]}" "${BROWSER_PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
 if ((${#missing[@]})); then
@@ -16,7 +19,7 @@ if ((${#missing[@]})); then
         apt-get update -qq
         DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
     else
-        echo "The voice and Supabase CLI tests need: ${missing[*]} (install them with your package manager, as root)" >&2
+        echo "The voice, browser and Supabase CLI tests need: ${missing[*]} (install them with your package manager, as root)" >&2
     fi
 fi
 if command -v npm >/dev/null && [[ ! -x tests/peers/supabase_cli/node_modules/.bin/supabase ]]; then

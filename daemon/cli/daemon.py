@@ -61,6 +61,8 @@ async def run(
             await asyncio.wait({serving, ready}, return_when=asyncio.FIRST_COMPLETED)
             if ready.done():
                 err.print(f"Parla is running in {title} ({chat_id[:8]}): {how}. `parla stop` ends it.", markup=False)
+                if daemon.inspector is not None:  # the address without its token: this may reach the journal
+                    err.print(f"Its memory is on {daemon.inspector.address}: `parla ui` opens it.", markup=False)
                 service.notify("READY=1", f"STATUS=in {title}: {how}")
             await serving
         finally:

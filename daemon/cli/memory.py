@@ -3,7 +3,7 @@ what was forgotten)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -23,19 +23,6 @@ from parla.daemon.cli.support import (
 )
 from parla.daemon.errors import CommandFailed
 
-if TYPE_CHECKING:
-    from parla.memory.turn import MessageRange
-
-
-def _parse_range(text: str) -> MessageRange:
-    from parla.memory.errors import RangeError
-    from parla.memory.turn import MessageRange
-
-    start, sep, end = text.partition("-")
-    if not sep or not start.strip().isdigit() or not end.strip().isdigit():
-        raise RangeError(f"--range takes two message numbers like 11-20, not {text!r}")
-    return MessageRange(start=int(start), end=int(end))
-
 
 @command
 async def regenerate(
@@ -44,7 +31,9 @@ async def regenerate(
     facts_only: bool = typer.Option(False, "--facts-only", help="Redo the facts alone, not the summaries."),
 ) -> None:
     """Redo the chunk summaries and facts of a range, and the meta summaries that cover it."""
-    rng = _parse_range(range_) if range_ else None
+    from parla.memory.turn import MessageRange
+
+    rng = MessageRange.parse(range_) if range_ else None
     async with open_memory(load_settings()) as mem:
         cid = await resolve_chat(mem, chat)
         report = await mem.compactor.regenerate(cid, rng, facts_only=facts_only)

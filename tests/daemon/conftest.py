@@ -29,6 +29,8 @@ def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch
         control_socket=tmp_path / "run" / "ctl.sock",  # a folder the daemon makes
         shutdown_timeout_s=5.0,
         save_drain_s=5.0,
+        ui_port=0,  # any free port: tests run side by side
+        ui_token_file=tmp_path / "ui-token",
     )
 
 

@@ -194,7 +194,7 @@ def test_forgotten_items_are_listed_and_restored(parla, tmp_path):
     [
         (["show", "nope"], {}, "no chat matches 'nope'"),
         (["search", "  "], {}, "search request is empty"),
-        (["memory", "regenerate", "x", "--range", "ab"], {}, "--range takes two message numbers"),
+        (["memory", "regenerate", "x", "--range", "ab"], {}, "a range is two message numbers like 11-20"),
         (["chats"], {"PARLA_TAIL": "many"}, "setting tail, from PARLA_TAIL in the environment: Input should be"),
         (["chats"], {"PARLA_TAIL": "40"}, "tail (40) must be smaller than summary_window_size"),
         (["search", "x"], {"PARLA_EMBEDDER": "gemini"}, "PARLA_EMBEDDER=gemini needs a Gemini API key"),

@@ -208,6 +208,8 @@ async def test_the_daemon_says_ready_only_when_it_is(pulse, live, gemini, live_c
         "GEMINI_API_KEY": live.api_key,
         "PARLA_GEMINI_BASE_URL": gemini.base_url,
         "PARLA_SUMMARIZER": "offline",
+        "PARLA_UI_PORT": "0",
+        "PARLA_UI_TOKEN_FILE": str(tmp_path / "ui-token"),
     }
     loop = asyncio.get_running_loop()
     run = [sys.executable, "-m", "parla.daemon", "run"]
@@ -224,6 +226,8 @@ async def test_the_daemon_says_ready_only_when_it_is(pulse, live, gemini, live_c
         assert await asyncio.wait_for(loop.sock_recv(receiver, 4096), 30) == b"STOPPING=1"
         _, said = await asyncio.wait_for(proc.communicate(), 30)
         assert proc.returncode == 0 and b"Parla is running in" in said
+        token = (tmp_path / "ui-token").read_text().strip()
+        assert b"Its memory is on http://127.0.0.1:" in said and token.encode() not in said
     finally:
         if proc.returncode is None:
             proc.kill()

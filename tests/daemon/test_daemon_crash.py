@@ -61,6 +61,8 @@ async def test_kill_9_then_restart_replays_the_outbox_without_duplicates(
         "GEMINI_API_KEY": live.api_key,
         "PARLA_GEMINI_BASE_URL": gemini.base_url,
         "PARLA_SUMMARIZER": "offline",
+        "PARLA_UI_PORT": "0",
+        "PARLA_UI_TOKEN_FILE": str(tmp_path / "ui-token"),
     }
 
     async def script(conn):

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("memory", "tools", "voice", "daemon")
+PACKAGES = ("memory", "tools", "voice", "daemon", "ui")
 
 
 def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
@@ -54,6 +54,9 @@ def test_the_wheel_installs_beside_python_daemon(tmp_path):
     assert Path(ours) == own / "parla" / "__init__.py"
     script = "from parla.memory.store.supabase_schema import migrations_dir; print(migrations_dir())"
     assert Path(run(py, "-c", script, cwd=tmp_path, env=env).strip()) == venv / "share/parla/supabase/migrations"
+    # the memory inspector's templates and the files it serves (htmx among them) are in the wheel
+    script = "from parla.ui.app import HERE; print(*(f.is_file() for f in (HERE / 'static/htmx.min.js', HERE / 'templates/chat.html')))"
+    assert run(py, "-c", script, cwd=tmp_path, env=env).split() == ["True", "True"]
     assert "Usage: parla" in run(venv / "bin" / "parla", "--help", cwd=tmp_path, env=env)
     assert "Usage: parla" in run(py, "-m", "parla.daemon", "--help", cwd=tmp_path, env=env)
     assert "Usage: parla run" in run(py, "-m", "parla.daemon", "run", "--help", cwd=tmp_path, env=env)

@@ -1,0 +1,68 @@
+// The running daemon, live: its state and current chat in the header, each stored turn added to
+// the page of its chat, and (on a page opened with ?follow=1) a spoken switch followed.
+// Text is only ever set with textContent: nothing the model or the user said becomes markup.
+(function () {
+  "use strict";
+  // the histories open at their newest turns
+  function toNewest() {
+    document.querySelectorAll(".histories ol").forEach(function (list) { list.scrollTop = list.scrollHeight; });
+  }
+  toNewest();
+  document.body.addEventListener("htmx:afterSettle", function (e) {
+    if (e.target === document.body) toNewest();
+  });
+
+  const live = document.getElementById("live");
+  if (!live || !window.EventSource) return;
+  const base = document.body.dataset.base;
+  let state = null;
+
+  function pageChat() {
+    const chat = document.getElementById("chat");
+    return chat ? chat.dataset.chatId : null;
+  }
+
+  function showState() {
+    const label = document.getElementById("live-state");
+    const link = document.getElementById("live-chat");
+    if (!state || !label || !link) return;
+    label.textContent = state.state + (state.muted ? " (muted)" : "");
+    link.textContent = state.title;
+    link.dataset.chatId = state.chat_id;
+  }
+
+  function follow() {
+    const here = pageChat();
+    if (!state || !here || here === state.chat_id) return;
+    if (new URLSearchParams(window.location.search).has("follow")) {
+      window.location.assign(base + "/chats/" + encodeURIComponent(state.chat_id) + "?follow=1");
+    }
+  }
+
+  function addTurn(turn) {
+    const list = document.getElementById("full-history");
+    if (!list || pageChat() !== turn.chat_id) return;
+    if (list.querySelector('li[data-seq="' + Number(turn.seq) + '"]')) return;
+    const item = document.createElement("li");
+    item.className = (turn.role === "user" ? "user" : "model") + " new";
+    item.dataset.seq = String(Number(turn.seq));
+    const who = document.createElement("b");
+    who.textContent = turn.role === "user" ? "You" : "Parla";
+    item.appendChild(who);
+    item.appendChild(document.createTextNode(" " + turn.text));
+    const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+    list.appendChild(item);
+    if (atEnd) list.scrollTop = list.scrollHeight;
+  }
+
+  const events = new EventSource(live.dataset.events);
+  events.addEventListener("state", function (e) {
+    state = JSON.parse(e.data);
+    showState();
+    follow();
+  });
+  events.addEventListener("turn", function (e) { addTurn(JSON.parse(e.data)); });
+  events.addEventListener("reload", function () { window.location.reload(); });
+  // htmx replaces the page's body on a boosted link or form: show the state there again
+  document.body.addEventListener("htmx:afterSettle", function () { showState(); follow(); });
+})();
