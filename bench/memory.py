@@ -84,10 +84,10 @@ async def bench_sizes(tmp: Path, sizes: list[int]) -> None:
             print(f"{n:>6} {full:>9} {context:>11} {context / full:>7.3f} {append:>9.3f} {append / baseline:>6.2f}")
 
 
-async def populate(store: ChatStore, first: int, last: int, rng: random.Random) -> None:
+async def populate(store: ChatStore, first: int, last: int, rng: random.Random, turns: int = 6) -> None:
     """Chats with what compaction would leave: a description, chunk summaries and facts."""
     for i in range(first, last):
-        record = chat_record(rng, i, 6, time_start())
+        record = chat_record(rng, i, turns, time_start())
         texts = [t["text"] for t in record["turns"]]
         parsed = ImportChat.model_validate(record)
         chat = (await store.create_chat(chat_id=chat_id_of(parsed), turns=turns_of(parsed, chat_id_of(parsed)))).chat

@@ -1,11 +1,15 @@
 """Switch resolution: `python -m bench.switch [--quick]`. Prints its figures; asserts nothing.
 
 What a spoken "switch to the chat about ..." costs before the new session can open: the
-`switch_chat` tool (embed the request, one store search, rank with recency, decide) plus loading
-the winner's memory for the new session's seed (`ChatMemory.seed`). Over 1,000 chats (a
-description, a chunk summary and a fact block each, offline embedder) on the SQLite store and on
-the Supabase store (real Postgres 18 + pgvector behind the PostgREST shim). Baseline, in the same
-run: the store's search call alone with a ready query vector.
+`switch_chat` tool (embed the request, read the word counts, one store search, the word stage,
+rank, decide) plus loading the winner's memory for the new session's seed (`ChatMemory.seed`).
+Each chat holds what compaction and the window indexer leave: a description, a chunk summary, a
+fact block and a window of every two consecutive turns (offline embedder). Measured on the SQLite
+store at 1,000 chats of 50 turns and at 10,000 chats of 10 turns, and on the Supabase store (real
+Postgres 18 + pgvector behind the PostgREST shim) at 1,000 chats of 50 turns. Baseline, in the
+same run: the store's search call alone with a ready query vector. Also: the first search after a
+chat gained a turn (its windows indexed: the index takes that chat's rows only) against a full
+reload of the index, and the index's size on disk and in memory per 1,000 chats.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import resource
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -27,6 +32,8 @@ from parla.memory.store import ChatStore
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.supabase import SupabaseChatStore
 from parla.memory.store.supabase_session import sign_in
+from parla.memory.turn import Turn
+from parla.memory.turn_windows import WindowIndexer
 from parla.tools.chats import ChatTools, SwitchArgs
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
@@ -56,10 +63,17 @@ async def timed(fn: Callable[[int], Awaitable[object]], runs: int) -> list[float
     return out
 
 
-async def measure(name: str, store: ChatStore, chats: int, runs: int) -> None:
+async def fill(store: ChatStore, chats: int, turns: int) -> float:
+    """Seconds to store the chats, their summaries and facts, and index their windows."""
     started = time.perf_counter()
-    await populate(store, 0, chats, random.Random(3))
-    filled = time.perf_counter() - started
+    await populate(store, 0, chats, random.Random(3), turns)
+    indexer = WindowIndexer(store, EMBEDDER, CONFIG.search_window_turns)
+    await indexer.index_every_chat()
+    return time.perf_counter() - started
+
+
+async def measure(name: str, store: ChatStore, chats: int, turns: int, runs: int) -> ChatTools:
+    filled = await fill(store, chats, turns)
     first = (await store.list_chats(limit=1))[0].id
     session = Session(first)
     tools = ChatTools(store, ChatSearch(store, EMBEDDER, CONFIG), EMBEDDER, session, CONFIG)
@@ -75,17 +89,60 @@ async def measure(name: str, store: ChatStore, chats: int, runs: int) -> None:
     ours = await timed(switch, runs)
     base = await timed(lambda i: store.search(queries[i % len(queries)], 20), runs)
     p50, base50 = percentile(ours, 0.5), percentile(base, 0.5)
-    print(f"{name}: {chats:,} chats (filled in {filled:.1f} s)")
+    texts = (await store.stats()).embedded_texts
+    print(f"{name}: {chats:,} chats of {turns} turns, {texts:,} embedded texts (filled in {filled:.1f} s)")
     print(f"  switch resolution (tool + seed load)  p50 {p50:7.2f} ms  p95 {percentile(ours, 0.95):7.2f} ms")
     print(f"  store search alone (baseline)         p50 {base50:7.2f} ms  p95 {percentile(base, 0.95):7.2f} ms")
     print(f"  ratio {p50 / base50:.2f}x")
+    return tools
+
+
+async def after_a_write(store: SQLiteChatStore, path: Path, chats: int, runs: int) -> None:
+    """The first search after a chat gained a turn and its window, against a reload of the whole
+    index (what every first search after a write cost before), and the index's footprint."""
+    (query,) = await embed_texts(EMBEDDER, REQUESTS[:1], "query")
+    indexer = WindowIndexer(store, EMBEDDER, CONFIG.search_window_turns)
+    listed = await store.list_chats(limit=runs)
+    after: list[float] = []
+    for i in range(runs):
+        chat = listed[i % len(listed)]
+        await store.append_turns(chat.id, [Turn.of("user", f"one more thing about it, number {i}")])
+        await indexer.index(chat.id)
+        started = time.perf_counter()
+        await store.search(query, 20, 5)
+        after.append((time.perf_counter() - started) * 1000)
+    rss_before = _rss_mb()
+    reload: list[float] = []
+    for _ in range(max(3, runs // 10)):
+        store._index = None  # what a write used to cause
+        started = time.perf_counter()
+        await store.search(query, 20, 5)
+        reload.append((time.perf_counter() - started) * 1000)
+    index = store._index
+    assert index is not None
+    matrix_mb = index.matrix.nbytes / 2**20
+    print(
+        f"  first search after a new turn  p50 {percentile(after, 0.5):7.2f} ms  p95 {percentile(after, 0.95):7.2f} ms"
+    )
+    print(f"  with a full index reload       p50 {percentile(reload, 0.5):7.2f} ms  (baseline of the line above)")
+    print(
+        f"  per 1,000 chats: {path.stat().st_size / 2**20 / chats * 1000:.1f} MB on disk (the whole file), "
+        f"index matrix {matrix_mb / chats * 1000:.1f} MB in memory; process RSS {rss_before:.0f} MB"
+    )
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 async def main(quick: bool) -> None:
     chats, runs = (200, 20) if quick else (1000, 60)
     with tempfile.TemporaryDirectory() as tmp:
-        async with SQLiteChatStore(Path(tmp) / "switch.db") as store:
-            await measure("SQLite", store, chats, runs)
+        for many, turns in ((chats, 50), (chats * 10, 10)):
+            path = Path(tmp) / f"switch-{many}.db"
+            async with SQLiteChatStore(path) as store:
+                await measure("SQLite", store, many, turns, runs)
+                await after_a_write(store, path, many, runs)
         cluster = PostgresCluster()
         try:
             with PostgrestShim(cluster.new_database(), pool_size=2) as shim:
@@ -96,12 +153,14 @@ async def main(quick: bool) -> None:
                     shim.url, ANON_KEY, outbox_path=Path(tmp) / "outbox.db", session_file=session_file
                 )
                 async with remote:
-                    await measure("Supabase (Postgres + pgvector via supabase-py and the shim)", remote, chats, runs)
+                    await measure(
+                        "Supabase (Postgres + pgvector via supabase-py and the shim)", remote, chats, 50, runs
+                    )
         finally:
             cluster.close()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="200 chats, 20 runs")
+    parser.add_argument("--quick", action="store_true", help="200 and 2,000 chats, 20 runs")
     asyncio.run(main(parser.parse_args().quick))

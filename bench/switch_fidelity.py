@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
+from contextlib import ExitStack, contextmanager, redirect_stdout
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -251,6 +251,11 @@ def main() -> None:
     parser.add_argument("--held-out", action="store_true", help="allow conversations outside the development set")
     parser.add_argument("--embedder", choices=["offline", "gemini"], default="offline")
     parser.add_argument("--summarizer", choices=["offline", "gemini"], default="offline")
+    parser.add_argument(
+        "--emulator",
+        action="store_true",
+        help="the Gemini code path against the local REST emulator of the tests (its figures are not Gemini's)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the request wording")
     parser.add_argument("--verbose", action="store_true", help="print every request (data text: never commit)")
     args = parser.parse_args()
@@ -265,13 +270,19 @@ def main() -> None:
         conversations = load(args.data.resolve(), wanted)
     except LocomoError as e:
         sys.exit(f"switch_fidelity: {e}")
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, ExitStack() as stack:
         settings = {
             "PARLA_STORE": "sqlite",
             "PARLA_CONFIG_FILE": str(Path(tmp) / "none.toml"),
             "PARLA_EMBEDDER": args.embedder,
             "PARLA_SUMMARIZER": args.summarizer,
         }
+        if args.emulator:
+            from tests.peers.gemini_rest import GeminiRestEmulator
+
+            emulator = GeminiRestEmulator().start()
+            stack.callback(emulator.stop)
+            settings |= {"PARLA_GEMINI_API_KEY": emulator.api_key, "PARLA_GEMINI_BASE_URL": emulator.base_url}
         with environment(**settings):
             given = load_settings()
             own = "the embedder's own"

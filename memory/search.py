@@ -38,14 +38,14 @@ from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.errors import EmptyRequest
 from parla.memory.store import ChatMatch, ChatStore, TextMatch, WordCounts
 from parla.memory.tasks import cancel_and_wait
-from parla.memory.text import FRAMING, STOPWORDS, content_words, window_words
+from parla.memory.text import FRAMING, STOPWORDS, content_words
 from parla.memory.turn import utcnow
 
 Decision = Literal["switch", "ambiguous", "none"]
 
 # Chats the first stage hands to the second, and texts per chat it rescores.
 _FETCH = 40
-_TEXTS_PER_CHAT = 10
+_TEXTS_PER_CHAT = 8
 # A date the request names counts for chats active up to a day around it (time zones, late nights).
 _DATE_SLACK = timedelta(days=1)
 # A request word "matched" in the explanation: the text holds it or a word almost the same.
@@ -153,7 +153,7 @@ class RequestWords:
 @functools.lru_cache(maxsize=16384)
 def _words_of(text: str) -> tuple[str, ...]:
     """A stored text's words; stored texts come back search after search, so they are kept."""
-    return tuple(window_words(text))
+    return tuple(set(content_words(text)))
 
 
 def request_words(request: str) -> list[str]:

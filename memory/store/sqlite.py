@@ -568,7 +568,7 @@ class SQLiteChatStore:
                     f"{info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
                 )
             index = self._current_index(db, info[1])
-            best = index.best_per_chat(query.vector, match_count * 2 + 8, texts_per_chat)
+            best = index.best_per_chat(query.vector, match_count, texts_per_chat)
             marks = ",".join("?" * len(best))
             chats = {
                 r["id"]: r
@@ -577,17 +577,18 @@ class SQLiteChatStore:
                     [chat_id for chat_id, _ in best],
                 ).fetchall()
             }
+            bodies = _texts_of(db, [ref for _, texts in best for ref, _ in texts])
             matches = [
                 ChatMatch(
                     chat_id=chat_id,
                     title=chats[chat_id]["title"],
                     created_at=_dt(chats[chat_id]["created_at"]),
                     last_activity_at=_dt(chats[chat_id]["last_activity_at"]),
-                    texts=tuple(TextMatch(ref, _text_of(db, ref), similarity) for ref, similarity in texts),
+                    texts=tuple(TextMatch(ref, bodies[ref], similarity) for ref, similarity in texts),
                 )
                 for chat_id, texts in best
             ]
-            return ranked_matches(matches)[:match_count]
+            return ranked_matches(matches)
 
         return await self._read(read)
 
@@ -1032,6 +1033,26 @@ def _vector_count(db: sqlite3.Connection) -> int:
         "+ (SELECT count(*) FROM turn_windows)"
     ).fetchone()
     return int(row[0])
+
+
+def _texts_of(db: sqlite3.Connection, refs: list[TextRef]) -> dict[TextRef, str]:
+    """The texts of `refs`: each chat's windows (most of a search's texts) in one query, the rest
+    one by one."""
+    by_chat: dict[str, dict[int, TextRef]] = {}
+    for ref in refs:
+        if ref.kind == "turns" and ref.range is not None:
+            by_chat.setdefault(ref.chat_id, {})[ref.range.start] = ref
+    out: dict[TextRef, str] = {}
+    for chat_id, starts in by_chat.items():
+        rows = db.execute(
+            f"SELECT start_seq, text FROM turn_windows WHERE chat_id = ? AND start_seq IN ({','.join('?' * len(starts))})",
+            [chat_id, *starts],
+        ).fetchall()
+        out.update({starts[r[0]]: r[1] for r in rows})
+    for ref in refs:
+        if ref not in out:
+            out[ref] = _text_of(db, ref)
+    return out
 
 
 def _text_of(db: sqlite3.Connection, ref: TextRef) -> str:

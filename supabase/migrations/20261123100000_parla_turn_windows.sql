@@ -150,34 +150,49 @@ begin
     end if;
     return query
     with texts as (
-        select c.id as chat_id, 'summary'::text as kind, 0 as s, 0 as e, c.summary_text as body,
+        select c.id as chat_id, 'summary'::text as kind, 0 as s, 0 as e,
                1 - (c.summary_embedding <=> query_embedding) as sim
         from public.chats c where c.user_id = v_uid and c.summary_embedding is not null
         union all
-        select m.chat_id, case m.level when 0 then 'chunk' else 'meta' end, m.start_seq, m.end_seq, m.summary,
+        select m.chat_id, case m.level when 0 then 'chunk' else 'meta' end, m.start_seq, m.end_seq,
                1 - (m.embedding <=> query_embedding)
         from public.chat_summaries m where m.user_id = v_uid
         union all
-        select f.chat_id, 'facts', f.start_seq, f.end_seq, f.facts, 1 - (f.embedding <=> query_embedding)
+        select f.chat_id, 'facts', f.start_seq, f.end_seq, 1 - (f.embedding <=> query_embedding)
         from public.chat_facts f where f.user_id = v_uid and f.embedding is not null
         union all
-        select w.chat_id, 'turns', w.start_seq, w.end_seq, w.body, 1 - (w.embedding <=> query_embedding)
+        select w.chat_id, 'turns', w.start_seq, w.end_seq, 1 - (w.embedding <=> query_embedding)
         from public.chat_windows w where w.user_id = v_uid
+    ),
+    -- each chat's best similarity by hashing, not sorting, every text; then only the best chats'
+    -- texts are ranked, and only the texts returned are read
+    best as (
+        select t.chat_id, max(t.sim) as sim from texts t group by t.chat_id
+    ),
+    top as (
+        select b.chat_id, b.sim, c.title, c.created_at, c.last_activity_at,
+               row_number() over (order by b.sim desc, c.last_activity_at desc, b.chat_id) as chat_rank
+        from best b join public.chats c on c.id = b.chat_id
+        order by b.sim desc, c.last_activity_at desc, b.chat_id
+        limit greatest(match_count, 0)
     ),
     ranked as (
         select t.*, row_number() over (partition by t.chat_id order by t.sim desc, t.kind, t.s) as text_rank
-        from texts t
-    ),
-    best as (
-        select r.chat_id, r.sim, c.title, c.created_at, c.last_activity_at,
-               row_number() over (order by r.sim desc, c.last_activity_at desc, r.chat_id) as chat_rank
-        from ranked r join public.chats c on c.id = r.chat_id
-        where r.text_rank = 1
+        from texts t join top b on b.chat_id = t.chat_id
     )
     select b.chat_id, b.title, b.created_at, b.last_activity_at, b.chat_rank::integer, r.text_rank::integer,
-           r.sim, r.kind, r.s, r.e, r.body
-    from best b join ranked r on r.chat_id = b.chat_id and r.text_rank <= greatest(p_texts_per_chat, 1)
-    where b.chat_rank <= greatest(match_count, 0)
+           r.sim, r.kind, r.s, r.e,
+           case r.kind
+               when 'turns' then (select w.body from public.chat_windows w
+                                  where w.chat_id = r.chat_id and w.start_seq = r.s)
+               when 'summary' then (select c.summary_text from public.chats c where c.id = r.chat_id)
+               when 'facts' then (select f.facts from public.chat_facts f
+                                  where f.chat_id = r.chat_id and f.start_seq = r.s and f.end_seq = r.e)
+               else (select m.summary from public.chat_summaries m
+                     where m.chat_id = r.chat_id and m.level = case r.kind when 'chunk' then 0 else 1 end
+                       and m.start_seq = r.s and m.end_seq = r.e)
+           end
+    from top b join ranked r on r.chat_id = b.chat_id and r.text_rank <= greatest(p_texts_per_chat, 1)
     order by b.chat_rank, r.text_rank;
 end $$;
 
