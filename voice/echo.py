@@ -19,6 +19,7 @@ no model download); `python -m bench.echo` compares it with `pywebrtc-audio` in 
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Protocol
 
 import numpy as np
@@ -124,6 +125,7 @@ class EchoCanceller:
         self.reference = reference
         self.engine = engine if engine is not None else LiveKitEngine()
         self.processed_blocks = 0
+        self.cpu_s = 0.0  # thread CPU time spent cancelling
         self._next: float | None = None  # the ADC time the next block should have
 
     def process(self, block: bytes, adc_time: float) -> bytes:
@@ -132,6 +134,7 @@ class EchoCanceller:
         self._next = adc_time + len(block) / SAMPLE_BYTES / MIC_RATE
         if not self.reference.sounding(adc_time):
             return block
+        started = time.thread_time()
         near_step = int(MIC_RATE * FRAME_S) * SAMPLE_BYTES
         far_frames = int(SPEAKER_RATE * FRAME_S)
         out = bytearray()
@@ -140,4 +143,5 @@ class EchoCanceller:
             out += self.engine.process(block[offset : offset + near_step], far.astype("<i2").tobytes())
         out += block[len(out) :]  # a tail shorter than a frame (block sizes are whole 10 ms frames)
         self.processed_blocks += 1
+        self.cpu_s += time.thread_time() - started
         return bytes(out)

@@ -80,10 +80,10 @@ class PulseServer:
     def stop(self) -> None:
         subprocess.run(["pulseaudio", "--kill"], env=self.env, capture_output=True, check=False)
 
-    async def play_into_mic(self, pcm: bytes) -> None:
+    async def play_into_mic(self, pcm: bytes, latency_ms: int = 100) -> None:
         """Play 16 kHz mono int16 audio into `micfeed`, so the default microphone hears it."""
         proc = await asyncio.create_subprocess_exec(
-            *_pacat("--playback", "micfeed", 16000, latency_ms=100), stdin=asyncio.subprocess.PIPE, env=self.env
+            *_pacat("--playback", "micfeed", 16000, latency_ms=latency_ms), stdin=asyncio.subprocess.PIPE, env=self.env
         )
         await proc.communicate(pcm)
         if proc.returncode != 0:

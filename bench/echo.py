@@ -1,0 +1,220 @@
+"""Echo benchmark: `python -m bench.echo [--quick]`. Prints its figures; asserts nothing.
+
+Runs on a headless PulseAudio with a room (tests/peers/pulse.py): what the speaker plays comes
+back into the microphone after a delay and quieter. The model's voice is flite speech at about
+-20 dBFS; the real Microphone and Speaker classes carry it, with the canceller in the capture
+callback as Parla runs it.
+
+- ERLE (echo return loss enhancement): energy of the raw microphone (recorded beside Parla's
+  stream) over the energy of the cancelled one while the model speaks alone, after the first
+  second (the canceller converging), at 3 delays x 2 levels, for livekit's
+  AudioProcessingModule and pywebrtc-audio's EchoCanceller (same alignment code, same audio);
+  CPU of the cancelling per 20 ms block.
+- Self-interruptions: spoken answers of the Live emulator, whose server-side voice detector cuts
+  the model off when audio reaches it while the model speaks; with echo cancellation and
+  without (the baseline, same run).
+- Barge-ins: the user talks over an answer, as loud as the echo; how many interrupt the model
+  and how soon (from the speech handed to the sound server to the emulator's `interrupted`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tests.peers.pulse import PulseServer, speech
+
+MODEL_SAYS = (
+    "Sure. Kyoto in April is lovely: the cherry blossoms are out, the temples are busy, and you "
+    "should book the ryokan early because it fills up weeks ahead."
+)
+SHORT_ANSWER = "It is sunny and twenty two degrees in Lisbon today, with a light wind from the sea."
+USER_SAYS = "wait, stop, tell me about the trains instead"
+MODEL_RMS = 3300.0  # about -20 dBFS
+DELAYS_MS = (30, 90, 150)
+GAINS_DB = (-10.0, -20.0)
+
+
+def _rms(pcm: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(pcm.astype(float) ** 2)))
+
+
+def _at_rate(pcm: bytes, factor: float, rms: float) -> bytes:
+    """flite's 16 kHz speech resampled by `factor` and scaled to `rms`."""
+    a = np.frombuffer(pcm, "<i2").astype(float)
+    out = np.interp(np.arange(int(len(a) * factor)) / factor, np.arange(len(a)), a)
+    out *= rms / _rms(out)
+    return np.clip(out, -32768, 32767).astype("<i2").tobytes()
+
+
+class PyWebRtcEngine:
+    """pywebrtc-audio's AEC3 takes both streams at one rate: the reference is brought to 16 kHz."""
+
+    def __init__(self) -> None:
+        import pywebrtc_audio
+
+        self._aec = pywebrtc_audio.EchoCanceller(16000, 1, 0)
+
+    def process(self, near: bytes, far: bytes) -> bytes:
+        f = np.frombuffer(far, "<i2").astype(float)
+        f16 = np.interp(np.arange(len(f) * 2 // 3) * 1.5, np.arange(len(f)), f).astype(np.int16)
+        out: np.ndarray = self._aec.process(np.frombuffer(near, np.int16), f16)
+        return out.astype("<i2").tobytes()
+
+
+async def erle(pulse: PulseServer, engine: Callable[[], Any], delay_ms: int, gain_db: float) -> tuple[float, float]:
+    """(ERLE in dB, CPU ms per 20 ms block) of one run of the model speaking alone in the room."""
+    from parla.voice.audio import Microphone, Speaker
+    from parla.voice.echo import EchoCanceller, PlayedAudio
+
+    model = _at_rate(speech(MODEL_SAYS, "kal16", pad_ms=50), 1.5, MODEL_RMS)
+    played = PlayedAudio()
+    canceller = EchoCanceller(played, engine())
+    with pulse.room(delay_ms, gain_db):
+        async with Microphone(echo=canceller) as mic, Speaker(reference=played) as speaker:
+            await asyncio.sleep(0.3)
+            raw = subprocess.Popen(  # noqa: ASYNC220 - a recorder running beside the stream
+                ["pacat", "--record", "-d", "mic", "--format=s16le", "--rate=16000", "--channels=1", "--raw"],
+                stdout=subprocess.PIPE,
+                env=pulse.env,
+            )
+            speaker.play(model)
+            cancelled = bytearray()
+            end = time.monotonic() + len(model) / 48000 + 0.2
+            while time.monotonic() < end:
+                cancelled += await mic.read()
+            raw.terminate()
+            assert raw.stdout is not None
+            recorded = raw.stdout.read()
+    before = np.frombuffer(recorded, "<i2")[16000:]
+    after = np.frombuffer(bytes(cancelled), "<i2")[16000:]
+    erle_db = 20 * np.log10(_rms(before) / max(_rms(after), 1e-3))
+    return erle_db, canceller.cpu_s / max(canceller.processed_blocks, 1) * 1000
+
+
+async def conversation(
+    pulse: PulseServer, folder: Path, aec: bool, answers: int, bargeins: int
+) -> tuple[int, list[float | None]]:
+    """(self-interruptions in `answers` answers, barge-in delays in seconds or None when missed)."""
+    from google import genai
+    from google.genai import types
+
+    from parla.daemon.chat_memory import ChatMemory
+    from parla.memory.config import MemoryConfig
+    from parla.memory.refused import RefusedTurns
+    from parla.memory.store.sqlite import SQLiteChatStore
+    from parla.voice.audio import Microphone, Speaker
+    from parla.voice.config import VoiceConfig
+    from parla.voice.echo import EchoCanceller, PlayedAudio
+    from parla.voice.live import LiveConversation
+    from tests.peers.live_emulator import LiveEmulator, VoiceDetector, make_certificate
+
+    cert, key = make_certificate(folder)
+    short = _at_rate(speech(SHORT_ANSWER, "kal16", pad_ms=50), 1.5, MODEL_RMS)
+    long = _at_rate(speech(MODEL_SAYS, "kal16", pad_ms=50), 1.5, MODEL_RMS)
+    user = _at_rate(speech(USER_SAYS, "slt", pad_ms=0), 1.0, MODEL_RMS * 10 ** (GAINS_DB[0] / 20))
+    cuts: list[bool] = []
+    started: asyncio.Queue[float] = asyncio.Queue()
+    bargein_cuts: list[float | None] = []
+    done = asyncio.Event()
+
+    async def script(conn: Any) -> None:
+        await conn.complete_setup()
+        await asyncio.sleep(0.5)
+        for _ in range(answers):
+            cuts.append(not await conn.reply(SHORT_ANSWER, short, paced=True))
+            await asyncio.sleep(0.5)
+        for _ in range(bargeins):
+            before = len(conn.barge_ins)
+            await started.put(time.monotonic())
+            await conn.reply(MODEL_SAYS, long, paced=True)
+            bargein_cuts.append(conn.barge_ins[before] if len(conn.barge_ins) > before else None)
+            await asyncio.sleep(0.8)
+        done.set()
+        await conn.closed.wait()
+
+    played = PlayedAudio() if aec else None
+    canceller = EchoCanceller(played) if played is not None else None
+    async with (
+        LiveEmulator(cert, key, script=script, voice_detector=VoiceDetector()) as live,
+        SQLiteChatStore(folder / f"parla-{aec}.db") as store,
+    ):
+        import ssl
+
+        client = genai.Client(
+            api_key="test-key",
+            http_options=types.HttpOptions(async_client_args={"ssl": ssl.create_default_context(cafile=str(cert))}),
+        )
+        chat_id = (await store.create_chat(title="bench")).chat.id
+        with pulse.room(90, GAINS_DB[0]):
+            async with (
+                Microphone(echo=canceller) as mic,
+                Speaker(reference=played) as speaker,
+                LiveConversation(
+                    client,
+                    VoiceConfig(live_url=live.url),
+                    ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path))),
+                    microphone=mic,
+                    speaker=speaker,
+                ),
+            ):
+                onsets: list[float] = []
+                for _ in range(bargeins):
+                    await started.get()
+                    await asyncio.sleep(1.5)  # well into the answer
+                    onsets.append(time.monotonic())
+                    await pulse.play_into_mic(user, latency_ms=20)
+                await done.wait()
+    delays = [None if cut is None else cut - onset for cut, onset in zip(bargein_cuts, onsets, strict=True)]
+    return sum(cuts), delays
+
+
+async def run(pulse: PulseServer, quick: bool) -> None:
+    from parla.voice.echo import LiveKitEngine
+
+    engines: dict[str, Callable[[], Any]] = {"livekit": LiveKitEngine, "pywebrtc-audio": PyWebRtcEngine}
+    print("echo return loss enhancement in the room (model speaking alone, after the first second)")
+    print(f"  {'engine':<16} {'delay':>6} {'level':>7} {'ERLE dB':>8} {'CPU ms/20 ms block':>19}")
+    for name, engine in engines.items():
+        for delay in DELAYS_MS:
+            for gain in GAINS_DB:
+                db, cpu = await erle(pulse, engine, delay, gain)
+                print(f"  {name:<16} {delay:>4}ms {gain:>5.0f}dB {db:8.1f} {cpu:19.3f}")
+    answers, bargeins = (5, 3) if quick else (20, 10)
+    folder = Path(tempfile.mkdtemp(prefix="parla-bench-echo-"))
+    print(f"\nin the room (90 ms, {GAINS_DB[0]:.0f} dB), the emulator's voice detector on: {answers} answers, ")
+    print(f"then {bargeins} barge-ins as loud as the echo")
+    for aec in (True, False):
+        selfcuts, delays = await conversation(pulse, folder, aec, answers, bargeins)
+        heard = [d for d in delays if d is not None]
+        fast = sum(d <= 0.4 for d in heard)
+        print(
+            f"  echo cancellation {'on ' if aec else 'off'}: self-interruptions {selfcuts}/{answers}; "
+            f"barge-ins interrupting {len(heard)}/{bargeins}, within 400 ms {fast}/{bargeins}"
+            + (f" (median {np.median(heard) * 1000:.0f} ms, max {max(heard) * 1000:.0f} ms)" if heard else "")
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer answers and barge-ins")
+    args = parser.parse_args()
+    pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
+    os.environ["PULSE_SERVER"] = pulse.env["PULSE_SERVER"]  # before sounddevice loads
+    try:
+        asyncio.run(run(pulse, args.quick))
+    finally:
+        pulse.stop()
+
+
+if __name__ == "__main__":
+    main()
