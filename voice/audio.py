@@ -14,6 +14,7 @@ configuration once, when it loads, and the CLI's offline commands should not nee
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from dataclasses import dataclass
 from types import ModuleType
@@ -22,6 +23,8 @@ from typing import Any, Literal, Self
 from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
 from parla.voice.echo import EchoCanceller, PlayedAudio
 from parla.voice.errors import AudioDeviceError
+
+log = logging.getLogger(__name__)
 
 Kind = Literal["input", "output"]
 
@@ -102,6 +105,7 @@ class _AudioStream:
 
     kind: Kind
     rate: int
+    latency: str | float = "low"
 
     def __init__(self, device: str | int | None, block_ms: int) -> None:
         self.device = device
@@ -129,7 +133,7 @@ class _AudioStream:
             dtype="int16",
             blocksize=self.block_frames,
             device=resolve_device(self.device, self.kind),
-            latency="low",
+            latency=self.latency,
             callback=self._callback,
         )
         stream.start()
@@ -189,7 +193,11 @@ class Microphone(_AudioStream):
         assert self._loop is not None
         block = bytes(data)
         if self.echo is not None:
-            block = self.echo.process(block, when.inputBufferAdcTime)
+            try:
+                block = self.echo.process(block, when.inputBufferAdcTime, bool(status.input_overflow))
+            except Exception:  # an exception here would stop the stream: the user would go unheard
+                log.exception("echo cancellation failed; the microphone goes on without it")
+                self.echo = None
         self._loop.call_soon_threadsafe(self._offer, block, self._generation)
 
     def _offer(self, block: bytes, generation: int) -> None:
@@ -211,6 +219,10 @@ class Speaker(_AudioStream):
 
     kind = "output"
     rate = SPEAKER_RATE
+    # A deeper device buffer than capture's: a late callback on a busy machine then does not
+    # underrun (a gap in the sound is also a jump the echo canceller must find again), and a
+    # barge-in still silences at once, since `flush` aborts the stream with what it held.
+    latency = 0.1
 
     def __init__(
         self,
@@ -241,7 +253,7 @@ class Speaker(_AudioStream):
         if len(chunk) < n:
             data[len(chunk) :] = bytes(n - len(chunk))
         if self.reference is not None:
-            self.reference.played(bytes(data), when.outputBufferDacTime)
+            self.reference.played(bytes(data), when.outputBufferDacTime, bool(status.output_underflow))
 
     def play(self, pcm: bytes) -> None:
         with self._lock:

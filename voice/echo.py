@@ -29,10 +29,12 @@ from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
 FRAME_S = 0.01  # the WebRTC audio processing module takes 10 ms frames
 # After playback stops its echo still rings in the room for a moment: keep cancelling this long.
 _HOLD_S = 1.0
-# PortAudio's DAC and ADC times jitter by a millisecond or two between callbacks, while the
-# sample clock does not: within this much of where the stream should be, it is taken as
-# continuous (a jump of the reference by a few samples would make the canceller lose the echo).
-_CONTINUOUS_S = 0.008
+# PortAudio's DAC and ADC times jitter between callbacks (measured on PulseAudio: +-8 ms on
+# capture, callbacks arriving in bursts), while the sample clock does not: within this much of
+# where the stream should be it is taken as continuous, and the reference is not moved (each jump
+# of a few ms would make the canceller search for the echo again). A restart (a flush, a reopened
+# stream) or an underrun/overflow PortAudio reports moves it.
+_CONTINUOUS_S = 0.04
 
 
 class PlayedAudio:
@@ -47,18 +49,21 @@ class PlayedAudio:
         self._sound_until = float("-inf")  # DAC time at which the last non-silent block ended
         self._lock = threading.Lock()
 
-    def played(self, pcm: bytes, dac_time: float) -> None:
+    def played(self, pcm: bytes, dac_time: float, resync: bool = False) -> None:
+        """`pcm` reached the device to be heard from `dac_time`; `resync` when PortAudio reported
+        an underrun (the time is then taken as it is, not as the continuation of the stream)."""
         block = np.frombuffer(pcm, dtype="<i2")
         with self._lock:
             held, end = self._samples, self._end
+            tolerance = 0.0 if resync else _CONTINUOUS_S
             if end is None:
                 end = dac_time
-            elif dac_time - end > _CONTINUOUS_S:  # the stream paused or restarted later: silence between
+            elif dac_time - end > tolerance:  # the stream paused or restarted later: silence between
                 held = np.concatenate(
                     [held, np.zeros(min(round((dac_time - end) * self.rate), self._capacity), np.int16)]
                 )
                 end = dac_time
-            elif dac_time - end < -_CONTINUOUS_S:  # restarted earlier than the end held: that part never played
+            elif dac_time - end < -tolerance:  # restarted earlier than the end held: that part never played
                 held = held[: max(len(held) - round((end - dac_time) * self.rate), 0)]
                 end = dac_time
             self._samples = np.concatenate([held, block])[-self._capacity :]
@@ -128,8 +133,9 @@ class EchoCanceller:
         self.cpu_s = 0.0  # thread CPU time spent cancelling
         self._next: float | None = None  # the ADC time the next block should have
 
-    def process(self, block: bytes, adc_time: float) -> bytes:
-        if self._next is not None and abs(adc_time - self._next) <= _CONTINUOUS_S:
+    def process(self, block: bytes, adc_time: float, resync: bool = False) -> bytes:
+        """`block` was captured from `adc_time`; `resync` when PortAudio reported an overflow."""
+        if self._next is not None and not resync and abs(adc_time - self._next) <= _CONTINUOUS_S:
             adc_time = self._next
         self._next = adc_time + len(block) / SAMPLE_BYTES / MIC_RATE
         if not self.reference.sounding(adc_time):
