@@ -3,6 +3,7 @@ Nothing leaves the machine while the daemon waits for it."""
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from typing import Any
 
@@ -12,6 +13,11 @@ from parla.daemon.errors import WakeWordError
 
 # Words of Parla's own vocabulary missing from the CMU dictionary, with their phones.
 _EXTRA_WORDS = {"parla": "P AA R L AH"}
+
+
+# How slowly the noise floor follows louder sound (a time constant): a fan that starts is learnt
+# in a few seconds, a sentence of speech raises it only a little.
+_NOISE_RISE_S = 3.0
 
 
 class SpeechGate:
@@ -39,7 +45,8 @@ class SpeechGate:
         samples = np.frombuffer(block, "<i2").astype(np.float32)
         rms = float(np.sqrt(np.mean(samples * samples))) if len(samples) else 0.0
         loud = rms > max(self.min_rms, self.margin * self._noise)
-        self._noise = rms if rms < self._noise else self._noise + 0.01 * (rms - self._noise)
+        rise = 1 - math.exp(-len(samples) / 16000 / _NOISE_RISE_S)  # per second, whatever the block size
+        self._noise = rms if rms < self._noise else self._noise + rise * (rms - self._noise)
         if loud:
             self._open_for = self.hangover_bytes
         elif self._open_for > 0:
