@@ -12,8 +12,9 @@ Each captured block is processed in the capture callback, in 10 ms frames, and h
 cancellation never holds a block back. While nothing has been played for `_HOLD_S` the block
 passes through untouched (nothing to cancel, and no CPU spent on silence).
 
-The engine is WebRTC's AEC3 from the `livekit` wheel (`rtc.AudioProcessingModule`, Apache-2.0,
-no model download); `python -m bench.echo` compares it with `pywebrtc-audio` in the test room.
+The engine is WebRTC's AEC3 from the `pywebrtc-audio` wheel (Apache-2.0, numpy only, no model
+download); `python -m bench.echo` compares it with livekit's AudioProcessingModule in the test
+room (the same ERLE there, but livekit adds about 20 MB of resident memory and protobuf).
 """
 
 from __future__ import annotations
@@ -104,23 +105,23 @@ class EchoEngine(Protocol):
     def process(self, near: bytes, far: bytes) -> bytes: ...
 
 
-class LiveKitEngine:
-    """WebRTC AEC3 through livekit's AudioProcessingModule. The module resamples the 24 kHz
-    reference itself; the stream delay is 0 because the reference is already aligned in time."""
+class WebRtcEngine:
+    """WebRTC AEC3 through pywebrtc-audio. It takes both streams at one rate, so the reference is
+    brought to 16 kHz (linear interpolation: the echo path itself removes what that aliases); the
+    stream delay is 0 because the reference is already aligned in time."""
 
     def __init__(self) -> None:
-        from livekit import rtc  # imported here: loading it costs ~0.2 s and ~20 MB, only with AEC on
+        import pywebrtc_audio
 
-        self._rtc: Any = rtc
-        self._apm = rtc.AudioProcessingModule(echo_cancellation=True)
+        self._aec: Any = pywebrtc_audio.EchoCanceller(MIC_RATE, 1, 0)
+        far_frames = int(SPEAKER_RATE * FRAME_S)
+        self._at = np.arange(int(MIC_RATE * FRAME_S)) * (SPEAKER_RATE / MIC_RATE)
+        self._far_index = np.arange(far_frames)
 
     def process(self, near: bytes, far: bytes) -> bytes:
-        rtc = self._rtc
-        self._apm.process_reverse_stream(rtc.AudioFrame(far, SPEAKER_RATE, 1, len(far) // SAMPLE_BYTES))
-        frame = rtc.AudioFrame(near, MIC_RATE, 1, len(near) // SAMPLE_BYTES)
-        self._apm.set_stream_delay_ms(0)  # required before each frame when echo cancellation is on
-        self._apm.process_stream(frame)
-        return bytes(frame.data.cast("B"))
+        reference = np.interp(self._at, self._far_index, np.frombuffer(far, "<i2")).astype(np.int16)
+        out: np.ndarray = self._aec.process(np.frombuffer(near, np.int16), reference)
+        return out.astype("<i2").tobytes()
 
 
 class EchoCanceller:
@@ -128,7 +129,7 @@ class EchoCanceller:
 
     def __init__(self, reference: PlayedAudio, engine: EchoEngine | None = None) -> None:
         self.reference = reference
-        self.engine = engine if engine is not None else LiveKitEngine()
+        self.engine = engine if engine is not None else WebRtcEngine()
         self.processed_blocks = 0
         self.cpu_s = 0.0  # thread CPU time spent cancelling
         self._next: float | None = None  # the ADC time the next block should have
