@@ -14,7 +14,8 @@ callback as Parla runs it.
   the model off when audio reaches it while the model speaks; with echo cancellation and
   without (the baseline, same run).
 - Barge-ins: the user talks over an answer, as loud as the echo; how many interrupt the model
-  and how soon (from the speech handed to the sound server to the emulator's `interrupted`).
+  and how soon (from the user's voice handed to the sound server, 20 ms of buffer, to the
+  emulator's voice detector cutting the answer; the detector itself needs 60 ms of speech).
 """
 
 from __future__ import annotations
@@ -141,9 +142,13 @@ async def conversation(
     short = _at_rate(speech(SHORT_ANSWER, "kal16", pad_ms=50), 1.5, MODEL_RMS)
     long = _at_rate(speech(MODEL_SAYS, "kal16", pad_ms=50), 1.5, MODEL_RMS)
     user = _at_rate(speech(USER_SAYS, "slt", pad_ms=0), 1.0, MODEL_RMS * 10 ** (GAINS_DB[0] / 20))
+    windows = np.frombuffer(user, "<i2")[: len(user) // 640 * 320].reshape(-1, 320)
+    loud = np.sqrt(np.mean(windows.astype(float) ** 2, axis=1)) > VoiceDetector().threshold
+    voice_starts = float(np.argmax(loud)) * 0.02  # flite's own lead-in before the voice
     cuts: list[bool] = []
     started: asyncio.Queue[float] = asyncio.Queue()
     bargein_cuts: list[float | None] = []
+    user_done: asyncio.Queue[None] = asyncio.Queue()
     done = asyncio.Event()
 
     async def script(conn: Any) -> None:
@@ -157,7 +162,8 @@ async def conversation(
             await started.put(time.monotonic())
             await conn.reply(MODEL_SAYS, long, paced=True)
             bargein_cuts.append(conn.barge_ins[before] if len(conn.barge_ins) > before else None)
-            await asyncio.sleep(0.8)
+            await user_done.get()  # the next answer starts once the user has finished speaking
+            await asyncio.sleep(0.5)
         done.set()
         await conn.closed.wait()
 
@@ -190,14 +196,15 @@ async def conversation(
                 for _ in range(bargeins):
                     await started.get()
                     await asyncio.sleep(1.5)  # well into the answer
-                    onsets.append(time.monotonic())
+                    onsets.append(time.monotonic() + voice_starts)
                     await pulse.play_into_mic(user, latency_ms=20)
+                    await user_done.put(None)
                 await done.wait()
     delays = [None if cut is None else cut - onset for cut, onset in zip(bargein_cuts, onsets, strict=True)]
     return sum(cuts), delays
 
 
-async def run(pulse: PulseServer, quick: bool) -> None:
+async def run(pulse: PulseServer, quick: bool, with_erle: bool) -> None:
     from parla.voice.echo import WebRtcEngine
 
     engines: dict[str, Callable[[], Any]] = {"pywebrtc-audio": WebRtcEngine, "livekit": LiveKitEngine}
@@ -205,7 +212,7 @@ async def run(pulse: PulseServer, quick: bool) -> None:
     print(
         f"  {'engine':<16} {'delay':>6} {'level':>7} {'ERLE dB':>8} {'median of 0.5 s':>16} {'CPU ms/20 ms block':>19}"
     )
-    for name, engine in engines.items():
+    for name, engine in engines.items() if with_erle else ():
         for delay in DELAYS_MS:
             for gain in GAINS_DB:
                 db, median, cpu = await erle(pulse, engine, delay, gain)
@@ -228,11 +235,12 @@ async def run(pulse: PulseServer, quick: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer answers and barge-ins")
+    parser.add_argument("--no-erle", action="store_true", help="only the conversation in the room")
     args = parser.parse_args()
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     os.environ["PULSE_SERVER"] = pulse.env["PULSE_SERVER"]  # before sounddevice loads
     try:
-        asyncio.run(run(pulse, args.quick))
+        asyncio.run(run(pulse, args.quick, not args.no_erle))
     finally:
         pulse.stop()
 
