@@ -41,6 +41,11 @@ def pcm(*values: int) -> bytes:
     return np.array(values, dtype="<i2").tobytes()
 
 
+def conversation(client, config, store, chat_id: str, mic: Microphone, speaker: Speaker) -> LiveConversation:
+    memory = ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path)))
+    return LiveConversation(client, config, memory, microphone=mic, speaker=speaker)
+
+
 def test_the_reference_is_what_was_heard_when():
     played = PlayedAudio(rate=1000, keep_s=1.0)
     played.played(pcm(1, 2, 3, 4), 10.0)
@@ -104,13 +109,7 @@ async def test_an_answer_on_loudspeakers_is_not_cut_off_by_its_own_echo(
         async with (
             Microphone(echo=EchoCanceller(played) if played else None) as mic,
             Speaker(reference=played) as speaker,
-            LiveConversation(
-                live_client,
-                voice_config,
-                ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path))),
-                microphone=mic,
-                speaker=speaker,
-            ),
+            conversation(live_client, voice_config, store, chat.id, mic, speaker),
         ):
             async with asyncio.timeout(20):
                 while not answered:
@@ -140,13 +139,7 @@ async def test_the_user_talking_over_the_answer_still_interrupts_it(pulse, live,
         async with (
             Microphone(echo=EchoCanceller(played)) as mic,
             Speaker(reference=played) as speaker,
-            LiveConversation(
-                live_client,
-                voice_config,
-                ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(RefusedTurns.beside(store.path))),
-                microphone=mic,
-                speaker=speaker,
-            ),
+            conversation(live_client, voice_config, store, chat.id, mic, speaker),
         ):
             await speaking.wait()
             await asyncio.sleep(1.5)
