@@ -83,7 +83,9 @@ class PulseServer:
     async def play_into_mic(self, pcm: bytes, latency_ms: int = 100) -> None:
         """Play 16 kHz mono int16 audio into `micfeed`, so the default microphone hears it."""
         proc = await asyncio.create_subprocess_exec(
-            *_pacat("--playback", "micfeed", 16000, latency_ms=latency_ms), stdin=asyncio.subprocess.PIPE, env=self.env
+            *pacat_command("--playback", "micfeed", 16000, latency_ms=latency_ms),
+            stdin=asyncio.subprocess.PIPE,
+            env=self.env,
         )
         await proc.communicate(pcm)
         if proc.returncode != 0:
@@ -119,7 +121,7 @@ class PulseServer:
         return MonitorRecorder(self.env).start()
 
 
-def _pacat(mode: str, device: str, rate: int, latency_ms: int = 5) -> list[str]:
+def pacat_command(mode: str, device: str, rate: int, latency_ms: int = 5) -> list[str]:
     # A playback with a tiny buffer underruns, and the server fills the gap with silence: the
     # player gets 100 ms; the recorder 5 ms, so arrival times are close to play times.
     return [
@@ -146,7 +148,9 @@ class MonitorRecorder:
     _thread: threading.Thread | None = None
 
     def start(self) -> MonitorRecorder:
-        self._proc = subprocess.Popen(_pacat("--record", "spk.monitor", 24000), stdout=subprocess.PIPE, env=self.env)
+        self._proc = subprocess.Popen(
+            pacat_command("--record", "spk.monitor", 24000), stdout=subprocess.PIPE, env=self.env
+        )
         self._thread = threading.Thread(target=self._read, daemon=True)
         self._thread.start()
         return self
