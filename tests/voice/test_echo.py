@@ -99,6 +99,7 @@ async def test_an_answer_on_loudspeakers_is_not_cut_off_by_its_own_echo(
 
     async def script(conn):
         await conn.complete_setup()
+        await asyncio.sleep(1.0)  # an answer follows a question: the streams have been running a while
         answered.append(await conn.reply(ANSWER, voice(ANSWER, "kal16", 3300), paced=True))
         await conn.closed.wait()
 
@@ -126,6 +127,7 @@ async def test_the_user_talking_over_the_answer_still_interrupts_it(pulse, live,
 
     async def script(conn):
         await conn.complete_setup()
+        await asyncio.sleep(1.0)
         speaking.set()
         answered.append(await conn.reply(long_answer, voice(long_answer, "kal16", 3300), paced=True))
         await conn.closed.wait()
