@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 Kind = Literal["input", "output"]
 
+_SETTLE_S = 0.3
+
 
 def _sounddevice() -> ModuleType:
     try:
@@ -111,6 +113,19 @@ class _AudioStream:
         self.device = device
         self.block_frames = self.rate * block_ms // 1000
         self._stream: Any = None
+        self._settling = 0  # callbacks left whose device times are taken as they are
+
+    def _settle(self) -> None:
+        self._settling = max(1, round(_SETTLE_S * self.rate / self.block_frames))
+
+    def _resync(self, flagged: bool) -> bool:
+        """Whether this callback's device time is taken as it is rather than as the continuation
+        of the stream: in the first `_SETTLE_S` of a stream (PortAudio's first DAC times leave out
+        the output latency, measured here as about 60 ms) and after an underrun or overflow."""
+        if self._settling > 0:
+            self._settling -= 1
+            return True
+        return flagged
 
     @property
     def is_open(self) -> bool:
@@ -125,6 +140,7 @@ class _AudioStream:
                 return
             self.close()
         self.block_frames = frames
+        self._settle()
         sd = _sounddevice()
         stream_type = sd.RawInputStream if self.kind == "input" else sd.RawOutputStream
         stream = stream_type(
@@ -194,7 +210,7 @@ class Microphone(_AudioStream):
         block = bytes(data)
         if self.echo is not None:
             try:
-                block = self.echo.process(block, when.inputBufferAdcTime, bool(status.input_overflow))
+                block = self.echo.process(block, when.inputBufferAdcTime, self._resync(bool(status.input_overflow)))
             except Exception:  # an exception here would stop the stream: the user would go unheard
                 log.exception("echo cancellation failed; the microphone goes on without it")
                 self.echo = None
@@ -253,7 +269,7 @@ class Speaker(_AudioStream):
         if len(chunk) < n:
             data[len(chunk) :] = bytes(n - len(chunk))
         if self.reference is not None:
-            self.reference.played(bytes(data), when.outputBufferDacTime, bool(status.output_underflow))
+            self.reference.played(bytes(data), when.outputBufferDacTime, self._resync(bool(status.output_underflow)))
 
     def play(self, pcm: bytes) -> None:
         with self._lock:
@@ -277,6 +293,7 @@ class Speaker(_AudioStream):
             if self.reference is not None:
                 self.reference.discard_after(stream.time)
             stream.abort()
+            self._settle()
             stream.start()
         return discarded
 
