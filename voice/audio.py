@@ -235,10 +235,10 @@ class Speaker(_AudioStream):
 
     kind = "output"
     rate = SPEAKER_RATE
-    # A deeper device buffer than capture's: a late callback on a busy machine then does not
-    # underrun (a gap in the sound is also a jump the echo canceller must find again), and a
-    # barge-in still silences at once, since `flush` aborts the stream with what it held.
-    latency = 0.1
+    # A little more device buffer than capture's "low": a late callback on a busy machine then
+    # underruns less often (a gap in the sound is a jump the echo canceller must find again),
+    # and a barge-in still silences at once, since `flush` aborts the stream with what it held.
+    latency = 0.05
 
     def __init__(
         self,
