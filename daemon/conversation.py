@@ -19,6 +19,7 @@ from parla.memory.compaction import CompactionWorker
 from parla.memory.turn import Turn
 from parla.tools.registry import ToolRegistry
 from parla.voice.audio import Microphone, Speaker
+from parla.voice.echo import EchoCanceller, PlayedAudio
 from parla.voice.live import AudioSource, LiveConversation, SessionEvent
 
 
@@ -60,10 +61,12 @@ class VoiceServices:
 async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
     s = mem.settings
     worker = mem.compaction_worker()
+    played = PlayedAudio() if s.echo_cancellation else None
+    echo = EchoCanceller(played) if played is not None else None
     async with (
         worker,
-        Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms) as microphone,
-        Speaker(s.output_device, s.audio_block_ms, s.playback_buffer_s) as speaker,
+        Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms, echo) as microphone,
+        Speaker(s.output_device, s.audio_block_ms, s.playback_buffer_s, played) as speaker,
     ):
         yield VoiceServices(worker, microphone, speaker)
 

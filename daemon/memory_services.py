@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from google import genai
 from google.genai import types
@@ -26,12 +27,14 @@ from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.sqlite_file import create_private, tighten
-from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
 from parla.memory.summarizers import Summarizer
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.memory.summarizers.fallback import FallbackSummarizer
 from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.tools.chats import ChatSession, ChatTools
+
+if TYPE_CHECKING:
+    from parla.memory.store.supabase import SupabaseChatStore
 
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "
@@ -157,6 +160,9 @@ def supabase_anon_key(settings: Settings) -> str:
 async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
+    # imported here: supabase-py and psycopg add about 20 MB to a daemon on the SQLite store
+    from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+
     url = supabase_url(settings)
     retry = RetryPolicy(
         settings.supabase_retry_attempts, settings.supabase_retry_delay, settings.supabase_retry_max_delay

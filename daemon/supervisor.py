@@ -3,8 +3,10 @@ socket, the microphone and speaker, the compaction worker, the store (and its ou
 at most one live session at a time.
 
 States:
-- idle: the microphone is heard only here, by the offline wake-phrase spotter (activation `wake`),
-  or not at all (`push_to_talk`); nothing leaves the machine.
+- idle: the microphone is heard only here, by the offline wake-phrase spotter (activation `wake`,
+  in larger blocks, and only what a cheap energy gate passes is decoded), or not at all
+  (`push_to_talk`, or muted: the microphone stream is closed); the speaker stream is closed.
+  Nothing leaves the machine.
 - active: a live session is open in the current chat. It closes after `idle_timeout` with nobody
   speaking (not in `always_on`), on `parla stop`, or when the Live API gives up; the daemon then
   goes back to idle and the next activation continues the same chat.
@@ -247,6 +249,7 @@ class Daemon:
         if (always_on and not self._session_failed) or self._activate.is_set():
             self._activate.clear()
             return not self._stop.is_set()
+        await self._idle_audio()
         # After a failed session, always-on waits before trying again (a refused key fails at once).
         retry_in = self.settings.reconnect_max_delay if always_on else None
         waiters = {
@@ -258,9 +261,17 @@ class Daemon:
         self._activate.clear()
         return not self._stop.is_set()
 
+    async def _idle_audio(self) -> None:
+        """Idle costs next to nothing: the speaker closes once its last cue is played, and the
+        microphone stays open (in larger blocks) only for the wake phrase."""
+        assert self._voice is not None and self._gate is not None
+        await self._voice.speaker.drained(1.0)
+        self._voice.speaker.close()
+        self._gate.listen(self.settings.idle_block_ms if self._wake is not None else None)
+
     async def _listen(self) -> None:
-        """Hear the microphone locally: the wake phrase returns; without a wake phrase, blocks are
-        dropped so a session opened by `parla talk` starts with fresh audio, not seconds-old audio."""
+        """Hear the microphone locally until the wake phrase. Without one the stream is closed and
+        nothing arrives; a session opened by `parla talk` starts with fresh audio."""
         assert self._gate is not None
         if self._wake is not None:
             self._wake.reset()
@@ -280,6 +291,8 @@ class Daemon:
         self._session_failed = False
         self.status.session_started = time.monotonic()
         self.status.sessions += 1
+        self._voice.speaker.open()
+        self._gate.listen(s.audio_block_ms)
         if s.cues:
             self._voice.speaker.play(cue(rising=True))
         conversation = live_conversation(client, self._current, self._gate, self._voice.speaker, self._on_event)
@@ -387,6 +400,7 @@ class Daemon:
             "state": self.status.state,
             "activation": self.settings.activation,
             "muted": self._gate.muted,
+            "microphone_open": self._gate.is_open,
             "chat": {"id": chat_id, "title": title},
             "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
             "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
@@ -470,12 +484,12 @@ class Daemon:
 
     async def _cmd_mute(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._gate is not None
-        self._gate.muted = True
+        self._gate.mute(True)
         return {"result": "muted"}
 
     async def _cmd_unmute(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._gate is not None
-        self._gate.muted = False
+        self._gate.mute(False)
         return {"result": "unmuted"}
 
     async def _cmd_stop(self, request: dict[str, Any]) -> dict[str, Any]:

@@ -14,15 +14,21 @@ configuration once, when it loads, and the CLI's offline commands should not nee
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, Self
 
 from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
+from parla.voice.echo import EchoCanceller, PlayedAudio
 from parla.voice.errors import AudioDeviceError
 
+log = logging.getLogger(__name__)
+
 Kind = Literal["input", "output"]
+
+_SETTLE_S = 0.3
 
 
 def _sounddevice() -> ModuleType:
@@ -97,63 +103,122 @@ def resolve_device(spec: str | int | None, kind: Kind) -> int | None:
 
 
 class _AudioStream:
-    """A sounddevice callback stream of 16-bit mono blocks, opened on `async with`."""
+    """A sounddevice callback stream of 16-bit mono blocks, opened on `async with` (or `open`)."""
 
     kind: Kind
     rate: int
+    latency: str | float = "low"
 
     def __init__(self, device: str | int | None, block_ms: int) -> None:
         self.device = device
         self.block_frames = self.rate * block_ms // 1000
         self._stream: Any = None
+        self._settling = 0  # callbacks left whose device times are taken as they are
 
-    async def __aenter__(self) -> Self:
+    def _settle(self) -> None:
+        self._settling = max(1, round(_SETTLE_S * self.rate / self.block_frames))
+
+    def _resync(self, flagged: bool) -> bool:
+        """Whether this callback's device time is taken as it is rather than as the continuation
+        of the stream: in the first `_SETTLE_S` of a stream (PortAudio's first DAC times leave out
+        the output latency, measured here as about 60 ms) and after an underrun or overflow."""
+        if self._settling > 0:
+            self._settling -= 1
+            return True
+        return flagged
+
+    @property
+    def is_open(self) -> bool:
+        return self._stream is not None
+
+    def open(self, block_ms: int | None = None) -> None:
+        """Start the stream (with blocks of `block_ms`, if given); an open stream with other
+        blocks is reopened, one with the same blocks is left alone."""
+        frames = self.block_frames if block_ms is None else self.rate * block_ms // 1000
+        if self._stream is not None:
+            if frames == self.block_frames:
+                return
+            self.close()
+        self.block_frames = frames
+        self._settle()
         sd = _sounddevice()
         stream_type = sd.RawInputStream if self.kind == "input" else sd.RawOutputStream
-        self._stream = stream_type(
+        stream = stream_type(
             samplerate=self.rate,
             channels=1,
             dtype="int16",
             blocksize=self.block_frames,
             device=resolve_device(self.device, self.kind),
-            latency="low",
+            latency=self.latency,
             callback=self._callback,
         )
-        self._stream.start()
-        return self
+        stream.start()
+        self._stream = stream
 
-    async def __aexit__(self, *exc: object) -> None:
+    def close(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
             stream.abort()
             stream.close()
+
+    async def __aenter__(self) -> Self:
+        self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
 
     def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
         raise NotImplementedError
 
 
 class Microphone(_AudioStream):
-    """16 kHz mono int16 capture in blocks of `block_ms`, held in a queue of at most `queue_ms`."""
+    """16 kHz mono int16 capture in blocks of `block_ms`, held in a queue of at most `queue_ms`,
+    with the speaker's echo removed from each block when an `echo` canceller is given. Closing
+    the stream drops what was captured and not yet read: a reopened microphone starts fresh."""
 
     kind = "input"
     rate = MIC_RATE
 
-    def __init__(self, device: str | int | None = None, block_ms: int = 20, queue_ms: int = 2000) -> None:
+    def __init__(
+        self,
+        device: str | int | None = None,
+        block_ms: int = 20,
+        queue_ms: int = 2000,
+        echo: EchoCanceller | None = None,
+    ) -> None:
         super().__init__(device, block_ms)
         self._queue: asyncio.Queue[bytes] = asyncio.Queue(maxsize=max(1, queue_ms // block_ms))
         self._loop: asyncio.AbstractEventLoop | None = None
+        self.echo = echo
         self.captured = 0
         self.dropped = 0
+        self._generation = 0  # blocks of a stream closed since are not queued
 
-    async def __aenter__(self) -> Self:
+    def open(self, block_ms: int | None = None) -> None:
         self._loop = asyncio.get_running_loop()
-        return await super().__aenter__()
+        super().open(block_ms)
+
+    def close(self) -> None:
+        super().close()
+        self._generation += 1
+        while not self._queue.empty():
+            self._queue.get_nowait()
 
     def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
         assert self._loop is not None
-        self._loop.call_soon_threadsafe(self._offer, bytes(data))
+        block = bytes(data)
+        if self.echo is not None:
+            try:
+                block = self.echo.process(block, when.inputBufferAdcTime, self._resync(bool(status.input_overflow)))
+            except Exception:  # an exception here would stop the stream: the user would go unheard
+                log.exception("echo cancellation failed; the microphone goes on without it")
+                self.echo = None
+        self._loop.call_soon_threadsafe(self._offer, block, self._generation)
 
-    def _offer(self, block: bytes) -> None:
+    def _offer(self, block: bytes, generation: int) -> None:
+        if generation != self._generation:
+            return
         self.captured += 1
         if self._queue.full():
             self._queue.get_nowait()
@@ -170,9 +235,20 @@ class Speaker(_AudioStream):
 
     kind = "output"
     rate = SPEAKER_RATE
+    # A little more device buffer than capture's "low": a late callback on a busy machine then
+    # underruns less often (a gap in the sound is a jump the echo canceller must find again),
+    # and a barge-in still silences at once, since `flush` aborts the stream with what it held.
+    latency = 0.05
 
-    def __init__(self, device: str | int | None = None, block_ms: int = 20, buffer_s: float = 300.0) -> None:
+    def __init__(
+        self,
+        device: str | int | None = None,
+        block_ms: int = 20,
+        buffer_s: float = 300.0,
+        reference: PlayedAudio | None = None,
+    ) -> None:
         super().__init__(device, block_ms)
+        self.reference = reference
         self.max_bytes = int(buffer_s * SPEAKER_RATE) * SAMPLE_BYTES
         self._buffer = bytearray()
         self._lock = threading.Lock()
@@ -192,6 +268,8 @@ class Speaker(_AudioStream):
         data[: len(chunk)] = chunk
         if len(chunk) < n:
             data[len(chunk) :] = bytes(n - len(chunk))
+        if self.reference is not None:
+            self.reference.played(bytes(data), when.outputBufferDacTime, self._resync(bool(status.output_underflow)))
 
     def play(self, pcm: bytes) -> None:
         with self._lock:
@@ -212,7 +290,10 @@ class Speaker(_AudioStream):
             self._idle.set()
         stream = self._stream
         if stream is not None and discarded:
+            if self.reference is not None:
+                self.reference.discard_after(stream.time)
             stream.abort()
+            self._settle()
             stream.start()
         return discarded
 

@@ -45,7 +45,24 @@ class VoiceConfig(BaseModel):
         None, description="Speaker: a device name (or part of it) or index; default: the system's."
     )
     audio_block_ms: int = Field(
-        20, ge=20, le=50, description="Audio block length in milliseconds (capture and playback)."
+        20,
+        ge=20,
+        le=50,
+        multiple_of=10,
+        description="Audio block length in milliseconds (capture and playback), whole 10 ms frames.",
+    )
+    idle_block_ms: int = Field(
+        100,
+        ge=20,
+        le=200,
+        multiple_of=10,
+        description="Microphone block length in milliseconds while only the wake phrase is listened for "
+        "(larger blocks wake the process less often).",
+    )
+    echo_cancellation: bool = Field(
+        True,
+        description="Remove the speaker's sound from the microphone (WebRTC AEC3), so answers on "
+        "loudspeakers are not taken for the user speaking.",
     )
     mic_queue_ms: int = Field(
         2000, ge=100, description="Captured audio held while the network stalls; older blocks are dropped and counted."

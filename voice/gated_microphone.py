@@ -1,4 +1,6 @@
-"""Muting: the microphone the live session and the wake-phrase spotter read, with a switch."""
+"""Muting and listening: the microphone the live session and the wake-phrase spotter read, whose
+stream is open only while something listens and it is not muted. A closed stream costs nothing:
+no callbacks, no sound-server traffic; reading then waits until it is opened again."""
 
 from __future__ import annotations
 
@@ -6,15 +8,35 @@ from parla.voice.audio import Microphone
 
 
 class GatedMicrophone:
-    """The microphone as the live session reads it: while muted, blocks are read and dropped, so
-    nothing is sent and no stale audio is waiting when the user unmutes."""
-
     def __init__(self, microphone: Microphone) -> None:
         self.microphone = microphone
-        self.muted = False
+        self._muted = False
+        self._block_ms: int | None = None  # None: nobody listens
+
+    @property
+    def muted(self) -> bool:
+        return self._muted
+
+    @property
+    def is_open(self) -> bool:
+        return self.microphone.is_open
+
+    def mute(self, muted: bool) -> None:
+        """While muted the stream is closed: nothing is heard or sent, and nothing stale is
+        waiting when the user unmutes."""
+        self._muted = muted
+        self._apply()
+
+    def listen(self, block_ms: int | None) -> None:
+        """Open the stream with blocks of `block_ms` (unless muted), or close it (None)."""
+        self._block_ms = block_ms
+        self._apply()
+
+    def _apply(self) -> None:
+        if self._muted or self._block_ms is None:
+            self.microphone.close()
+        else:
+            self.microphone.open(self._block_ms)
 
     async def read(self) -> bytes:
-        while True:
-            block = await self.microphone.read()
-            if not self.muted:
-                return block
+        return await self.microphone.read()

@@ -8,10 +8,12 @@ import asyncio
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from parla.daemon.config import DaemonConfig
 from parla.daemon.wake import WakePhrase, WakeWordError
+from parla.voice.config import VoiceConfig
 from tests.daemon.conftest import running
 from tests.peers.pulse import speech
 
@@ -46,6 +48,17 @@ def test_false_activations_over_minutes_of_other_speech(capsys):
         print(f"\nwake phrase: {len(false)} false activations in {seconds / 60:.1f} min of other speech {false}")
     assert seconds > 150
     assert len(false) <= 1
+
+
+def test_only_what_the_gate_passes_is_decoded_and_idle_blocks_still_hear_the_phrase():
+    wake = WakePhrase("hey parla", THRESHOLD)
+    idle_block = 16 * 2 * VoiceConfig().idle_block_ms
+    hum = (np.random.default_rng(1).normal(0, 150, 16000 * 5)).astype("<i2").tobytes()  # a fan, not speech
+    for quiet in (hum, bytes(16000 * 2 * 5)):
+        assert not any(wake.heard(quiet[i : i + idle_block]) for i in range(0, len(quiet), idle_block))
+    assert wake.gate.passed_bytes == 0, "silence and steady noise reached the decoder"
+    said = speech("okay, hey parla, what is on my calendar", "kal16")
+    assert sum(wake.heard(said[i : i + idle_block]) for i in range(0, len(said), idle_block)) == 1
 
 
 def test_a_phrase_with_an_unknown_word_says_what_to_do():

@@ -46,6 +46,12 @@ exhausted. `reply(transcript="late"|"none")` and `transcribe()` send transcripts
 turnComplete or interleaved with the next turn (the API does not order them); `usage()` sends
 usageMetadata, `model_audio()` several parts in one message.
 
+`voice_detector` stands in for the service's automatic activity detection while the model speaks:
+an energy detector over the incoming audio (20 ms windows over `threshold` RMS for `start_ms` in
+a row) that cuts the generation under way, `interrupted` then turnComplete, as the service does
+when the user talks over the model, or when the model's own voice comes back through a
+microphone without echo cancellation. Each cut is timed in `barge_ins`.
+
 Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
 did not issue (a call made before a reconnect) is not acted on, as field reports of the real
 service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
@@ -55,6 +61,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import datetime
 import ipaddress
 import json
@@ -164,6 +171,27 @@ def family(model: str) -> str:
 
 
 @dataclass
+class VoiceDetector:
+    """Speech is `start_ms` of 20 ms windows louder than `threshold` RMS in a row."""
+
+    threshold: float = 300.0
+    start_ms: int = 60
+    _loud_ms: int = 0
+
+    def reset(self) -> None:
+        self._loud_ms = 0
+
+    def speech_started(self, pcm: bytes) -> bool:
+        window = IN_RATE * 2 // 50
+        for i in range(0, len(pcm) - window + 1, window):
+            self._loud_ms = self._loud_ms + 20 if rms(pcm[i : i + window]) > self.threshold else 0
+            if self._loud_ms >= self.start_ms:
+                self._loud_ms = 0
+                return True
+        return False
+
+
+@dataclass
 class ClientFrame:
     kind: str  # realtime_input, client_content, tool_response
     body: dict[str, Any]
@@ -179,8 +207,11 @@ class LiveConnection:
         ws: ServerConnection,
         setup: dict[str, Any],
         on_handle: Callable[[str], None] = lambda handle: None,
+        voice_detector: VoiceDetector | None = None,
     ) -> None:
         self.index = index
+        self.voice_detector = voice_detector
+        self.barge_ins: list[float] = []  # when the voice detector cut the model off
         self.ws = ws
         self.setup = setup
         self.model = str(setup.get("model", "")).removeprefix("models/")
@@ -244,6 +275,7 @@ class LiveConnection:
                 if frame.audio:
                     self._unheard += frame.audio
                     self._audio_changed.set()
+                    self._detect_voice(frame.audio)
                 await self._inbox.put(frame)
         except ConnectionClosed:
             pass
@@ -271,6 +303,17 @@ class LiveConnection:
             for response in frame.body.get("function_responses") or []:
                 self.pending_calls.pop(response.get("id"), None)
         return True
+
+    def _detect_voice(self, pcm: bytes) -> None:
+        """Speech while the model generates cuts it off (the service's automatic activity detection)."""
+        detector = self.voice_detector
+        if detector is None:
+            return
+        if self.idle.is_set() or self._cut.is_set():
+            detector.reset()
+        elif detector.speech_started(pcm):
+            self.barge_ins.append(time.monotonic())
+            self._cut.set()
 
     async def _new_input(self) -> None:
         if not self.idle.is_set():
@@ -554,6 +597,7 @@ class LiveEmulator:
     script: Script = _idle
     time_scale: float = 1.0
     refuse_upgrades: list[int] = field(default_factory=list)
+    voice_detector: VoiceDetector | None = None
     connections: list[LiveConnection] = field(default_factory=list)
     handles: dict[str, float] = field(default_factory=dict)  # handle -> emulated time it was issued
     upgrades_refused: list[int] = field(default_factory=list)
@@ -653,7 +697,8 @@ class LiveEmulator:
             self.setups_refused.append("; ".join(refused))
             await ws.close(1007, close_reason("; ".join(refused)))
             return
-        conn = LiveConnection(len(self.connections), ws, first["setup"], self._issue_handle)
+        detector = dataclasses.replace(self.voice_detector) if self.voice_detector is not None else None
+        conn = LiveConnection(len(self.connections), ws, first["setup"], self._issue_handle, detector)
         reader = asyncio.create_task(conn._read())
         lifetime = asyncio.create_task(self._lifetime(conn))
         async with self.connected:
