@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import socket
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -61,6 +62,12 @@ def _bind(port: int) -> socket.socket:
 @contextlib.asynccontextmanager
 async def serve_inspector(inspector: Inspector, port: int) -> AsyncIterator[Serving]:
     sock = _bind(port)
+    # uvicorn writes its access log (every address, token included) whenever that logger has a
+    # handler, and with `log_config=None` it inherits the root's (the daemon's log, a test's
+    # capture): `access_log=False` alone does not stop it
+    access = logging.getLogger("uvicorn.access")
+    access.propagate = False
+    access.disabled = True
     config = uvicorn.Config(
         inspector.app(),
         lifespan="off",

@@ -4,6 +4,7 @@ token file, and no token in any log line."""
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import stat
@@ -18,6 +19,24 @@ from tests.ui.conftest import TOKEN, ui_settings
 
 async def test_every_request_needs_the_token_and_changes_need_it_twice(served, caplog):
     caplog.set_level(logging.DEBUG)
+    # a handler on the root logger, as the daemon's log has, and uvicorn's access logger handing its
+    # records to it, as it did in a whole test run (something in the process had reset it)
+    logging.getLogger("uvicorn.access").propagate = True
+    daemon_log = io.StringIO()
+    root_handler = logging.StreamHandler(daemon_log)
+    root_handler.addFilter(lambda r: not r.name.startswith(("httpx", "httpcore")))  # the test's client
+    logging.getLogger().addHandler(root_handler)
+    try:
+        await _requests(served)
+    finally:
+        logging.getLogger().removeHandler(root_handler)
+    assert TOKEN not in daemon_log.getvalue()
+    # the test's own HTTP client logs its requests; the server logs none (uvicorn's access log would)
+    server_side = [r for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
+    assert not [r for r in server_side if TOKEN in r.getMessage()]
+
+
+async def _requests(served) -> None:
     japan = served.ids["japan"]
     rename = f"{served.url}chats/{japan}/rename"
     async with httpx.AsyncClient() as http:
@@ -43,9 +62,6 @@ async def test_every_request_needs_the_token_and_changes_need_it_twice(served, c
         by_header = await http.post(rename, data={"title": "by header"}, headers={"X-Parla-Token": TOKEN})
         assert by_header.status_code == 303
     assert (await served.mem.store.get_chat(japan)).title == "by header"
-    # the test's own HTTP client logs its requests; the server logs none (uvicorn's access log would)
-    server_side = [r for r in caplog.records if not r.name.startswith(("httpx", "httpcore"))]
-    assert not [r for r in server_side if TOKEN in r.getMessage()]
 
 
 def test_the_token_file_is_private_and_kept(tmp_path):
