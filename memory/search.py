@@ -45,7 +45,7 @@ Decision = Literal["switch", "ambiguous", "none"]
 
 # Chats the first stage hands to the second, and texts per chat it rescores.
 _FETCH = 40
-_TEXTS_PER_CHAT = 8
+_TEXTS_PER_CHAT = 6
 # A date the request names counts for chats active up to a day around it (time zones, late nights).
 _DATE_SLACK = timedelta(days=1)
 # A request word "matched" in the explanation: the text holds it or a word almost the same.

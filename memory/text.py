@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 # A letter, then letters, apostrophes or hyphens ("don't", "dell'IVA" is split below); or a number.
-WORD = re.compile(r"[^\W\d_](?:[^\W\d_]|['’-])*|\d+(?:[.,:/]\d+)*")
+# (Runs of letters between the separators: the same words as letter-by-letter alternation, faster.)
+WORD = re.compile(r"[^\W\d_]+(?:['’-]+[^\W\d_]+)*['’-]*|\d+(?:[.,:/]\d+)*")
 # Elided articles and prepositions of Italian and French ("l'azienda", "dell'IVA", "qu'il").
 _ELISION = re.compile(
     r"^(?:l|d|s|c|j|m|t|n|qu|un|dell|dall|nell|sull|all|coll|quell|quest|lorsqu|puisqu|jusqu)['’](?=[^\W\d_])",
