@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from parla.memory.chat import Chat
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.store import ChatStore, EmbeddedWindow
-from parla.memory.text import window_words
 from parla.memory.turn import MessageRange, Turn
 
 # Windows embedded per call, so a long imported chat is indexed in bounded requests.
@@ -33,10 +32,6 @@ _CHAT_PAGE = 500
 class TurnWindow:
     range: MessageRange
     text: str
-
-    @property
-    def words(self) -> list[str]:
-        return window_words(self.text)
 
 
 def turn_windows(turns: Sequence[Turn], size: int, first: int) -> list[TurnWindow]:
