@@ -44,6 +44,25 @@ class Embedder(Protocol):
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray: ...
 
 
+class WrappedEmbedder:
+    """An embedder that stands for another one (same name, dimension and thresholds) and adds a
+    condition to its calls; `embed` passes through until a subclass says otherwise."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.dim = inner.dim
+        self.default_min_similarity = inner.default_min_similarity
+        self.default_min_match = inner.default_min_match
+        self.default_switch_score = inner.default_switch_score
+        self.default_switch_margin = inner.default_switch_margin
+        self.default_words_weight = inner.default_words_weight
+        self.default_title_drift_distance = inner.default_title_drift_distance
+
+    async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
+        return await self.inner.embed(texts, task)
+
+
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
     """Rows scaled to unit length (zero rows stay zero), as float32."""
     matrix = np.asarray(matrix, dtype=np.float32)

@@ -21,7 +21,7 @@ from typing import Literal, Self
 
 import numpy as np
 
-from parla.memory.embedding import Embedder, TaskType
+from parla.memory.embedding import Embedder, TaskType, WrappedEmbedder
 from parla.memory.errors import Reembedding
 from parla.memory.store import ChatStore
 from parla.memory.tasks import cancel_and_wait
@@ -152,22 +152,14 @@ class BackgroundReembed:
         return self.progress
 
 
-class WhileReembedding:
+class WhileReembedding(WrappedEmbedder):
     """An embedder that refuses to embed while its store's vectors are being rebuilt for it: a
     query or a new vector of the new embedder cannot be compared with, or stored beside, the old
     vectors."""
 
     def __init__(self, inner: Embedder, reembed: BackgroundReembed) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.reembed = reembed
-        self.name = inner.name
-        self.dim = inner.dim
-        self.default_min_similarity = inner.default_min_similarity
-        self.default_min_match = inner.default_min_match
-        self.default_switch_score = inner.default_switch_score
-        self.default_switch_margin = inner.default_switch_margin
-        self.default_words_weight = inner.default_words_weight
-        self.default_title_drift_distance = inner.default_title_drift_distance
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
         progress = self.reembed.progress

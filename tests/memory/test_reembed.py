@@ -12,7 +12,7 @@ import pytest
 from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
 from parla.memory.embedders.gemini import GeminiEmbedder
-from parla.memory.embedding import Embedder, TaskType
+from parla.memory.embedding import Embedder, TaskType, WrappedEmbedder
 from parla.memory.errors import Reembedding
 from parla.memory.reembed import BackgroundReembed
 from parla.memory.search import ChatSearch
@@ -26,19 +26,13 @@ def gemini_embedder(gemini) -> GeminiEmbedder:
     return GeminiEmbedder(gemini_client(settings))
 
 
-class Held:
+class Held(WrappedEmbedder):
     """A real embedder whose calls wait until the test lets them through, so the test can look at
     a re-embed while it runs."""
 
     def __init__(self, inner: Embedder) -> None:
-        self.inner, self.go = inner, asyncio.Event()
-        self.name, self.dim = inner.name, inner.dim
-        self.default_min_similarity = inner.default_min_similarity
-        self.default_min_match = inner.default_min_match
-        self.default_switch_score = inner.default_switch_score
-        self.default_switch_margin = inner.default_switch_margin
-        self.default_words_weight = inner.default_words_weight
-        self.default_title_drift_distance = inner.default_title_drift_distance
+        super().__init__(inner)
+        self.go = asyncio.Event()
 
     async def embed(self, texts: list[str], task: TaskType):
         await self.go.wait()
