@@ -1,0 +1,146 @@
+"""The embedded store's connection: one thread, one SQLite file, one transaction per operation."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Self, TypeVar
+
+from parla.memory.errors import StoreError
+from parla.memory.store.sqlite_file import create_private, store_error, tighten
+from parla.memory.store.sqlite_index import VectorIndex
+from parla.memory.store.sqlite_rows import stored_turn_importance
+from parla.memory.store.sqlite_schema import MIGRATIONS
+
+T = TypeVar("T")
+
+
+class SQLiteConnection:
+    """The connection every part of the embedded store runs its operations on.
+
+    One thread owns the connection, and every operation is one function run there from BEGIN to
+    COMMIT or ROLLBACK, awaited once. Cancelling the awaiting task (a tool timeout, a reconnect, a
+    TaskGroup exiting) therefore never leaves a transaction open or the file's write lock held: the
+    function finishes on its own, and rolls back instead if it was abandoned before it began its
+    work (for instance while waiting for another process's write lock)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self._thread: ThreadPoolExecutor | None = None
+        self._db: sqlite3.Connection | None = None
+        self._index: VectorIndex | None = None  # touched only in the connection's thread
+
+    # -- lifecycle -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parla-sqlite")
+        opening = thread.submit(self._connect)
+        try:
+            self._db = await asyncio.shield(asyncio.wrap_future(opening))
+        except BaseException:
+            # failed or cancelled: close what the thread opens (it runs on), then end the thread
+            thread.submit(close_opened, opening)
+            thread.shutdown(wait=False)
+            raise
+        self._thread = thread
+
+    async def close(self) -> None:
+        thread, db = self._thread, self._db
+        if thread is None or db is None:
+            return
+        self._thread = self._db = None
+        closing = thread.submit(db.close)  # after every operation already queued
+        thread.shutdown(wait=False)
+        await asyncio.shield(asyncio.wrap_future(closing))
+
+    def _connect(self) -> sqlite3.Connection:
+        create_private(self.path)
+        try:
+            db = sqlite3.connect(self.path, isolation_level=None)
+        except sqlite3.Error as e:
+            raise store_error(self.path, e, "open") from e
+        try:
+            db.row_factory = sqlite3.Row
+            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
+                db.execute(f"PRAGMA {pragma}")
+            db.create_function("parla_turn_importance", 2, stored_turn_importance, deterministic=True)
+            transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
+            tighten(self.path)
+        except BaseException as e:
+            db.close()
+            if isinstance(e, sqlite3.Error):
+                raise store_error(self.path, e, "open") from e
+            raise
+        return db
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise StoreError(
+                f"{self.path} has schema version {version}, newer than this Parla knows "
+                f"({len(MIGRATIONS)}): upgrade Parla"
+            )
+        for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+            for statement in script.split(";\n"):
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {number}")
+
+    async def _run(self, begin: str, work: Callable[[sqlite3.Connection], T], doing: str) -> T:
+        if self._thread is None or self._db is None:
+            raise StoreError("the store is not open")
+        abandoned = threading.Event()
+        job = asyncio.get_running_loop().run_in_executor(self._thread, transaction, self._db, begin, work, abandoned)
+        try:
+            return await job
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+        except sqlite3.Error as e:
+            raise store_error(self.path, e, doing) from e
+
+    async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """One write transaction; BEGIN IMMEDIATE takes the file's write lock up front so a
+        concurrent writer in another process waits (busy_timeout) instead of failing late."""
+        return await self._run("BEGIN IMMEDIATE", work, "write to")
+
+    async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """A consistent snapshot for reads of several statements."""
+        return await self._run("BEGIN", work, "read")
+
+
+# -- run in the connection's thread ------------------------------------------------------------
+
+
+def transaction(
+    db: sqlite3.Connection, begin: str, work: Callable[[sqlite3.Connection], T], abandoned: threading.Event
+) -> T:
+    """BEGIN, the work, COMMIT; ROLLBACK on any failure, and when the caller gave up while BEGIN
+    waited (nothing it asked for is then done). The connection is outside a transaction after."""
+    db.execute(begin)
+    try:
+        if abandoned.is_set():
+            raise asyncio.CancelledError
+        result = work(db)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return result
+
+
+def close_opened(opening: Future[sqlite3.Connection]) -> None:
+    if opening.exception() is None:
+        opening.result().close()

@@ -1,0 +1,252 @@
+"""The embedded store's vector search, turn windows, word counts and re-embedding."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Sequence
+
+import numpy as np
+
+from parla.memory.embedding import EmbeddedText
+from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError
+from parla.memory.store import (
+    ChatMatch,
+    EmbeddedWindow,
+    StoredText,
+    TextMatch,
+    TextRef,
+    TurnMatch,
+    WordCounts,
+)
+from parla.memory.store.checks import (
+    check_one_dimension,
+    ranked_matches,
+    telling_words,
+    text_ref,
+    turn_match,
+)
+from parla.memory.store.sqlite_connection import SQLiteConnection
+from parla.memory.store.sqlite_index import VectorIndex
+from parla.memory.store.sqlite_rows import LEVEL_OF_KIND, parse_ts, vector_blob
+from parla.memory.store.sqlite_vectors import (
+    ALL_WINDOWS,
+    bump_generation,
+    check_embedder,
+    count_words,
+    embedder_info_of,
+    generation_of,
+    set_embedder,
+    texts_of,
+    vector_count,
+    vector_rows,
+    vectors_changed,
+)
+from parla.memory.words import query_words
+
+
+class SQLiteSearch(SQLiteConnection):
+    # -- embeddings and search -------------------------------------------------------------
+
+    async def embedder_info(self) -> tuple[str, int] | None:
+        return await self._read(embedder_info_of)
+
+    async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
+        def read(db: sqlite3.Connection) -> list[ChatMatch]:
+            info = embedder_info_of(db)
+            if info is None:
+                return []
+            if info != (query.embedder, query.dim):
+                raise EmbedderMismatch(
+                    f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors by "
+                    f"{info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
+                )
+            index = self._current_index(db, info[1])
+            best = index.best_per_chat(query.vector, match_count, texts_per_chat)
+            marks = ",".join("?" * len(best))
+            chats = {
+                r["id"]: r
+                for r in db.execute(
+                    f"SELECT id, title, created_at, last_activity_at FROM chats WHERE id IN ({marks})",
+                    [chat_id for chat_id, _ in best],
+                ).fetchall()
+            }
+            bodies = texts_of(db, [ref for _, texts in best for ref, _ in texts])
+            matches = [
+                ChatMatch(
+                    chat_id=chat_id,
+                    title=chats[chat_id]["title"],
+                    created_at=parse_ts(chats[chat_id]["created_at"]),
+                    last_activity_at=parse_ts(chats[chat_id]["last_activity_at"]),
+                    texts=tuple(TextMatch(ref, bodies[ref], similarity) for ref, similarity in texts),
+                )
+                for chat_id, texts in best
+            ]
+            return ranked_matches(matches)
+
+        return await self._read(read)
+
+    def _current_index(self, db: sqlite3.Connection, dim: int) -> VectorIndex:
+        """The open index brought up to date: only the chats whose vectors changed are reloaded;
+        everything after a re-embedding."""
+        generation = generation_of(db)
+        rebuilt = int(db.execute("SELECT value FROM meta WHERE key = 'rebuilt_generation'").fetchone()[0])
+        index = self._index
+        if index is None or index.dim != dim or index.generation < rebuilt:
+            index = VectorIndex.build(generation, vector_rows(db), dim)
+        elif index.generation != generation:
+            changed = [
+                r[0]
+                for r in db.execute(
+                    "SELECT chat_id FROM vector_changes WHERE generation > ?", (index.generation,)
+                ).fetchall()
+            ]
+            index.replace_chats(changed, vector_rows(db, changed), generation)
+        self._index = index
+        return index
+
+    # -- turn windows ----------------------------------------------------------------------
+
+    async def window_frontier(self, chat_id: str, size: int) -> int:
+        def read(db: sqlite3.Connection) -> int:
+            if db.execute("SELECT 1 FROM chats WHERE id = ?", (chat_id,)).fetchone() is None:
+                raise ChatNotFound(chat_id)
+            row = db.execute(
+                "SELECT max(start_seq) FROM turn_windows WHERE chat_id = ? AND end_seq - start_seq + 1 >= ?",
+                (chat_id, size),
+            ).fetchone()
+            return int(row[0] or 0) + 1
+
+        return await self._read(read)
+
+    async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:
+        if not windows:
+            return
+
+        def write(db: sqlite3.Connection) -> None:
+            if db.execute("SELECT 1 FROM chats WHERE id = ?", (chat_id,)).fetchone() is None:
+                raise ChatNotFound(chat_id)
+            for window in windows:
+                check_embedder(db, window.embedded)
+                old = db.execute(
+                    "SELECT words FROM turn_windows WHERE chat_id = ? AND start_seq = ?", (chat_id, window.range.start)
+                ).fetchone()
+                if old is not None:
+                    count_words(db, old[0], -1)
+                words = json.dumps(window.words)
+                db.execute(
+                    "INSERT INTO turn_windows (chat_id, start_seq, end_seq, text, words, embedding, embedder) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (chat_id, start_seq) DO UPDATE SET "
+                    "end_seq = excluded.end_seq, text = excluded.text, words = excluded.words, "
+                    "embedding = excluded.embedding, embedder = excluded.embedder",
+                    (
+                        chat_id,
+                        window.range.start,
+                        window.range.end,
+                        window.embedded.text,
+                        words,
+                        vector_blob(window.embedded.vector),
+                        window.embedded.embedder,
+                    ),
+                )
+                count_words(db, words, 1)
+            vectors_changed(db, chat_id)
+
+        await self._write(write)
+
+    async def word_counts(self, words: Sequence[str]) -> WordCounts:
+        wanted = sorted({ALL_WINDOWS, *words})
+
+        def read(db: sqlite3.Connection) -> WordCounts:
+            marks = ",".join("?" * len(wanted))
+            counts = dict(
+                db.execute(f"SELECT word, windows FROM window_words WHERE word IN ({marks})", wanted).fetchall()
+            )
+            return WordCounts(windows=counts.pop(ALL_WINDOWS, 0), counts={w: counts[w] for w in words if counts.get(w)})
+
+        return await self._read(read)
+
+    async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
+        # split as Postgres splits each word, so a quote or an asterisk in a word changes nothing
+        words = query_words(" ".join(words))
+
+        def read(db: sqlite3.Connection) -> list[TurnMatch]:
+            if not words or match_count <= 0:
+                return []
+            marks = ",".join("?" * len(words))
+            found = dict(
+                db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", list(words)).fetchall()
+            )
+            total = db.execute("SELECT count(*) FROM turns").fetchone()[0]
+            telling = telling_words(words, found, total)
+            if not telling:
+                return []
+            # each word quoted: FTS5 query syntax (AND, NEAR, *, ^) never comes from the user
+            query = " OR ".join('"' + w.replace('"', '""') + '"' for w in telling)
+            rows = db.execute(
+                "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
+                "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
+                "JOIN chats c ON c.id = w.chat_id "
+                "WHERE turn_words MATCH ? AND (? IS NULL OR w.chat_id = ?) "
+                "ORDER BY bm25(turn_words), w.chat_id, w.seq LIMIT ?",
+                (query, chat_id, chat_id, match_count),
+            ).fetchall()
+            return [turn_match(r) for r in rows]
+
+        return await self._read(read)
+
+    async def embedded_texts(self) -> list[StoredText]:
+        rows = await self._read(
+            lambda db: db.execute(
+                "SELECT id, 'summary_text', 0, 0, summary_text FROM chats WHERE summary_text != '' "
+                "UNION ALL SELECT chat_id, CASE level WHEN 0 THEN 'chunk' ELSE 'meta' END, start_seq, end_seq, "
+                "text FROM summaries "
+                "UNION ALL SELECT chat_id, 'facts', start_seq, end_seq, text FROM facts WHERE text != '' "
+                "UNION ALL SELECT chat_id, 'turns', start_seq, end_seq, text FROM turn_windows"
+            ).fetchall()
+        )
+        return [StoredText(text_ref(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
+
+    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None:
+        """Write every vector anew in one transaction and record the new embedder, so a store is
+        never left with vectors of two embedders."""
+        dim = check_one_dimension(items)
+
+        def write(db: sqlite3.Connection) -> None:
+            stale = vector_count(db) - len(items)
+            if stale > 0:
+                raise StoreError(
+                    f"{stale} embedded texts would be left with old vectors: embed every text from embedded_texts()"
+                )
+            for ref, vector in items:
+                blob = vector_blob(vector)
+                if ref.kind == "summary_text":
+                    db.execute(
+                        "UPDATE chats SET summary_embedding = ?, summary_embedder = ? WHERE id = ?",
+                        (blob, embedder, ref.chat_id),
+                    )
+                elif ref.kind == "facts":
+                    assert ref.range is not None
+                    db.execute(
+                        "UPDATE facts SET embedding = ?, embedder = ? WHERE chat_id = ? AND start_seq = ? AND end_seq = ?",
+                        (blob, embedder, ref.chat_id, ref.range.start, ref.range.end),
+                    )
+                elif ref.kind == "turns":
+                    assert ref.range is not None
+                    db.execute(
+                        "UPDATE turn_windows SET embedding = ?, embedder = ? WHERE chat_id = ? AND start_seq = ?",
+                        (blob, embedder, ref.chat_id, ref.range.start),
+                    )
+                else:
+                    assert ref.range is not None
+                    db.execute(
+                        "UPDATE summaries SET embedding = ?, embedder = ? WHERE chat_id = ? AND level = ? "
+                        "AND start_seq = ? AND end_seq = ?",
+                        (blob, embedder, ref.chat_id, int(LEVEL_OF_KIND[ref.kind]), ref.range.start, ref.range.end),
+                    )
+            if dim is not None:
+                set_embedder(db, embedder, dim)
+            bump_generation(db)
+            db.execute("UPDATE meta SET value = ? WHERE key = 'rebuilt_generation'", (str(generation_of(db)),))
+
+        await self._write(write)
