@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
@@ -44,6 +45,18 @@ def make_turns(n: int, start: int = 0, prefix: str = "") -> list[Turn]:
         text = f"{prefix}Message {i + 1}. {topic} Point number {i + 1} was discussed in detail today."
         turns.append(Turn.of(role, text, created_at=T0 + timedelta(minutes=i)))
     return turns
+
+
+@pytest.fixture(autouse=True)
+def _root_logger_restored() -> Iterator[None]:
+    """A command run in this process (`main()`, typer's CliRunner) configures logging as its own
+    process would: the root logger's level and handlers are put back after every test, so a later
+    test's `caplog` sees what it logs whatever ran before it."""
+    root = logging.getLogger()
+    level, handlers = root.level, root.handlers[:]
+    yield
+    root.setLevel(level)
+    root.handlers[:] = handlers
 
 
 @pytest.fixture
