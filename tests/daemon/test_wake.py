@@ -73,5 +73,6 @@ async def test_the_phrase_through_the_microphone_opens_a_session(daemon_settings
         await asyncio.sleep(0.5)
         assert live.connections == [] and daemon.status.state == "idle"
         await pulse.play_into_mic(speech("hey parla"))
-        await live.wait_connections(1, timeout=5)
+        # a bound on liveness, not on speed: on a starved machine the spotter runs behind the audio
+        await live.wait_connections(1, timeout=20)
         assert daemon.status.wake_detections == 1
