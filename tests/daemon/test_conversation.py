@@ -61,7 +61,7 @@ async def test_three_spoken_exchanges_become_six_turns(pulse, live, gemini, live
     received = live.connections[0].audio
     positions = [_first_piece_at(received, audio[9600:-9600]) for audio in spoken]
     assert -1 not in positions and positions == sorted(positions), "the spoken questions did not arrive in order"
-    assert all(u in a for u, a in zip(utterances, spoken, strict=True))
+    assert all(_first_piece_at(u, a[9600:-9600]) >= 0 for u, a in zip(utterances, spoken, strict=True))
     assert conversation.status.connections == 1 and conversation.status.unsaved_turns == 0
 
 

@@ -60,6 +60,8 @@ class PostgresCluster:
             "--pwfile",
             str(pwfile),
             "--encoding=utf8",
+            # not the environment's locale, which may be one the machine does not have (initdb fails)
+            "--locale=C",
             "--auth-local=trust",
             "--auth-host=scram-sha-256",
         )
