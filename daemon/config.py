@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 import platformdirs
 from pydantic import BaseModel, BeforeValidator, Field
 
+from parla.daemon.control import REQUEST_TIMEOUT_S
+
 
 def expand_path(value: Any) -> Any:
     """`~`, `~user`, `$HOME` and other variables in a path setting, as a shell would expand them
@@ -57,6 +59,11 @@ class DaemonConfig(BaseModel):
     cues: bool = Field(True, description="A short tone when a session opens and when it closes.")
     control_socket: UserPath = Field(
         default_factory=default_control_socket, description="The daemon's control socket (mode 0600)."
+    )
+    control_request_timeout_s: float = Field(
+        REQUEST_TIMEOUT_S,
+        gt=0,
+        description="Seconds a client of the control socket has to send each request line before it is closed.",
     )
     shutdown_timeout_s: float = Field(
         10.0, gt=0, description="Longest wait at shutdown for the current turn and the store to finish."

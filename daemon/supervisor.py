@@ -155,7 +155,7 @@ class Daemon:
         live_client = self.client or self.mem.client  # no key: fails here with how to set one
         async with (
             self.mem.reembedder,
-            ControlServer(s.control_socket, self._command),
+            ControlServer(s.control_socket, self._command, s.control_request_timeout_s),
             voice_services(self.mem) as voice,
         ):
             self._voice = voice
