@@ -6,8 +6,10 @@ keep-alive timer starts only after a response), until the daemon runs out of fil
   opens and again after each response; one that has not is closed (idle and slow clients alike).
   An answer under way (the live page's event stream among them) is not cut.
 - At most `max_connections` are open: one more makes room by closing the connection that has
-  waited longest (over EVICT_AFTER_S) for its next request, or is closed at once when none has, so
-  the descriptors the inspector holds stay bounded whatever others open."""
+  waited longest for its next request (itself when all the others are being answered), so the
+  descriptors the inspector holds stay bounded whatever others open (with the listening socket's
+  backlog, which also bounds the connections accepted in one turn of the loop, set to the same
+  number by ui/server.py)."""
 
 from __future__ import annotations
 
@@ -17,10 +19,6 @@ import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from parla.ui.limits import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
-
-# A connection waiting this long for its request may lose its place to a new one (a browser sends
-# its request as soon as it connects: one whose request is on its way keeps its place).
-EVICT_AFTER_S = 0.25
 
 
 class _GuardedH11(H11Protocol):
@@ -68,15 +66,13 @@ class _GuardedH11(H11Protocol):
             self.transport.close()
 
     def _make_room(self) -> None:
-        """One over the bound: close the connection waiting longest for its request, or this one.
+        """One over the bound: close the connection that has waited longest for its request (this
+        one when all the others are being answered). A browser's request follows its connection at
+        once, so under a flood of new connections the ones kept are the newest and those answered.
         (Closed ones leave `connections` a moment later: they are not counted.)"""
         open_ = [c for c in self.connections if isinstance(c, _GuardedH11) and not c.transport.is_closing()]
-        if len(open_) <= self.max_connections:
-            return
-        before = self.loop.time() - EVICT_AFTER_S
-        idle = [c for c in open_ if c._waiting() and c._waiting_since <= before]
-        oldest = min(idle, key=lambda c: c._waiting_since) if idle else self
-        oldest.transport.close()
+        if len(open_) > self.max_connections:
+            min((c for c in open_ if c._waiting()), key=lambda c: c._waiting_since).transport.close()
 
 
 def guarded_protocol(max_connections: int, request_timeout_s: float) -> type[H11Protocol]:

@@ -79,6 +79,9 @@ async def serve_inspector(
     config = uvicorn.Config(
         inspector.app(),
         http=guarded_protocol(max_connections, request_timeout_s),
+        # the connections waiting to be accepted, and accepted in one turn of the loop: a flood
+        # closed one by one never holds more descriptors at once than a few times this
+        backlog=max_connections,
         lifespan="off",
         ws="none",
         access_log=False,
