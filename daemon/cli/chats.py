@@ -31,6 +31,7 @@ from parla.daemon.cli.support import (
     when,
 )
 from parla.daemon.errors import CommandFailed
+from parla.daemon.private_files import write_private
 from parla.daemon.settings import Settings
 
 if TYPE_CHECKING:
@@ -465,7 +466,7 @@ async def export(
         sys.stdout.write(text)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        write_private(output, text)
     except OSError as e:
         raise CommandFailed(f"cannot write {output}: {e}") from e
     err.print(f"Wrote {len(histories)} chats to {output} ({chosen}).", markup=False)
