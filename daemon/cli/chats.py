@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -21,6 +20,7 @@ from parla.daemon.cli.support import (
     err,
     fail,
     iso,
+    json_text,
     load_settings,
     open_memory,
     out,
@@ -28,6 +28,7 @@ from parla.daemon.cli.support import (
     resolve_chat,
     running_daemon_chat,
     store_and_summarise,
+    visible,
     when,
 )
 from parla.daemon.errors import CommandFailed
@@ -459,11 +460,12 @@ async def export(
             ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
         histories = [await mem.store.load_history(cid) for cid in ids]
     if chosen == "jsonl":
-        text = "".join(json.dumps(export_line(h), ensure_ascii=False) + "\n" for h in histories)
+        text = "".join(json_text(export_line(h)) + "\n" for h in histories)
     else:
         text = "\n".join(export_markdown(h) for h in histories)
     if output is None:
-        sys.stdout.write(text)
+        # on a terminal it is read, not kept: the Markdown's control characters are shown (JSON has none)
+        sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
         return
     try:
         write_private(output, text)
