@@ -27,6 +27,7 @@ from urllib.parse import unquote
 from pydantic import SecretStr
 
 from parla.daemon.settings import Settings
+from parla.daemon.terminal_text import json_text, visible
 
 MASK = "***"
 
@@ -161,12 +162,12 @@ class JsonFormatter(logging.Formatter):
             entry["exc"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(_scrub(entry), ensure_ascii=False)
+        return json_text(_scrub(entry))
 
 
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return visible(redact(super().format(record)))  # a title or transcript on a terminal
 
 
 class _RedactedStream(io.TextIOBase):

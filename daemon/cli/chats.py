@@ -20,7 +20,6 @@ from parla.daemon.cli.support import (
     err,
     fail,
     iso,
-    json_text,
     load_settings,
     open_memory,
     out,
@@ -28,12 +27,12 @@ from parla.daemon.cli.support import (
     resolve_chat,
     running_daemon_chat,
     store_and_summarise,
-    visible,
     when,
 )
 from parla.daemon.errors import CommandFailed
 from parla.daemon.private_files import write_private
 from parla.daemon.settings import Settings
+from parla.daemon.terminal_text import json_text, visible
 
 if TYPE_CHECKING:
     from parla.memory.chat import ChatHistory

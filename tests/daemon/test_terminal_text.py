@@ -6,12 +6,18 @@ as escapes that read back unchanged."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import pty
 import select
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
+
+from parla.daemon.logs import configure_logging
+from parla.daemon.settings import Settings
 
 TITLE = "\x1b]0;owned\x07Trip \x9b31m\u202eplans"
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
@@ -86,3 +92,20 @@ def test_export_to_a_terminal_shows_control_characters(parla, tmp_path):
     text = printed.decode()
     _shown(text)
     assert "# ^[]0;owned^GTrip <U+009B>31m<U+202E>plans" in text and "copy ^[]52;c;" in text
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_the_log_shows_control_characters(capfd, tmp_path, monkeypatch, fmt):
+    """`parla run` in a terminal logs titles (and transcripts at DEBUG) there."""
+    monkeypatch.chdir(tmp_path)
+    configure_logging(Settings(log_format=fmt, log_level="INFO"))
+    try:
+        logging.getLogger("parla.test").info("switched to %s", TITLE)
+        written = capfd.readouterr().err
+    finally:
+        logging.basicConfig(force=True)
+    _shown(written)
+    if fmt == "json":
+        assert json.loads(written)["msg"] == f"switched to {TITLE}"
+    else:
+        assert "^[]0;owned^GTrip" in written
