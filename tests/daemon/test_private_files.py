@@ -26,19 +26,16 @@ def _parla_under_umask_000(tmp_path: Path, *args: str) -> subprocess.CompletedPr
         PARLA_CONTROL_SOCKET=str(tmp_path / "run" / "ctl.sock"),
         PATH=str(tmp_path / "no-systemd"),  # as in a container without systemd
     )
-    old = os.umask(0)  # the child inherits it
-    try:
-        return subprocess.run(
-            [sys.executable, "-m", "parla.daemon", *args],
-            env=env,
-            cwd=tmp_path,
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    finally:
-        os.umask(old)
+    return subprocess.run(
+        [sys.executable, "-m", "parla.daemon", *args],
+        env=env,
+        cwd=tmp_path,
+        umask=0,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_service_install_and_export_are_private_under_umask_000(tmp_path):
