@@ -4,9 +4,9 @@ is `{"ok": true, ...}` or `{"ok": false, "error": "what is wrong and what to do"
 line (bad JSON, nested too deeply, too long) gets an error answer; clients are served concurrently,
 up to MAX_CLIENTS at once. A client has `request_timeout_s` to send each whole request line, or the
 connection closes with an error answer. When every place is taken, the client that has waited
-longest (over EVICT_AFTER_S) for its request to arrive makes room for the new one (half-open clients cannot lock the
-socket out); only when all of them are being answered is the new one told `{"ok": false, "busy":
-true, ...}` and may retry, except for `stop`, which is always served.
+longest (over EVICT_AFTER_S) for its request makes room for the new one, so half-open clients
+cannot lock the socket out; only when all of them are being answered is the new one told
+`{"ok": false, "busy": true, ...}` and may retry, except for `stop`, which is always served.
 
 The socket's folder must be ours and writable by nobody else, or another local user could put
 their own socket in its place and read what is sent to the daemon: both ends refuse such a folder."""
@@ -49,7 +49,7 @@ MAX_CLIENTS = 128
 LINGER_S = 1.0
 # How long send_command keeps retrying a daemon too busy to take the connection.
 BUSY_RETRY_S = 3.0
-# How long a connected client may take to send a whole request line (the `control_request_timeout_s` setting's default).
+# How long a client may take to send a whole request line (the default of `control_request_timeout_s`).
 REQUEST_TIMEOUT_S = 10.0
 # A client waiting this long for its own request may lose its place to a new client (a client
 # sends its request as soon as it connects; one whose request is on its way keeps its place).

@@ -18,7 +18,7 @@ _TRUSTED_OWNERS = (0,)
 def private_folder(folder: Path) -> None:
     """Make `folder` and each missing parent 0700 (a folder that exists is left as it is)."""
     missing = []
-    while not folder.exists():
+    while not folder.exists() and folder != folder.parent:  # (the working folder may have been removed)
         missing.append(folder)
         folder = folder.parent
     for made in reversed(missing):
