@@ -519,17 +519,20 @@ FLOOD_LOG_LIMIT = 1_000_000
 @dataclass
 class FloodFigures(Figures):
     status_s: list[float] = field(default_factory=list)
-    status_failures: int = 0  # failed, or slower than FLOOD_STATUS_LIMIT_S
+    status_failures: int = 0  # no answer, or an error
+    status_slow: int = 0  # answered later than FLOOD_STATUS_LIMIT_S
     page_s: list[float] = field(default_factory=list)
     page_failures: int = 0
     opened: int = 0  # the attackers' connections, reconnections included
     closed_by_daemon: int = 0
     descriptors_peak: int = 0  # the daemon's open files, at most
+    out_of_files: bool = False  # the daemon's log says it ran out of them
     log_growth: int = 0
 
     @property
     def ok(self) -> bool:
-        return super().ok and not (self.status_failures or self.page_failures) and self.log_growth < FLOOD_LOG_LIMIT
+        failed = self.status_failures or self.status_slow or self.page_failures or self.out_of_files
+        return super().ok and not failed and self.log_growth < FLOOD_LOG_LIMIT
 
 
 async def _attacker(
@@ -565,15 +568,15 @@ def _descriptors(pid: int) -> int:
         return 0
 
 
-def _probe(socket: Path, page: str, pid: int, figures: FloodFigures) -> None:
+def _probe(socket: Path, page: str, pid: int, figures: FloodFigures, seconds: float) -> None:
     """What the user does meanwhile, from another event loop (a process of its own would be the
     same: the attackers' busy loop does not delay it): `status` every FLOOD_PROBE_S, the
-    inspector's page every fourth time, for FLOOD_SECONDS."""
+    inspector's page every fourth time, for `seconds`."""
 
     async def probing() -> None:
         async with httpx.AsyncClient() as http:
             with suppress(TimeoutError):
-                async with asyncio.timeout(FLOOD_SECONDS):
+                async with asyncio.timeout(seconds):
                     await _probe_loop(socket, page, pid, figures, http)
 
     asyncio.run(probing())
@@ -588,7 +591,7 @@ async def _probe_loop(socket: Path, page: str, pid: int, figures: FloodFigures, 
             await send_command(socket, "status", timeout=5)
             figures.status_s.append(time.monotonic() - started)
             if figures.status_s[-1] > FLOOD_STATUS_LIMIT_S:
-                figures.status_failures += 1
+                figures.status_slow += 1
                 figures.problem(f"status took {figures.status_s[-1]:.2f} s")
         except (CommandError, DaemonNotRunning, OSError, TimeoutError) as e:
             figures.status_failures += 1
@@ -615,9 +618,9 @@ async def _inspector_url(socket: Path) -> str:
             await asyncio.sleep(0.1)
 
 
-async def connection_flood(folder: Path, pulse_server: str) -> FloodFigures:
+async def connection_flood(folder: Path, pulse_server: str, seconds: float = FLOOD_SECONDS) -> FloodFigures:
     """`parla run` limited to FLOOD_FILE_LIMIT files, its inspector's port held by FLOOD_IDLE idle
-    connections and its control socket by FLOOD_HALF_OPEN half-open clients for FLOOD_SECONDS (from
+    connections and its control socket by FLOOD_HALF_OPEN half-open clients for `seconds` (from
     this process: what another user could do), while the user asks for `status` and the page."""
     socket = folder / "run" / "ctl.sock"
     log = folder / "daemon.err"
@@ -651,7 +654,7 @@ async def connection_flood(folder: Path, pulse_server: str) -> FloodFigures:
                 group.create_task(_attacker(lambda: asyncio.open_unix_connection(str(socket)), b'{"cmd":', figures))
                 for _ in range(FLOOD_HALF_OPEN)
             ]
-            await asyncio.to_thread(_probe, socket, page, proc.pid, figures)
+            await asyncio.to_thread(_probe, socket, page, proc.pid, figures, seconds)
             for task in tasks:
                 task.cancel()
         await send_command(socket, "stop")
@@ -663,19 +666,23 @@ async def connection_flood(folder: Path, pulse_server: str) -> FloodFigures:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    if "Too many open files" in log.read_text(errors="replace"):
-        figures.problem("the daemon ran out of file descriptors")
-    status, pages = sorted(figures.status_s), sorted(figures.page_s)
+    figures.out_of_files = "Too many open files" in log.read_text(errors="replace")
     figures.note = (
         f"{FLOOD_IDLE:,} idle inspector connections and {FLOOD_HALF_OPEN} half-open control clients for "
-        f"{FLOOD_SECONDS:.0f} s, the daemon limited to {FLOOD_FILE_LIMIT:,} files: `status` n={len(status)} median "
-        f"{status[len(status) // 2] * 1000:.0f} ms, max {status[-1] * 1000:.0f} ms, {figures.status_failures} failed "
-        f"or over {FLOOD_STATUS_LIMIT_S:.0f} s; the page n={len(pages)}, max {pages[-1] * 1000:.0f} ms, "
-        f"{figures.page_failures} failed; attackers' connections opened {figures.opened:,}, closed by the daemon "
-        f"{figures.closed_by_daemon:,}; the daemon's open files at most {figures.descriptors_peak}; "
-        f"log +{figures.log_growth:,} bytes"
+        f"{seconds:.0f} s, the daemon limited to {FLOOD_FILE_LIMIT:,} files: `status` {_spread(figures.status_s)}, "
+        f"{figures.status_slow} over {FLOOD_STATUS_LIMIT_S:.0f} s, {figures.status_failures} failed; the page "
+        f"{_spread(figures.page_s)}, {figures.page_failures} failed; attackers' connections opened "
+        f"{figures.opened:,}, closed by the daemon {figures.closed_by_daemon:,}; the daemon's open files at most "
+        f"{figures.descriptors_peak}{' (it ran out)' if figures.out_of_files else ''}; log +{figures.log_growth:,} bytes"
     )
     return figures
+
+
+def _spread(seconds: list[float]) -> str:
+    if not seconds:
+        return "never answered"
+    ordered = sorted(seconds)
+    return f"n={len(ordered)} median {ordered[len(ordered) // 2] * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
 
 
 async def flood_suite(root: Path) -> Figures:
