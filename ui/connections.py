@@ -28,7 +28,6 @@ class _GuardedH11(H11Protocol):
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
         self._deadline: asyncio.TimerHandle | None = None
-        self._waiting_since = self.loop.time()
         self._arm()
         self._make_room()
 
