@@ -88,3 +88,13 @@ def test_a_config_others_can_write_is_refused(parla, tmp_path, monkeypatch, fold
         assert result.exit_code == 1
         assert result.stderr.startswith("parla: error: the " + refused.format(file=path, folder=folder))
         assert "chmod" in result.stderr and result.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("mode", "refused"), [(0o666, True), (0o644, False)])
+def test_a_dotenv_others_can_write_is_refused(parla, tmp_path, mode, refused):
+    dotenv = tmp_path / ".env"  # the working folder's (the fixture's)
+    dotenv.write_text("PARLA_LIVE_URL=wss://127.0.0.1:1/theirs\n")
+    dotenv.chmod(mode)
+    result = parla("config", "show", ok=not refused)
+    if refused:
+        assert result.stderr.startswith(f"parla: error: the .env file {dotenv} is not used: other users can write")
