@@ -11,6 +11,9 @@ from typing import Annotated, Any, Literal
 import platformdirs
 from pydantic import BaseModel, BeforeValidator, Field
 
+from parla.daemon.control import REQUEST_TIMEOUT_S
+from parla.ui import limits
+
 
 def expand_path(value: Any) -> Any:
     """`~`, `~user`, `$HOME` and other variables in a path setting, as a shell would expand them
@@ -58,6 +61,11 @@ class DaemonConfig(BaseModel):
     control_socket: UserPath = Field(
         default_factory=default_control_socket, description="The daemon's control socket (mode 0600)."
     )
+    control_request_timeout_s: float = Field(
+        REQUEST_TIMEOUT_S,
+        gt=0,
+        description="Seconds a client of the control socket has to send each request line before it is closed.",
+    )
     shutdown_timeout_s: float = Field(
         10.0, gt=0, description="Longest wait at shutdown for the current turn and the store to finish."
     )
@@ -68,6 +76,22 @@ class DaemonConfig(BaseModel):
     ui_token_file: UserPath = Field(
         default_factory=default_ui_token_file,
         description="The memory inspector's secret token, made once (mode 0600); delete it for a new address.",
+    )
+    ui_max_connections: int = Field(
+        limits.MAX_CONNECTIONS,
+        ge=8,
+        description="Connections the memory inspector keeps open at most; past it the one idle longest is closed.",
+    )
+    ui_request_timeout_s: float = Field(
+        limits.REQUEST_TIMEOUT_S,
+        gt=0,
+        description="Seconds a connection to the memory inspector has to send a whole request before it is closed.",
+    )
+    log_repeat_window_s: float = Field(
+        60.0,
+        ge=0,
+        description="A warning or error identical to one logged less than this many seconds ago is counted, "
+        "not written again (0: every one is written).",
     )
     log_format: Literal["text", "json"] = Field(
         "text", description="`json` writes one JSON object per log line (for journald and log shippers)."

@@ -2,7 +2,11 @@
 per line each way. A request is `{"cmd": "status"}` or `{"cmd": "say", "text": "..."}`; the answer
 is `{"ok": true, ...}` or `{"ok": false, "error": "what is wrong and what to do"}`. A malformed
 line (bad JSON, nested too deeply, too long) gets an error answer; clients are served concurrently,
-up to MAX_CLIENTS at once: one more is answered `{"ok": false, "busy": true, ...}` and may retry.
+up to MAX_CLIENTS at once. A client has `request_timeout_s` to send each whole request line, or the
+connection closes with an error answer. When every place is taken, the client that has waited
+longest (over EVICT_AFTER_S) for its request makes room for the new one, so half-open clients
+cannot lock the socket out; only when all of them are being answered is the new one told
+`{"ok": false, "busy": true, ...}` and may retry, except for `stop`, which is always served.
 
 The socket's folder must be ours and writable by nobody else, or another local user could put
 their own socket in its place and read what is sent to the daemon: both ends refuse such a folder."""
@@ -17,6 +21,7 @@ import socket
 import stat
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
@@ -44,6 +49,13 @@ MAX_CLIENTS = 128
 LINGER_S = 1.0
 # How long send_command keeps retrying a daemon too busy to take the connection.
 BUSY_RETRY_S = 3.0
+# How long a client may take to send a whole request line (the default of `control_request_timeout_s`).
+REQUEST_TIMEOUT_S = 10.0
+# A client waiting this long for its own request may lose its place to a new client (a client
+# sends its request as soon as it connects; one whose request is on its way keeps its place).
+EVICT_AFTER_S = 0.25
+# Served even when every place is taken by clients being answered: the user can always stop the daemon.
+ALWAYS_SERVED = "stop"
 
 
 def check_folder(folder: Path) -> None:
@@ -88,14 +100,23 @@ def _prepare(path: Path) -> None:
             probe.close()
 
 
+@dataclass(eq=False)
+class _Client:
+    writer: asyncio.StreamWriter
+    waiting_since: float | None  # when it began waiting for a request; None while its request is answered
+    evicted: bool = False
+
+
 class ControlServer:
     """Serves `handler(cmd, request)` on the socket while the context is open."""
 
-    def __init__(self, path: Path, handler: Handler) -> None:
+    def __init__(self, path: Path, handler: Handler, request_timeout_s: float = REQUEST_TIMEOUT_S) -> None:
         self.path = path
         self.handler = handler
+        self.request_timeout_s = request_timeout_s
         self._server: asyncio.AbstractServer | None = None
-        self._clients: dict[asyncio.Task[None], asyncio.StreamWriter] = {}
+        self._clients: dict[asyncio.Task[None], _Client] = {}  # the places taken
+        self._tasks: set[asyncio.Task[None]] = set()  # every connection's handler, evicted ones included
 
     async def __aenter__(self) -> Self:
         _prepare(self.path)
@@ -116,10 +137,10 @@ class ControlServer:
             self._server.close()
         # Closing a client's connection ends its handler (its read sees the end); a handler still
         # busy after a second is cancelled.
-        for writer in self._clients.values():
-            writer.close()
-        if self._clients:
-            _, late = await asyncio.wait(list(self._clients), timeout=1.0)
+        for client in self._clients.values():
+            client.writer.close()
+        if self._tasks:
+            _, late = await asyncio.wait(list(self._tasks), timeout=1.0)
             await cancel_and_wait(*late)
         if self._server is not None:
             with suppress(Exception):
@@ -130,55 +151,78 @@ class ControlServer:
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        self._tasks.add(task)
+        loop = asyncio.get_running_loop()
         try:
-            if len(self._clients) >= MAX_CLIENTS:
-                # The request is read before the answer: closing with it unread would reset the
-                # connection, and the client would see an error instead of the answer.
-                with suppress(TimeoutError, ValueError):
-                    await asyncio.wait_for(reader.readline(), LINGER_S)
-                await _write(
-                    writer, {"ok": False, "busy": True, "error": f"the daemon is serving {MAX_CLIENTS} clients; retry"}
-                )
+            if len(self._clients) >= MAX_CLIENTS and not self._evict_longest_waiting():
+                await self._refuse_busy(reader, writer)
                 return
-            self._clients[task] = writer
+            client = self._clients[task] = _Client(writer, loop.time())
             while True:
                 try:
-                    line = await reader.readline()
+                    async with asyncio.timeout(self.request_timeout_s):
+                        line = await reader.readline()
                 except ValueError:  # longer than MAX_LINE
                     await _write(writer, {"ok": False, "error": f"request longer than {MAX_LINE} bytes"})
-                    # the rest of it is read and dropped: closing with it unread would reset the
-                    # connection before the client reads the answer
-                    with suppress(TimeoutError):
-                        async with asyncio.timeout(LINGER_S):
-                            while await reader.read(MAX_LINE):
-                                pass
+                    await _drop_the_rest(reader)
                     break
-                if not line:
+                except TimeoutError:
+                    error = f"no whole request line within {self.request_timeout_s:g}s; closing"
+                    await _write(writer, {"ok": False, "error": error})
+                    break
+                if not line or client.evicted:
                     break
                 if line.strip():
+                    client.waiting_since = None
                     await _write(writer, await self._answer(line))
+                    client.waiting_since = loop.time()
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except Exception:  # one client's failure never reaches the server or the other clients
             log.exception("control connection failed")
         finally:
             self._clients.pop(task, None)
+            self._tasks.discard(task)
             writer.close()
             with suppress(Exception):
                 await writer.wait_closed()
 
+    def _evict_longest_waiting(self) -> bool:
+        """Make room by closing the connection that has waited longest for its request, if that is
+        longer than EVICT_AFTER_S: one still waiting then is slow, idle or hostile."""
+        before = asyncio.get_running_loop().time() - EVICT_AFTER_S
+        waiting = [
+            (c.waiting_since, t)
+            for t, c in self._clients.items()
+            if c.waiting_since is not None and c.waiting_since <= before
+        ]
+        if not waiting:
+            return False
+        task = min(waiting, key=lambda w: w[0])[1]
+        client = self._clients.pop(task)
+        client.evicted = True
+        client.writer.transport.abort()  # its handler sees the end of the connection and finishes
+        return True
+
+    async def _refuse_busy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """Every place is taken by a client being answered: the request is read (closing with it
+        unread would reset the connection, and the client would see an error instead of the
+        answer) and answered busy, unless it is `stop`."""
+        line = b""
+        with suppress(TimeoutError, ValueError):
+            line = await asyncio.wait_for(reader.readline(), LINGER_S)
+        request = _parse(line)
+        if isinstance(request, dict) and request["cmd"] == ALWAYS_SERVED:
+            await _write(writer, await self._answer(line))
+            return
+        await _write(
+            writer, {"ok": False, "busy": True, "error": f"the daemon is serving {MAX_CLIENTS} clients; retry"}
+        )
+
     async def _answer(self, line: bytes) -> dict[str, Any]:
-        try:
-            request = json.loads(line)
-            if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
-                raise TypeError("not an object with a string `cmd`")
-        except RecursionError:
-            return {"ok": False, "error": "malformed request (nested too deeply): send one flat JSON object per line"}
-        except (ValueError, TypeError) as e:
-            return {
-                "ok": False,
-                "error": f'malformed request ({e}): send one JSON object per line, like {{"cmd": "status"}}',
-            }
+        request = _parse(line)
+        if isinstance(request, str):
+            return {"ok": False, "error": request}
         try:
             return {"ok": True, **await self.handler(request["cmd"], request)}
         except CommandError as e:
@@ -186,6 +230,28 @@ class ControlServer:
         except Exception as e:
             log.exception("control command %r failed", request["cmd"])
             return {"ok": False, "error": f"{request['cmd']} failed: {type(e).__name__}: {e}"}
+
+
+def _parse(line: bytes) -> dict[str, Any] | str:
+    """The request, or what is wrong with it."""
+    try:
+        request = json.loads(line)
+        if not isinstance(request, dict) or not isinstance(request.get("cmd"), str):
+            raise TypeError("not an object with a string `cmd`")
+    except RecursionError:
+        return "malformed request (nested too deeply): send one flat JSON object per line"
+    except (ValueError, TypeError) as e:
+        return f'malformed request ({e}): send one JSON object per line, like {{"cmd": "status"}}'
+    return request
+
+
+async def _drop_the_rest(reader: asyncio.StreamReader) -> None:
+    """Read and drop what an over-long request still sends: closing with it unread would reset the
+    connection before the client reads the answer."""
+    with suppress(TimeoutError):
+        async with asyncio.timeout(LINGER_S):
+            while await reader.read(MAX_LINE):
+                pass
 
 
 async def _write(writer: asyncio.StreamWriter, answer: dict[str, Any]) -> None:

@@ -17,6 +17,7 @@ import json
 import logging
 import re
 import sys
+import time
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,6 +27,7 @@ from urllib.parse import unquote
 from pydantic import SecretStr
 
 from parla.daemon.settings import Settings
+from parla.daemon.terminal_text import json_text, visible
 
 MASK = "***"
 
@@ -160,12 +162,12 @@ class JsonFormatter(logging.Formatter):
             entry["exc"] = self.formatException(record.exc_info)
         if record.stack_info:
             entry["stack"] = self.formatStack(record.stack_info)
-        return json.dumps(_scrub(entry), ensure_ascii=False)
+        return json_text(_scrub(entry))
 
 
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
+        return visible(redact(super().format(record)))  # a title or transcript on a terminal
 
 
 class _RedactedStream(io.TextIOBase):
@@ -204,6 +206,38 @@ def redact_output() -> None:
         sys.stderr = _RedactedStream(sys.stderr)
 
 
+class RepeatFilter(logging.Filter):
+    """A warning or error identical to one written less than `window_s` ago (same logger, message
+    and exception) is counted instead of written: a failure that recurs in a tight loop (accept()
+    out of file descriptors, a store that stays locked) cannot fill the disk. The next one written
+    after the window says how many were left out."""
+
+    # Distinct failures remembered at most (the oldest is forgotten first).
+    _REMEMBERED = 1000
+
+    def __init__(self, window_s: float) -> None:
+        super().__init__()
+        self.window_s = window_s
+        self._seen: dict[tuple[str, int, str, str], tuple[float, int]] = {}  # (when written, left out since)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING or self.window_s <= 0:
+            return True
+        exc = record.exc_info[1] if record.exc_info else None
+        key = (record.name, record.levelno, record.getMessage(), repr(exc))
+        now = time.monotonic()
+        written, left_out = self._seen.pop(key, (None, 0))
+        if written is not None and now - written < self.window_s:
+            self._seen[key] = (written, left_out + 1)
+            return False
+        if len(self._seen) >= self._REMEMBERED:
+            del self._seen[next(iter(self._seen))]
+        self._seen[key] = (now, 0)
+        if left_out:
+            record.msg, record.args = f"{record.getMessage()} (and {left_out} more like it not logged)", None
+        return True
+
+
 def configure_logging(settings: Settings) -> None:
     db_url = [settings.supabase_db_url.get_secret_value()] if settings.supabase_db_url is not None else []
     redact.configure(secrets_of(settings), settings.supabase_session_file, fallbacks=db_url)
@@ -212,5 +246,6 @@ def configure_logging(settings: Settings) -> None:
         handler.setFormatter(JsonFormatter())
     else:
         handler.setFormatter(TextFormatter("%(asctime)s %(levelname)s %(name)s %(message)s"))
+    handler.addFilter(RepeatFilter(settings.log_repeat_window_s))
     logging.basicConfig(level=settings.log_level, handlers=[handler], force=True)
     logging.captureWarnings(True)  # a warning's text goes through the same formatter

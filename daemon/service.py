@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from parla.daemon.errors import ServiceError
+from parla.daemon.private_files import private_folder, write_private
 from parla.daemon.settings import Settings, config_file
 
 log = logging.getLogger(__name__)
@@ -112,9 +113,9 @@ def _systemctl(*args: str) -> tuple[bool, str]:
 
 
 def _write_files(settings: Settings, unit: Path, env: Path) -> list[str]:
-    unit.parent.mkdir(parents=True, exist_ok=True)
-    unit.write_text(unit_text(settings), encoding="utf-8")
-    env.parent.mkdir(parents=True, exist_ok=True)
+    private_folder(unit.parent)
+    write_private(unit, unit_text(settings))  # a unit others could append to would run their commands
+    private_folder(env.parent)
     messages = []
     if not env.exists():
         key = settings.gemini_api_key.get_secret_value() if settings.has_gemini_key else ""  # type: ignore[union-attr]

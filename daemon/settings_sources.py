@@ -16,6 +16,7 @@ from dotenv import dotenv_values
 from pydantic import AliasChoices, SecretStr, ValidationError
 
 from parla.daemon.errors import SettingsError
+from parla.daemon.private_files import others_can_change
 from parla.daemon.settings import CONFIG_FILE_VARIABLE, Settings, config_file
 
 SourceKind = Literal["default", "file", ".env", "environment", "command line"]
@@ -102,8 +103,26 @@ def overrides(log_level: str | None = None) -> dict[str, Any]:
     return {"log_level": log_level} if log_level else {}
 
 
+def check_config_files(path: Path) -> None:
+    """Refuse a config file (`path`, or a `.env` in the working folder), or its folder, that another
+    user could change: whoever writes it chooses where the Gemini key goes (live_url) and what the
+    daemon runs with."""
+    files = [(path, "config file")]
+    if DOTENV.is_file():
+        files.append((DOTENV.absolute(), ".env file"))
+    for file, what in files:
+        for target, where in ((file.parent, f"folder of the {what}"), (file, what)):
+            if why := others_can_change(target):
+                mode = "700" if target == file.parent else "600"
+                raise SettingsError(
+                    f"the {where} {target} is not used: {why}; make it yours alone (chmod {mode} {target}) "
+                    "and check what it holds"
+                )
+
+
 def load(log_level: str | None = None) -> Settings:
     """The settings, or a SettingsError that says which value is wrong and where it was set."""
+    check_config_files(config_file())
     _file_settings()  # a broken file is named before pydantic-settings reads it
     given = overrides(log_level)
     try:

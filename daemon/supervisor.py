@@ -155,7 +155,7 @@ class Daemon:
         live_client = self.client or self.mem.client  # no key: fails here with how to set one
         async with (
             self.mem.reembedder,
-            ControlServer(s.control_socket, self._command),
+            ControlServer(s.control_socket, self._command, s.control_request_timeout_s),
             voice_services(self.mem) as voice,
         ):
             self._voice = voice
@@ -189,11 +189,13 @@ class Daemon:
             self._inspector_problem = "the daemon does not serve the inspector (PARLA_UI=false)"
             yield
             return
+        s = self.settings
         async with AsyncExitStack() as stack:
             try:
-                token = await asyncio.to_thread(load_token, self.settings.ui_token_file)
+                token = await asyncio.to_thread(load_token, s.ui_token_file)
                 inspector = Inspector(self.mem, token, self.feed, self._daemon_chat)
-                self.inspector = await stack.enter_async_context(serve_inspector(inspector, self.settings.ui_port))
+                serving = serve_inspector(inspector, s.ui_port, s.ui_max_connections, s.ui_request_timeout_s)
+                self.inspector = await stack.enter_async_context(serving)
                 # the address without its token: this line reaches the journal
                 log.info("memory inspector on %s", self.inspector.address, extra={"event": "ui_ready"})
             except ParlaError as e:

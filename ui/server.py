@@ -17,6 +17,8 @@ import uvicorn
 from parla.memory.errors import ParlaError
 from parla.memory.tasks import cancel_and_wait
 from parla.ui.app import Inspector
+from parla.ui.connections import guarded_protocol
+from parla.ui.limits import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
 
 HOST = "127.0.0.1"
 # Open pages (their event streams end at once on close) get this long to finish their requests.
@@ -60,7 +62,13 @@ def _bind(port: int) -> socket.socket:
 
 
 @contextlib.asynccontextmanager
-async def serve_inspector(inspector: Inspector, port: int) -> AsyncIterator[Serving]:
+async def serve_inspector(
+    inspector: Inspector,
+    port: int,
+    max_connections: int = MAX_CONNECTIONS,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
+) -> AsyncIterator[Serving]:
+    """See ui/connections.py for the bounds."""
     sock = _bind(port)
     # uvicorn writes its access log (every address, token included) whenever that logger has a
     # handler, and with `log_config=None` it inherits the root's (the daemon's log, a test's
@@ -70,6 +78,10 @@ async def serve_inspector(inspector: Inspector, port: int) -> AsyncIterator[Serv
     access.disabled = True
     config = uvicorn.Config(
         inspector.app(),
+        http=guarded_protocol(max_connections, request_timeout_s),
+        # the connections waiting to be accepted, and accepted in one turn of the loop: a flood
+        # closed one by one never holds more descriptors at once than a few times this
+        backlog=max_connections,
         lifespan="off",
         ws="none",
         access_log=False,

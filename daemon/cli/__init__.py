@@ -87,6 +87,7 @@ def main() -> None:
     reader that goes away (`parla chats | head`) ends the command quietly; no secret appears in
     anything printed, tracebacks included."""
     redact_output()
+    os.umask(0o077)  # what it writes is its user's alone (daemon/private_files.py)
     try:
         code = app(prog_name="parla", standalone_mode=False)
     except _NO_ARGS_IS_HELP as e:  # `parla` or `parla memory` alone: the help is the answer

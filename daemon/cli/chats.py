@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 from collections import Counter
 from pathlib import Path
@@ -31,7 +30,9 @@ from parla.daemon.cli.support import (
     when,
 )
 from parla.daemon.errors import CommandFailed
+from parla.daemon.private_files import write_private
 from parla.daemon.settings import Settings
+from parla.daemon.terminal_text import json_text, visible
 
 if TYPE_CHECKING:
     from parla.memory.chat import ChatHistory
@@ -458,14 +459,15 @@ async def export(
             ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
         histories = [await mem.store.load_history(cid) for cid in ids]
     if chosen == "jsonl":
-        text = "".join(json.dumps(export_line(h), ensure_ascii=False) + "\n" for h in histories)
+        text = "".join(json_text(export_line(h)) + "\n" for h in histories)
     else:
         text = "\n".join(export_markdown(h) for h in histories)
     if output is None:
-        sys.stdout.write(text)
+        # on a terminal it is read, not kept: the Markdown's control characters are shown (JSON has none)
+        sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
         return
     try:
-        output.write_text(text, encoding="utf-8")
+        write_private(output, text)
     except OSError as e:
         raise CommandFailed(f"cannot write {output}: {e}") from e
     err.print(f"Wrote {len(histories)} chats to {output} ({chosen}).", markup=False)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -17,8 +16,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from parla.daemon.settings import Settings
+from parla.daemon.terminal_text import json_text, visible
 from parla.memory.errors import ParlaError
 
 if TYPE_CHECKING:
@@ -30,8 +31,17 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 R = TypeVar("R")
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+class _Console(Console):
+    """Every string printed (in tables too) is shown with its control characters made visible:
+    text from chats reaches these consoles everywhere. Rich's own styling is added after."""
+
+    def render_str(self, text: str, **kwargs: Any) -> Text:
+        return super().render_str(visible(text), **kwargs)
+
+
+out = _Console(highlight=False, soft_wrap=True)
+err = _Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 @dataclass
@@ -149,7 +159,7 @@ def when(value: datetime) -> str:
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2) + "\n")
+    sys.stdout.write(json_text(data, indent=2) + "\n")
 
 
 async def store_and_summarise(

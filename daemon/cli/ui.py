@@ -43,7 +43,9 @@ async def ui(
     token = await asyncio.to_thread(load_token, settings.ui_token_file)
     async with open_memory(settings) as mem:
         inspector = Inspector(mem, token, current_chat=lambda: running_daemon_chat(settings.control_socket))
-        async with serve_inspector(inspector, settings.ui_port) as serving:
+        async with serve_inspector(
+            inspector, settings.ui_port, settings.ui_max_connections, settings.ui_request_timeout_s
+        ) as serving:
             _show(serving.url, not no_open)
             err.print("The memory inspector runs until Ctrl-C.", markup=False)
             stop = asyncio.Event()

@@ -1,6 +1,7 @@
 """The control socket under pressure and bad input: a folder others could write to is refused, 200
-clients at once while the daemon's loop is busy each get an answer or a retry message, and deeply
-nested or over-long requests get an error answer without ending the connection handler."""
+clients at once while the daemon's loop is busy each get an answer or a retry message, deeply
+nested or over-long requests get an error answer without ending the connection handler, and
+half-open clients neither keep their place forever nor lock the others (or `stop`) out."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from parla.daemon.control import MAX_LINE, ControlServer, UnsafeSocketFolder, send_command
-from parla.daemon.errors import ControlError
+from parla.daemon.control import MAX_CLIENTS, MAX_LINE, ControlServer, UnsafeSocketFolder, send_command
+from parla.daemon.errors import ControlError, DaemonBusy
 
 
 async def _status(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -127,3 +128,66 @@ async def test_deeply_nested_and_over_long_requests_get_an_error_answer(tmp_path
         (unterminated,) = await _raw(path, b'{"cmd": "say", "text": "' + b"a" * 1_000_000)
         assert not unterminated["ok"] and "longer than" in unterminated["error"]
         assert (await send_command(path, "status")) == {"state": "idle", "cmd": "status"}
+
+
+async def _half_open(path: Path, count: int) -> list[asyncio.StreamWriter]:
+    """`count` clients that each send the start of a request and nothing more."""
+    writers = []
+    for _ in range(count):
+        _, writer = await asyncio.open_unix_connection(str(path))
+        writer.write(b'{"cmd":')
+        await writer.drain()
+        writers.append(writer)
+    return writers
+
+
+async def test_half_open_clients_do_not_lock_the_socket_out(tmp_path):
+    path = tmp_path / "ctl.sock"
+    async with ControlServer(path, _status):
+        held = await _half_open(path, MAX_CLIENTS)
+        try:
+            await asyncio.sleep(0.3)  # they have waited for their request longer than a client ever does
+            for cmd in ("status", "stop", "status"):
+                assert (await asyncio.wait_for(send_command(path, cmd), 10)) == {"state": "idle", "cmd": cmd}
+        finally:
+            for writer in held:
+                writer.close()
+
+
+async def test_a_client_that_never_finishes_its_request_is_told_and_closed(tmp_path):
+    path = tmp_path / "ctl.sock"
+    async with ControlServer(path, _status, request_timeout_s=0.2):
+        reader, writer = await asyncio.open_unix_connection(str(path))
+        try:
+            writer.write(b'{"cmd": "status"}\n{"cmd":')
+            await writer.drain()
+            answered, refused = (await asyncio.wait_for(reader.read(), 10)).splitlines()
+        finally:
+            writer.close()
+        assert json.loads(answered) == {"ok": True, "state": "idle", "cmd": "status"}
+        assert json.loads(refused) == {"ok": False, "error": "no whole request line within 0.2s; closing"}
+
+
+async def test_stop_gets_through_when_every_place_is_being_answered(tmp_path):
+    path = tmp_path / "ctl.sock"
+    release, all_busy = asyncio.Event(), asyncio.Event()
+    busy = [0]
+
+    async def handler(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
+        if cmd == "slow":
+            busy[0] += 1
+            if busy[0] == MAX_CLIENTS:
+                all_busy.set()
+            await release.wait()
+        return {"cmd": cmd}
+
+    async with ControlServer(path, handler):
+        slow = [asyncio.create_task(send_command(path, "slow")) for _ in range(MAX_CLIENTS)]
+        try:
+            await asyncio.wait_for(all_busy.wait(), 10)
+            with pytest.raises(DaemonBusy, match="retry"):
+                await send_command(path, "status")
+            assert (await asyncio.wait_for(send_command(path, "stop"), 10)) == {"cmd": "stop"}
+        finally:
+            release.set()
+            assert await asyncio.gather(*slow) == [{"cmd": "slow"}] * MAX_CLIENTS

@@ -1,7 +1,8 @@
 """kill -9, the small version of `python -m bench.faults`: a few kills at random moments of
 `parla import`, of `parla memory regenerate` and of `parla run` in a live session (typed turns
 answered by the Live emulator), each followed by a restart; no acknowledged turn is lost, none is
-stored twice, the SQLite file passes integrity_check and the chat's memory compacts again."""
+stored twice, the SQLite file passes integrity_check and the chat's memory compacts again. And the
+flood: idle and half-open connections from another user do not take `parla run` down."""
 
 from __future__ import annotations
 
@@ -9,7 +10,16 @@ import random
 
 import pytest
 
-from bench.faults import Figures, compaction_faults, import_faults, live_faults, settings_for
+from bench.faults import (
+    FLOOD_FILE_LIMIT,
+    FLOOD_LOG_LIMIT,
+    Figures,
+    compaction_faults,
+    connection_flood,
+    import_faults,
+    live_faults,
+    settings_for,
+)
 from parla.daemon.memory_services import open_memory
 
 
@@ -42,3 +52,13 @@ async def test_kill_9_during_a_live_session(tmp_path, pulse, live, live_certific
             tmp_path, 2, random.Random(3), mem, live, pulse.env["PULSE_SERVER"], live_certificate[0]
         )
     _clean(figures, 2)
+
+
+async def test_a_flood_of_idle_and_half_open_connections(tmp_path, pulse):
+    """The small version of the flood scenario: the daemon (1,024 files at most) keeps answering and
+    its log stays short. (The latency bound is the benchmark's to report, not asserted here.)"""
+    figures = await connection_flood(tmp_path, pulse.env["PULSE_SERVER"], seconds=4.0)
+    assert (figures.status_failures, figures.page_failures, figures.out_of_files) == (0, 0, False), figures.problems
+    assert figures.status_s and figures.page_s
+    assert figures.closed_by_daemon > 0 and figures.descriptors_peak < FLOOD_FILE_LIMIT
+    assert figures.log_growth < FLOOD_LOG_LIMIT

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 
@@ -50,3 +51,32 @@ def test_tracebacks_stacks_and_extra_fields_are_redacted(capfd, tmp_path, monkey
         assert entry["detail"] == {"url": "postgres://postgres:***@db.internal:5432/postgres", "tokens": ["***"]}
         assert "ConnectionError" in entry["exc"] and entry["stack"]
     logging.basicConfig(force=True)
+
+
+async def test_a_failure_repeated_in_a_tight_loop_is_written_once_per_window(capfd, tmp_path, monkeypatch):
+    """As asyncio reports a listening socket out of file descriptors: thousands of times a second."""
+    monkeypatch.chdir(tmp_path)
+    window = 0.2
+    configure_logging(Settings(log_repeat_window_s=window, log_level="INFO"))
+    loop = asyncio.get_running_loop()
+    out_of_files = {
+        "message": "socket.accept() out of system resource",
+        "exception": OSError(24, "Too many open files"),
+    }
+    try:
+        for _ in range(5000):
+            loop.call_exception_handler(out_of_files)
+        logging.getLogger("parla.test").error("another failure")
+        for _ in range(3):
+            logging.getLogger("parla.test").info("an ordinary line")
+        await asyncio.sleep(window * 1.5)  # the window is over
+        loop.call_exception_handler(out_of_files)
+        lines = capfd.readouterr().err.splitlines()
+    finally:
+        logging.basicConfig(force=True)
+    written = [line for line in lines if "out of system resource" in line]
+    assert len(written) == 2
+    assert "(and 4999 more like it not logged)" in written[1]
+    assert sum("Too many open files" in line for line in lines) == 2  # one traceback each
+    assert sum("another failure" in line for line in lines) == 1
+    assert sum("an ordinary line" in line for line in lines) == 3

@@ -122,7 +122,8 @@ async def serve_sample(store: ChatStore, settings: Settings) -> AsyncIterator[Se
     """The sample chats in `store`, and the inspector over them (no daemon: nothing live)."""
     mem = MemoryServices(settings, store)
     ids = await fill(store, mem.embedder, settings)
-    async with serve_inspector(Inspector(mem, TOKEN), 0) as serving:
+    inspector = Inspector(mem, TOKEN)
+    async with serve_inspector(inspector, 0, settings.ui_max_connections, settings.ui_request_timeout_s) as serving:
         yield Served(serving, mem, ids)
 
 
