@@ -122,11 +122,14 @@ class LocalCopyStore:
             log.info("the local copy was not updated: %s", e)
 
     async def _has_chat(self, chat: Chat) -> None:
-        """The chat's row in the copy (its title and creation as the remote has them)."""
+        """The chat's row in the copy, with its title as the remote has it (renamed elsewhere)."""
         try:
-            await self.local.get_chat(chat.id)
+            held = await self.local.get_chat(chat.id)
         except ChatNotFound:
             await self.local.create_chat(chat_id=chat.id, title=chat.title, created_at=chat.created_at)
+            return
+        if chat.title and held.title != chat.title:
+            await self.local.rename_chat(chat.id, chat.title)
 
     async def _copy_turns(self, chat: Chat, turns: Sequence[Turn]) -> None:
         """Turns the remote stored (with its seqs) into the copy, after any it lacks before them."""

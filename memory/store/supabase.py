@@ -29,10 +29,11 @@ outbox replay and its retry policy).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Self, TypeVar
+from typing import Any, Self
 
 import httpx
 import numpy as np
@@ -87,7 +88,7 @@ from parla.memory.store.supabase_writes import USER_WRITES, SupabaseWrites
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.turn import MessageRange, Turn, new_id
 
-T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _PIN_COLUMNS = "id,chat_id,content,importance,pin_type,source_turn_id,source_seq,created_at,forgotten_at"
 _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
@@ -215,7 +216,21 @@ class SupabaseChatStore(SupabaseWrites):
         p = entry.payload
         results = []
         for number, page in enumerate(chunks(p["turns"], _TURN_PAGE)):
-            if entry.op == "create_chat" and number == 0:
+            create = entry.op == "create_chat" and number == 0
+            if not create:
+                try:
+                    data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=page)
+                except ChatNotFound:
+                    if number:
+                        raise
+                    # Talk wins over delete: the chat was deleted (on another device) while this one
+                    # talked in it; it comes back with what was said here since, so nothing said is lost.
+                    # Another user's chat id stays refused: its creation fails the same way.
+                    log.warning(
+                        "chat %s was deleted elsewhere: brought back with the turns said in it here", entry.chat_id
+                    )
+                    create = True
+            if create:
                 data = await self._rpc(
                     "create_chat",
                     "create a chat",
@@ -224,8 +239,6 @@ class SupabaseChatStore(SupabaseWrites):
                     p_created_at=p.get("created_at"),
                     p_turns=page,
                 )
-            else:
-                data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=page)
             results.append(data)
         return append_result(results, [Turn.model_validate(t) for t in p["turns"]])
 
