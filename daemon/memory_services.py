@@ -204,7 +204,7 @@ async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
     await asyncio.to_thread(create_private, settings.copy_path)
     await asyncio.to_thread(tighten, settings.copy_path)
     async with remote, SQLiteChatStore(settings.copy_path) as copy:
-        yield LocalCopyStore(remote, copy)
+        yield LocalCopyStore(remote, copy, settings.supabase_recheck_s)
 
 
 @asynccontextmanager

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from parla.memory.store.local_copy import LocalCopyStore
     from parla.memory.store.supabase import SupabaseChatStore
     from parla.voice.config import VoiceConfig
     from tests.peers.live_emulator import LiveEmulator
@@ -110,6 +112,18 @@ async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> Sup
     return await SupabaseChatStore.connect(
         peer.url, peer.anon_key, outbox_path=tmp_path / f"outbox-{email}.db", session_file=session
     )
+
+
+@asynccontextmanager
+async def copied_store(peer, tmp_path, recheck_s: float = 30.0) -> AsyncIterator[LocalCopyStore]:
+    """The Supabase store of one device with its local copy, as the daemon opens them."""
+    from parla.memory.store.local_copy import LocalCopyStore
+    from parla.memory.store.supabase import RetryPolicy
+
+    remote = await signed_in_store(peer, tmp_path)
+    remote.retry = RetryPolicy(attempts=1, delay=0.05, max_delay=0.2)
+    async with remote, SQLiteChatStore(tmp_path / "copy.db") as local:
+        yield LocalCopyStore(remote, local, recheck_s)
 
 
 @pytest.fixture(params=["sqlite", "supabase"])

@@ -13,7 +13,9 @@ vectors its compaction made.
   missing from it. A write the user asks for is applied to the copy and waits in the outbox
   (`WriteQueued` is raised on, so the caller can say it will reach the other devices later).
   Background writes (a compaction, an index) fail as before and are tried again later.
-- `pending_writes().offline` says whether the last request found the server away.
+- `pending_writes().offline` says whether the last request found the server away; for
+  `recheck_s` after that, reads go to the copy without trying the remote. Writes are tried (and
+  queued) as before, and one that reaches the server (or a `flush`) ends it.
 
 Sequence numbers: turns are copied in the remote's order; a chat this device is behind on is
 brought up to date from the remote before a turn is copied (one request, only when behind). Turns
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import TypeVar
@@ -61,10 +64,22 @@ T = TypeVar("T")
 class LocalCopyStore:
     """`ChatStore` over `remote`, with `local` as this device's copy. The caller opens and closes both."""
 
-    def __init__(self, remote: ChatStore, local: ChatStore) -> None:
+    def __init__(self, remote: ChatStore, local: ChatStore, recheck_s: float = 30.0) -> None:
+        """`recheck_s`: once the remote was found away, reads go to the copy alone for that long
+        (a network that drops packets would otherwise cost each read the remote's timeout)."""
         self.remote = remote
         self.local = local
-        self.offline = False  # the last request to the remote found it away
+        self.recheck_s = recheck_s
+        self._away_until = 0.0  # monotonic time until which reads skip the remote
+
+    @property
+    def offline(self) -> bool:
+        """The last request to the remote found it away."""
+        return self._away_until > 0
+
+    @offline.setter
+    def offline(self, away: bool) -> None:
+        self._away_until = time.monotonic() + self.recheck_s if away else 0.0
 
     # -- the two paths ---------------------------------------------------------------------
 
@@ -75,6 +90,8 @@ class LocalCopyStore:
         copy: Callable[[T], Awaitable[object]] | None = None,
     ) -> T:
         """The remote's answer (copied with `copy`), or the local copy's when the remote is away."""
+        if time.monotonic() < self._away_until:
+            return await local()
         try:
             result = await remote()
         except StoreOffline:

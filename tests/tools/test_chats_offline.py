@@ -4,17 +4,11 @@ once, reads come from this device's copy, and all of it reaches the server, in o
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-
 import pytest
 
 from parla.memory.compaction import Compactor
 from parla.memory.errors import WriteQueued
 from parla.memory.search import ChatSearch
-from parla.memory.store.local_copy import LocalCopyStore
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.store.supabase import RetryPolicy
 from parla.memory.turn import Turn
 from parla.tools.chats import (
     ChatTools,
@@ -26,7 +20,7 @@ from parla.tools.chats import (
     RenameArgs,
     SwitchArgs,
 )
-from tests.conftest import signed_in_store
+from tests.conftest import copied_store
 from tests.tools.test_chats import Session
 
 PAPERS = [
@@ -37,15 +31,6 @@ GARDEN = [
     ("user", "The tomato seedlings on the balcony have yellow leaves after the cold night."),
     ("model", "Cold stress turns tomato leaves yellow; bring the seedlings inside at night."),
 ]
-
-
-@asynccontextmanager
-async def copied_store(peer, tmp_path, email: str = "ada@example.com") -> AsyncIterator[LocalCopyStore]:
-    """The Supabase store of one device with its local copy, as the daemon opens them."""
-    remote = await signed_in_store(peer, tmp_path, email)
-    remote.retry = RetryPolicy(attempts=1, delay=0.05, max_delay=0.2)
-    async with remote, SQLiteChatStore(tmp_path / f"copy-{email}.db") as local:
-        yield LocalCopyStore(remote, local)
 
 
 async def chat_about(store, compactor, title, said) -> str:
