@@ -6,7 +6,8 @@ written through it, as compaction and the window indexer leave them:
 
 - a spoken switch (the `switch_chat` tool, then the winner's seed), p50 / p95, online (Supabase
   answers; the copy is updated on the way) and offline (the shim refuses every connection; the
-  copy answers), beside the same switch on the SQLite store alone (the figure offline aims at);
+  copy answers), beside the same switch on the Supabase store without a copy and on the SQLite
+  store alone (the figure offline aims at);
 - 1,000 writes queued while offline (turns, pins, renames, forgets of those pins and new chats, in
   turn), then the time to replay them once Supabase answers again.
 """
@@ -65,47 +66,52 @@ async def queue_writes(store: LocalCopyStore, chat_ids: list[str]) -> float:
 
 async def main(quick: bool) -> None:
     chats, runs = (200, 20) if quick else (1000, 60)
-    with tempfile.TemporaryDirectory() as tmp:
-        async with SQLiteChatStore(Path(tmp) / "sqlite.db") as alone:
-            await fill(alone, chats, 50)
-            _, sqlite_ms = await switch_times(alone, runs)
-        cluster = PostgresCluster()
-        try:
-            with PostgrestShim(cluster.new_database(), pool_size=2) as shim:
-                shim.create_user("bench@example.com", "pw")
-                session = Path(tmp) / "session.json"
-                await sign_in(shim.url, ANON_KEY, "bench@example.com", "pw", session)
-                remote = await SupabaseChatStore.connect(
-                    shim.url,
-                    ANON_KEY,
-                    outbox_path=Path(tmp) / "outbox.db",
-                    session_file=session,
-                    retry=RetryPolicy(attempts=1, delay=60.0, max_delay=60.0),  # the replay is timed here
+    cluster = PostgresCluster()
+    try:
+        with tempfile.TemporaryDirectory() as tmp, PostgrestShim(cluster.new_database(), pool_size=2) as shim:
+            shim.create_user("bench@example.com", "pw")
+            session = Path(tmp) / "session.json"
+            await sign_in(shim.url, ANON_KEY, "bench@example.com", "pw", session)
+            remote = await SupabaseChatStore.connect(
+                shim.url,
+                ANON_KEY,
+                outbox_path=Path(tmp) / "outbox.db",
+                session_file=session,
+                retry=RetryPolicy(attempts=1, delay=60.0, max_delay=60.0),  # the replay is timed here
+            )
+            async with (
+                remote,
+                SQLiteChatStore(Path(tmp) / "copy.db") as copy,
+                SQLiteChatStore(Path(tmp) / "alone.db") as alone,
+            ):
+                store = LocalCopyStore(remote, copy)
+                filled = await fill(store, chats, 50)
+                await fill(alone, chats, 50)
+                print(f"{chats:,} chats of 50 turns written through the copy in {filled:.1f} s; {runs} switches each")
+                # measured one after the other, each warmed up by one switch
+                _, remote_ms = await switch_times(remote, runs)
+                _, online_ms = await switch_times(store, runs)
+                shim.refuse()
+                _, offline_ms = await switch_times(store, runs)
+                _, sqlite_ms = await switch_times(alone, runs)
+                row("switch, Supabase alone (no copy)", remote_ms)
+                row("switch, Supabase online (with the copy)", online_ms)
+                row("switch, Supabase offline (the copy)", offline_ms)
+                row("switch, SQLite store alone", sqlite_ms)
+                ids = [c.id for c in await store.list_chats(limit=chats)]
+                queued = await queue_writes(store, ids)
+                waiting = (await store.pending_writes()).waiting
+                print(
+                    f"{waiting:,} writes queued offline, answered in {queued:.2f} s ({queued / WRITES * 1000:.2f} ms each)"
                 )
-                async with remote, SQLiteChatStore(Path(tmp) / "copy.db") as copy:
-                    store = LocalCopyStore(remote, copy)
-                    filled = await fill(store, chats, 50)
-                    print(f"{chats:,} chats of 50 turns through the copy, filled in {filled:.1f} s")
-                    _, online_ms = await switch_times(store, runs)
-                    shim.refuse()
-                    _, offline_ms = await switch_times(store, runs)
-                    row("switch, SQLite store alone", sqlite_ms)
-                    row("switch, Supabase online", online_ms)
-                    row("switch, Supabase offline (the copy)", offline_ms)
-                    ids = [c.id for c in await store.list_chats(limit=chats)]
-                    queued = await queue_writes(store, ids)
-                    waiting = (await store.pending_writes()).waiting
-                    print(
-                        f"{waiting:,} writes queued offline, answered in {queued:.2f} s ({queued / WRITES * 1000:.2f} ms each)"
-                    )
-                    shim.recover()
-                    started = time.perf_counter()
-                    sent = await store.flush()
-                    replay = time.perf_counter() - started
-                    left = (await store.pending_writes()).waiting
-                    print(f"replay once Supabase answers: {sent:,} writes in {replay:.2f} s, {left} left")
-        finally:
-            cluster.close()
+                shim.recover()
+                started = time.perf_counter()
+                sent = await store.flush()
+                replay = time.perf_counter() - started
+                left = (await store.pending_writes()).waiting
+                print(f"replay once Supabase answers: {sent:,} writes in {replay:.2f} s, {left} left")
+    finally:
+        cluster.close()
 
 
 if __name__ == "__main__":

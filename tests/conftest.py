@@ -126,11 +126,14 @@ async def copied_store(peer, tmp_path, recheck_s: float = 30.0) -> AsyncIterator
         yield LocalCopyStore(remote, local, recheck_s)
 
 
-@pytest.fixture(params=["sqlite", "supabase"])
+@pytest.fixture(params=["sqlite", "supabase", "supabase-copy"])
 async def any_store(request, tmp_path):
-    """The contract suite runs once per store."""
+    """The contract suite runs once per store (and on Supabase with this device's copy, as the daemon opens it)."""
     if request.param == "sqlite":
         async with SQLiteChatStore(tmp_path / "parla.db") as s:
+            yield s
+    elif request.param == "supabase-copy":
+        async with copied_store(request.getfixturevalue("supabase"), tmp_path) as s:
             yield s
     else:
         async with await signed_in_store(request.getfixturevalue("supabase"), tmp_path) as s:

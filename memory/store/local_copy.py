@@ -12,7 +12,8 @@ vectors its compaction made.
   switching, listing, recalling and forgetting work; chats added on other devices meanwhile are
   missing from it. A write the user asks for is applied to the copy and waits in the outbox
   (`WriteQueued` is raised on, so the caller can say it will reach the other devices later).
-  Background writes (a compaction, an index) fail as before and are tried again later.
+  Background writes (a compaction, an index) fail as before and are tried again later; while
+  reads come from the copy they are not sent either, since the copy may lack other devices' turns.
 - `pending_writes().offline` says whether the last request found the server away; for
   `recheck_s` after that, reads go to the copy without trying the remote. Writes are tried (and
   queued) as before, and one that reaches the server (or a `flush`) ends it.
@@ -121,7 +122,17 @@ class LocalCopyStore:
     async def _background(
         self, remote: Callable[[], Awaitable[T]], copy: Callable[[T], Awaitable[object]] | None = None
     ) -> T:
-        """A write the device makes by itself (compaction, index, the outbox's flush): the remote's, copied."""
+        """A write the device makes by itself (compaction, index): the remote's, copied. Refused
+        while reads come from the copy: what it was made from may lack what other devices added
+        (their turns shift the numbers), so it is made again from the remote's answers later."""
+        if self.offline:
+            raise StoreOffline("Supabase was away a moment ago: this waits until it answers again")
+        return await self._reach(remote, copy)
+
+    async def _reach(
+        self, remote: Callable[[], Awaitable[T]], copy: Callable[[T], Awaitable[object]] | None = None
+    ) -> T:
+        """The remote's call, copied; whether it answered sets `offline`."""
         try:
             result = await remote()
         except StoreOffline:
@@ -154,6 +165,8 @@ class LocalCopyStore:
             return
         await self._has_chat(chat)
         have = (await self.local.get_chat(chat.id)).turn_count
+        if turns[-1].seq and have >= turns[-1].seq:
+            return  # held already: a switch back to a chat costs no write
         first = turns[0].seq or have + 1
         if have < first - 1:  # behind: another device talked in this chat
             await self.local.append_turns(chat.id, await self.remote.load_turns(chat.id, have + 1, first - 1))
@@ -234,7 +247,8 @@ class LocalCopyStore:
     ) -> MemorySnapshot:
         async def copy(snapshot: MemorySnapshot) -> None:
             await self._copy_turns(snapshot.chat, snapshot.tail)
-            await self.local.add_new_pins(snapshot.pins)
+            if snapshot.pins:
+                await self.local.add_new_pins(snapshot.pins)
 
         return await self._read(
             lambda: self.remote.load_memory(chat_id, min_importance=min_importance, important_limit=important_limit),
@@ -364,7 +378,7 @@ class LocalCopyStore:
     # -- the remote's own ------------------------------------------------------------------
 
     async def flush(self) -> int:
-        return await self._background(self.remote.flush)
+        return await self._reach(self.remote.flush)
 
     async def pending_writes(self) -> PendingWrites:
         return dataclasses.replace(await self.remote.pending_writes(), offline=self.offline)

@@ -7,11 +7,12 @@ from __future__ import annotations
 import pytest
 
 from parla.memory.compaction import Compactor
-from parla.memory.errors import WriteQueued
+from parla.memory.errors import ChatNotFound, WriteQueued
 from parla.memory.search import ChatSearch
 from parla.memory.turn import Turn
 from parla.tools.chats import (
     ChatTools,
+    DeleteChatArgs,
     ForgetArgs,
     ListChatsArgs,
     NewChatArgs,
@@ -68,7 +69,11 @@ async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arr
         with pytest.raises(WriteQueued):  # the session stores what was said there; it waits too
             await store.append_turns(new["chat_id"], said)
         assert [t.id for t in (await store.load_memory(new["chat_id"])).tail] == [t.id for t in said]
-        assert (await store.pending_writes()).waiting == 5
+        asked = await tools.delete_chat(DeleteChatArgs(chat_id=garden))
+        deleted = await tools.delete_chat(DeleteChatArgs(chat_id=garden, confirmation=asked["confirmation"]))
+        assert (deleted["result"], deleted["queued"]) == ("deleted", True)
+        assert garden not in {c["chat_id"] for c in (await tools.list_chats(ListChatsArgs(limit=5)))["chats"]}
+        assert (await store.pending_writes()).waiting == 6
 
         supabase.shim.recover()
         await store.flush()
@@ -77,4 +82,6 @@ async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arr
         assert [p.content for p in await remote.list_pins(papers, forgotten=True)] == ["My passport expires in May"]
         created = await remote.load_history(new["chat_id"])
         assert created.chat.title == "Birthday party" and [t.id for t in created.full_history] == [t.id for t in said]
+        with pytest.raises(ChatNotFound):
+            await remote.get_chat(garden)
         assert await store.pending_writes() == (await remote.pending_writes()) and not store.offline
