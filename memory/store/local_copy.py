@@ -94,30 +94,18 @@ class LocalCopyStore:
         if time.monotonic() < self._away_until:
             return await local()
         try:
-            result = await remote()
+            return await self._reach(remote, copy)
         except StoreOffline:
-            self.offline = True
             return await local()
-        self.offline = False
-        if copy is not None:
-            await self._copy(copy(result))
-        return result
 
     async def _write(self, remote: Callable[[], Awaitable[T]], copy: Callable[[T | None], Awaitable[object]]) -> T:
         """The remote's write, copied locally (`copy` gets its result); a write queued in the
         outbox is applied to the copy (`copy` gets None) and `WriteQueued` raised on."""
         try:
-            result = await remote()
+            return await self._reach(remote, copy)
         except WriteQueued:
-            self.offline = True
             await self._copy(copy(None))
             raise
-        except StoreOffline:
-            self.offline = True
-            raise
-        self.offline = False
-        await self._copy(copy(result))
-        return result
 
     async def _background(
         self, remote: Callable[[], Awaitable[T]], copy: Callable[[T], Awaitable[object]] | None = None
