@@ -41,7 +41,7 @@ from supabase import AsyncClient, AsyncClientOptions, acreate_client
 
 from parla.memory.chat import Chat, ChatHistory, storable_title
 from parla.memory.embedding import EmbeddedText
-from parla.memory.errors import ChatNotFound, StoreError
+from parla.memory.errors import ChatNotFound, StoreError, StoreOffline
 from parla.memory.facts import FactBlock
 from parla.memory.importance import IMPORTANT
 from parla.memory.pins import Pin
@@ -96,6 +96,19 @@ _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_te
 # inside the statement timeout (8 s for signed-in users), whatever the chat's length.
 _TURN_PAGE = 500
 _VECTOR_PAGE = 250  # new vectors per request when re-embedding (768 floats each)
+
+
+async def _signed_in(client: AsyncClient, url: str) -> None:
+    """Raises unless a session is saved. One that needs a refresh while Supabase is away is
+    refreshed before the first request that reaches it, so Parla starts (from this device's copy)."""
+    try:
+        session = await client.auth.get_session()
+    except Exception as e:
+        if isinstance(supabase_error(e, "refresh the session"), StoreOffline):
+            return
+        raise
+    if session is None:
+        raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
 
 
 class SupabaseChatStore(SupabaseWrites):
@@ -160,8 +173,8 @@ class SupabaseChatStore(SupabaseWrites):
             options.storage = FileSessionStorage(session_file)
         try:
             client = await acreate_client(url, key, options)
-            if user_id is None and await client.auth.get_session() is None:
-                raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
+            if user_id is None:
+                await _signed_in(client, url)
         except Exception as e:
             await http.aclose()
             if isinstance(e, StoreError):

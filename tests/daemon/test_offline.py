@@ -1,10 +1,12 @@
 """The daemon on the Supabase store when the store does not answer at start (the peer's network
-cut with `refuse()`): it starts in the last chat from this device's copy, talks, and `parla status`
-says what waits to be sent; everything reaches the server once it is back."""
+cut with `refuse()`, the saved session's access token expired): it starts in the last chat from
+this device's copy, talks, and `parla status` says what waits to be sent; everything reaches the
+server once it is back."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 from pydantic import SecretStr
 from typer.testing import CliRunner
@@ -50,6 +52,7 @@ async def test_the_daemon_starts_in_the_last_chat_and_talks_with_the_store_away(
         await conn.closed.wait()
 
     live.script = script
+    _expire(session)  # its access token too: it cannot be refreshed before Supabase is back
     supabase.shim.refuse()
     async with open_memory(settings) as mem:
         chat_id, title = await chat_for(mem, None, False)
@@ -82,6 +85,14 @@ async def test_the_daemon_starts_in_the_last_chat_and_talks_with_the_store_away(
             daemon.stop()
             await asyncio.wait_for(task, settings.shutdown_timeout_s + 5)
     assert [t.text for t in history] == [*(t.text for t in said), "And Nara?", "Nara has the deer park."]
+
+
+def _expire(session_file) -> None:
+    """The saved session as after a night away: its access token has expired."""
+    saved = json.loads(session_file.read_text())
+    for key, value in saved.items():
+        saved[key] = json.dumps({**json.loads(value), "expires_at": 1})
+    session_file.write_text(json.dumps(saved))
 
 
 async def _history_once_sent(store, chat_id):
