@@ -54,6 +54,7 @@ OutboxOp = Literal[
     "set_fact_lines",
 ]
 _OPS = ", ".join(f"'{op}'" for op in get_args(OutboxOp))
+_TURN_OPS = ("create_chat", "append_turns")
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS outbox (
@@ -280,19 +281,24 @@ class Outbox:
     # -- entries ---------------------------------------------------------------------------
 
     async def put(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> int:
-        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same write queued
-        before (a caller trying again after an outage or a refusal) is queued in the entry it has,
-        not in a second one."""
+        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same turns queued
+        before (a caller trying again after an outage or a refusal) are queued in the entry they
+        have, not in a second one. Any other write is queued anew: a rename back to an earlier
+        title must still come after the rename between them."""
         row = (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False))
 
         async def insert(db: aiosqlite.Connection) -> int:
-            again = await (
-                await db.execute(
-                    "UPDATE outbox SET failed = NULL WHERE id = (SELECT max(id) FROM outbox WHERE remote = ? "
-                    "AND op = ? AND chat_id = ? AND payload = ?) RETURNING id",
-                    row,
-                )
-            ).fetchone()
+            again = (
+                await (
+                    await db.execute(
+                        "UPDATE outbox SET failed = NULL WHERE id = (SELECT max(id) FROM outbox WHERE remote = ? "
+                        "AND op = ? AND chat_id = ? AND payload = ?) RETURNING id",
+                        row,
+                    )
+                ).fetchone()
+                if op in _TURN_OPS
+                else None
+            )
             if again is not None:
                 entry_id = int(again[0])
             else:

@@ -208,3 +208,14 @@ async def test_an_outbox_of_the_previous_version_keeps_its_entries_and_takes_eve
         assert [(e.id, e.op) for e in await outbox.pending()] == [(7, "append_turns"), (pin, "add_pin")] and pin > 7
     finally:
         await outbox.close()
+
+
+async def test_a_write_back_to_an_earlier_value_is_queued_after_the_ones_between(tmp_path):
+    outbox = Outbox(tmp_path / "outbox.db", "r")
+    await outbox.open()
+    try:
+        for title in ("Japan", "Kyoto", "Japan"):  # renamed, then back, while the store is away
+            await outbox.put("rename_chat", "c", {"title": title})
+        assert [e.payload["title"] for e in await outbox.pending()] == ["Japan", "Kyoto", "Japan"]
+    finally:
+        await outbox.close()
