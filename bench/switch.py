@@ -72,12 +72,11 @@ async def fill(store: ChatStore, chats: int, turns: int) -> float:
     return time.perf_counter() - started
 
 
-async def measure(name: str, store: ChatStore, chats: int, turns: int, runs: int) -> ChatTools:
-    filled = await fill(store, chats, turns)
+async def switch_times(store: ChatStore, runs: int) -> tuple[ChatTools, list[float]]:
+    """`runs` switches (the tool, then the winner's seed), each in ms, after one to warm up."""
     first = (await store.list_chats(limit=1))[0].id
     session = Session(first)
     tools = ChatTools(store, ChatSearch(store, EMBEDDER, CONFIG), EMBEDDER, session, CONFIG)
-    queries = await embed_texts(EMBEDDER, REQUESTS, "query")
 
     async def switch(i: int) -> None:
         answer = await tools.switch_chat(SwitchArgs(query=REQUESTS[i % len(REQUESTS)]))
@@ -86,7 +85,13 @@ async def measure(name: str, store: ChatStore, chats: int, turns: int, runs: int
         session.chat_id = first
 
     await switch(0)  # warm: the SQLite store loads its vector matrix once after writes
-    ours = await timed(switch, runs)
+    return tools, await timed(switch, runs)
+
+
+async def measure(name: str, store: ChatStore, chats: int, turns: int, runs: int) -> ChatTools:
+    filled = await fill(store, chats, turns)
+    queries = await embed_texts(EMBEDDER, REQUESTS, "query")
+    tools, ours = await switch_times(store, runs)
     base = await timed(lambda i: store.search(queries[i % len(queries)], 20), runs)
     p50, base50 = percentile(ours, 0.5), percentile(base, 0.5)
     texts = (await store.stats()).embedded_texts

@@ -25,6 +25,7 @@ from parla.memory.reembed import BackgroundReembed
 from parla.memory.refused import RefusedTurns
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
+from parla.memory.store.local_copy import LocalCopyStore
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.sqlite_file import create_private, tighten
 from parla.memory.summarizers import Summarizer
@@ -193,12 +194,17 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
 
 @asynccontextmanager
 async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
-    if settings.store == "supabase":
-        store: SQLiteChatStore | SupabaseChatStore = await connect_supabase(settings)
-    else:
-        store = SQLiteChatStore(settings.store_path)
-    async with store:
-        yield store
+    """The store the settings name; Supabase with this device's copy, which answers while it is away."""
+    if settings.store != "supabase":
+        async with SQLiteChatStore(settings.store_path) as store:
+            yield store
+        return
+    remote = await connect_supabase(settings)
+    # the copy holds the user's chats: as private as the SQLite store
+    await asyncio.to_thread(create_private, settings.copy_path)
+    await asyncio.to_thread(tighten, settings.copy_path)
+    async with remote, SQLiteChatStore(settings.copy_path) as copy:
+        yield LocalCopyStore(remote, copy, settings.supabase_recheck_s)
 
 
 @asynccontextmanager

@@ -57,6 +57,17 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         default_factory=default_store_path,
         description="The SQLite file: the local store, and the outbox of the Supabase store.",
     )
+    supabase_copy_path: UserPath | None = Field(
+        None,
+        description="This device's copy of the Supabase chats it wrote or read (a SQLite file), which answers "
+        "while Supabase is away; default: `supabase-copy.db` beside store_path.",
+    )
+    supabase_recheck_s: float = Field(
+        30.0,
+        gt=0,
+        description="Once Supabase was found away, seconds during which reads come from this device's copy "
+        "without trying it; a write that reaches it (the next stored turn) ends that sooner.",
+    )
     supabase_url: str | None = Field(None, description="The Supabase project URL, https://<ref>.supabase.co.")
     supabase_key: SecretStr | None = Field(
         None, description="The project's anon (publishable) key, used with the session of `parla login`."
@@ -136,6 +147,10 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
             dotenv_settings,
             TomlConfigSettingsSource(settings_cls, toml_file=config_file()),
         )
+
+    @property
+    def copy_path(self) -> Path:
+        return self.supabase_copy_path or self.store_path.with_name("supabase-copy.db")
 
     @property
     def has_gemini_key(self) -> bool:

@@ -39,6 +39,11 @@ class StoreOffline(StoreError):
     """The remote store cannot be reached. Turns being written are safe in the local outbox."""
 
 
+class WriteQueued(StoreOffline):
+    """The remote store is away and the write is kept in the local outbox (and the local copy):
+    it reaches the server, in order, when it answers again. What the user asked for is done here."""
+
+
 class StoreRefused(StoreError):
     """The server refused a request for good (bad input): retrying the same request cannot help."""
 

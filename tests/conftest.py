@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from parla.memory.store.local_copy import LocalCopyStore
     from parla.memory.store.supabase import SupabaseChatStore
     from parla.voice.config import VoiceConfig
     from tests.peers.live_emulator import LiveEmulator
@@ -125,11 +127,26 @@ async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> Sup
     )
 
 
-@pytest.fixture(params=["sqlite", "supabase"])
+@asynccontextmanager
+async def copied_store(peer, tmp_path, recheck_s: float = 30.0) -> AsyncIterator[LocalCopyStore]:
+    """The Supabase store of one device with its local copy, as the daemon opens them."""
+    from parla.memory.store.local_copy import LocalCopyStore
+    from parla.memory.store.supabase import RetryPolicy
+
+    remote = await signed_in_store(peer, tmp_path)
+    remote.retry = RetryPolicy(attempts=1, delay=0.05, max_delay=0.2)
+    async with remote, SQLiteChatStore(tmp_path / "copy.db") as local:
+        yield LocalCopyStore(remote, local, recheck_s)
+
+
+@pytest.fixture(params=["sqlite", "supabase", "supabase-copy"])
 async def any_store(request, tmp_path):
-    """The contract suite runs once per store."""
+    """The contract suite runs once per store (and on Supabase with this device's copy, as the daemon opens it)."""
     if request.param == "sqlite":
         async with SQLiteChatStore(tmp_path / "parla.db") as s:
+            yield s
+    elif request.param == "supabase-copy":
+        async with copied_store(request.getfixturevalue("supabase"), tmp_path) as s:
             yield s
     else:
         async with await signed_in_store(request.getfixturevalue("supabase"), tmp_path) as s:

@@ -6,28 +6,36 @@ delete_chat acts only on a second call that carries the confirmation the first o
 user said yes; the confirmation names one chat, is used once and lapses after `delete_confirm_s`. The
 chat the conversation is in is never deleted: the model is told to move out first (new_chat or
 switch_chat), and to delete once the move is done, since the turns said before the move are still
-being stored in that chat."""
+being stored in that chat.
+
+When the store's server is away, a write the user asks for (remember, new_chat, rename_chat, forget,
+delete_chat) is kept in the store's outbox (`WriteQueued`) and the tool answers at once with what was
+done, marked `queued`: the model tells the user it is done here and reaches their other devices once
+the store answers again. A new chat's id is chosen here, so the conversation moves into it at once."""
 
 from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Awaitable
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
-from parla.memory.errors import ChatNotFound
+from parla.memory.errors import ChatNotFound, WriteQueued
 from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten
 from parla.memory.pins import Pin
 from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
-from parla.memory.turn import utcnow
+from parla.memory.turn import new_id, utcnow
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
+
+T = TypeVar("T")
 
 
 class ChatSession(Protocol):
@@ -59,6 +67,28 @@ def spoken_when(moment: datetime, now: datetime | None = None) -> str:
     if days < 60:
         return f"{days // 7} weeks ago"
     return f"on {moment.day} {moment:%B %Y}"
+
+
+# what a tool adds to its answer when the write waits in the outbox
+_QUEUED = {
+    "queued": True,
+    "queued_note": "Done on this device; the store is unreachable, so it reaches the user's other devices once it is back.",
+}
+
+
+_FROM_COPY = {
+    "offline": True,
+    "offline_note": "The store is unreachable: this comes from this device's copy; chats added on other devices "
+    "since it was last reached may be missing.",
+}
+
+
+async def _kept(write: Awaitable[T], done: T) -> tuple[T, dict[str, Any]]:
+    """The write's result, or `done` (what it does) with the queued note when it waits in the outbox."""
+    try:
+        return await write, {}
+    except WriteQueued:
+        return done, _QUEUED
 
 
 def _chat_card(chat_id: str, title: str | None, last: datetime) -> dict[str, Any]:
@@ -192,6 +222,13 @@ class ChatTools:
         }
 
     async def switch_chat(self, args: SwitchArgs) -> dict[str, Any]:
+        return {**await self._switch_chat(args), **await self._from_copy()}
+
+    async def _from_copy(self) -> dict[str, Any]:
+        """The note for an answer read from this device's copy while the store is away."""
+        return _FROM_COPY if (await self.store.pending_writes()).offline else {}
+
+    async def _switch_chat(self, args: SwitchArgs) -> dict[str, Any]:
         if args.chat_id:
             chats = await self.store.find_chats(args.chat_id)
             if len(chats) != 1:
@@ -216,9 +253,16 @@ class ChatTools:
 
     async def new_chat(self, args: NewChatArgs) -> dict[str, Any]:
         topic = args.topic.strip() if args.topic else None
-        chat = (await self.store.create_chat(title=topic or None)).chat
-        self.session.switch(chat.id)
-        return {"result": "switching", "chat_id": chat.id, "title": topic or "(untitled)", "say": "A new chat is open."}
+        chat_id = new_id()
+        _, queued = await _kept(self.store.create_chat(chat_id=chat_id, title=topic or None), None)
+        self.session.switch(chat_id)
+        return {
+            "result": "switching",
+            "chat_id": chat_id,
+            "title": topic or "(untitled)",
+            "say": "A new chat is open.",
+            **queued,
+        }
 
     async def list_chats(self, args: ListChatsArgs) -> dict[str, Any]:
         chats = await self.store.list_chats(limit=args.limit)
@@ -226,23 +270,24 @@ class ChatTools:
             "chats": [
                 {**_chat_card(c.id, c.title, c.last_activity_at), "current": c.id == self.session.chat_id}
                 for c in chats
-            ]
+            ],
+            **await self._from_copy(),
         }
 
     async def rename_chat(self, args: RenameArgs) -> dict[str, Any]:
-        chat = await self.store.rename_chat(self.session.chat_id, args.title.strip())
-        return {"result": "renamed", "title": chat.title}
+        title = args.title.strip()
+        renamed, queued = await _kept(self.store.rename_chat(self.session.chat_id, title), None)
+        return {"result": "renamed", "title": renamed.title if renamed else title, **queued}
 
     async def remember(self, args: RememberArgs) -> dict[str, Any]:
-        pin = await self.store.add_pin(
-            Pin(chat_id=self.session.chat_id, content=args.fact.strip(), importance=args.importance)
-        )
-        return {"result": "remembered", "pin_id": pin.id, "fact": pin.content}
+        asked = Pin(chat_id=self.session.chat_id, content=args.fact.strip(), importance=args.importance)
+        pin, queued = await _kept(self.store.add_pin(asked), asked)
+        return {"result": "remembered", "pin_id": pin.id, "fact": pin.content, **queued}
 
     async def recall(self, args: RecallArgs) -> dict[str, Any]:
         found = await self.recaller.recall(args.query, None if args.all_chats else self.session.chat_id)
         if not found:
-            return {"matches": [], "say": f"Nothing was said or kept about {args.query!r}."}
+            return {"matches": [], "say": f"Nothing was said or kept about {args.query!r}.", **await self._from_copy()}
         matches = []
         for r in found:
             match: dict[str, Any] = {"chat_id": r.chat_id, "kind": r.kind, "text": r.text}
@@ -253,7 +298,7 @@ class ChatTools:
                 if r.last_activity_at is not None:
                     match["last_talked"] = spoken_when(r.last_activity_at)
             matches.append(match)
-        return {"matches": matches}
+        return {"matches": matches, **await self._from_copy()}
 
     async def delete_chat(self, args: DeleteChatArgs) -> dict[str, Any]:
         chats = await self.store.find_chats(args.chat_id)
@@ -288,13 +333,17 @@ class ChatTools:
                 "Only if they say yes, call delete_chat again with this chat_id and confirmation.",
             }
         del self._confirmations[args.confirmation or ""]
+        queued: dict[str, Any] = {}
         try:
-            await self.store.delete_chat(chat.id)
+            _, queued = await _kept(self.store.delete_chat(chat.id), None)
         except ChatNotFound:
             pass  # deleted meanwhile (from the CLI): what the user asked for is done
-        return {"result": "deleted", "title": card["title"], "say": f"{card['title']} is deleted."}
+        return {"result": "deleted", "title": card["title"], "say": f"{card['title']} is deleted.", **queued}
 
     async def forget(self, args: ForgetArgs) -> dict[str, Any]:
+        return {**await self._forget_item(args), **await self._from_copy()}
+
+    async def _forget_item(self, args: ForgetArgs) -> dict[str, Any]:
         wanted = args.item.strip()
         items = await memory_items(self.store, self.session.chat_id)
         if not items:
@@ -322,5 +371,5 @@ class ChatTools:
         return {"result": "none", "say": f"Nothing in this chat's memory matches {wanted!r}."}
 
     async def _forget(self, item: MemoryItem) -> dict[str, Any]:
-        await set_forgotten(self.store, self.embedder, item, forgotten=True)
-        return {"result": "forgotten", "kind": item.kind, "text": item.content}
+        _, queued = await _kept(set_forgotten(self.store, self.embedder, item, forgotten=True), None)
+        return {"result": "forgotten", "kind": item.kind, "text": item.content, **queued}

@@ -103,7 +103,9 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
     outbox = s["outbox"]
     if outbox["waiting"] or outbox["refused"] or outbox["set_aside"]:
         aside = f", {outbox['set_aside']} damaged files set aside" if outbox["set_aside"] else ""
-        out.print(f"outbox: {outbox['waiting']} waiting, {outbox['refused']} refused{aside}")
+        out.print(f"outbox: {outbox['waiting']} writes waiting to be sent, {outbox['refused']} refused{aside}")
+    if outbox.get("offline"):
+        out.print("store: unreachable; chats are read from this device's copy, writes wait in the outbox")
     if outbox["problem"]:
         out.print(f"outbox problem: {escape(outbox['problem'])}")
     reembed = s.get("reembed")

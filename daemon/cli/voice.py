@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from contextlib import suppress
 from typing import TYPE_CHECKING
 
 import typer
@@ -17,6 +18,8 @@ from parla.daemon.cli.support import (
     resolve_chat,
     running_daemon_chat,
 )
+from parla.memory.errors import WriteQueued
+from parla.memory.turn import new_id
 
 if TYPE_CHECKING:  # the voice stack and the SDK load when a conversation starts
     from parla.daemon.memory_services import MemoryServices
@@ -41,15 +44,25 @@ async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str
             if spare is None:
                 spare = chat
             else:
-                await mem.store.delete_chat(chat.id)
+                await _tidy(mem, chat.id)
         elif recent is None:
             recent = chat
     if new or recent is None:
-        chat = spare or (await mem.store.create_chat()).chat
-        return chat.id, "a new chat"
+        if spare is not None:
+            return spare.id, "a new chat"
+        chat_id = new_id()
+        with suppress(WriteQueued):  # the store is away: the chat is on this device and waits in its outbox
+            await mem.store.create_chat(chat_id=chat_id)
+        return chat_id, "a new chat"
     if spare is not None:
-        await mem.store.delete_chat(spare.id)
+        await _tidy(mem, spare.id)
     return recent.id, recent.display_title
+
+
+async def _tidy(mem: MemoryServices, chat_id: str) -> None:
+    """Delete an empty chat; while the store is away the delete waits in its outbox."""
+    with suppress(WriteQueued):
+        await mem.store.delete_chat(chat_id)
 
 
 def _show(event: SessionEvent) -> None:

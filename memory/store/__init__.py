@@ -138,13 +138,15 @@ def facts_text(lines: list[str], embedded: EmbeddedText | None) -> str:
 @dataclass(frozen=True)
 class PendingWrites:
     """Writes accepted but not yet on the store's server: waiting to be sent, refused for good
-    (kept, marked failed), damaged queue files set aside, and the latest problem with the queue.
+    (kept, marked failed), damaged queue files set aside, the latest problem with the queue, and
+    whether the server did not answer the last request (reads then come from this device's copy).
     A store that writes through has none."""
 
     waiting: int = 0
     refused: int = 0
     set_aside: int = 0
     problem: str | None = None
+    offline: bool = False
 
 
 @dataclass(frozen=True)

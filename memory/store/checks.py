@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from parla.memory.errors import EmbedderMismatch, StoreError
+from parla.memory.errors import EmbedderMismatch, StoreError, StoreRefused
 from parla.memory.store import ChatMatch, TextKind, TextRef, TurnMatch
 from parla.memory.turn import MessageRange, Turn
 
@@ -58,7 +58,8 @@ def turn_match(row: Any) -> TurnMatch:
 
 
 def pin_not_found(pin_id: str) -> StoreError:
-    return StoreError(f"no pin with id {pin_id!r}")
+    # for good: a queued forget of a pin deleted elsewhere must not block the writes after it
+    return StoreRefused(f"no pin with id {pin_id!r}")
 
 
 def exact_id_first(found: list[T], ref: str, id_of: Callable[[T], str]) -> list[T]:

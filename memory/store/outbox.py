@@ -1,6 +1,7 @@
-"""The local durable outbox of a remote store: writes of turns wait here until acknowledged.
+"""The local durable outbox of a remote store: writes wait here until acknowledged.
 
-A turn is written to the outbox (a table in the local SQLite file, committed to disk) before the
+Turns, and every write the user asks for (a new chat, a pin, a rename, a forget, a delete), are
+queued the same way, in one order, so a forget never reaches the server before its pin. A turn is written to the outbox (a table in the local SQLite file, committed to disk) before the
 remote call and leaves it only when the remote store has acknowledged it, so a network outage of
 any length, or a crash between the two, loses no turn. Entries are replayed in the order they were
 queued; the remote calls are idempotent by turn id, so replaying an entry that did reach the
@@ -31,7 +32,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, get_args
 
 import aiosqlite
 
@@ -42,19 +43,32 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-OutboxOp = Literal["create_chat", "append_turns"]
+OutboxOp = Literal[
+    "create_chat",
+    "append_turns",
+    "add_pin",
+    "rename_chat",
+    "set_pin_forgotten",
+    "delete_pin",
+    "delete_chat",
+    "set_fact_lines",
+]
+_OPS = ", ".join(f"'{op}'" for op in get_args(OutboxOp))
+_TURN_OPS = ("create_chat", "append_turns")
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     remote TEXT NOT NULL,
-    op TEXT NOT NULL CHECK (op IN ('create_chat', 'append_turns')),
+    op TEXT NOT NULL CHECK (op IN ({_OPS})),
     chat_id TEXT NOT NULL,
     payload TEXT NOT NULL,
     queued_at TEXT NOT NULL,
     failed TEXT
 )
 """
+# An outbox made before writes other than turns were queued: its CHECK allows only these two.
+_OLD_CHECK = "CHECK (op IN ('create_chat', 'append_turns'))"
 _COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed"
 _SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
 _SET_ASIDE_MARK = ".damaged-"
@@ -84,6 +98,17 @@ async def _to_the_end(work: Awaitable[T]) -> T:
         if not task.cancelled() and task.exception() is not None:
             log.error("an outbox operation failed after its caller was cancelled", exc_info=task.exception())
         raise
+
+
+async def _widen_ops(db: aiosqlite.Connection) -> None:
+    """An outbox table of an earlier version rebuilt to accept every op, its entries and ids kept."""
+    row = await (await db.execute("SELECT sql FROM sqlite_master WHERE name = 'outbox'")).fetchone()
+    if row is None or _OLD_CHECK not in row[0]:
+        return
+    await db.execute("ALTER TABLE outbox RENAME TO outbox_old")
+    await db.execute(_SCHEMA)
+    await db.execute(f"INSERT INTO outbox ({_COLUMNS}) SELECT {_COLUMNS} FROM outbox_old")
+    await db.execute("DROP TABLE outbox_old")
 
 
 def _damaged(e: sqlite3.Error) -> bool:
@@ -139,6 +164,7 @@ class Outbox:
             for pragma in ("journal_mode=WAL", "busy_timeout=10000", "synchronous=FULL"):
                 await db.execute(f"PRAGMA {pragma}")
             await db.execute(_SCHEMA)
+            await _widen_ops(db)
             await db.commit()
             # reads every page of the outbox table: a damaged one is found now, not at a later write
             (verdict,) = await (await db.execute("PRAGMA quick_check(outbox)")).fetchone() or ("no answer",)
@@ -255,19 +281,24 @@ class Outbox:
     # -- entries ---------------------------------------------------------------------------
 
     async def put(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> int:
-        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same write queued
-        before (a caller trying again after an outage or a refusal) is queued in the entry it has,
-        not in a second one."""
+        """Queue a write; it is on disk (synchronous=FULL) when this returns. The same turns queued
+        before (a caller trying again after an outage or a refusal) are queued in the entry they
+        have, not in a second one. Any other write is queued anew: a rename back to an earlier
+        title must still come after the rename between them."""
         row = (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False))
 
         async def insert(db: aiosqlite.Connection) -> int:
-            again = await (
-                await db.execute(
-                    "UPDATE outbox SET failed = NULL WHERE id = (SELECT max(id) FROM outbox WHERE remote = ? "
-                    "AND op = ? AND chat_id = ? AND payload = ?) RETURNING id",
-                    row,
-                )
-            ).fetchone()
+            again = (
+                await (
+                    await db.execute(
+                        "UPDATE outbox SET failed = NULL WHERE id = (SELECT max(id) FROM outbox WHERE remote = ? "
+                        "AND op = ? AND chat_id = ? AND payload = ?) RETURNING id",
+                        row,
+                    )
+                ).fetchone()
+                if op in _TURN_OPS
+                else None
+            )
             if again is not None:
                 entry_id = int(again[0])
             else:

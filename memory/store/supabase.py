@@ -10,8 +10,9 @@ Two ways to authenticate:
 - the service-role key with an explicit user id, for single-user setups: the key bypasses RLS, so
   every function and query names the user id itself.
 
-Writes of turns go through the local `Outbox` first, so an outage loses nothing: `append_turns`
-raises `StoreOffline` (the turns are safe and queued) and a replay task owned by the store sends
+Writes of turns, and the writes the user asks for (`supabase_writes`), go through the local
+`Outbox` first, so an outage loses nothing: the write raises `WriteQueued` (it is safe and
+queued) and a replay task owned by the store sends
 the queue, in order and idempotently, when the server answers again.
 
 A real project answers some requests with a temporary error: its pool timed out (PGRST003), the
@@ -21,28 +22,27 @@ timeout 57014), or the gateway in front of it answered 408/429/5xx with its own 
 Only a refusal for good (the chat was deleted elsewhere, bad data, permission) marks an entry
 failed, with the server's reason; it stays in the outbox and the entries after it go on.
 
-Beside this module: `supabase_rows` (rows and RPC parameters), `supabase_errors` (how a failure
+Beside this module: `supabase_calls` (requests and pages), `supabase_writes` (the user's writes), `supabase_rows` (rows and RPC parameters), `supabase_errors` (how a failure
 is classified), `supabase_session` (signing in, the session file) and `supabase_replay` (the
 outbox replay and its retry policy).
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from datetime import UTC, datetime
-from functools import partial
+import logging
+from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Self, TypeVar, cast
+from typing import Any, Self
 
 import httpx
 import numpy as np
-from postgrest.exceptions import APIError
 from supabase import AsyncClient, AsyncClientOptions, acreate_client
 
 from parla.memory.chat import Chat, ChatHistory, storable_title
 from parla.memory.embedding import EmbeddedText
-from parla.memory.errors import ChatNotFound, StoreError
-from parla.memory.facts import FactBlock, format_fact_lines
+from parla.memory.errors import ChatNotFound, StoreError, StoreOffline
+from parla.memory.facts import FactBlock
 from parla.memory.importance import IMPORTANT
 from parla.memory.pins import Pin
 from parla.memory.stats import MemoryStats
@@ -63,7 +63,6 @@ from parla.memory.store.checks import (
     check_one_dimension,
     check_unique_turn_ids,
     exact_id_first,
-    pin_not_found,
     text_ref,
     turn_match,
 )
@@ -85,23 +84,34 @@ from parla.memory.store.supabase_rows import (
 )
 from parla.memory.store.supabase_schema import SCHEMA_VERSION
 from parla.memory.store.supabase_session import FileSessionStorage, jwt_role
+from parla.memory.store.supabase_writes import USER_WRITES, SupabaseWrites
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.turn import MessageRange, Turn, new_id
 
-T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 _PIN_COLUMNS = "id,chat_id,content,importance,pin_type,source_turn_id,source_seq,created_at,forgotten_at"
 _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_text,rolling_summary,summarized_through,compaction_version,turn_count"
-# Supabase answers at most "Max rows" rows per request (PostgREST's db-max-rows, 1000 by default;
-# more are cut off silently): every read that can return more asks for pages of this size.
-_READ_PAGE = 1000
 # Turns per write request, and per page of a long history: each request stays small and far
 # inside the statement timeout (8 s for signed-in users), whatever the chat's length.
 _TURN_PAGE = 500
 _VECTOR_PAGE = 250  # new vectors per request when re-embedding (768 floats each)
 
 
-class SupabaseChatStore:
+async def _signed_in(client: AsyncClient, url: str) -> None:
+    """Raises unless a session is saved. One that needs a refresh while Supabase is away is
+    refreshed before the first request that reaches it, so Parla starts (from this device's copy)."""
+    try:
+        session = await client.auth.get_session()
+    except Exception as e:
+        if isinstance(supabase_error(e, "refresh the session"), StoreOffline):
+            return
+        raise
+    if session is None:
+        raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
+
+
+class SupabaseChatStore(SupabaseWrites):
     """`ChatStore` on a Supabase project. Open with `SupabaseChatStore.connect(...)` and use as
     `async with store:`; the context owns the outbox replay task."""
 
@@ -115,10 +125,7 @@ class SupabaseChatStore:
         user_session: bool = False,
         retry: RetryPolicy = RetryPolicy(),
     ) -> None:
-        self._client = client
-        self._http = http
-        self._user_id = user_id
-        self._user_session = user_session
+        super().__init__(client, http, user_id, user_session)
         self._replay = OutboxReplay(outbox, self._send, retry)
 
     @property
@@ -166,8 +173,8 @@ class SupabaseChatStore:
             options.storage = FileSessionStorage(session_file)
         try:
             client = await acreate_client(url, key, options)
-            if user_id is None and await client.auth.get_session() is None:
-                raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
+            if user_id is None:
+                await _signed_in(client, url)
         except Exception as e:
             await http.aclose()
             if isinstance(e, StoreError):
@@ -203,73 +210,6 @@ class SupabaseChatStore:
         finally:
             await self._http.aclose()
 
-    # -- calls -----------------------------------------------------------------------------
-
-    async def _call(self, doing: str, request: Callable[[], Awaitable[T]]) -> T:
-        try:
-            if self._user_session:
-                await self._client.auth.get_session()  # refreshes an expiring session first
-            return await request()
-        except StoreError:
-            raise
-        except Exception as e:
-            raise supabase_error(e, doing) from e
-
-    async def _rpc(self, fn: str, doing: str, *, for_user: bool = True, **params: Any) -> Any:
-        if for_user and self._user_id is not None:
-            params["p_user_id"] = self._user_id
-        response = await self._call(doing, lambda: self._client.rpc(fn, params).execute())
-        return response.data
-
-    async def _rpc_rows(
-        self, fn: str, doing: str, order: Sequence[str], *, limit: int | None = None, **params: Any
-    ) -> list[dict[str, Any]]:
-        """The rows of a set-returning function, read in pages (ordered by `order`, ".desc" for
-        descending) up to `limit`."""
-        if self._user_id is not None:
-            params["p_user_id"] = self._user_id
-
-        def build(c: AsyncClient) -> Any:
-            query = c.rpc(fn, params)
-            for column in order:
-                name, _, direction = column.partition(".")
-                query = query.order(name, desc=direction == "desc")
-            return query
-
-        return await self._read_pages(doing, build, 0, limit)
-
-    async def _select(
-        self, doing: str, build: Callable[[Any], Any], *, offset: int = 0, limit: int | None = None
-    ) -> list[dict[str, Any]]:
-        """A table read in pages, from `offset` up to `limit` rows (all by default); `build` must
-        order the rows completely so pages neither overlap nor skip."""
-        return await self._read_pages(doing, lambda c: self._scoped(build(c)), offset, limit)
-
-    async def _read_pages(
-        self, doing: str, build: Callable[[Any], Any], offset: int, limit: int | None
-    ) -> list[dict[str, Any]]:
-        rows: list[dict[str, Any]] = []
-        while limit is None or len(rows) < limit:
-            want = _READ_PAGE if limit is None else min(_READ_PAGE, limit - len(rows))
-            start = offset + len(rows)
-
-            async def run(start: int = start, want: int = want) -> Any:
-                return await build(self._client).range(start, start + want - 1).execute()
-
-            page = list((await self._call(doing, run)).data or [])
-            rows += page
-            if len(page) < want:
-                break
-        return rows
-
-    async def _change(self, doing: str, build: Callable[[Any], Any]) -> list[dict[str, Any]]:
-        """An update or delete of table rows; returns the rows it changed."""
-        return list((await self._call(doing, lambda: self._scoped(build(self._client)).execute())).data or [])
-
-    def _scoped(self, query: Any) -> Any:
-        """With the service-role key, filtered to the user explicitly (RLS is bypassed)."""
-        return query.eq("user_id", self._user_id) if self._user_id is not None else query
-
     # -- outbox ----------------------------------------------------------------------------
 
     async def flush(self) -> int:
@@ -280,14 +220,30 @@ class SupabaseChatStore:
     async def pending_writes(self) -> PendingWrites:
         return await self._replay.pending_writes()
 
-    async def _send(self, entry: OutboxEntry) -> AppendResult:
-        """One queued write, its turns sent in pages: the first with the chat's creation, the
+    async def _send(self, entry: OutboxEntry) -> object:
+        """One queued write; turns are sent in pages: the first with the chat's creation, the
         others appended. Each page is idempotent by turn id, so a retry after a partial send
         stores every turn once."""
+        if entry.op in USER_WRITES:
+            return await self._send_user_write(entry)
         p = entry.payload
         results = []
         for number, page in enumerate(chunks(p["turns"], _TURN_PAGE)):
-            if entry.op == "create_chat" and number == 0:
+            create = entry.op == "create_chat" and number == 0
+            if not create:
+                try:
+                    data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=page)
+                except ChatNotFound:
+                    if number:
+                        raise
+                    # Talk wins over delete: the chat was deleted (on another device) while this one
+                    # talked in it; it comes back with what was said here since, so nothing said is lost.
+                    # Another user's chat id stays refused: its creation fails the same way.
+                    log.warning(
+                        "chat %s was deleted elsewhere: brought back with the turns said in it here", entry.chat_id
+                    )
+                    create = True
+            if create:
                 data = await self._rpc(
                     "create_chat",
                     "create a chat",
@@ -296,8 +252,6 @@ class SupabaseChatStore:
                     p_created_at=p.get("created_at"),
                     p_turns=page,
                 )
-            else:
-                data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=page)
             results.append(data)
         return append_result(results, [Turn.model_validate(t) for t in p["turns"]])
 
@@ -320,7 +274,8 @@ class SupabaseChatStore:
             "created_at": created.isoformat() if created else None,
             "turns": [turn_payload(t) for t in turns],
         }
-        return await self._replay.write_through("create_chat", chat_id, payload)
+        result: AppendResult = await self._replay.write_through("create_chat", chat_id, payload)
+        return result
 
     async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult:
         if not is_uuid(chat_id):
@@ -328,7 +283,9 @@ class SupabaseChatStore:
         if not turns:
             return AppendResult(await self.get_chat(chat_id), [], 0)
         check_unique_turn_ids(turns)
-        return await self._replay.write_through("append_turns", chat_id, {"turns": [turn_payload(t) for t in turns]})
+        payload = {"turns": [turn_payload(t) for t in turns]}
+        result: AppendResult = await self._replay.write_through("append_turns", chat_id, payload)
+        return result
 
     async def get_chat(self, chat_id: str) -> Chat:
         return (await self._load(chat_id, 1, 0))[0]
@@ -386,20 +343,6 @@ class SupabaseChatStore:
             limit=limit,
         )
         return [chat_of(r) for r in rows]
-
-    async def rename_chat(self, chat_id: str, title: str) -> Chat:
-        if not title.strip():
-            raise StoreError("a chat title cannot be empty")
-        if not is_uuid(chat_id):
-            raise ChatNotFound(chat_id)
-        return chat_of(
-            await self._rpc("rename_chat", "rename a chat", p_chat_id=chat_id, p_title=storable_title(title, chat_id))
-        )
-
-    async def delete_chat(self, chat_id: str) -> None:
-        if not is_uuid(chat_id):
-            raise ChatNotFound(chat_id)
-        await self._rpc("delete_chat", "delete a chat", p_chat_id=chat_id)
 
     # -- turns -----------------------------------------------------------------------------
 
@@ -502,41 +445,10 @@ class SupabaseChatStore:
         )
         return [facts_of(r) for r in rows]
 
-    async def set_fact_lines(
-        self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
-    ) -> FactBlock:
-        params = fact_params(chat_id, rng, lines, embedded)
-        row = await self._rpc("set_fact_lines", "change facts", **params, p_forgotten=format_fact_lines(forgotten))
-        return facts_of(row)
-
     # -- pins ------------------------------------------------------------------------------
-
-    async def add_pin(self, pin: Pin) -> Pin:
-        (stored,) = await self._upsert_pins([pin], "pin a fact", ignore_duplicates=False)
-        return stored
 
     async def add_new_pins(self, pins: Sequence[Pin]) -> list[Pin]:
         return await self._upsert_pins(pins, "pin facts", ignore_duplicates=True) if pins else []
-
-    async def _upsert_pins(self, pins: Sequence[Pin], doing: str, *, ignore_duplicates: bool) -> list[Pin]:
-        """Insert, and on an id already stored edit it or (ignore_duplicates) leave it as it is. An
-        edit never changes whether the pin is forgotten, nor drops a source it has. One request a
-        pin: a row without a source leaves that column out, which PostgREST cannot do per row."""
-        stored = []
-        for pin in pins:
-            if not is_uuid(pin.chat_id):
-                raise ChatNotFound(pin.chat_id)
-            row = pin.model_dump(mode="json", exclude={"forgotten_at"}, exclude_none=True)
-            if self._user_id is not None:
-                row["user_id"] = self._user_id
-            try:
-                response = await self._call(doing, partial(self._upsert_pin, row, ignore_duplicates))
-            except StoreError as e:
-                if isinstance(e.__cause__, APIError) and e.__cause__.code == "23503":
-                    raise ChatNotFound(pin.chat_id) from e
-                raise
-            stored += [Pin.model_validate(r) for r in response.data]
-        return stored
 
     async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         if not is_uuid(chat_id):
@@ -554,33 +466,6 @@ class SupabaseChatStore:
             ),
         )
         return [Pin.model_validate(r) for r in rows]
-
-    async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin:
-        moment = datetime.now(UTC).isoformat() if forgotten else None
-        rows = (
-            await self._change(
-                "forget a pin" if forgotten else "restore a pin",
-                lambda c: c.table("chat_pins").update({"forgotten_at": moment}).eq("id", pin_id),
-            )
-            if is_uuid(pin_id)
-            else []
-        )
-        if not rows:
-            raise pin_not_found(pin_id)
-        return Pin.model_validate(rows[0])
-
-    async def delete_pin(self, pin_id: str) -> None:
-        rows = (
-            await self._change("delete a pin", lambda c: c.table("chat_pins").delete().eq("id", pin_id))
-            if is_uuid(pin_id)
-            else []
-        )
-        if not rows:
-            raise pin_not_found(pin_id)
-
-    def _upsert_pin(self, row: dict[str, Any], ignore_duplicates: bool) -> Awaitable[Any]:
-        query = self._client.table("chat_pins").upsert(row, on_conflict="id", ignore_duplicates=ignore_duplicates)
-        return cast(Awaitable[Any], query.execute())
 
     # -- embeddings and search -------------------------------------------------------------
 

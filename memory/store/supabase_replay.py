@@ -1,6 +1,7 @@
-"""The Supabase store's outbox replay: every write of turns goes into the local `Outbox` first
-and is sent from there, in order and idempotently by turn id; while the server is away or busy
-the writes wait and a background task owned by the replay sends them when it answers again."""
+"""The Supabase store's outbox replay: every write of turns, and every write the user asks for,
+goes into the local `Outbox` first and is sent from there, in order and idempotently (by turn id,
+by the chat or pin id chosen on this device); while the server is away or busy the writes wait
+(`WriteQueued`) and a background task owned by the replay sends them when it answers again."""
 
 from __future__ import annotations
 
@@ -11,8 +12,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Self
 
-from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict
-from parla.memory.store import AppendResult, PendingWrites
+from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict, WriteQueued
+from parla.memory.store import PendingWrites
 from parla.memory.store.outbox import Outbox, OutboxEntry, OutboxOp
 
 log = logging.getLogger("parla.memory.store.supabase")
@@ -37,9 +38,7 @@ class OutboxReplay:
     """Sends an outbox's entries with `send` (one entry's RPC calls). Use as `async with`: the
     context owns the outbox file and the replay task."""
 
-    def __init__(
-        self, outbox: Outbox, send: Callable[[OutboxEntry], Awaitable[AppendResult]], retry: RetryPolicy
-    ) -> None:
+    def __init__(self, outbox: Outbox, send: Callable[[OutboxEntry], Awaitable[object]], retry: RetryPolicy) -> None:
         self.outbox = outbox
         self.retry = retry
         self._send = send
@@ -93,7 +92,7 @@ class OutboxReplay:
         async with self._send_lock:
             results = await self._send_pending()
         self._queued = False
-        return sum(isinstance(r, AppendResult) for r in results.values())
+        return sum(not isinstance(r, StoreError) for r in results.values())
 
     async def pending_writes(self) -> PendingWrites:
         waiting, refused = await self.outbox.depth()
@@ -108,9 +107,9 @@ class OutboxReplay:
             except StoreOffline:
                 pass  # the read fails with the same cause
 
-    async def write_through(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> AppendResult:
-        """Queue a write and send the queue, this write last; when the server is away the write
-        waits in the outbox (`StoreOffline` says so)."""
+    async def write_through(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> Any:
+        """Queue a write and send the queue, this write last; its result. When the server is away
+        the write waits in the outbox (`WriteQueued` says so)."""
         async with self._send_lock:
             entry_id = await self.outbox.put(op, chat_id, payload)
             try:
@@ -121,7 +120,7 @@ class OutboxReplay:
                 if not isinstance(e, StoreOffline):
                     raise
                 waiting, _ = await self.outbox.depth()
-                raise StoreOffline(
+                raise WriteQueued(
                     f"{e}; {waiting} writes wait in the local outbox and will be sent when it is back"
                 ) from e
         result = results[entry_id]
@@ -129,11 +128,11 @@ class OutboxReplay:
             raise result
         return result
 
-    async def _send_pending(self) -> dict[int, AppendResult | StoreError]:
+    async def _send_pending(self) -> dict[int, object]:
         """Results by entry id. An entry refused for good is kept, marked failed with the reason,
         and the ones queued after it go on; a temporary error stops the round (`StoreOffline`)
         with that entry and the rest still queued, in order."""
-        results: dict[int, AppendResult | StoreError] = {}
+        results: dict[int, object] = {}
         for entry in await self.outbox.pending():
             try:
                 results[entry.id] = await self._send_retrying(entry)
@@ -141,8 +140,8 @@ class OutboxReplay:
                 results[entry.id] = e
                 await self.outbox.fail(entry.id, str(e))
                 log.error(
-                    "Supabase refused %d turns of chat %s for good; they are kept in the outbox, marked failed: %s",
-                    len(entry.payload["turns"]),
+                    "Supabase refused %s of chat %s for good; kept in the outbox, marked failed: %s",
+                    f"{len(entry.payload['turns'])} turns" if "turns" in entry.payload else entry.op,
                     entry.chat_id,
                     e,
                     extra={"event": "outbox_refused"},
@@ -151,7 +150,7 @@ class OutboxReplay:
             await self.outbox.ack(entry.id)
         return results
 
-    async def _send_retrying(self, entry: OutboxEntry) -> AppendResult:
+    async def _send_retrying(self, entry: OutboxEntry) -> object:
         """`send`, tried again after a temporary error: safe, as the calls are idempotent by turn
         id (a try whose answer was lost stored its turns once; the next one stores nothing more)."""
         delay = self.retry.delay

@@ -71,7 +71,7 @@ async def test_control_socket_commands(daemon_settings, live):
         status = await ctl(daemon_settings, "status")
         assert (status["state"], status["chat"]["id"], status["muted"]) == ("idle", chat_id, False)
         assert (
-            status["outbox"] == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None}
+            status["outbox"] == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None, "offline": False}
             and status["session_age_s"] is None
         )
 

@@ -386,9 +386,10 @@ async def _queued(store, n: int) -> bool:
 
 
 async def test_turns_refused_for_good_are_kept_locally_and_block_nothing(
-    live, live_client, voice_config, any_store, tmp_path
+    live, live_client, voice_config, store, tmp_path
 ):
-    store = any_store  # on Supabase the refused entry leaves the outbox: the only copy is kept here
+    # SQLite: on Supabase a chat deleted on another device comes back with what was said in it
+    # (tests/memory/store/test_two_devices.py)
     japan, kitchen = await new_chat(store), await new_chat(store)
     refused = RefusedTurns(tmp_path / "refused.jsonl")
     memory = ChatMemory(store, MemoryConfig(), japan.id, refused)

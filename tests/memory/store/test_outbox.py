@@ -186,3 +186,36 @@ async def test_a_cancelled_operation_leaves_no_transaction_open(tmp_path, steps,
             other.close()
     finally:
         await outbox.close()
+
+
+async def test_an_outbox_of_the_previous_version_keeps_its_entries_and_takes_every_write(tmp_path):
+    path = tmp_path / "outbox.db"
+    with contextlib.closing(sqlite3.connect(path)) as db:  # the table as the previous version made it
+        db.execute(
+            "CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, remote TEXT NOT NULL, op TEXT NOT NULL "
+            "CHECK (op IN ('create_chat', 'append_turns')), chat_id TEXT NOT NULL, payload TEXT NOT NULL, "
+            "queued_at TEXT NOT NULL, failed TEXT)"
+        )
+        db.execute(
+            "INSERT INTO outbox (id, remote, op, chat_id, payload, queued_at) VALUES (7, 'r', 'append_turns', 'c', "
+            "'{\"turns\": []}', '2026-01-05T09:00:00+00:00')"
+        )
+        db.commit()
+    outbox = Outbox(path, "r")
+    await outbox.open()
+    try:
+        pin = await outbox.put("add_pin", "c", {"pin": {"content": "kept"}})
+        assert [(e.id, e.op) for e in await outbox.pending()] == [(7, "append_turns"), (pin, "add_pin")] and pin > 7
+    finally:
+        await outbox.close()
+
+
+async def test_a_write_back_to_an_earlier_value_is_queued_after_the_ones_between(tmp_path):
+    outbox = Outbox(tmp_path / "outbox.db", "r")
+    await outbox.open()
+    try:
+        for title in ("Japan", "Kyoto", "Japan"):  # renamed, then back, while the store is away
+            await outbox.put("rename_chat", "c", {"title": title})
+        assert [e.payload["title"] for e in await outbox.pending()] == ["Japan", "Kyoto", "Japan"]
+    finally:
+        await outbox.close()

@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from parla.memory.embedding import EmbeddedText
-from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused
+from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict
 from parla.memory.pins import Pin
 from parla.memory.store import CompactionCommit
 from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
@@ -173,16 +173,15 @@ async def test_the_outbox_survives_a_restart_and_replays_at_start(supabase, tmp_
 async def test_a_refused_entry_does_not_block_the_queue(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
         store.retry = RetryPolicy(attempts=1, delay=60.0, max_delay=60.0)  # the replay task will not get there first
-        keep = (await store.create_chat(turns=make_turns(1))).chat
-        gone = (await store.create_chat(turns=make_turns(1, start=5))).chat
+        said = make_turns(1)
+        keep = (await store.create_chat(turns=said)).chat
+        other = (await store.create_chat(turns=make_turns(1, start=5))).chat
         supabase.shim.refuse()
-        with pytest.raises(StoreOffline):
-            await store.append_turns(gone.id, make_turns(1, start=6))
+        with pytest.raises(StoreOffline):  # a turn already stored in another chat: refused for good
+            await store.append_turns(other.id, said)
         with pytest.raises(StoreOffline):
             await store.append_turns(keep.id, make_turns(1, start=1))
         supabase.shim.recover()
-        with psycopg.connect(supabase.dsn, autocommit=True) as conn:  # deleted elsewhere meanwhile
-            conn.execute("DELETE FROM public.chats WHERE id = %s", (gone.id,))
         assert await store.flush() == 1
         stats = await store.stats()
         assert (stats.outbox_depth, stats.outbox_failed) == (0, 1)  # kept, marked failed
@@ -234,20 +233,19 @@ async def test_a_temporary_error_past_the_tries_waits_in_the_outbox_and_is_sent_
 
 async def test_a_refused_own_write_is_kept_marked_failed_and_the_next_ones_go_on(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
-        gone = (await store.create_chat(turns=make_turns(1))).chat
+        elsewhere = make_turns(1)
+        other = (await store.create_chat(turns=elsewhere)).chat
         keep = (await store.create_chat(turns=make_turns(1, start=5))).chat
-        with psycopg.connect(supabase.dsn, autocommit=True) as conn:  # deleted on another device
-            conn.execute("DELETE FROM public.chats WHERE id = %s", (gone.id,))
-        refused = make_turns(2, start=1)
-        with pytest.raises(ChatNotFound):
-            await store.append_turns(gone.id, refused)
+        refused = [*make_turns(1, start=1), *elsewhere]  # the second is stored in the other chat already
+        with pytest.raises(TurnConflict):
+            await store.append_turns(keep.id, refused)
         assert await store.outbox.depth() == (0, 1)  # the words are kept, with the reason
-        with pytest.raises(ChatNotFound):  # a caller trying the same write again: still one entry
-            await store.append_turns(gone.id, refused)
+        with pytest.raises(TurnConflict):  # a caller trying the same write again: still one entry
+            await store.append_turns(keep.id, refused)
         assert await store.outbox.depth() == (0, 1)
         with sqlite3.connect(tmp_path / "outbox-ada@example.com.db") as db:
             ((reason, payload),) = db.execute("SELECT failed, payload FROM outbox").fetchall()
-        assert "no chat matches" in reason and len(json.loads(payload)["turns"]) == 2
+        assert other.id in reason and len(json.loads(payload)["turns"]) == 2
         assert (await store.append_turns(keep.id, make_turns(1, start=6))).added == 1
         stats = await store.stats()
         assert (stats.outbox_depth, stats.outbox_failed) == (0, 1)

@@ -1,0 +1,99 @@
+"""Two devices of one user on one Supabase database (two PostgREST shims over it, so one device's
+network can be cut while the other's stays), each with its local copy: what one did offline meets
+what the other did meanwhile by the rules the README's offline section states. Nothing said is
+dropped by a rule."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+
+import pytest
+
+from parla.memory.errors import WriteQueued
+from parla.memory.pins import Pin
+from parla.memory.store.local_copy import LocalCopyStore
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+from parla.memory.store.supabase_session import sign_in
+from tests.conftest import make_turns
+from tests.peers.postgrest import ANON_KEY, PostgrestShim
+
+EMAIL, PASSWORD = "ada@example.com", "correct horse"
+
+
+@pytest.fixture
+def shims(supabase) -> Iterator[tuple[PostgrestShim, PostgrestShim]]:
+    """The laptop's way to the database and the desktop's."""
+    supabase.shim.create_user(EMAIL, PASSWORD)
+    with PostgrestShim(supabase.dsn) as desktop:
+        yield supabase.shim, desktop
+
+
+@asynccontextmanager
+async def device(shim: PostgrestShim, tmp_path, name: str) -> AsyncIterator[LocalCopyStore]:
+    session = tmp_path / f"session-{name}.json"
+    await sign_in(shim.url, ANON_KEY, EMAIL, PASSWORD, session)
+    remote = await SupabaseChatStore.connect(
+        shim.url,
+        ANON_KEY,
+        outbox_path=tmp_path / f"outbox-{name}.db",
+        session_file=session,
+        retry=RetryPolicy(attempts=1, delay=0.05, max_delay=0.2),
+    )
+    async with remote, SQLiteChatStore(tmp_path / f"copy-{name}.db") as copy:
+        yield LocalCopyStore(remote, copy)
+
+
+@asynccontextmanager
+async def two_devices(shims, tmp_path) -> AsyncIterator[tuple[LocalCopyStore, LocalCopyStore, str]]:
+    """The laptop and the desktop, both holding one chat the laptop started."""
+    async with device(shims[0], tmp_path, "laptop") as laptop, device(shims[1], tmp_path, "desktop") as desktop:
+        chat = (await laptop.create_chat(title="Japan", turns=make_turns(2))).chat
+        await desktop.load_memory(chat.id)  # the desktop went to it once: its copy holds it
+        yield laptop, desktop, chat.id
+
+
+async def test_a_rename_on_both_devices_the_one_that_reaches_the_store_last_wins(shims, tmp_path):
+    async with two_devices(shims, tmp_path) as (laptop, desktop, chat_id):
+        shims[1].refuse()
+        with pytest.raises(WriteQueued):
+            await desktop.rename_chat(chat_id, "Kyoto and Nara")
+        await laptop.rename_chat(chat_id, "Japan trip")
+        assert (await desktop.get_chat(chat_id)).title == "Kyoto and Nara"  # offline: its own copy
+        shims[1].recover()
+        await desktop.flush()
+        assert (await laptop.get_chat(chat_id)).title == "Kyoto and Nara"
+        await laptop.list_chats()  # the next listing brings the laptop's copy up to date
+        assert (await laptop.local.get_chat(chat_id)).title == "Kyoto and Nara"
+
+
+async def test_a_pin_on_one_and_a_forget_on_the_other_both_hold(shims, tmp_path):
+    async with two_devices(shims, tmp_path) as (laptop, desktop, chat_id):
+        pin = await laptop.add_pin(Pin(chat_id=chat_id, content="My passport expires in May", importance=6))
+        assert [p.id for p in await desktop.list_pins(chat_id)] == [pin.id]
+        shims[1].refuse()
+        with pytest.raises(WriteQueued):
+            await desktop.set_pin_forgotten(pin.id, True)
+        assert await desktop.list_pins(chat_id) == []  # forgotten in its copy at once
+        await laptop.add_pin(pin.model_copy(update={"importance": 9}))  # meanwhile: edited on the laptop
+        renewal = await laptop.add_pin(Pin(chat_id=chat_id, content="My passport expires in May; renewal booked"))
+        shims[1].recover()
+        await desktop.flush()
+        (forgotten,) = await laptop.list_pins(chat_id, forgotten=True)
+        assert (forgotten.id, forgotten.importance) == (pin.id, 9)  # the forget holds, and so does the edit
+        assert [p.id for p in await laptop.list_pins(chat_id)] == [renewal.id]  # a later pin is another pin
+
+
+async def test_a_chat_deleted_on_one_and_talked_in_on_the_other_comes_back_with_what_was_said(shims, tmp_path):
+    async with two_devices(shims, tmp_path) as (laptop, desktop, chat_id):
+        shims[1].refuse()
+        said = make_turns(2, start=2)
+        with pytest.raises(WriteQueued):
+            await desktop.append_turns(chat_id, said)
+        await laptop.delete_chat(chat_id)
+        shims[1].recover()
+        assert await desktop.flush() == 1
+        history = await laptop.load_history(chat_id)
+        assert [t.id for t in history.full_history] == [t.id for t in said]  # what was said after the delete
+        assert (await desktop.pending_writes()).refused == 0

@@ -1,0 +1,87 @@
+"""The chat tools while the Supabase store does not answer (the peer's network cut with
+`refuse()`, brought back with `recover()`): every write the user asks for is kept and answered at
+once, reads come from this device's copy, and all of it reaches the server, in order, once it is back."""
+
+from __future__ import annotations
+
+import pytest
+
+from parla.memory.compaction import Compactor
+from parla.memory.errors import ChatNotFound, WriteQueued
+from parla.memory.search import ChatSearch
+from parla.memory.turn import Turn
+from parla.tools.chats import (
+    ChatTools,
+    DeleteChatArgs,
+    ForgetArgs,
+    ListChatsArgs,
+    NewChatArgs,
+    RecallArgs,
+    RememberArgs,
+    RenameArgs,
+    SwitchArgs,
+)
+from tests.conftest import copied_store
+from tests.tools.test_chats import Session
+
+PAPERS = [
+    ("user", "My passport number ends in 4471 and expires in March 2027."),
+    ("model", "Noted: passport ending 4471, valid until March 2027."),
+]
+GARDEN = [
+    ("user", "The tomato seedlings on the balcony have yellow leaves after the cold night."),
+    ("model", "Cold stress turns tomato leaves yellow; bring the seedlings inside at night."),
+]
+
+
+async def chat_about(store, compactor, title, said) -> str:
+    chat = (await store.create_chat(title=title, turns=[Turn.of(r, t) for r, t in said])).chat
+    await compactor.compact(chat.id)
+    return chat.id
+
+
+async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arrives(
+    supabase, tmp_path, embedder, summarizer, config
+):
+    async with copied_store(supabase, tmp_path) as store:
+        compactor = Compactor(store, summarizer, embedder, config)
+        papers = await chat_about(store, compactor, "Travel papers", PAPERS)
+        garden = await chat_about(store, compactor, "Balcony garden", GARDEN)
+        session = Session(papers)
+        tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config)
+        supabase.shim.refuse()
+
+        pinned = await tools.remember(RememberArgs(fact="My passport expires in May", importance=8))
+        assert pinned["result"] == "remembered" and pinned["queued"]
+        listed = await tools.list_chats(ListChatsArgs(limit=5))
+        assert {c["title"] for c in listed["chats"]} == {"Travel papers", "Balcony garden"} and listed["offline"]
+        recalled = await tools.recall(RecallArgs(query="when does my passport expire"))
+        assert any("expires in May" in m["text"] for m in recalled["matches"]) and recalled["offline"]
+        renamed = await tools.rename_chat(RenameArgs(title="Passport and visas"))
+        assert renamed == {**renamed, "result": "renamed", "title": "Passport and visas", "queued": True}
+        forgot = await tools.forget(ForgetArgs(item="My passport expires in May"))
+        assert (forgot["result"], forgot["queued"], forgot["offline"]) == ("forgotten", True, True)
+        switched = await tools.switch_chat(SwitchArgs(query="the tomato seedlings with yellow leaves"))
+        assert (switched["result"], switched["chat_id"], session.chat_id) == ("switching", garden, garden)
+        new = await tools.new_chat(NewChatArgs(topic="Birthday party"))
+        assert new["queued"] and session.chat_id == new["chat_id"]  # the conversation is in it at once
+        said = [Turn.of("user", "Anna turns forty on Saturday."), Turn.of("model", "Let us plan her party.")]
+        with pytest.raises(WriteQueued):  # the session stores what was said there; it waits too
+            await store.append_turns(new["chat_id"], said)
+        assert [t.id for t in (await store.load_memory(new["chat_id"])).tail] == [t.id for t in said]
+        asked = await tools.delete_chat(DeleteChatArgs(chat_id=garden))
+        deleted = await tools.delete_chat(DeleteChatArgs(chat_id=garden, confirmation=asked["confirmation"]))
+        assert (deleted["result"], deleted["queued"]) == ("deleted", True)
+        assert garden not in {c["chat_id"] for c in (await tools.list_chats(ListChatsArgs(limit=5)))["chats"]}
+        assert (await store.pending_writes()).waiting == 6
+
+        supabase.shim.recover()
+        await store.flush()
+        remote = store.remote
+        assert (await remote.get_chat(papers)).title == "Passport and visas"
+        assert [p.content for p in await remote.list_pins(papers, forgotten=True)] == ["My passport expires in May"]
+        created = await remote.load_history(new["chat_id"])
+        assert created.chat.title == "Birthday party" and [t.id for t in created.full_history] == [t.id for t in said]
+        with pytest.raises(ChatNotFound):
+            await remote.get_chat(garden)
+        assert await store.pending_writes() == (await remote.pending_writes()) and not store.offline
