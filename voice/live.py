@@ -101,7 +101,7 @@ class _Handle:
 class _Text:
     """A typed turn waiting to be sent."""
 
-    text: str
+    turn: Turn
 
 
 @dataclass
@@ -148,15 +148,18 @@ class LiveConversation:
         self._outgoing: deque[_Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
         self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
-        self._saver = TurnSaver(self.status, self._emit, self.config.save_drain_s)
+        self._saver = TurnSaver(self.status, self._emit_event, self.config.save_drain_s)
         self._handle: _Handle | None = None
         self._instruction: str | None = None
         self._reconnect = asyncio.Event()
         self._draining = False
+        # When the owner closes this: the saver keeps what is unstored by then (a loop time).
+        self.close_by: float | None = None
         self._goaway_timer: asyncio.TimerHandle | None = None
         self._silence_timer: asyncio.TimerHandle | None = None
         self._hold_timer: asyncio.TimerHandle | None = None
-        # A BLOCKING call was answered and the model's turn about it has not ended yet.
+        # A typed turn was sent, or a BLOCKING call answered, and the model's turn about it has
+        # not ended yet: conversation turns wait for it (each typed turn gets its own answer).
         self._answer_due = False
         self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
@@ -175,7 +178,7 @@ class LiveConversation:
         await cancel_and_wait(run)
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
-        await self._saver.close()
+        await self._saver.close(self.close_by)
         # A run that failed other than by giving up (the store could not give a seed) says so
         # to the owner, after every turn is stored or kept.
         if run is not None and run.done() and not run.cancelled():
@@ -213,33 +216,45 @@ class LiveConversation:
             return 0.0
         return time.monotonic() - self.status.last_activity
 
-    def say(self, text: str) -> None:
-        """A typed turn in this conversation, answered by voice; sent as soon as a session is open."""
-        if not text.strip():
+    def say(self, typed: str | Turn) -> Turn:
+        """A typed turn in this conversation, answered by voice; sent as soon as a session is
+        open, after the answer to the typed turn before it. Takes the text, or the turn of a text
+        typed earlier and not sent (`unsent`); returns the user turn it is stored as (the text
+        as the store keeps it; the id says which stored turn it is)."""
+        turn = Turn.of("user", typed.strip(), source="text") if isinstance(typed, str) else typed
+        if not turn.text.strip():
             raise ValueError("say() needs some text")
-        self._send_later(_Text(text.strip()))
+        self._send_later(_Text(turn))
+        return turn
 
-    def unsent(self) -> list[str]:
+    def unsent(self) -> list[Turn]:
         """Typed turns not sent yet (for the caller to keep when the conversation ends)."""
-        return [item.text for item in self._outgoing if isinstance(item, _Text)]
+        return [item.turn for item in self._outgoing if isinstance(item, _Text)]
+
+    async def keep_now(self, ids: set[str], reason: str) -> list[Turn]:
+        """Keep these turns, queued and not stored yet, locally now (see TurnSaver.keep_now)."""
+        return await self._saver.keep_now(ids, reason)
 
     # turns
 
     def _queue_save(self, turns: list[Turn]) -> None:
         if turns:
             self._saver.put(self.memory, turns)
-            for turn in turns:
-                self._emit("turn", turn.transcript_line() + (" [cut off]" if turn.interrupted else ""))
+            lines = (t.transcript_line() + (" [cut off]" if t.interrupted else "") for t in turns)
+            self._emit_event(SessionEvent("turn", "\n".join(lines), tuple(turns)))
 
     # the connection loop
 
     def _emit(self, kind: EventKind, detail: str = "") -> None:
+        self._emit_event(SessionEvent(kind, detail))
+
+    def _emit_event(self, event: SessionEvent) -> None:
         if self.on_event is None:
             return
         try:
-            self.on_event(SessionEvent(kind, detail))
+            self.on_event(event)
         except Exception:  # an observer's bug must not stop the saver or the connection loop
-            log.exception("the session's event handler failed on %s", kind)
+            log.exception("the session's event handler failed on %s", event.kind)
 
     def _usable_handle(self) -> str | None:
         h = self._handle
@@ -418,10 +433,12 @@ class LiveConversation:
 
     def _next_outgoing(self) -> _Outgoing | None:
         """The next queued item that may go now. Tools' answers go first, always (the model may
-        be waiting on them); conversation turns go in order, and wait while a completed client
-        turn would cut the model off."""
+        be waiting on them); conversation turns go in order, one answer at a time: they wait
+        while the model speaks, until the model's turn about the last one sent (or a BLOCKING
+        call's result) has ended, and while a completed client turn would cut the model off."""
         items = [i for i, item in enumerate(self._outgoing) if not self._is_conversation(item)]
-        if not items and self._outgoing and not self._turn_would_interrupt():
+        waits = self.assembler.model_speaking or self._answer_due or self._turn_would_interrupt()
+        if not items and self._outgoing and not waits:
             items = [0]
         if not items:
             return None
@@ -433,16 +450,12 @@ class LiveConversation:
         return isinstance(item, _Text) or item.connection != self.status.connections
 
     def _turn_would_interrupt(self) -> bool:
-        """Whether a completed client turn now would cut the model off: its reply under way, or
+        """Whether a completed client turn now would cut the model off beyond a reply under way:
         a BLOCKING call it waits on (the service cancels that call on new input)."""
         if not (self.profile.turn_complete_interrupts and self.profile.typed_turns_via == "client_content"):
             return False
         blocking = types.Behavior.BLOCKING
-        return (
-            self.assembler.model_speaking
-            or self._answer_due
-            or any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
-        )
+        return any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
 
     async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
         await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
@@ -465,9 +478,11 @@ class LiveConversation:
 
     async def _send(self, session: AsyncSession, item: _Outgoing) -> None:
         if isinstance(item, _Text):
-            await self._send_text(session, item.text)
-            self.assembler.user_text(item.text, source="text")
+            await self._send_text(session, item.turn.text)
+            self._queue_save(self.assembler.typed(item.turn))
             self.status.last_activity = time.monotonic()
+            self._answer_due = True  # until the model's turn about it ends, or it says nothing
+            self._watch_silence()
         elif item.connection == self.status.connections:
             await session.send_tool_response(function_responses=self.profile.function_response(item.response))
             if self.profile.tool_behaviour(item.response.name or "").behavior == types.Behavior.BLOCKING:
@@ -589,7 +604,7 @@ class LiveConversation:
     def _model_went_silent(self) -> None:
         self._silence_timer = None
         if not self.assembler.model_speaking:
-            if self._answer_due:  # the model said nothing about a tool's result
+            if self._answer_due:  # the model said nothing about a typed turn or a tool's result
                 self._answer_due = False
                 self._wake_sender()
             return

@@ -15,7 +15,8 @@ from tests.conftest import make_turns
 
 
 def saver(events: list[tuple[EventKind, str]], drain_s: float = 5.0) -> TurnSaver:
-    return TurnSaver(LiveStatus(), lambda kind, detail: events.append((kind, detail)), drain_s)
+    """A saver that records what it says, but "stored" (told by the store's contents)."""
+    return TurnSaver(LiveStatus(), lambda e: e.kind != "stored" and events.append((e.kind, e.detail)), drain_s)
 
 
 async def test_batches_are_stored_in_the_order_they_were_said(store, tmp_path):
