@@ -346,10 +346,13 @@ class Daemon:
             self._session_failed = True
             log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
-            # typed turns that never went out wait for the next session instead of being lost
+            # typed turns that never went out (some came while the session closed) open the next
+            # session instead of being lost
             self._pending_says[:0] = conversation.unsent()
             if self._session_failed:
                 await self._store_typed(self.status.last_error or "the session failed")
+            elif self._pending_says:
+                self._activate.set()
             self._conversation = self._current.conversation = None
             self.status.session_started = None
             if s.cues and not self._stop.is_set():

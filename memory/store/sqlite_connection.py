@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -17,6 +18,12 @@ from parla.memory.store.sqlite_rows import stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
 
 T = TypeVar("T")
+
+# Another process's write lock is waited for up to BUSY_WAIT_S, in slices of BUSY_SLICE_MS so that
+# an operation whose caller gave up (cancelled: a shutdown) stops waiting at the next slice
+# instead of holding the connection's thread, and the store's close, for the whole wait.
+BUSY_WAIT_S = 10.0
+BUSY_SLICE_MS = 200
 
 
 class SQLiteConnection:
@@ -72,7 +79,12 @@ class SQLiteConnection:
             raise store_error(self.path, e, "open") from e
         try:
             db.row_factory = sqlite3.Row
-            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
+            for pragma in (
+                "journal_mode=WAL",
+                "foreign_keys=ON",
+                f"busy_timeout={BUSY_SLICE_MS}",
+                "synchronous=NORMAL",
+            ):
                 db.execute(f"PRAGMA {pragma}")
             db.create_function("parla_turn_importance", 2, stored_turn_importance, deterministic=True)
             transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
@@ -128,7 +140,7 @@ def transaction(
 ) -> T:
     """BEGIN, the work, COMMIT; ROLLBACK on any failure, and when the caller gave up while BEGIN
     waited (nothing it asked for is then done). The connection is outside a transaction after."""
-    db.execute(begin)
+    _begin(db, begin, abandoned)
     try:
         if abandoned.is_set():
             raise asyncio.CancelledError
@@ -139,6 +151,19 @@ def transaction(
             db.execute("ROLLBACK")
         raise
     return result
+
+
+def _begin(db: sqlite3.Connection, begin: str, abandoned: threading.Event) -> None:
+    deadline = time.monotonic() + BUSY_WAIT_S
+    while True:
+        try:
+            db.execute(begin)
+            return
+        except sqlite3.OperationalError as e:
+            if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            if abandoned.is_set():
+                raise asyncio.CancelledError from e
 
 
 def close_opened(opening: Future[sqlite3.Connection]) -> None:
