@@ -5,7 +5,9 @@ kill -9 at random moments of three processes, each run again after every kill:
   and run again until a run completes, on a fresh store each round;
 - compaction: `parla memory regenerate` of a long chat;
 - live: `parla run` (its own process) talking to the Live emulator, typed `say` turns sent over
-  the control socket, each answered by voice.
+  the control socket, each answered by voice;
+- locked: SIGTERM and kill -9 of `parla run` while another program holds the store's write lock
+  and `say --wait` runs (bench.faults_locked).
 After every kill the store is checked from outside: `PRAGMA integrity_check`; every turn that was
 acknowledged before the kill is there (import: a chat once seen stored, and every chat when a run
 completes; compaction: every turn of the chat; live: each exchange the daemon reported stored,
@@ -531,18 +533,34 @@ async def run(kills: int, seed: int, scenarios: list[str]) -> list[Figures]:
         folder = root / "compaction"
         results.append(await with_memory(folder, lambda m: compaction_faults(folder, kills, rng, m)))
     if "live" in scenarios:
-        results.append(await live_suite(root, kills, rng))
+        folder = root / "live"
+        results.append(
+            await with_live_peers(
+                folder,
+                lambda live, pulse, cert: with_memory(
+                    folder, lambda m: live_faults(folder, kills, rng, m, live, pulse, cert)
+                ),
+            )
+        )
+    if "locked" in scenarios:
+        from bench.faults_locked import locked_store_faults  # it builds on this module
+
+        folder = root / "locked"
+        results.append(
+            await with_live_peers(
+                folder, lambda live, pulse, cert: locked_store_faults(folder, kills, rng, live, pulse, cert)
+            )
+        )
     return results
 
 
-async def live_suite(root: Path, kills: int, rng: random.Random) -> Figures:
-    folder = root / "live"
-    cert = make_certificate(root)
-    pulse = PulseServer(root / "pulse").start()
+async def with_live_peers(folder: Path, work: Callable[[LiveEmulator, str, Path], Awaitable[Figures]]) -> Figures:
+    """`work(live, pulse_server, certificate)` with the Live emulator and the sound server up."""
+    cert = make_certificate(folder)
+    pulse = PulseServer(folder / "pulse").start()
     try:
         async with LiveEmulator(*cert) as live:
-            server = pulse.env["PULSE_SERVER"]
-            figures = await with_memory(folder, lambda m: live_faults(folder, kills, rng, m, live, server, cert[0]))
+            figures = await work(live, pulse.env["PULSE_SERVER"], cert[0])
             if live.errors:
                 raise live.errors[0]
             return figures
@@ -550,7 +568,7 @@ async def live_suite(root: Path, kills: int, rng: random.Random) -> Figures:
         pulse.stop()
 
 
-SCENARIOS = ["import", "compaction", "live"]
+SCENARIOS = ["import", "compaction", "live", "locked"]
 
 
 def main() -> None:

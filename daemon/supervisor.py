@@ -260,11 +260,13 @@ class Daemon:
             log.error("the kept turns in %s could not be read: %s", self.mem.refused.path, e)
             return
         if replayed.stored or replayed.left:
-            log.info(
-                "%d kept turns stored; %d still kept in %s",
+            log.log(
+                logging.WARNING if replayed.left else logging.INFO,
+                "%d kept turns stored; %d still kept in %s%s",
                 replayed.stored,
                 replayed.left,
                 self.mem.refused.path,
+                f" ({replayed.error})" if replayed.error else "",
                 extra={"event": "kept_replayed", "stored": replayed.stored, "left": replayed.left},
             )
 

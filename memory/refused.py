@@ -34,6 +34,7 @@ class RefusedTurn:
 class Replayed:
     stored: int  # turns the store took (or already held)
     left: int  # turns the store did not take this time either, still kept
+    error: str | None = None  # why, the last time
 
 
 class RefusedTurns:
@@ -65,10 +66,17 @@ class RefusedTurns:
 
     async def replay(self, append: Callable[[str, list[Turn]], Awaitable[object]]) -> Replayed:
         """Offer every kept turn to `append(chat_id, turns)` again, a chat's run of turns at a
-        time, in the order kept; what it takes leaves the file, the rest stays as it was."""
+        time, in the order kept (a turn kept more than once, once); what it takes leaves the file,
+        the rest stays as it was."""
         async with self._lock:
             kept = await asyncio.to_thread(self.read)
+            # a turn kept twice (kept while it waited, then again when its session closed) goes once
+            first: dict[str, RefusedTurn] = {}
+            for k in kept:
+                first.setdefault(k.turn.id, k)
+            kept = list(first.values())
             left: list[RefusedTurn] = []
+            error = None
             runs: list[list[RefusedTurn]] = []
             for entry in kept:
                 if runs and runs[-1][0].chat_id == entry.chat_id:
@@ -78,11 +86,12 @@ class RefusedTurns:
             for run in runs:
                 try:
                     await append(run[0].chat_id, [e.turn for e in run])
-                except Exception:  # noqa: BLE001 - the turns stay kept; the caller tells how many
+                except Exception as e:  # noqa: BLE001 - the turns stay kept; the caller says why
                     left += run
+                    error = f"{type(e).__name__}: {e}"
             if kept:
                 await asyncio.to_thread(self._rewrite, _lines(left))
-            return Replayed(len(kept) - len(left), len(left))
+            return Replayed(len(kept) - len(left), len(left), error)
 
     def _rewrite(self, lines: str) -> None:
         if not lines:
