@@ -39,6 +39,10 @@ class StoreOffline(StoreError):
     """The remote store cannot be reached. Turns being written are safe in the local outbox."""
 
 
+class StoreFileReplaced(StoreError):
+    """The SQLite file, or its -wal or -shm file, was deleted or replaced under the open store."""
+
+
 class StoreRefused(StoreError):
     """The server refused a request for good (bad input): retrying the same request cannot help."""
 

@@ -13,6 +13,7 @@ from typing import Self, TypeVar
 
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
+from parla.memory.store.sqlite_identity import FileWatch
 from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_rows import stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
@@ -33,13 +34,15 @@ class SQLiteConnection:
     COMMIT or ROLLBACK, awaited once. Cancelling the awaiting task (a tool timeout, a reconnect, a
     TaskGroup exiting) therefore never leaves a transaction open or the file's write lock held: the
     function finishes on its own, and rolls back instead if it was abandoned before it began its
-    work (for instance while waiting for another process's write lock)."""
+    work (for instance while waiting for another process's write lock). Before each operation
+    the files are checked to still be the database opened (sqlite_identity)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._thread: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
         self._index: VectorIndex | None = None  # touched only in the connection's thread
+        self._watch = FileWatch(self.path)  # touched only in the connection's thread
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -57,7 +60,7 @@ class SQLiteConnection:
             self._db = await asyncio.shield(asyncio.wrap_future(opening))
         except BaseException:
             # failed or cancelled: close what the thread opens (it runs on), then end the thread
-            thread.submit(close_opened, opening)
+            thread.submit(self._close_opened, opening)
             thread.shutdown(wait=False)
             raise
         self._thread = thread
@@ -67,7 +70,7 @@ class SQLiteConnection:
         if thread is None or db is None:
             return
         self._thread = self._db = None
-        closing = thread.submit(db.close)  # after every operation already queued
+        closing = thread.submit(self._watch.close, db)  # after every operation already queued
         thread.shutdown(wait=False)
         await asyncio.shield(asyncio.wrap_future(closing))
 
@@ -89,6 +92,7 @@ class SQLiteConnection:
             db.create_function("parla_turn_importance", 2, stored_turn_importance, deterministic=True)
             transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
             tighten(self.path)
+            self._watch.opened()
         except BaseException as e:
             db.close()
             if isinstance(e, sqlite3.Error):
@@ -113,7 +117,9 @@ class SQLiteConnection:
         if self._thread is None or self._db is None:
             raise StoreError("the store is not open")
         abandoned = threading.Event()
-        job = asyncio.get_running_loop().run_in_executor(self._thread, transaction, self._db, begin, work, abandoned)
+        job = asyncio.get_running_loop().run_in_executor(
+            self._thread, self._transaction, self._db, begin, work, abandoned
+        )
         try:
             return await job
         except asyncio.CancelledError:
@@ -121,6 +127,16 @@ class SQLiteConnection:
             raise
         except sqlite3.Error as e:
             raise store_error(self.path, e, doing) from e
+
+    def _transaction(
+        self, db: sqlite3.Connection, begin: str, work: Callable[[sqlite3.Connection], T], abandoned: threading.Event
+    ) -> T:
+        self._watch.check()
+        return transaction(db, begin, work, abandoned)
+
+    def _close_opened(self, opening: Future[sqlite3.Connection]) -> None:
+        if opening.exception() is None:
+            self._watch.close(opening.result())
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """One write transaction; BEGIN IMMEDIATE takes the file's write lock up front so a
@@ -164,8 +180,3 @@ def _begin(db: sqlite3.Connection, begin: str, abandoned: threading.Event) -> No
                 raise
             if abandoned.is_set():
                 raise asyncio.CancelledError from e
-
-
-def close_opened(opening: Future[sqlite3.Connection]) -> None:
-    if opening.exception() is None:
-        opening.result().close()
