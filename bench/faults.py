@@ -129,6 +129,21 @@ def check_store(db: Path, figures: Figures, when: str) -> None:
         figures.problem(f"{when}: {problem}")
 
 
+def check_exchanges(db: Path, chat_id: str, texts: list[str], figures: Figures, when: str, what: str) -> list[Exchange]:
+    """The store after a fault: each typed text in `texts` and the emulator's answer to it are in
+    the chat once. Returns the chat's turns."""
+    check_store(db, figures, when)
+    turns = stored_turns(db).get(chat_id, [])
+    expected = [t for text in texts for t in (("user", text), ("model", f"You said {text}"))]
+    lost, duplicated = compare(expected, turns)
+    figures.lost += lost
+    figures.duplicated += duplicated
+    figures.checked += len(expected)
+    if lost or duplicated:
+        figures.problem(f"{when}: {lost} lost, {duplicated} duplicated of {len(expected)} {what} turns")
+    return turns
+
+
 async def recompact(mem: MemoryServices, chat_ids: list[str], figures: Figures, when: str) -> None:
     for chat_id in chat_ids:
         try:
@@ -380,6 +395,23 @@ class _Answers:
                 await self.changed.wait()
 
 
+def daemon_environment(folder: Path, peers: LivePeers, socket: Path, **extra: str) -> dict[str, str]:
+    """`parla run` on the Live emulator (answering typed turns), opened by `say` or `talk`."""
+    return environment(
+        folder,
+        PULSE_SERVER=peers.pulse_server,
+        SSL_CERT_FILE=str(peers.cert),
+        PARLA_LIVE_URL=peers.live.url,
+        GEMINI_API_KEY=peers.live.api_key,
+        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
+        PARLA_CONTROL_SOCKET=str(socket),
+        PARLA_ACTIVATION="push_to_talk",
+        PARLA_IDLE_TIMEOUT="600",
+        PARLA_CUES="false",
+        **extra,
+    )
+
+
 async def _start_daemon(env: dict[str, str], socket: Path, log: Path) -> asyncio.subprocess.Process:
     with log.open("a") as ferr:
         proc = await asyncio.create_subprocess_exec(
@@ -418,27 +450,13 @@ async def live_faults(
     kills: int,
     rng: random.Random,
     mem: MemoryServices,
-    live: LiveEmulator,
-    pulse_server: str,
-    certificate: Path,
+    peers: LivePeers,
 ) -> Figures:
-    """`pulse_server`: the audio server's address (PULSE_SERVER); `certificate`: the emulator's."""
     db = folder / "parla.db"
     socket = folder / "run" / "ctl.sock"
     answers = _Answers()
-    live.script = answers.script
-    env = environment(
-        folder,
-        PULSE_SERVER=pulse_server,
-        SSL_CERT_FILE=str(certificate),
-        PARLA_LIVE_URL=live.url,
-        GEMINI_API_KEY=live.api_key,
-        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
-        PARLA_CONTROL_SOCKET=str(socket),
-        PARLA_ACTIVATION="push_to_talk",
-        PARLA_IDLE_TIMEOUT="600",
-        PARLA_CUES="false",
-    )
+    peers.live.script = answers.script
+    env = daemon_environment(folder, peers, socket)
     figures = Figures("live")
     counter = [0]
     acked: list[str] = []
@@ -466,15 +484,7 @@ async def live_faults(
         with suppress(BaseException):
             await talking
         when = f"live kill {figures.kills}"
-        check_store(db, figures, when)
-        turns = stored_turns(db).get(chat_id, [])
-        expected = [t for text in acked for t in (("user", text), ("model", f"You said {text}"))]
-        lost, duplicated = compare(expected, turns)
-        figures.lost += lost
-        figures.duplicated += duplicated
-        figures.checked += len(expected)
-        if lost or duplicated:
-            figures.problem(f"{when}: {lost} lost, {duplicated} duplicated of {len(expected)} acknowledged turns")
+        turns = check_exchanges(db, chat_id, acked, figures, when, "acknowledged")
         # Not acknowledged, so not counted as lost, but told: a turn whose answer was sent before
         # the kill while the daemon had not stored it yet, and one not answered yet.
         for text in (t for t in said if t not in acked):
@@ -533,34 +543,32 @@ async def run(kills: int, seed: int, scenarios: list[str]) -> list[Figures]:
         folder = root / "compaction"
         results.append(await with_memory(folder, lambda m: compaction_faults(folder, kills, rng, m)))
     if "live" in scenarios:
-        folder = root / "live"
+        live = root / "live"
         results.append(
-            await with_live_peers(
-                folder,
-                lambda live, pulse, cert: with_memory(
-                    folder, lambda m: live_faults(folder, kills, rng, m, live, pulse, cert)
-                ),
-            )
+            await with_live_peers(live, lambda p: with_memory(live, lambda m: live_faults(live, kills, rng, m, p)))
         )
     if "locked" in scenarios:
         from bench.faults_locked import locked_store_faults  # it builds on this module
 
-        folder = root / "locked"
-        results.append(
-            await with_live_peers(
-                folder, lambda live, pulse, cert: locked_store_faults(folder, kills, rng, live, pulse, cert)
-            )
-        )
+        locked = root / "locked"
+        results.append(await with_live_peers(locked, lambda p: locked_store_faults(locked, kills, rng, p)))
     return results
 
 
-async def with_live_peers(folder: Path, work: Callable[[LiveEmulator, str, Path], Awaitable[Figures]]) -> Figures:
-    """`work(live, pulse_server, certificate)` with the Live emulator and the sound server up."""
+@dataclass
+class LivePeers:
+    live: LiveEmulator
+    pulse_server: str  # the sound server's address (PULSE_SERVER)
+    cert: Path  # the emulator's certificate
+
+
+async def with_live_peers(folder: Path, work: Callable[[LivePeers], Awaitable[Figures]]) -> Figures:
+    """`work` with the Live emulator and the sound server up."""
     cert = make_certificate(folder)
     pulse = PulseServer(folder / "pulse").start()
     try:
         async with LiveEmulator(*cert) as live:
-            figures = await work(live, pulse.env["PULSE_SERVER"], cert[0])
+            figures = await work(LivePeers(live, pulse.env["PULSE_SERVER"], cert[0]))
             if live.errors:
                 raise live.errors[0]
             return figures

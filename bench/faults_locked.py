@@ -18,10 +18,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from bench.faults import Figures, _Answers, _start_daemon, check_store, compare, environment, stored_turns
+from bench.faults import Figures, LivePeers, _Answers, _start_daemon, check_exchanges, daemon_environment
 from parla.daemon.control import CommandError, DaemonNotRunning, send_command
 from parla.memory.refused import RefusedTurns
-from tests.peers.live_emulator import LiveEmulator
 
 SHUTDOWN_TIMEOUT_S = 4.0
 SHUTDOWN_KEEP_S = 1.0
@@ -39,26 +38,17 @@ async def locked_store_faults(
     folder: Path,
     kills: int,
     rng: random.Random,
-    live: LiveEmulator,
-    pulse_server: str,
-    certificate: Path,
+    peers: LivePeers,
 ) -> Figures:
     db = folder / "parla.db"
     socket = folder / "run" / "ctl.sock"
     log = folder / "daemon.err"
     answers = _Answers()
-    live.script = answers.script
-    env = environment(
+    peers.live.script = answers.script
+    env = daemon_environment(
         folder,
-        PULSE_SERVER=pulse_server,
-        SSL_CERT_FILE=str(certificate),
-        PARLA_LIVE_URL=live.url,
-        GEMINI_API_KEY=live.api_key,
-        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
-        PARLA_CONTROL_SOCKET=str(socket),
-        PARLA_ACTIVATION="push_to_talk",
-        PARLA_IDLE_TIMEOUT="600",
-        PARLA_CUES="false",
+        peers,
+        socket,
         PARLA_SHUTDOWN_TIMEOUT_S=str(SHUTDOWN_TIMEOUT_S),
         PARLA_SHUTDOWN_KEEP_S=str(SHUTDOWN_KEEP_S),
     )
@@ -109,15 +99,7 @@ async def locked_store_faults(
                 figures.problem(f"round {figures.runs}: the SIGTERM's last line: {last}")
         proc = await _start_daemon(env, socket, log)  # replays what was kept aside
         when = f"locked round {figures.runs} ({'SIGTERM' if term else 'kill -9'})"
-        check_store(db, figures, when)
-        turns = stored_turns(db).get(chat_id, [])
-        expected = [t for text in reported for t in (("user", text), ("model", f"You said {text}"))]
-        lost, duplicated = compare(expected, turns)
-        figures.lost += lost
-        figures.duplicated += duplicated
-        figures.checked += len(expected)
-        if lost or duplicated:
-            figures.problem(f"{when}: {lost} lost, {duplicated} duplicated of {len(expected)} reported turns")
+        check_exchanges(db, chat_id, reported, figures, when, "reported")
         if kept_file.count():
             figures.problem(f"{when}: {kept_file.count()} turns still kept aside after the restart")
     proc.send_signal(signal.SIGTERM)

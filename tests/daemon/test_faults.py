@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from bench.faults import Figures, compaction_faults, import_faults, live_faults, settings_for
+from bench.faults import Figures, LivePeers, compaction_faults, import_faults, live_faults, settings_for
 from bench.faults_locked import locked_store_faults
 from parla.daemon.memory_services import open_memory
 
@@ -39,15 +39,13 @@ async def test_kill_9_during_compaction(tmp_path):
 
 async def test_kill_9_during_a_live_session(tmp_path, pulse, live, live_certificate):
     async with open_memory(settings_for(tmp_path)) as mem:
-        figures = await live_faults(
-            tmp_path, 2, random.Random(3), mem, live, pulse.env["PULSE_SERVER"], live_certificate[0]
-        )
+        peers = LivePeers(live, pulse.env["PULSE_SERVER"], live_certificate[0])
+        figures = await live_faults(tmp_path, 2, random.Random(3), mem, peers)
     _clean(figures, 2)
 
 
 async def test_sigterm_and_kill_9_under_a_held_store_lock_while_say_waits(tmp_path, pulse, live, live_certificate):
-    figures = await locked_store_faults(
-        tmp_path, 2, random.Random(4), live, pulse.env["PULSE_SERVER"], live_certificate[0]
-    )
+    peers = LivePeers(live, pulse.env["PULSE_SERVER"], live_certificate[0])
+    figures = await locked_store_faults(tmp_path, 2, random.Random(4), peers)
     _clean(figures, 2)
     assert "1 SIGTERM (1 said on their last line what was kept)" in figures.note, figures.note
