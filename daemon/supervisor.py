@@ -42,7 +42,7 @@ from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversat
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.wake import WakePhrase
-from parla.memory.errors import ParlaError, StoreError
+from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
@@ -254,8 +254,13 @@ class Daemon:
 
     async def _replay_kept(self) -> None:
         """Turns kept aside by an earlier run (not stored in time) go into the store first."""
+
+        async def append(chat_id: str, turns: list[Turn]) -> None:
+            with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
+                await self.mem.store.append_turns(chat_id, turns)
+
         try:
-            replayed = await self.mem.refused.replay(self.mem.store.append_turns)
+            replayed = await self.mem.refused.replay(append)
         except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
             log.error("the kept turns in %s could not be read: %s", self.mem.refused.path, e)
             return
@@ -501,11 +506,14 @@ class Daemon:
             if event.kind == "turn":
                 typed.sent = True
                 typed.answer = after[0] if after and after[0].role == "model" else None
-            elif typed.answer is not None:
-                answer = {"result": "answered", "answer": typed.answer.text}
-                if event.kind == "kept":
-                    answer |= {"stored": False, "kept": str(self.mem.refused.path)}
-                typed.settle(answer)
+            else:
+                kept = {"stored": False, "kept": str(self.mem.refused.path)} if event.kind == "kept" else {}
+                if typed.answer is not None:
+                    typed.settle({"result": "answered", "answer": typed.answer.text} | kept)
+                elif kept:  # the session closed before an answer, and the store did not take the text in time
+                    typed.settle({"result": "failed", "error": "the session closed before an answer"} | kept)
+                else:
+                    continue  # stored unanswered: `_store_typed` tells why
                 self._typed.remove(typed)
 
     async def _cmd_say(self, request: dict[str, Any]) -> dict[str, Any]:

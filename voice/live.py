@@ -50,7 +50,6 @@ stored when it starts fresh.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import deque
@@ -64,11 +63,12 @@ from google.genai import types
 from google.genai.live import AsyncSession
 
 from parla.memory.tasks import cancel_and_wait, race
-from parla.memory.turn import TokenUsage, Turn
+from parla.memory.turn import Turn
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import MIC_RATE, VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from parla.voice.live_config import connect_config, system_instruction
+from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
 from parla.voice.profiles import profile_for
 from parla.voice.reconnect import GiveUp, ReconnectPolicy
 from parla.voice.session_memory import Seed, SessionMemory
@@ -98,40 +98,6 @@ class _Handle:
 
 
 @dataclass
-class _Text:
-    """A typed turn waiting to be sent."""
-
-    turn: Turn
-
-
-@dataclass
-class _ToolResult:
-    """A tool's answer, for the connection that issued the call (`connection`)."""
-
-    response: types.FunctionResponse
-    connection: int
-
-    def as_text(self) -> str:
-        r = self.response
-        return (
-            f"[The {r.name} call (id {r.id}) you made before the connection was renewed returned: "
-            f"{json.dumps(r.response, ensure_ascii=False)}]"
-        )
-
-
-_Outgoing = _Text | _ToolResult
-
-
-def _parse_seconds(duration: str | None) -> float | None:
-    if not duration:
-        return None
-    try:
-        return float(duration.rstrip("s"))
-    except ValueError:
-        return None
-
-
-@dataclass
 class LiveConversation:
     client: genai.Client
     config: VoiceConfig
@@ -145,7 +111,7 @@ class LiveConversation:
     def __post_init__(self) -> None:
         self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
         self.profile = profile_for(self.config.live_model)
-        self._outgoing: deque[_Outgoing] = deque()
+        self._outgoing: deque[Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
         self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
         self._saver = TurnSaver(self.status, self._emit_event, self.config.save_drain_s)
@@ -224,12 +190,12 @@ class LiveConversation:
         turn = Turn.of("user", typed.strip(), source="text") if isinstance(typed, str) else typed
         if not turn.text.strip():
             raise ValueError("say() needs some text")
-        self._send_later(_Text(turn))
+        self._send_later(Text(turn))
         return turn
 
     def unsent(self) -> list[Turn]:
         """Typed turns not sent yet (for the caller to keep when the conversation ends)."""
-        return [item.turn for item in self._outgoing if isinstance(item, _Text)]
+        return [item.turn for item in self._outgoing if isinstance(item, Text)]
 
     async def keep_now(self, ids: set[str], reason: str) -> list[Turn]:
         """Keep these turns, queued and not stored yet, locally now (see TurnSaver.keep_now)."""
@@ -390,7 +356,7 @@ class LiveConversation:
 
     # sending
 
-    def _send_later(self, item: _Outgoing, first: bool = False) -> None:
+    def _send_later(self, item: Outgoing, first: bool = False) -> None:
         if first:
             self._outgoing.appendleft(item)
         else:
@@ -431,7 +397,7 @@ class LiveConversation:
                 self._held_block = mic_read.result()
             await cancel_and_wait(mic_read, control)
 
-    def _next_outgoing(self) -> _Outgoing | None:
+    def _next_outgoing(self) -> Outgoing | None:
         """The next queued item that may go now. Tools' answers go first, always (the model may
         be waiting on them); conversation turns go in order, one answer at a time: they wait
         while the model speaks, until the model's turn about the last one sent (or a BLOCKING
@@ -446,8 +412,8 @@ class LiveConversation:
         del self._outgoing[items[0]]
         return item
 
-    def _is_conversation(self, item: _Outgoing) -> bool:
-        return isinstance(item, _Text) or item.connection != self.status.connections
+    def _is_conversation(self, item: Outgoing) -> bool:
+        return isinstance(item, Text) or item.connection != self.status.connections
 
     def _turn_would_interrupt(self) -> bool:
         """Whether a completed client turn now would cut the model off beyond a reply under way:
@@ -476,8 +442,8 @@ class LiveConversation:
         else:
             await session.send_realtime_input(text=text)
 
-    async def _send(self, session: AsyncSession, item: _Outgoing) -> None:
-        if isinstance(item, _Text):
+    async def _send(self, session: AsyncSession, item: Outgoing) -> None:
+        if isinstance(item, Text):
             await self._send_text(session, item.turn.text)
             self._queue_save(self.assembler.typed(item.turn))
             self.status.last_activity = time.monotonic()
@@ -526,21 +492,21 @@ class LiveConversation:
         if update is not None and update.resumable and update.new_handle:
             self._handle = _Handle(update.new_handle, time.monotonic())
         if message.go_away is not None:
-            self._on_go_away(_parse_seconds(message.go_away.time_left))
+            self._on_go_away(parse_seconds(message.go_away.time_left))
         if message.tool_call is not None:
             for call in message.tool_call.function_calls or []:
                 self._tool_calls.start(call, self._reply_tool(self.status.connections))
         if message.tool_call_cancellation is not None:
             self._tool_calls.cancel(message.tool_call_cancellation.ids or [])
         if message.usage_metadata is not None:  # before the content: it may end the turn it counts
-            self.assembler.usage(_token_usage(message.usage_metadata))
+            self.assembler.usage(token_usage(message.usage_metadata))
         content = message.server_content
         if content is not None:
             self._on_content(content)
 
     def _reply_tool(self, connection: int) -> Reply:
         async def reply(response: types.FunctionResponse) -> None:
-            self._send_later(_ToolResult(response, connection))
+            self._send_later(ToolResult(response, connection))
 
         return reply
 
@@ -632,17 +598,3 @@ class LiveConversation:
     def _goaway_deadline(self) -> None:
         if self._draining and not self.assembler.model_speaking:
             self._reconnect.set()
-
-
-def _token_usage(m: types.UsageMetadata) -> TokenUsage:
-    """The service's usageMetadata (the Live API's UsageMetadata message: promptTokenCount,
-    responseTokenCount, totalTokenCount, cachedContentTokenCount, thoughtsTokenCount,
-    toolUsePromptTokenCount) as stored with the model turn."""
-    return TokenUsage(
-        prompt_tokens=m.prompt_token_count,
-        response_tokens=m.response_token_count,
-        total_tokens=m.total_token_count,
-        cached_tokens=m.cached_content_token_count,
-        thoughts_tokens=m.thoughts_token_count,
-        tool_use_prompt_tokens=m.tool_use_prompt_token_count,
-    )
