@@ -23,10 +23,12 @@ A server message of a type the SDK does not know is skipped (logged): the stream
 newer service must not cost a reconnect per message.
 
 Typed turns (`say`) and other conversation text go as the profile says: a client-content user turn
-(3.8, 2.5) or realtime text where client content is refused mid-session (3.1). Where a completed
-client turn interrupts the model (3.8), they wait while the model speaks, while a BLOCKING call
-runs (the service would cancel it) and until the model's turn about a BLOCKING call's result has
-ended. Tool answers never wait, and carry the scheduling of their tool's behaviour.
+(3.8, 2.5) or realtime text where client content is refused mid-session (3.1). Each typed turn is
+a whole turn answered on its own: conversation text waits while the model speaks and until the
+model's turn about the typed turn before it (or a BLOCKING call's result) has ended, or
+`model_silence_s` passed without one; where a completed client turn interrupts the model (3.8),
+also while a BLOCKING call runs (the service would cancel it). Tool answers never wait, and carry
+the scheduling of their tool's behaviour.
 
 Tool calls outlive the connection that issued them; an answer for a call an earlier connection
 issued reaches the model as conversation (the server does not act on a tool response for a call
@@ -40,11 +42,11 @@ chat's memory.
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
 (voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
 (voice.turn_saver), so the audio path never waits on the store. What is still unsaved when the
-session closes (after `save_drain_s`) is kept locally. Before a fresh seed is read, the saver is
-drained so the seed carries every turn. When a connection drops mid-reply, the model turn keeps
-all the text received (its audio still plays) and is marked interrupted; the user's words heard
-before the model answered are kept open when the session resumes (the server heard them too) and
-stored when it starts fresh.
+session closes (after `save_drain_s`, or by the owner's `close_by`) is kept locally. Before a
+fresh seed is read, the saver is drained so the seed carries every turn. When a connection drops
+mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
+interrupted; the user's words heard before the model answered are kept open when the session
+resumes (the server heard them too) and stored when it starts fresh.
 """
 
 from __future__ import annotations
