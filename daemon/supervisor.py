@@ -94,6 +94,7 @@ class DaemonStatus:
     restarts: int = 0  # unexpected failures the daemon went on after
     last_error: str | None = None
     kept_turns: int = 0  # turns not stored in time, kept aside for the next start
+    lost_turns: int = 0  # turns neither stored nor kept aside (the local file failed too)
 
 
 class Daemon:
@@ -417,6 +418,8 @@ class Daemon:
             self._follow_typed(event)
         if event.kind == "kept":
             self.status.kept_turns += len(event.turns)
+        if event.kind == "lost":
+            self.status.lost_turns += len(event.turns)
         if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
         if event.kind in ("turn", "stored"):  # transcripts stay out of the logs at info level

@@ -9,7 +9,8 @@ from typing import Literal
 from parla.memory.turn import Turn
 
 # "turn": turns queued for storing; "stored": stored (or refused for good and kept locally);
-# "kept": not stored before the session closed, kept locally (`SessionMemory.keep`).
+# "kept": not stored before the session closed, kept locally (`SessionMemory.keep`); "lost":
+# neither stored nor kept (the local file could not be written either).
 EventKind = Literal[
     "connected",
     "resumed",
@@ -21,6 +22,7 @@ EventKind = Literal[
     "turn",
     "stored",
     "kept",
+    "lost",
     "switched",
 ]
 

@@ -124,10 +124,11 @@ class TurnSaver:
             memory, turns = self._batches.popleft()
             try:
                 await memory.keep(turns, reason)
-            except Exception:
+            except Exception as e:
                 log.exception(
                     "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
                 )
+                self._emit(SessionEvent("lost", f"{type(e).__name__}: {e}", tuple(turns)))
                 continue
             self.status.unsaved_turns -= len(turns)
             self.status.refused_turns += len(turns)

@@ -73,13 +73,15 @@ async def run(
                     await serving
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
-        kept = daemon.status.kept_turns
+        kept, lost = daemon.status.kept_turns, daemon.status.lost_turns
+        said = []
         if kept:
-            err.print(
-                f"Parla stopped; {kept} turns the store did not take in time are kept in {mem.refused.path} "
-                "and stored when Parla next starts.",
-                markup=False,
-            )
+            where = mem.refused.path
+            said.append(f"{kept} turns the store did not take in time are kept in {where} and stored at the next start")
+        if lost:
+            said.append(f"{lost} turns could be neither stored nor kept (the log says why)")
+        if said:
+            err.print(f"Parla stopped; {'; '.join(said)}.", markup=False)
             return
     err.print("Parla stopped; everything said is stored.", markup=False)
 

@@ -110,8 +110,7 @@ async def test_a_stop_while_the_store_is_locked_keeps_the_turns_and_the_next_sta
     assert proc.returncode == 0, stderr
     assert "shutdown took longer" not in stderr
     assert stderr.rstrip().splitlines()[-1] == (
-        f"Parla stopped; 2 turns the store did not take in time are kept in {kept.path} "
-        "and stored when Parla next starts."
+        f"Parla stopped; 2 turns the store did not take in time are kept in {kept.path} and stored at the next start."
     )
     assert [k.turn.text for k in kept.read()] == ["the milk", "You said the milk."]
     assert await _history(daemon_settings, chat_id) == []

@@ -73,3 +73,22 @@ async def test_what_is_unsaved_at_close_is_kept_locally_with_the_last_error(stor
     assert [k.turn.text for k in kept] == [t.text for t in make_turns(4)]
     assert all(k.reason.startswith("not stored before the session closed (last error: ") for k in kept)
     assert (await store.get_chat(chat.id)).turn_count == 0
+
+
+async def test_turns_neither_stored_nor_kept_are_told_lost(store, tmp_path):
+    chat = (await store.create_chat(title="Lisbon trip")).chat
+    unwritable = tmp_path / "kept.jsonl"
+    unwritable.mkdir()  # the keep-aside file cannot be written either
+    memory = ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(unwritable))
+    events: list[tuple[EventKind, str]] = []
+    s = saver(events, drain_s=0.3)
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        s.start()
+        s.put(memory, make_turns(2))
+        await s.close()
+    finally:
+        other.close()
+    assert [kind for kind, _ in events if kind != "save_failed"] == ["lost"]
+    assert events[-1][1].startswith("IsADirectoryError")
