@@ -58,52 +58,55 @@ async def locked_store_faults(
     counts = {"stored": 0, "kept": 0, "in flight": 0, "sigterm": 0, "kill": 0, "last line": 0}
     chat_id: str | None = None
     proc = await _start_daemon(env, socket, log)
-    while figures.kills < kills:
-        figures.runs += 1
-        status = await send_command(socket, "status")
-        chat_id = chat_id or status["chat"]["id"]
-        await send_command(socket, "talk")
-        term = figures.kills % 2 == 0
-        holder = sqlite3.connect(db, isolation_level=None)
-        holder.execute("BEGIN IMMEDIATE")
-        try:
-            first = f"round {figures.runs}: kept while the store is locked"
-            answer = await _say(socket, first, wait=1.5)
-            if answer and answer["result"] == "answered":
-                reported.append(first)
-                counts["kept" if answer.get("kept") else "stored"] += 1
-            else:
-                figures.problem(f"round {figures.runs}: the first say got {answer}")
-            second = f"round {figures.runs}: in flight at the {'SIGTERM' if term else 'kill -9'}"
-            waiting = asyncio.create_task(_say(socket, second, wait=30))
-            await answers.wait(second, 15)
-            await asyncio.sleep(rng.uniform(0.0, 1.0))
-            log_size = log.stat().st_size
-            proc.send_signal(signal.SIGTERM if term else signal.SIGKILL)
-            await proc.wait()
-            figures.kills += 1
-            counts["sigterm" if term else "kill"] += 1
-            answer = await waiting
-            if answer and answer["result"] == "answered":
-                reported.append(second)
-                counts["in flight"] += 1
-                counts["kept" if answer.get("kept") else "stored"] += 1
-        finally:
-            holder.execute("ROLLBACK")
-            holder.close()
-        if term:
-            last = log.read_text()[log_size:].rstrip().splitlines()[-1:]
-            if last and "are kept in" in last[0] and str(kept_file.path) in last[0]:
-                counts["last line"] += 1
-            else:
-                figures.problem(f"round {figures.runs}: the SIGTERM's last line: {last}")
-        proc = await _start_daemon(env, socket, log)  # replays what was kept aside
-        when = f"locked round {figures.runs} ({'SIGTERM' if term else 'kill -9'})"
-        check_exchanges(db, chat_id, reported, figures, when, "reported")
-        if kept_file.count():
-            figures.problem(f"{when}: {kept_file.count()} turns still kept aside after the restart")
-    proc.send_signal(signal.SIGTERM)
-    await proc.wait()
+    try:
+        while figures.kills < kills:
+            figures.runs += 1
+            status = await send_command(socket, "status")
+            chat_id = chat_id or status["chat"]["id"]
+            await send_command(socket, "talk")
+            term = figures.kills % 2 == 0
+            holder = sqlite3.connect(db, isolation_level=None)
+            holder.execute("BEGIN IMMEDIATE")
+            try:
+                first = f"round {figures.runs}: kept while the store is locked"
+                answer = await _say(socket, first, wait=1.5)
+                if answer and answer["result"] == "answered":
+                    reported.append(first)
+                    counts["kept" if answer.get("kept") else "stored"] += 1
+                else:
+                    figures.problem(f"round {figures.runs}: the first say got {answer}")
+                second = f"round {figures.runs}: in flight at the {'SIGTERM' if term else 'kill -9'}"
+                waiting = asyncio.create_task(_say(socket, second, wait=30))
+                await answers.wait(second, 15)
+                await asyncio.sleep(rng.uniform(0.0, 1.0))
+                log_size = log.stat().st_size
+                proc.send_signal(signal.SIGTERM if term else signal.SIGKILL)
+                await proc.wait()
+                figures.kills += 1
+                counts["sigterm" if term else "kill"] += 1
+                answer = await waiting
+                if answer and answer["result"] == "answered":
+                    reported.append(second)
+                    counts["in flight"] += 1
+                    counts["kept" if answer.get("kept") else "stored"] += 1
+            finally:
+                holder.execute("ROLLBACK")
+                holder.close()
+            if term:
+                last = log.read_bytes()[log_size:].decode().rstrip().splitlines()[-1:]
+                if last and "are kept in" in last[0] and str(kept_file.path) in last[0]:
+                    counts["last line"] += 1
+                else:
+                    figures.problem(f"round {figures.runs}: the SIGTERM's last line: {last}")
+            proc = await _start_daemon(env, socket, log)  # replays what was kept aside
+            when = f"locked round {figures.runs} ({'SIGTERM' if term else 'kill -9'})"
+            check_exchanges(db, chat_id, reported, figures, when, "reported")
+            if kept_file.count():
+                figures.problem(f"{when}: {kept_file.count()} turns still kept aside after the restart")
+    finally:
+        if proc.returncode is None:
+            proc.send_signal(signal.SIGTERM)
+        await proc.wait()
     socket.unlink(missing_ok=True)
     figures.note = (
         f"{len(reported)} says reported answered ({counts['stored']} stored, {counts['kept']} kept aside and "
