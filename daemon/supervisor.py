@@ -141,6 +141,8 @@ class Daemon:
     def stop(self) -> None:
         if self._deadline is None:
             self._deadline = asyncio.get_running_loop().time() + self.settings.shutdown_timeout_s
+        if self._conversation is not None:  # it may be closing already, waiting for the store
+            self._conversation.finish_by(self._deadline - self.settings.shutdown_keep_s)
         self._stop.set()
 
     def _store_deadline(self) -> float | None:
@@ -341,11 +343,12 @@ class Daemon:
         try:
             async with conversation:
                 self._conversation = self._current.conversation = conversation
+                if (deadline := self._store_deadline()) is not None:
+                    conversation.finish_by(deadline)
                 for turn in self._pending_says:
                     conversation.say(turn)
                 self._pending_says.clear()
                 await self._until_session_ends(conversation)
-                conversation.close_by = self._store_deadline()
         except (LiveSessionFailed, StoreError) as e:
             # The daemon outlives a session that cannot go on (Live API gave up, the chat's
             # memory cannot be loaded): back to idle, with the reason in `parla status`. Any

@@ -42,7 +42,7 @@ chat's memory.
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
 (voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
 (voice.turn_saver), so the audio path never waits on the store. What is still unsaved when the
-session closes (after `save_drain_s`, or by the owner's `close_by`) is kept locally. Before a
+session closes (after `save_drain_s`, or by the owner's `finish_by`) is kept locally. Before a
 fresh seed is read, the saver is drained so the seed carries every turn. When a connection drops
 mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
 interrupted; the user's words heard before the model answered are kept open when the session
@@ -121,8 +121,6 @@ class LiveConversation:
         self._instruction: str | None = None
         self._reconnect = asyncio.Event()
         self._draining = False
-        # When the owner closes this: the saver keeps what is unstored by then (a loop time).
-        self.close_by: float | None = None
         self._goaway_timer: asyncio.TimerHandle | None = None
         self._silence_timer: asyncio.TimerHandle | None = None
         self._hold_timer: asyncio.TimerHandle | None = None
@@ -146,7 +144,7 @@ class LiveConversation:
         await cancel_and_wait(run)
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
-        await self._saver.close(self.close_by)
+        await self._saver.close()
         # A run that failed other than by giving up (the store could not give a seed) says so
         # to the owner, after every turn is stored or kept.
         if run is not None and run.done() and not run.cancelled():
@@ -198,6 +196,11 @@ class LiveConversation:
     def unsent(self) -> list[Turn]:
         """Typed turns not sent yet (for the caller to keep when the conversation ends)."""
         return [item.turn for item in self._outgoing if isinstance(item, Text)]
+
+    def finish_by(self, deadline: float) -> None:
+        """The owner is stopping: turns the store has not taken by `deadline` (a loop time) are
+        kept locally when this closes, also if it is closing already."""
+        self._saver.hurry(deadline)
 
     async def keep_now(self, ids: set[str], reason: str) -> list[Turn]:
         """Keep these turns, queued and not stored yet, locally now (see TurnSaver.keep_now)."""

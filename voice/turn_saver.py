@@ -38,18 +38,23 @@ class TurnSaver:
         self._changed = asyncio.Event()  # a batch came, or one was stored
         self._last_error: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._deadline: float | None = None  # the owner is stopping: no wait for the store past it
+        self._draining: asyncio.Timeout | None = None  # the drain under way
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="live:saver")
 
-    async def close(self, deadline: float | None = None) -> None:
-        """Store what is queued (waiting at most `drain_s`, and not past `deadline`, a loop
-        time), then keep the rest locally, also when the close is cancelled."""
+    def hurry(self, deadline: float) -> None:
+        """Wait for the store no later than `deadline` (a loop time), in a drain under way too."""
+        self._deadline = deadline
+        if self._draining is not None and (self._draining.when() or deadline) >= deadline:
+            self._draining.reschedule(deadline)
+
+    async def close(self) -> None:
+        """Store what is queued (waiting at most `drain_s`, and not past the `hurry` deadline),
+        then keep the rest locally, also when the close is cancelled."""
         try:
-            limit = self.drain_s
-            if deadline is not None:
-                limit = min(limit, deadline - asyncio.get_running_loop().time())
-            await self.drain(limit)
+            await self.drain()
         finally:
             await cancel_and_wait(self._task)
             await self._keep_unsaved()
@@ -59,19 +64,26 @@ class TurnSaver:
         self.status.unsaved_turns += len(turns)
         self._changed.set()
 
-    async def drain(self, limit: float | None = None) -> None:
-        """Until every queued turn is stored, or `limit` (`drain_s`) seconds have passed (then logged)."""
-        limit = self.drain_s if limit is None else max(limit, 0.0)
+    async def drain(self) -> None:
+        """Until every queued turn is stored, or `drain_s` has passed, or the `hurry` deadline
+        (then logged)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        until = started + self.drain_s
+        if self._deadline is not None:
+            until = min(until, self._deadline)
         try:
-            async with asyncio.timeout(limit):
+            async with asyncio.timeout_at(until) as self._draining:
                 await self._until(lambda: not self._batches)
         except TimeoutError:
             log.error(
-                "%d turns are not stored yet after %gs",
+                "%d turns are not stored yet after %.1fs",
                 self.status.unsaved_turns,
-                limit,
+                loop.time() - started,
                 extra={"event": "turns_unsaved", "count": self.status.unsaved_turns},
             )
+        finally:
+            self._draining = None
 
     async def keep_now(self, ids: set[str], reason: str) -> list[Turn]:
         """Keep the waiting turns with these ids locally now; they are still stored once the

@@ -117,3 +117,22 @@ async def test_a_stop_while_the_store_is_locked_keeps_the_turns_and_the_next_sta
     async with running(daemon_settings):
         assert kept.read() == []
     assert await _history(daemon_settings, chat_id) == [("user", "the milk"), ("model", "You said the milk.")]
+
+
+async def test_a_stop_while_a_session_closes_on_a_locked_store_waits_no_longer_than_the_shutdown(
+    daemon_settings, live, caplog
+):
+    live.script = echo
+    settings = daemon_settings.model_copy(update={"save_drain_s": 60.0, "shutdown_timeout_s": 3.0})
+    kept = RefusedTurns(RefusedTurns.beside(settings.store_path))
+    async with running(settings) as (daemon, _, _):
+        with write_lock(settings.store_path):
+            await send_command(settings.control_socket, "say", text="the milk")
+            first = await live.wait_connections(1)
+            # answered, then closed for idleness (1 s): the session waits for the locked store
+            await asyncio.wait_for(first.closed.wait(), 10)
+            daemon.stop()
+            await eventually(lambda: daemon.status.state == "stopping", timeout=10, what="the stop")
+    assert not [r for r in caplog.records if "shutdown took longer" in r.message]
+    assert daemon.status.kept_turns == 2
+    assert [k.turn.text for k in kept.read()] == ["the milk", "You said the milk."]
