@@ -5,7 +5,9 @@ kill -9 at random moments of three processes, each run again after every kill:
   and run again until a run completes, on a fresh store each round;
 - compaction: `parla memory regenerate` of a long chat;
 - live: `parla run` (its own process) talking to the Live emulator, typed `say` turns sent over
-  the control socket, each answered by voice.
+  the control socket, each answered by voice;
+- locked: SIGTERM and kill -9 of `parla run` while another program holds the store's write lock
+  and `say --wait` runs (bench.faults_locked).
 After every kill the store is checked from outside: `PRAGMA integrity_check`; every turn that was
 acknowledged before the kill is there (import: a chat once seen stored, and every chat when a run
 completes; compaction: every turn of the chat; live: each exchange the daemon reported stored,
@@ -26,7 +28,6 @@ import asyncio
 import json
 import os
 import random
-import resource
 import sqlite3
 import sys
 import tempfile
@@ -36,8 +37,6 @@ from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import httpx
 
 from bench.corpus import write_jsonl
 from parla.daemon.control import CommandError, DaemonNotRunning, send_command
@@ -133,6 +132,21 @@ def check_store(db: Path, figures: Figures, when: str) -> None:
     for problem in range_problems(db):
         figures.memory_failures += 1
         figures.problem(f"{when}: {problem}")
+
+
+def check_exchanges(db: Path, chat_id: str, texts: list[str], figures: Figures, when: str, what: str) -> list[Exchange]:
+    """The store after a fault: each typed text in `texts` and the emulator's answer to it are in
+    the chat once. Returns the chat's turns."""
+    check_store(db, figures, when)
+    turns = stored_turns(db).get(chat_id, [])
+    expected = [t for text in texts for t in (("user", text), ("model", f"You said {text}"))]
+    lost, duplicated = compare(expected, turns)
+    figures.lost += lost
+    figures.duplicated += duplicated
+    figures.checked += len(expected)
+    if lost or duplicated:
+        figures.problem(f"{when}: {lost} lost, {duplicated} duplicated of {len(expected)} {what} turns")
+    return turns
 
 
 async def recompact(mem: MemoryServices, chat_ids: list[str], figures: Figures, when: str) -> None:
@@ -386,7 +400,24 @@ class _Answers:
                 await self.changed.wait()
 
 
-async def _start_daemon(env: dict[str, str], socket: Path, log: Path) -> asyncio.subprocess.Process:
+def daemon_environment(folder: Path, peers: LivePeers, socket: Path, **extra: str) -> dict[str, str]:
+    """`parla run` on the Live emulator (answering typed turns), opened by `say` or `talk`."""
+    return environment(
+        folder,
+        PULSE_SERVER=peers.pulse_server,
+        SSL_CERT_FILE=str(peers.cert),
+        PARLA_LIVE_URL=peers.live.url,
+        GEMINI_API_KEY=peers.live.api_key,
+        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
+        PARLA_CONTROL_SOCKET=str(socket),
+        PARLA_ACTIVATION="push_to_talk",
+        PARLA_IDLE_TIMEOUT="600",
+        PARLA_CUES="false",
+        **extra,
+    )
+
+
+async def start_daemon(env: dict[str, str], socket: Path, log: Path) -> asyncio.subprocess.Process:
     with log.open("a") as ferr:
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "parla.daemon", "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=ferr
@@ -424,27 +455,13 @@ async def live_faults(
     kills: int,
     rng: random.Random,
     mem: MemoryServices,
-    live: LiveEmulator,
-    pulse_server: str,
-    certificate: Path,
+    peers: LivePeers,
 ) -> Figures:
-    """`pulse_server`: the audio server's address (PULSE_SERVER); `certificate`: the emulator's."""
     db = folder / "parla.db"
     socket = folder / "run" / "ctl.sock"
     answers = _Answers()
-    live.script = answers.script
-    env = environment(
-        folder,
-        PULSE_SERVER=pulse_server,
-        SSL_CERT_FILE=str(certificate),
-        PARLA_LIVE_URL=live.url,
-        GEMINI_API_KEY=live.api_key,
-        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
-        PARLA_CONTROL_SOCKET=str(socket),
-        PARLA_ACTIVATION="push_to_talk",
-        PARLA_IDLE_TIMEOUT="600",
-        PARLA_CUES="false",
-    )
+    peers.live.script = answers.script
+    env = daemon_environment(folder, peers, socket)
     figures = Figures("live")
     counter = [0]
     acked: list[str] = []
@@ -453,7 +470,7 @@ async def live_faults(
     chat_id: str | None = None
     answered = answered_stored = unanswered = unanswered_stored = 0
     while figures.kills < kills:
-        proc = await _start_daemon(env, socket, folder / "daemon.err")
+        proc = await start_daemon(env, socket, folder / "daemon.err")
         figures.runs += 1
         status = await send_command(socket, "status")
         if chat_id is None:
@@ -472,15 +489,7 @@ async def live_faults(
         with suppress(BaseException):
             await talking
         when = f"live kill {figures.kills}"
-        check_store(db, figures, when)
-        turns = stored_turns(db).get(chat_id, [])
-        expected = [t for text in acked for t in (("user", text), ("model", f"You said {text}"))]
-        lost, duplicated = compare(expected, turns)
-        figures.lost += lost
-        figures.duplicated += duplicated
-        figures.checked += len(expected)
-        if lost or duplicated:
-            figures.problem(f"{when}: {lost} lost, {duplicated} duplicated of {len(expected)} acknowledged turns")
+        turns = check_exchanges(db, chat_id, acked, figures, when, "acknowledged")
         # Not acknowledged, so not counted as lost, but told: a turn whose answer was sent before
         # the kill while the daemon had not stored it yet, and one not answered yet.
         for text in (t for t in said if t not in acked):
@@ -503,194 +512,6 @@ async def live_faults(
             f"p95 {lag[int(len(lag) * 0.95)] * 1000:.0f} ms (n={len(lag)})"
         )
     return figures
-
-
-# -- another local user's connections: the inspector's port and the control socket flooded ---------
-
-FLOOD_IDLE = 1_100  # TCP connections to the inspector that send nothing
-FLOOD_HALF_OPEN = 128  # control clients that send `{"cmd":` and nothing more
-FLOOD_FILE_LIMIT = 1_024  # the daemon's descriptors (soft and hard), the usual desktop limit
-FLOOD_SECONDS = 20.0
-FLOOD_PROBE_S = 0.25  # the user's `status` this often, the inspector's page every fourth time
-FLOOD_STATUS_LIMIT_S = 1.0
-FLOOD_LOG_LIMIT = 1_000_000
-
-
-@dataclass
-class FloodFigures(Figures):
-    status_s: list[float] = field(default_factory=list)
-    status_failures: int = 0  # no answer, or an error
-    status_slow: int = 0  # answered later than FLOOD_STATUS_LIMIT_S
-    page_s: list[float] = field(default_factory=list)
-    page_failures: int = 0
-    opened: int = 0  # the attackers' connections, reconnections included
-    closed_by_daemon: int = 0
-    descriptors_peak: int = 0  # the daemon's open files, at most
-    out_of_files: bool = False  # the daemon's log says it ran out of them
-    log_growth: int = 0
-
-    @property
-    def ok(self) -> bool:
-        failed = self.status_failures or self.status_slow or self.page_failures or self.out_of_files
-        return super().ok and not failed and self.log_growth < FLOOD_LOG_LIMIT
-
-
-async def _attacker(
-    connect: Callable[[], Awaitable[tuple[asyncio.StreamReader, asyncio.StreamWriter]]],
-    first: bytes,
-    figures: FloodFigures,
-) -> None:
-    """One connection held open as long as the daemon lets it, opened again a second after it is
-    closed (a steady attacker), until cancelled."""
-    while True:
-        try:
-            reader, writer = await connect()
-        except OSError:
-            await asyncio.sleep(1.0)
-            continue
-        figures.opened += 1
-        try:
-            writer.write(first)
-            with suppress(OSError):
-                await writer.drain()
-                while await reader.read(4096):
-                    pass
-            figures.closed_by_daemon += 1
-        finally:
-            writer.close()
-        await asyncio.sleep(1.0)
-
-
-def _descriptors(pid: int) -> int:
-    try:
-        return len(os.listdir(f"/proc/{pid}/fd"))
-    except OSError:
-        return 0
-
-
-def _probe(socket: Path, page: str, pid: int, figures: FloodFigures, seconds: float) -> None:
-    """What the user does meanwhile, from another event loop (a process of its own would be the
-    same: the attackers' busy loop does not delay it): `status` every FLOOD_PROBE_S, the
-    inspector's page every fourth time, for `seconds`."""
-
-    async def probing() -> None:
-        async with httpx.AsyncClient() as http:
-            with suppress(TimeoutError):
-                async with asyncio.timeout(seconds):
-                    await _probe_loop(socket, page, pid, figures, http)
-
-    asyncio.run(probing())
-
-
-async def _probe_loop(socket: Path, page: str, pid: int, figures: FloodFigures, http: httpx.AsyncClient) -> None:
-    n = 0
-    while True:
-        figures.descriptors_peak = max(figures.descriptors_peak, _descriptors(pid))
-        started = time.monotonic()
-        try:
-            await send_command(socket, "status", timeout=5)
-            figures.status_s.append(time.monotonic() - started)
-            if figures.status_s[-1] > FLOOD_STATUS_LIMIT_S:
-                figures.status_slow += 1
-                figures.problem(f"status took {figures.status_s[-1]:.2f} s")
-        except (CommandError, DaemonNotRunning, OSError, TimeoutError) as e:
-            figures.status_failures += 1
-            figures.problem(f"status failed: {e!r}")
-        if n % 4 == 0:
-            started = time.monotonic()
-            try:
-                ok = (await http.get(page, timeout=5)).status_code == 200
-            except httpx.HTTPError as e:
-                ok = False
-                figures.problem(f"the page failed: {e!r}")
-            figures.page_s.append(time.monotonic() - started)
-            figures.page_failures += not ok
-        n += 1
-        await asyncio.sleep(FLOOD_PROBE_S)
-
-
-async def _inspector_url(socket: Path) -> str:
-    """The inspector's address with its token, once it serves (the socket answers before it does)."""
-    async with asyncio.timeout(30):
-        while True:
-            with suppress(CommandError):
-                return str((await send_command(socket, "ui"))["url"])
-            await asyncio.sleep(0.1)
-
-
-async def connection_flood(folder: Path, pulse_server: str, seconds: float = FLOOD_SECONDS) -> FloodFigures:
-    """`parla run` limited to FLOOD_FILE_LIMIT files, its inspector's port held by FLOOD_IDLE idle
-    connections and its control socket by FLOOD_HALF_OPEN half-open clients for `seconds` (from
-    this process: what another user could do), while the user asks for `status` and the page."""
-    socket = folder / "run" / "ctl.sock"
-    log = folder / "daemon.err"
-    env = environment(
-        folder,
-        PULSE_SERVER=pulse_server,
-        PARLA_CONTROL_SOCKET=str(socket),
-        PARLA_ACTIVATION="push_to_talk",
-        PARLA_CUES="false",
-        GEMINI_API_KEY="unused-key",  # no session opens: nothing but the store and the sockets is used
-        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",
-        PARLA_LIVE_URL="https://127.0.0.1:9",
-    )
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    needed = FLOOD_IDLE + FLOOD_HALF_OPEN + 256
-    if soft < needed <= hard or hard == resource.RLIM_INFINITY:  # the attackers' side needs them all
-        resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, needed), hard))
-    figures = FloodFigures("flood", runs=1)
-    proc = await _start_daemon(env, socket, log)
-    try:
-        resource.prlimit(proc.pid, resource.RLIMIT_NOFILE, (FLOOD_FILE_LIMIT, FLOOD_FILE_LIMIT))
-        page = await _inspector_url(socket)
-        port = int(page.split("/")[2].rsplit(":", 1)[1])
-        log_before = log.stat().st_size
-        async with asyncio.TaskGroup() as group:
-            tasks = [
-                group.create_task(_attacker(lambda: asyncio.open_connection("127.0.0.1", port), b"", figures))
-                for _ in range(FLOOD_IDLE)
-            ]
-            tasks += [
-                group.create_task(_attacker(lambda: asyncio.open_unix_connection(str(socket)), b'{"cmd":', figures))
-                for _ in range(FLOOD_HALF_OPEN)
-            ]
-            await asyncio.to_thread(_probe, socket, page, proc.pid, figures, seconds)
-            for task in tasks:
-                task.cancel()
-        await send_command(socket, "stop")
-        await asyncio.wait_for(proc.wait(), 30)
-        if proc.returncode != 0:
-            figures.problem(f"the daemon exited with {proc.returncode}")
-        figures.log_growth = log.stat().st_size - log_before
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    figures.out_of_files = "Too many open files" in log.read_text(errors="replace")
-    figures.note = (
-        f"{FLOOD_IDLE:,} idle inspector connections and {FLOOD_HALF_OPEN} half-open control clients for "
-        f"{seconds:.0f} s, the daemon limited to {FLOOD_FILE_LIMIT:,} files: `status` {_spread(figures.status_s)}, "
-        f"{figures.status_slow} over {FLOOD_STATUS_LIMIT_S:.0f} s, {figures.status_failures} failed; the page "
-        f"{_spread(figures.page_s)}, {figures.page_failures} failed; attackers' connections opened "
-        f"{figures.opened:,}, closed by the daemon {figures.closed_by_daemon:,}; the daemon's open files at most "
-        f"{figures.descriptors_peak}{' (it ran out)' if figures.out_of_files else ''}; log +{figures.log_growth:,} bytes"
-    )
-    return figures
-
-
-def _spread(seconds: list[float]) -> str:
-    if not seconds:
-        return "never answered"
-    ordered = sorted(seconds)
-    return f"n={len(ordered)} median {ordered[len(ordered) // 2] * 1000:.0f} ms, max {ordered[-1] * 1000:.0f} ms"
-
-
-async def flood_suite(root: Path) -> Figures:
-    pulse = PulseServer(root / "pulse-flood").start()
-    try:
-        return await connection_flood(root / "flood", pulse.env["PULSE_SERVER"])
-    finally:
-        pulse.stop()
 
 
 # -- the suite -------------------------------------------------------------------------------------
@@ -727,20 +548,36 @@ async def run(kills: int, seed: int, scenarios: list[str]) -> list[Figures]:
         folder = root / "compaction"
         results.append(await with_memory(folder, lambda m: compaction_faults(folder, kills, rng, m)))
     if "live" in scenarios:
-        results.append(await live_suite(root, kills, rng))
+        live = root / "live"
+        results.append(
+            await with_live_peers(live, lambda p: with_memory(live, lambda m: live_faults(live, kills, rng, m, p)))
+        )
+    if "locked" in scenarios:
+        from bench.faults_locked import locked_store_faults  # it builds on this module
+
+        locked = root / "locked"
+        results.append(await with_live_peers(locked, lambda p: locked_store_faults(locked, kills, rng, p)))
     if "flood" in scenarios:
+        from bench.faults_flood import flood_suite  # it builds on this module
+
         results.append(await flood_suite(root))
     return results
 
 
-async def live_suite(root: Path, kills: int, rng: random.Random) -> Figures:
-    folder = root / "live"
-    cert = make_certificate(root)
-    pulse = PulseServer(root / "pulse").start()
+@dataclass
+class LivePeers:
+    live: LiveEmulator
+    pulse_server: str  # the sound server's address (PULSE_SERVER)
+    cert: Path  # the emulator's certificate
+
+
+async def with_live_peers(folder: Path, work: Callable[[LivePeers], Awaitable[Figures]]) -> Figures:
+    """`work` with the Live emulator and the sound server up."""
+    cert = make_certificate(folder)
+    pulse = PulseServer(folder / "pulse").start()
     try:
         async with LiveEmulator(*cert) as live:
-            server = pulse.env["PULSE_SERVER"]
-            figures = await with_memory(folder, lambda m: live_faults(folder, kills, rng, m, live, server, cert[0]))
+            figures = await work(LivePeers(live, pulse.env["PULSE_SERVER"], cert[0]))
             if live.errors:
                 raise live.errors[0]
             return figures
@@ -748,7 +585,7 @@ async def live_suite(root: Path, kills: int, rng: random.Random) -> Figures:
         pulse.stop()
 
 
-SCENARIOS = ["import", "compaction", "live", "flood"]
+SCENARIOS = ["import", "compaction", "live", "locked", "flood"]
 
 
 def main() -> None:

@@ -69,6 +69,12 @@ class DaemonConfig(BaseModel):
     shutdown_timeout_s: float = Field(
         10.0, gt=0, description="Longest wait at shutdown for the current turn and the store to finish."
     )
+    shutdown_keep_s: float = Field(
+        2.0,
+        ge=0,
+        description="At shutdown, the store is waited for until this long before `shutdown_timeout_s` ends; "
+        "turns it has not taken by then are kept locally and stored at the next start.",
+    )
     ui: bool = Field(True, description="The running daemon serves the memory inspector (`parla ui` opens it).")
     ui_port: int = Field(
         8765, ge=0, le=65535, description="Port of the memory inspector on 127.0.0.1 (0: any free port)."

@@ -88,16 +88,24 @@ def _prepare(path: Path) -> None:
     except OSError as e:
         raise unusable_path(path, e) from e
     check_folder(path.parent)
-    if path.exists() or path.is_symlink():
-        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            probe.connect(str(path))
-        except OSError:
-            path.unlink()  # left behind by a daemon that did not exit cleanly
-        else:
-            raise DaemonAlreadyRunning(path)
-        finally:
-            probe.close()
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):  # a mistyped setting must not cost the user a file
+        raise ControlError(
+            f"{path} is there and is not a socket, so it cannot be the control socket (it is left as it is); "
+            "set PARLA_CONTROL_SOCKET to a path where no file is"
+        )
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError:
+        path.unlink()  # left behind by a daemon that did not exit cleanly
+    else:
+        raise DaemonAlreadyRunning(path)
+    finally:
+        probe.close()
 
 
 @dataclass(eq=False)
@@ -117,6 +125,7 @@ class ControlServer:
         self._server: asyncio.AbstractServer | None = None
         self._clients: dict[asyncio.Task[None], _Client] = {}  # the places taken
         self._tasks: set[asyncio.Task[None]] = set()  # every connection's handler, evicted ones included
+        self._identity: tuple[int, int] | None = None  # (device, inode) of the socket made
 
     async def __aenter__(self) -> Self:
         _prepare(self.path)
@@ -130,6 +139,8 @@ class ControlServer:
         finally:
             os.umask(old)
         os.chmod(self.path, 0o600)
+        st = self.path.lstat()
+        self._identity = (st.st_dev, st.st_ino)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -146,7 +157,9 @@ class ControlServer:
             with suppress(Exception):
                 await self._server.wait_closed()
         with suppress(FileNotFoundError):
-            self.path.unlink()
+            st = self.path.lstat()
+            if (st.st_dev, st.st_ino) == self._identity:  # whatever replaced our socket is not ours to remove
+                self.path.unlink()
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()

@@ -14,7 +14,14 @@ A short cue plays when a session opens and when it closes (`cues`).
 
 Shutdown (`stop()`, SIGINT/SIGTERM in `parla run`): listening stops, the open session ends (a reply
 under way is cut and stored as far as it came), pending turns are stored and the store's outbox is
-flushed, all within `shutdown_timeout_s`.
+flushed, all within `shutdown_timeout_s`. The store is waited for until `shutdown_keep_s` before
+that deadline; what it has not taken by then (it is locked by another program, say) is kept in the
+local keep-aside file (memory.refused), counted in `status.kept_turns`, and replayed into the
+store when the daemon next starts.
+
+Typed turns (`say`): each is a turn of its own with its own id, so what `say` answers is what
+became of that turn: `answered` once the turn and its answer are stored (or, past the wait, kept
+aside and reported not stored yet), `failed`, or `queued`.
 """
 
 from __future__ import annotations
@@ -35,7 +42,7 @@ from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversat
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.wake import WakePhrase
-from parla.memory.errors import ParlaError, StoreError
+from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
@@ -65,12 +72,13 @@ _CRASH_RESET_S = 300.0
 
 @dataclass
 class TypedTurn:
-    """A `parla say` waiting for what became of it: answered, or failed (and then whether the
-    text is stored in the chat)."""
+    """A `parla say` waiting for what became of it: answered (and stored, or kept aside), or
+    failed (and then whether the text is stored in the chat)."""
 
-    text: str
+    turn: Turn  # the user turn it is stored as (by id)
     outcome: asyncio.Future[dict[str, Any]]
-    sent: bool = False
+    sent: bool = False  # said in a session: the session stores it
+    answer: Turn | None = None  # the model's answer, on its way to the store
 
     def settle(self, result: dict[str, Any]) -> None:
         if not self.outcome.done():
@@ -85,6 +93,8 @@ class DaemonStatus:
     wake_detections: int = 0
     restarts: int = 0  # unexpected failures the daemon went on after
     last_error: str | None = None
+    kept_turns: int = 0  # turns not stored in time, kept aside for the next start
+    lost_turns: int = 0  # turns neither stored nor kept aside (the local file failed too)
 
 
 class Daemon:
@@ -96,7 +106,8 @@ class Daemon:
         self._chat_id = chat_id
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
-        self._pending_says: list[str] = []
+        self._pending_says: list[Turn] = []
+        self._deadline: float | None = None  # loop time the shutdown must be over by
         self._typed: list[TypedTurn] = []
         self._current: CurrentChat | None = None
         self._tools: ChatTools | None = None
@@ -128,7 +139,15 @@ class Daemon:
     # lifecycle
 
     def stop(self) -> None:
+        if self._deadline is None:
+            self._deadline = asyncio.get_running_loop().time() + self.settings.shutdown_timeout_s
+        if self._conversation is not None:  # it may be closing already, waiting for the store
+            self._conversation.finish_by(self._deadline - self.settings.shutdown_keep_s)
         self._stop.set()
+
+    def _store_deadline(self) -> float | None:
+        """Stopping: when the store stops being waited for (then turns are kept aside)."""
+        return None if self._deadline is None else self._deadline - self.settings.shutdown_keep_s
 
     async def serve(self) -> None:
         """Run until stopped; the shutdown after a stop is bounded by `shutdown_timeout_s`."""
@@ -137,9 +156,10 @@ class Daemon:
         try:
             await asyncio.wait({task, stopped}, return_when=asyncio.FIRST_COMPLETED)
             if not task.done():
+                assert self._deadline is not None
                 limit = self.settings.shutdown_timeout_s
                 try:
-                    await asyncio.wait_for(asyncio.shield(task), limit)
+                    await asyncio.wait_for(asyncio.shield(task), self._deadline - asyncio.get_running_loop().time())
                 except TimeoutError:
                     log.error("shutdown took longer than %.0fs; cancelling", limit, extra={"event": "shutdown_slow"})
                     await cancel_and_wait(task)
@@ -153,6 +173,7 @@ class Daemon:
         if s.activation == "wake":
             self._wake = WakePhrase(s.wake_phrase, s.wake_threshold)  # a bad phrase fails before anything opens
         live_client = self.client or self.mem.client  # no key: fails here with how to set one
+        await self._replay_kept()
         async with (
             self.mem.reembedder,
             ControlServer(s.control_socket, self._command, s.control_request_timeout_s),
@@ -236,6 +257,29 @@ class Daemon:
         with suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), delay)
 
+    async def _replay_kept(self) -> None:
+        """Turns kept aside by an earlier run (not stored in time) go into the store first."""
+
+        async def append(chat_id: str, turns: list[Turn]) -> None:
+            with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
+                await self.mem.store.append_turns(chat_id, turns)
+
+        try:
+            replayed = await self.mem.refused.replay(append)
+        except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
+            log.error("the kept turns in %s could not be read: %s", self.mem.refused.path, e)
+            return
+        if replayed.stored or replayed.left:
+            log.log(
+                logging.WARNING if replayed.left else logging.INFO,
+                "%d kept turns stored; %d still kept in %s%s",
+                replayed.stored,
+                replayed.left,
+                self.mem.refused.path,
+                f" ({replayed.error})" if replayed.error else "",
+                extra={"event": "kept_replayed", "stored": replayed.stored, "left": replayed.left},
+            )
+
     async def _flush_outbox(self) -> None:
         """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
         try:
@@ -301,8 +345,10 @@ class Daemon:
         try:
             async with conversation:
                 self._conversation = self._current.conversation = conversation
-                for text in self._pending_says:
-                    conversation.say(text)
+                if (deadline := self._store_deadline()) is not None:
+                    conversation.finish_by(deadline)
+                for turn in self._pending_says:
+                    conversation.say(turn)
                 self._pending_says.clear()
                 await self._until_session_ends(conversation)
         except (LiveSessionFailed, StoreError) as e:
@@ -313,10 +359,13 @@ class Daemon:
             self._session_failed = True
             log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
-            # typed turns that never went out wait for the next session instead of being lost
+            # typed turns that never went out (some came while the session closed) open the next
+            # session instead of being lost
             self._pending_says[:0] = conversation.unsent()
             if self._session_failed:
                 await self._store_typed(self.status.last_error or "the session failed")
+            elif self._pending_says:
+                self._activate.set()
             self._conversation = self._current.conversation = None
             self.status.session_started = None
             if s.cues and not self._stop.is_set():
@@ -343,32 +392,45 @@ class Daemon:
     async def _store_typed(self, reason: str) -> None:
         """Typed turns no session could send are stored in the chat as said, unanswered (a
         `say` waiting for them is told so); if the chat cannot take them they stay queued for
-        the next session. A sent turn that was not answered is stored by the session itself."""
+        the next session, or, when the daemon stops, are kept aside for its next start. A sent
+        turn that was not answered is stored by the session itself."""
         assert self._current is not None
+        chat_id = self._current.chat_id
         unsent, self._pending_says = self._pending_says, []
-        stored = False
+        kept_in: str | None = None
         if unsent:
-            turns = [Turn.of("user", text, source="text") for text in unsent]
+            deadline = self._store_deadline()
             try:
-                await self.mem.store.append_turns(self._current.chat_id, turns)
-                stored = True
-            except StoreError as e:
-                log.error("typed turns kept for the next session: %s", e, extra={"event": "typed_kept"})
-                self._pending_says = unsent
+                async with asyncio.timeout_at(deadline):
+                    await self.mem.store.append_turns(chat_id, unsent)
+            except (StoreError, TimeoutError) as e:
+                if deadline is None:
+                    log.error("typed turns kept for the next session: %s", e, extra={"event": "typed_kept"})
+                    self._pending_says = unsent
+                else:
+                    await self.mem.refused.keep(chat_id, unsent, f"typed, not stored before Parla stopped ({e})")
+                    self.status.kept_turns += len(unsent)
+                    kept_in = str(self.mem.refused.path)
+        pending = {t.id for t in self._pending_says}
         for typed in self._typed:
-            kept = not typed.sent and not stored and typed.text in self._pending_says
-            typed.settle({"result": "failed", "error": reason, "stored": not kept, "chat_id": self._current.chat_id})
+            unstored = not typed.sent and (typed.turn.id in pending or kept_in is not None)
+            answer = {"result": "failed", "error": reason, "stored": not unstored, "chat_id": chat_id}
+            typed.settle(answer | ({"kept": kept_in} if kept_in and not typed.sent else {}))
         self._typed.clear()
 
     def _on_event(self, event: SessionEvent) -> None:
-        if event.kind == "turn":
-            self._settle_typed(event.detail)
+        if event.kind in ("turn", "stored", "kept"):
+            self._follow_typed(event)
+        if event.kind == "kept":
+            self.status.kept_turns += len(event.turns)
+        if event.kind == "lost":
+            self.status.lost_turns += len(event.turns)
         if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
-        if event.kind != "turn":  # transcripts stay out of the logs at info level
-            log.info("live %s %s", event.kind, event.detail, extra={"event": f"live_{event.kind}"})
+        if event.kind in ("turn", "stored"):  # transcripts stay out of the logs at info level
+            log.debug("%s %s", event.kind, event.detail)
         else:
-            log.debug("turn %s", event.detail)
+            log.info("live %s %s", event.kind, event.detail, extra={"event": f"live_{event.kind}"})
 
     # control commands
 
@@ -440,17 +502,27 @@ class Daemon:
         self._activate.set()
         return {"result": "activating"}
 
-    def _settle_typed(self, line: str) -> None:
-        """A stored turn of the session: the user's typed text, then the answer to it."""
-        speaker, _, said = line.partition(": ")
-        for typed in self._typed:
-            if speaker == "User" and not typed.sent and typed.text in said:
+    def _follow_typed(self, event: SessionEvent) -> None:
+        """A typed turn, by its id, in a batch of the session's turns (an exchange: the user's
+        turn, then the answer): queued for storing (its answer is known), then stored or kept
+        aside (the `say` waiting for it is told)."""
+        ids = [t.id for t in event.turns]
+        for typed in list(self._typed):
+            if typed.turn.id not in ids:
+                continue
+            after = event.turns[ids.index(typed.turn.id) + 1 :]
+            if event.kind == "turn":
                 typed.sent = True
-                return
-            if speaker == "Assistant" and typed.sent:
-                typed.settle({"result": "answered", "answer": said})
+                typed.answer = after[0] if after and after[0].role == "model" else None
+            else:
+                kept = {"stored": False, "kept": str(self.mem.refused.path)} if event.kind == "kept" else {}
+                if typed.answer is not None:
+                    typed.settle({"result": "answered", "answer": typed.answer.text} | kept)
+                elif kept:  # the session closed before an answer, and the store did not take the text in time
+                    typed.settle({"result": "failed", "error": "the session closed before an answer"} | kept)
+                else:
+                    continue  # stored unanswered: `_store_typed` tells why
                 self._typed.remove(typed)
-                return
 
     async def _cmd_say(self, request: dict[str, Any]) -> dict[str, Any]:
         """With `wait` (seconds), answers what became of the text: `answered` (with the answer),
@@ -459,14 +531,15 @@ class Daemon:
         wait = request.get("wait", 0)
         if not isinstance(wait, int | float) or wait < 0:
             raise CommandError("say's `wait` is a number of seconds")
-        typed = TypedTurn(text, asyncio.get_running_loop().create_future())
+        turn = Turn.of("user", text, source="text")
+        typed = TypedTurn(turn, asyncio.get_running_loop().create_future())
         if wait:
             self._typed.append(typed)
         if self._conversation is not None:
-            self._conversation.say(text)
+            self._conversation.say(turn)
             sent = "sent"
         else:
-            self._pending_says.append(text)
+            self._pending_says.append(turn)
             self._activate.set()
             sent = "activating"
         if not wait:
@@ -474,10 +547,25 @@ class Daemon:
         try:
             return await asyncio.wait_for(asyncio.shield(typed.outcome), wait)
         except TimeoutError:
-            return {"result": "queued", "last_error": self.status.last_error}
+            kept = await self._answered_unstored(typed)
+            if typed.outcome.done():  # settled meanwhile
+                return typed.outcome.result()
+            return kept or {"result": "queued", "last_error": self.status.last_error}
         finally:
             if typed in self._typed:
                 self._typed.remove(typed)
+
+    async def _answered_unstored(self, typed: TypedTurn) -> dict[str, Any] | None:
+        """Past the wait, a turn answered and not stored yet (the store is busy) is kept aside
+        now, so the `answered` said about it holds even if the daemon is killed; the session
+        still stores it (the replay of what is kept then adds nothing)."""
+        conversation, answer = self._conversation, typed.answer
+        if conversation is None or answer is None:
+            return None
+        reason = "answered, not stored yet when `say` returned"
+        if not await conversation.keep_now({typed.turn.id, answer.id}, reason):
+            return None
+        return {"result": "answered", "answer": answer.text, "stored": False, "kept": str(self.mem.refused.path)}
 
     async def _cmd_ui(self, request: dict[str, Any]) -> dict[str, Any]:
         if self.inspector is None:

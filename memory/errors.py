@@ -44,6 +44,10 @@ class WriteQueued(StoreOffline):
     it reaches the server, in order, when it answers again. What the user asked for is done here."""
 
 
+class StoreFileReplaced(StoreError):
+    """The SQLite file, or its -wal or -shm file, was deleted or replaced under the open store."""
+
+
 class StoreRefused(StoreError):
     """The server refused a request for good (bad input): retrying the same request cannot help."""
 

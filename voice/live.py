@@ -23,10 +23,12 @@ A server message of a type the SDK does not know is skipped (logged): the stream
 newer service must not cost a reconnect per message.
 
 Typed turns (`say`) and other conversation text go as the profile says: a client-content user turn
-(3.8, 2.5) or realtime text where client content is refused mid-session (3.1). Where a completed
-client turn interrupts the model (3.8), they wait while the model speaks, while a BLOCKING call
-runs (the service would cancel it) and until the model's turn about a BLOCKING call's result has
-ended. Tool answers never wait, and carry the scheduling of their tool's behaviour.
+(3.8, 2.5) or realtime text where client content is refused mid-session (3.1). Each typed turn is
+a whole turn answered on its own: conversation text waits while the model speaks and until the
+model's turn about the typed turn before it (or a BLOCKING call's result) has ended, or
+`model_silence_s` passed without one; where a completed client turn interrupts the model (3.8),
+also while a BLOCKING call runs (the service would cancel it). Tool answers never wait, and carry
+the scheduling of their tool's behaviour.
 
 Tool calls outlive the connection that issued them; an answer for a call an earlier connection
 issued reaches the model as conversation (the server does not act on a tool response for a call
@@ -40,17 +42,16 @@ chat's memory.
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
 (voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
 (voice.turn_saver), so the audio path never waits on the store. What is still unsaved when the
-session closes (after `save_drain_s`) is kept locally. Before a fresh seed is read, the saver is
-drained so the seed carries every turn. When a connection drops mid-reply, the model turn keeps
-all the text received (its audio still plays) and is marked interrupted; the user's words heard
-before the model answered are kept open when the session resumes (the server heard them too) and
-stored when it starts fresh.
+session closes (after `save_drain_s`, or by the owner's `finish_by`) is kept locally. Before a
+fresh seed is read, the saver is drained so the seed carries every turn. When a connection drops
+mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
+interrupted; the user's words heard before the model answered are kept open when the session
+resumes (the server heard them too) and stored when it starts fresh.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections import deque
@@ -64,11 +65,12 @@ from google.genai import types
 from google.genai.live import AsyncSession
 
 from parla.memory.tasks import cancel_and_wait, race
-from parla.memory.turn import TokenUsage, Turn
+from parla.memory.turn import Turn
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import MIC_RATE, VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from parla.voice.live_config import connect_config, system_instruction
+from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
 from parla.voice.profiles import profile_for
 from parla.voice.reconnect import GiveUp, ReconnectPolicy
 from parla.voice.session_memory import Seed, SessionMemory
@@ -98,40 +100,6 @@ class _Handle:
 
 
 @dataclass
-class _Text:
-    """A typed turn waiting to be sent."""
-
-    text: str
-
-
-@dataclass
-class _ToolResult:
-    """A tool's answer, for the connection that issued the call (`connection`)."""
-
-    response: types.FunctionResponse
-    connection: int
-
-    def as_text(self) -> str:
-        r = self.response
-        return (
-            f"[The {r.name} call (id {r.id}) you made before the connection was renewed returned: "
-            f"{json.dumps(r.response, ensure_ascii=False)}]"
-        )
-
-
-_Outgoing = _Text | _ToolResult
-
-
-def _parse_seconds(duration: str | None) -> float | None:
-    if not duration:
-        return None
-    try:
-        return float(duration.rstrip("s"))
-    except ValueError:
-        return None
-
-
-@dataclass
 class LiveConversation:
     client: genai.Client
     config: VoiceConfig
@@ -145,10 +113,10 @@ class LiveConversation:
     def __post_init__(self) -> None:
         self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
         self.profile = profile_for(self.config.live_model)
-        self._outgoing: deque[_Outgoing] = deque()
+        self._outgoing: deque[Outgoing] = deque()
         self._outgoing_ready = asyncio.Event()
         self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
-        self._saver = TurnSaver(self.status, self._emit, self.config.save_drain_s)
+        self._saver = TurnSaver(self.status, self._emit_event, self.config.save_drain_s)
         self._handle: _Handle | None = None
         self._instruction: str | None = None
         self._reconnect = asyncio.Event()
@@ -156,7 +124,8 @@ class LiveConversation:
         self._goaway_timer: asyncio.TimerHandle | None = None
         self._silence_timer: asyncio.TimerHandle | None = None
         self._hold_timer: asyncio.TimerHandle | None = None
-        # A BLOCKING call was answered and the model's turn about it has not ended yet.
+        # A typed turn was sent, or a BLOCKING call answered, and the model's turn about it has
+        # not ended yet: conversation turns wait for it (each typed turn gets its own answer).
         self._answer_due = False
         self._next_memory: SessionMemory | None = None
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
@@ -213,33 +182,50 @@ class LiveConversation:
             return 0.0
         return time.monotonic() - self.status.last_activity
 
-    def say(self, text: str) -> None:
-        """A typed turn in this conversation, answered by voice; sent as soon as a session is open."""
-        if not text.strip():
+    def say(self, typed: str | Turn) -> Turn:
+        """A typed turn in this conversation, answered by voice; sent as soon as a session is
+        open, after the answer to the typed turn before it. Takes the text, or the turn of a text
+        typed earlier and not sent (`unsent`); returns the user turn it is stored as (the text
+        as the store keeps it; the id says which stored turn it is)."""
+        turn = Turn.of("user", typed.strip(), source="text") if isinstance(typed, str) else typed
+        if not turn.text.strip():
             raise ValueError("say() needs some text")
-        self._send_later(_Text(text.strip()))
+        self._send_later(Text(turn))
+        return turn
 
-    def unsent(self) -> list[str]:
+    def unsent(self) -> list[Turn]:
         """Typed turns not sent yet (for the caller to keep when the conversation ends)."""
-        return [item.text for item in self._outgoing if isinstance(item, _Text)]
+        return [item.turn for item in self._outgoing if isinstance(item, Text)]
+
+    def finish_by(self, deadline: float) -> None:
+        """The owner is stopping: turns the store has not taken by `deadline` (a loop time) are
+        kept locally when this closes, also if it is closing already."""
+        self._saver.hurry(deadline)
+
+    async def keep_now(self, ids: set[str], reason: str) -> list[Turn]:
+        """Keep these turns, queued and not stored yet, locally now (see TurnSaver.keep_now)."""
+        return await self._saver.keep_now(ids, reason)
 
     # turns
 
     def _queue_save(self, turns: list[Turn]) -> None:
         if turns:
             self._saver.put(self.memory, turns)
-            for turn in turns:
-                self._emit("turn", turn.transcript_line() + (" [cut off]" if turn.interrupted else ""))
+            lines = (t.transcript_line() + (" [cut off]" if t.interrupted else "") for t in turns)
+            self._emit_event(SessionEvent("turn", "\n".join(lines), tuple(turns)))
 
     # the connection loop
 
     def _emit(self, kind: EventKind, detail: str = "") -> None:
+        self._emit_event(SessionEvent(kind, detail))
+
+    def _emit_event(self, event: SessionEvent) -> None:
         if self.on_event is None:
             return
         try:
-            self.on_event(SessionEvent(kind, detail))
+            self.on_event(event)
         except Exception:  # an observer's bug must not stop the saver or the connection loop
-            log.exception("the session's event handler failed on %s", kind)
+            log.exception("the session's event handler failed on %s", event.kind)
 
     def _usable_handle(self) -> str | None:
         h = self._handle
@@ -375,7 +361,7 @@ class LiveConversation:
 
     # sending
 
-    def _send_later(self, item: _Outgoing, first: bool = False) -> None:
+    def _send_later(self, item: Outgoing, first: bool = False) -> None:
         if first:
             self._outgoing.appendleft(item)
         else:
@@ -416,12 +402,14 @@ class LiveConversation:
                 self._held_block = mic_read.result()
             await cancel_and_wait(mic_read, control)
 
-    def _next_outgoing(self) -> _Outgoing | None:
+    def _next_outgoing(self) -> Outgoing | None:
         """The next queued item that may go now. Tools' answers go first, always (the model may
-        be waiting on them); conversation turns go in order, and wait while a completed client
-        turn would cut the model off."""
+        be waiting on them); conversation turns go in order, one answer at a time: they wait
+        while the model speaks, until the model's turn about the last one sent (or a BLOCKING
+        call's result) has ended, and while a completed client turn would cut the model off."""
         items = [i for i, item in enumerate(self._outgoing) if not self._is_conversation(item)]
-        if not items and self._outgoing and not self._turn_would_interrupt():
+        waits = self.assembler.model_speaking or self._answer_due or self._turn_would_interrupt()
+        if not items and self._outgoing and not waits:
             items = [0]
         if not items:
             return None
@@ -429,20 +417,16 @@ class LiveConversation:
         del self._outgoing[items[0]]
         return item
 
-    def _is_conversation(self, item: _Outgoing) -> bool:
-        return isinstance(item, _Text) or item.connection != self.status.connections
+    def _is_conversation(self, item: Outgoing) -> bool:
+        return isinstance(item, Text) or item.connection != self.status.connections
 
     def _turn_would_interrupt(self) -> bool:
-        """Whether a completed client turn now would cut the model off: its reply under way, or
+        """Whether a completed client turn now would cut the model off beyond a reply under way:
         a BLOCKING call it waits on (the service cancels that call on new input)."""
         if not (self.profile.turn_complete_interrupts and self.profile.typed_turns_via == "client_content"):
             return False
         blocking = types.Behavior.BLOCKING
-        return (
-            self.assembler.model_speaking
-            or self._answer_due
-            or any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
-        )
+        return any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
 
     async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
         await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
@@ -463,11 +447,13 @@ class LiveConversation:
         else:
             await session.send_realtime_input(text=text)
 
-    async def _send(self, session: AsyncSession, item: _Outgoing) -> None:
-        if isinstance(item, _Text):
-            await self._send_text(session, item.text)
-            self.assembler.user_text(item.text, source="text")
+    async def _send(self, session: AsyncSession, item: Outgoing) -> None:
+        if isinstance(item, Text):
+            await self._send_text(session, item.turn.text)
+            self._queue_save(self.assembler.typed(item.turn))
             self.status.last_activity = time.monotonic()
+            self._answer_due = True  # until the model's turn about it ends, or it says nothing
+            self._watch_silence()
         elif item.connection == self.status.connections:
             await session.send_tool_response(function_responses=self.profile.function_response(item.response))
             if self.profile.tool_behaviour(item.response.name or "").behavior == types.Behavior.BLOCKING:
@@ -511,21 +497,21 @@ class LiveConversation:
         if update is not None and update.resumable and update.new_handle:
             self._handle = _Handle(update.new_handle, time.monotonic())
         if message.go_away is not None:
-            self._on_go_away(_parse_seconds(message.go_away.time_left))
+            self._on_go_away(parse_seconds(message.go_away.time_left))
         if message.tool_call is not None:
             for call in message.tool_call.function_calls or []:
                 self._tool_calls.start(call, self._reply_tool(self.status.connections))
         if message.tool_call_cancellation is not None:
             self._tool_calls.cancel(message.tool_call_cancellation.ids or [])
         if message.usage_metadata is not None:  # before the content: it may end the turn it counts
-            self.assembler.usage(_token_usage(message.usage_metadata))
+            self.assembler.usage(token_usage(message.usage_metadata))
         content = message.server_content
         if content is not None:
             self._on_content(content)
 
     def _reply_tool(self, connection: int) -> Reply:
         async def reply(response: types.FunctionResponse) -> None:
-            self._send_later(_ToolResult(response, connection))
+            self._send_later(ToolResult(response, connection))
 
         return reply
 
@@ -589,7 +575,7 @@ class LiveConversation:
     def _model_went_silent(self) -> None:
         self._silence_timer = None
         if not self.assembler.model_speaking:
-            if self._answer_due:  # the model said nothing about a tool's result
+            if self._answer_due:  # the model said nothing about a typed turn or a tool's result
                 self._answer_due = False
                 self._wake_sender()
             return
@@ -617,17 +603,3 @@ class LiveConversation:
     def _goaway_deadline(self) -> None:
         if self._draining and not self.assembler.model_speaking:
             self._reconnect.set()
-
-
-def _token_usage(m: types.UsageMetadata) -> TokenUsage:
-    """The service's usageMetadata (the Live API's UsageMetadata message: promptTokenCount,
-    responseTokenCount, totalTokenCount, cachedContentTokenCount, thoughtsTokenCount,
-    toolUsePromptTokenCount) as stored with the model turn."""
-    return TokenUsage(
-        prompt_tokens=m.prompt_token_count,
-        response_tokens=m.response_token_count,
-        total_tokens=m.total_token_count,
-        cached_tokens=m.cached_content_token_count,
-        thoughts_tokens=m.thoughts_token_count,
-        tool_use_prompt_tokens=m.tool_use_prompt_token_count,
-    )

@@ -6,8 +6,24 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal
 
+from parla.memory.turn import Turn
+
+# "turn": turns queued for storing; "stored": stored (or refused for good and kept locally);
+# "kept": not stored before the session closed, kept locally (`SessionMemory.keep`); "lost":
+# neither stored nor kept (the local file could not be written either).
 EventKind = Literal[
-    "connected", "resumed", "reconnecting", "goaway", "gave_up", "save_failed", "save_refused", "turn", "switched"
+    "connected",
+    "resumed",
+    "reconnecting",
+    "goaway",
+    "gave_up",
+    "save_failed",
+    "save_refused",
+    "turn",
+    "stored",
+    "kept",
+    "lost",
+    "switched",
 ]
 
 
@@ -15,6 +31,7 @@ EventKind = Literal[
 class SessionEvent:
     kind: EventKind
     detail: str = ""
+    turns: tuple[Turn, ...] = ()  # the turns a "turn", "stored" or "kept" event is about
 
 
 @dataclass

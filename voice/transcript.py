@@ -19,6 +19,10 @@ the next model turn starts speaking. Attribution follows the order of turns, not
 - A `turn_complete` with no model output (say, right after an interruption) closes nothing; the
   user's words wait for the answer they get. `generationComplete` closes nothing either: the
   transcript and `turnComplete` follow it.
+- A typed turn is a whole turn: words still waiting for an answer when it is sent (an earlier
+  typed turn the model did not answer, voice heard before it) become a turn of their own. It is
+  stored as the turn the caller made (its id says which stored turn it is), with any words heard
+  while the model answered it added.
 - An interrupted model turn keeps only what was played: its text (late fragments included) cut
   at the share of its audio that reached the speaker, at a word boundary, marked `interrupted`.
 """
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parla.memory.turn import Source, TokenUsage, Turn
+from parla.memory.turn import Part, Source, TokenUsage, Turn
 
 
 def _join(fragments: list[str]) -> str:
@@ -58,6 +62,18 @@ class Exchange:
     played: float | None = None  # share of the model's audio heard, once it was interrupted
     words_due: bool = False  # the answer completed before any word of the user was heard
     usage: TokenUsage | None = None  # what the service reported for the model's answer
+    typed: Turn | None = None  # a typed turn the user's words (`user`) follow, kept exactly
+
+    @property
+    def said(self) -> bool:
+        return bool(self.user or self.typed)
+
+    def take_user(self, other: Exchange) -> None:
+        """`other`'s user words, still unanswered, go before this exchange's own."""
+        self.user[:0] = other.user
+        if other.said:
+            self.user_source = other.user_source
+            self.typed = self.typed or other.typed
 
     @property
     def model_started(self) -> bool:
@@ -65,7 +81,7 @@ class Exchange:
 
     @property
     def empty(self) -> bool:
-        return not (self.user or self.late_user or self.model_started)
+        return not (self.said or self.late_user or self.model_started)
 
 
 @dataclass
@@ -74,18 +90,24 @@ class TranscriptAssembler:
     current: Exchange = field(default_factory=Exchange)
     closing: Exchange | None = None  # a model turn that ended, waiting for late fragments
 
-    def user_text(self, text: str, source: Source = "voice") -> None:
-        """A fragment of what the user said, or a whole typed turn (`source="text"`)."""
+    def user_text(self, text: str) -> None:
+        """A fragment of what the user said."""
         if not text:
             return
         held = self.closing
-        if source == "voice" and held is not None and held.words_due and self.current.empty:
+        if held is not None and held.words_due and self.current.empty:
             held.user.append(text)  # the words the held answer answered, transcribed late
         elif self.current.model_started:
             self.current.late_user.append(text)
         else:
             self.current.user.append(text)
-            self.current.user_source = source
+            self.current.user_source = "voice"
+
+    def typed(self, turn: Turn) -> list[Turn]:
+        """A typed user turn, sent while the model is not speaking. Returns the words it closes
+        as a turn of their own, for storing."""
+        waiting, self.current = self.current, Exchange(user_source="text", typed=turn)
+        return self._turns(waiting.user + waiting.late_user, waiting.user_source, "", False, typed=waiting.typed)
 
     def model_text(self, text: str) -> None:
         if not text:
@@ -129,7 +151,7 @@ class TranscriptAssembler:
         ex = self.closing
         if ex is None or (not ex.model and ex.played is None):
             return 0
-        return (1 if ex.user else 0) + 1
+        return (1 if ex.said else 0) + 1
 
     def complete(self) -> list[Turn]:
         """The model finished its turn: it is held for late fragments (see `release`). Returns
@@ -141,7 +163,7 @@ class TranscriptAssembler:
         self.current = Exchange()
         ex.user += ex.late_user
         ex.late_user = []
-        ex.words_due = not ex.user
+        ex.words_due = not ex.said
         self.closing = ex
         return released
 
@@ -165,28 +187,38 @@ class TranscriptAssembler:
         if ex is None:
             return []
         if not ex.model and ex.played is None:
-            self.current.user[:0] = ex.user
-            if ex.user:
-                self.current.user_source = ex.user_source
+            if ex.typed is not None and self.current.typed is not None:  # typed turns stay whole
+                return self._turns(ex.user, ex.user_source, "", interrupted=False, typed=ex.typed)
+            self.current.take_user(ex)
             return []
         model = _join(ex.model)
         if ex.played is not None:
             model = spoken_prefix(model, ex.played)
-        return self._turns(ex.user, ex.user_source, model, interrupted=ex.played is not None, usage=ex.usage)
+        return self._turns(
+            ex.user, ex.user_source, model, interrupted=ex.played is not None, usage=ex.usage, typed=ex.typed
+        )
 
     def flush(self, unplayed_bytes: int = 0) -> list[Turn]:
         """Close whatever is open (the connection dropped, the session is closing): a model turn
         that did not complete counts as interrupted."""
         turns = self.interrupt(unplayed_bytes) + self.release()
         rest, self.current = self.current, Exchange()
-        return turns + self._turns(rest.user, rest.user_source, "", interrupted=False)
+        return turns + self._turns(rest.user, rest.user_source, "", interrupted=False, typed=rest.typed)
 
     def _turns(
-        self, user: list[str], source: Source, model: str, interrupted: bool, usage: TokenUsage | None = None
+        self,
+        user: list[str],
+        source: Source,
+        model: str,
+        interrupted: bool,
+        usage: TokenUsage | None = None,
+        typed: Turn | None = None,
     ) -> list[Turn]:
         turns = []
         said = _join(user)
-        if said:
+        if typed is not None:  # its text as typed, then any words heard after it
+            turns.append(typed.model_copy(update={"parts": [Part(text=f"{typed.text} {said}")]}) if said else typed)
+        elif said:
             turns.append(Turn.of("user", said, source=source))
         if model:
             turns.append(

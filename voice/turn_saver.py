@@ -1,18 +1,21 @@
 """Finished turns on their way to the store, off the audio path: one task stores batches in the
 order they were said. A failure the memory does not settle (it keeps turns refused for good aside
 itself) is temporary: the same batch is retried with backoff, and the batches after it wait. What
-is still unsaved when the saver closes is kept locally (`SessionMemory.keep`)."""
+is still unsaved when the saver closes (by its deadline, or cancelled) is kept locally
+(`SessionMemory.keep`); turns may also be kept locally while they wait (`keep_now`), and are
+still stored after (appends are idempotent by turn id, so a replay of the kept ones adds nothing)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from collections.abc import Callable
 
 from parla.memory.tasks import cancel_and_wait
 from parla.memory.turn import Turn
 from parla.voice.session_memory import SessionMemory
-from parla.voice.status import EventKind, LiveStatus
+from parla.voice.status import LiveStatus, SessionEvent
 
 log = logging.getLogger(__name__)
 
@@ -25,45 +28,84 @@ _RETRY_MAX_DELAY_S = 30.0
 
 class TurnSaver:
     """Counts what it holds in `status` (unsaved_turns, refused_turns) and says what happens
-    through `emit` ("save_failed", "save_refused")."""
+    through `emit` ("stored", "kept", "save_failed", "save_refused")."""
 
-    def __init__(self, status: LiveStatus, emit: Callable[[EventKind, str], None], drain_s: float) -> None:
+    def __init__(self, status: LiveStatus, emit: Callable[[SessionEvent], None], drain_s: float) -> None:
         self.status = status
         self.drain_s = drain_s
         self._emit = emit
-        self._queue: asyncio.Queue[Batch] = asyncio.Queue()
-        self._saving: Batch | None = None  # the batch being stored
+        self._batches: deque[Batch] = deque()  # in the order said; the first is the one being stored
+        self._changed = asyncio.Event()  # a batch came, or one was stored
         self._last_error: str | None = None
         self._task: asyncio.Task[None] | None = None
+        self._deadline: float | None = None  # the owner is stopping: no wait for the store past it
+        self._draining: asyncio.Timeout | None = None  # the drain under way
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="live:saver")
 
+    def hurry(self, deadline: float) -> None:
+        """Wait for the store no later than `deadline` (a loop time), in a drain under way too."""
+        self._deadline = deadline
+        if self._draining is not None and (self._draining.when() or deadline) >= deadline:
+            self._draining.reschedule(deadline)
+
     async def close(self) -> None:
-        """Store what is queued (waiting at most `drain_s`), then keep the rest locally."""
-        await self.drain()
-        await cancel_and_wait(self._task)
-        await self._keep_unsaved()
+        """Store what is queued (waiting at most `drain_s`, and not past the `hurry` deadline),
+        then keep the rest locally, also when the close is cancelled."""
+        try:
+            await self.drain()
+        finally:
+            await cancel_and_wait(self._task)
+            await self._keep_unsaved()
 
     def put(self, memory: SessionMemory, turns: list[Turn]) -> None:
-        self._queue.put_nowait((memory, turns))
+        self._batches.append((memory, turns))
         self.status.unsaved_turns += len(turns)
+        self._changed.set()
 
     async def drain(self) -> None:
-        """Until every queued turn is stored, or `drain_s` has passed (then logged)."""
+        """Until every queued turn is stored, or `drain_s` has passed, or the `hurry` deadline
+        (then logged)."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        until = started + self.drain_s
+        if self._deadline is not None:
+            until = min(until, self._deadline)
         try:
-            await asyncio.wait_for(self._queue.join(), self.drain_s)
+            async with asyncio.timeout_at(until) as self._draining:
+                await self._until(lambda: not self._batches)
         except TimeoutError:
             log.error(
-                "%d turns are not stored yet after %gs",
+                "%d turns are not stored yet after %.1fs",
                 self.status.unsaved_turns,
-                self.drain_s,
+                loop.time() - started,
                 extra={"event": "turns_unsaved", "count": self.status.unsaved_turns},
             )
+        finally:
+            self._draining = None
+
+    async def keep_now(self, ids: set[str], reason: str) -> list[Turn]:
+        """Keep the waiting turns with these ids locally now; they are still stored once the
+        store takes them. Returns the turns kept."""
+        kept = []
+        for memory, turns in list(self._batches):
+            these = [t for t in turns if t.id in ids]
+            if these:
+                await memory.keep(these, reason)
+                kept += these
+        return kept
+
+    async def _until(self, condition: Callable[[], bool]) -> None:
+        # No await between the check and the clear: a change cannot slip in unseen.
+        while not condition():
+            self._changed.clear()
+            await self._changed.wait()
 
     async def _run(self) -> None:
         while True:
-            memory, turns = self._saving = await self._queue.get()
+            await self._until(lambda: bool(self._batches))
+            memory, turns = self._batches[0]
             delay = _RETRY_DELAY_S
             while True:
                 try:
@@ -74,32 +116,32 @@ class TurnSaver:
                 except Exception as e:  # noqa: BLE001 - keep the turns and try again; say so
                     self._last_error = f"{type(e).__name__}: {e}"
                     log.error("storing %d turns failed: %s; retrying in %.1fs", len(turns), e, delay)
-                    self._emit("save_failed", self._last_error)
+                    self._emit(SessionEvent("save_failed", self._last_error))
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, _RETRY_MAX_DELAY_S)
             if refused is not None:
                 self.status.refused_turns += refused.count
                 detail = f"{refused.count} turns kept in {refused.where}: {refused.reason}"
                 log.error("the store refused turns for good; %s", detail, extra={"event": "turns_refused"})
-                self._emit("save_refused", detail)
-            self._saving = None
+                self._emit(SessionEvent("save_refused", detail))
+            self._batches.popleft()
             self.status.unsaved_turns -= len(turns)
-            self._queue.task_done()
+            self._changed.set()
+            self._emit(SessionEvent("stored", turns=tuple(turns)))
 
     async def _keep_unsaved(self) -> None:
         """The saver has stopped: what it could not store is kept locally."""
-        batches = [self._saving] if self._saving is not None else []
-        self._saving = None
-        while not self._queue.empty():
-            batches.append(self._queue.get_nowait())
         reason = f"not stored before the session closed (last error: {self._last_error or 'none'})"
-        for memory, turns in batches:
+        while self._batches:
+            memory, turns = self._batches.popleft()
             try:
                 await memory.keep(turns, reason)
-            except Exception:
+            except Exception as e:
                 log.exception(
                     "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
                 )
+                self._emit(SessionEvent("lost", f"{type(e).__name__}: {e}", tuple(turns)))
                 continue
             self.status.unsaved_turns -= len(turns)
             self.status.refused_turns += len(turns)
+            self._emit(SessionEvent("kept", reason, tuple(turns)))

@@ -73,6 +73,16 @@ async def run(
                     await serving
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.remove_signal_handler(sig)
+        kept, lost = daemon.status.kept_turns, daemon.status.lost_turns
+        said = []
+        if kept:
+            where = mem.refused.path
+            said.append(f"{kept} turns the store did not take in time are kept in {where} and stored at the next start")
+        if lost:
+            said.append(f"{lost} turns could be neither stored nor kept (the log says why)")
+        if said:
+            err.print(f"Parla stopped; {'; '.join(said)}.", markup=False)
+            return
     err.print("Parla stopped; everything said is stored.", markup=False)
 
 
@@ -173,13 +183,18 @@ async def say(
     wait: float = typer.Option(30.0, min=0, help="Seconds to wait for the answer (0: do not wait)."),
 ) -> None:
     """A typed turn in the current chat, answered by voice (opens a session if none is open).
-    Says whether it was answered, is still queued, or failed (the text is stored either way)."""
+    Says whether it was answered (and stored), is still queued, or failed (the text is kept
+    either way)."""
     answer = await _send("say", text=text, wait=wait, timeout=wait + 10)
     result = answer["result"]
-    if result == "answered":
+    kept = answer.get("kept")
+    if result == "answered" and kept:
+        out.print(f"Answered, not stored yet (kept in {kept} until the store takes it): {escape(answer['answer'])}")
+    elif result == "answered":
         out.print(f"Answered: {escape(answer['answer'])}")
     elif result == "failed":
         where = "stored in the chat, unanswered" if answer["stored"] else "kept, sent when a session opens"
+        where = f"kept in {kept}, stored when Parla next starts" if kept else where
         raise CommandFailed(f"not answered: {answer['error']}; your text is {where}")
     elif result == "queued":
         why = f" (last error: {answer['last_error']})" if answer.get("last_error") else ""

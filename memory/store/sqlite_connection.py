@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -12,11 +13,18 @@ from typing import Self, TypeVar
 
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
+from parla.memory.store.sqlite_identity import FileWatch
 from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_rows import stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
 
 T = TypeVar("T")
+
+# Another process's write lock is waited for up to BUSY_WAIT_S, in slices of BUSY_SLICE_MS so that
+# an operation whose caller gave up (cancelled: a shutdown) stops waiting at the next slice
+# instead of holding the connection's thread, and the store's close, for the whole wait.
+BUSY_WAIT_S = 10.0
+BUSY_SLICE_MS = 200
 
 
 class SQLiteConnection:
@@ -26,13 +34,15 @@ class SQLiteConnection:
     COMMIT or ROLLBACK, awaited once. Cancelling the awaiting task (a tool timeout, a reconnect, a
     TaskGroup exiting) therefore never leaves a transaction open or the file's write lock held: the
     function finishes on its own, and rolls back instead if it was abandoned before it began its
-    work (for instance while waiting for another process's write lock)."""
+    work (for instance while waiting for another process's write lock). Before each operation
+    the files are checked to still be the database opened (sqlite_identity)."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         self._thread: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
         self._index: VectorIndex | None = None  # touched only in the connection's thread
+        self._watch = FileWatch(self.path)  # touched only in the connection's thread
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -50,7 +60,7 @@ class SQLiteConnection:
             self._db = await asyncio.shield(asyncio.wrap_future(opening))
         except BaseException:
             # failed or cancelled: close what the thread opens (it runs on), then end the thread
-            thread.submit(close_opened, opening)
+            thread.submit(self._close_opened, opening)
             thread.shutdown(wait=False)
             raise
         self._thread = thread
@@ -60,7 +70,7 @@ class SQLiteConnection:
         if thread is None or db is None:
             return
         self._thread = self._db = None
-        closing = thread.submit(db.close)  # after every operation already queued
+        closing = thread.submit(self._watch.close, db)  # after every operation already queued
         thread.shutdown(wait=False)
         await asyncio.shield(asyncio.wrap_future(closing))
 
@@ -72,11 +82,17 @@ class SQLiteConnection:
             raise store_error(self.path, e, "open") from e
         try:
             db.row_factory = sqlite3.Row
-            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
+            for pragma in (
+                "journal_mode=WAL",
+                "foreign_keys=ON",
+                f"busy_timeout={BUSY_SLICE_MS}",
+                "synchronous=NORMAL",
+            ):
                 db.execute(f"PRAGMA {pragma}")
             db.create_function("parla_turn_importance", 2, stored_turn_importance, deterministic=True)
             transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
             tighten(self.path)
+            self._watch.opened()
         except BaseException as e:
             db.close()
             if isinstance(e, sqlite3.Error):
@@ -101,7 +117,9 @@ class SQLiteConnection:
         if self._thread is None or self._db is None:
             raise StoreError("the store is not open")
         abandoned = threading.Event()
-        job = asyncio.get_running_loop().run_in_executor(self._thread, transaction, self._db, begin, work, abandoned)
+        job = asyncio.get_running_loop().run_in_executor(
+            self._thread, self._transaction, self._db, begin, work, abandoned
+        )
         try:
             return await job
         except asyncio.CancelledError:
@@ -109,6 +127,16 @@ class SQLiteConnection:
             raise
         except sqlite3.Error as e:
             raise store_error(self.path, e, doing) from e
+
+    def _transaction(
+        self, db: sqlite3.Connection, begin: str, work: Callable[[sqlite3.Connection], T], abandoned: threading.Event
+    ) -> T:
+        self._watch.check()
+        return transaction(db, begin, work, abandoned)
+
+    def _close_opened(self, opening: Future[sqlite3.Connection]) -> None:
+        if opening.exception() is None:
+            self._watch.close(opening.result())
 
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """One write transaction; BEGIN IMMEDIATE takes the file's write lock up front so a
@@ -128,7 +156,7 @@ def transaction(
 ) -> T:
     """BEGIN, the work, COMMIT; ROLLBACK on any failure, and when the caller gave up while BEGIN
     waited (nothing it asked for is then done). The connection is outside a transaction after."""
-    db.execute(begin)
+    _begin(db, begin, abandoned)
     try:
         if abandoned.is_set():
             raise asyncio.CancelledError
@@ -141,6 +169,14 @@ def transaction(
     return result
 
 
-def close_opened(opening: Future[sqlite3.Connection]) -> None:
-    if opening.exception() is None:
-        opening.result().close()
+def _begin(db: sqlite3.Connection, begin: str, abandoned: threading.Event) -> None:
+    deadline = time.monotonic() + BUSY_WAIT_S
+    while True:
+        try:
+            db.execute(begin)
+            return
+        except sqlite3.OperationalError as e:
+            if getattr(e, "sqlite_errorcode", None) != sqlite3.SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            if abandoned.is_set():
+                raise asyncio.CancelledError from e

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -191,3 +192,24 @@ async def test_stop_gets_through_when_every_place_is_being_answered(tmp_path):
         finally:
             release.set()
             assert await asyncio.gather(*slow) == [{"cmd": "slow"}] * MAX_CLIENTS
+
+
+async def test_only_a_stale_socket_is_removed_never_another_file(tmp_path):
+    """A path that holds a file (a mistyped PARLA_CONTROL_SOCKET) is refused and left as it was;
+    a socket left by a daemon that died is replaced, and at stop only the daemon's own socket goes."""
+    notes = tmp_path / "notes.txt"
+    notes.write_text("my notes")
+    with pytest.raises(ControlError, match="not a socket.*PARLA_CONTROL_SOCKET"):
+        async with ControlServer(notes, _status):
+            pass
+    assert notes.read_text() == "my notes"
+
+    path = tmp_path / "ctl.sock"
+    stale = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    stale.bind(str(path))
+    stale.close()  # bound, never listening: what a killed daemon leaves
+    async with ControlServer(path, _status):
+        assert (await send_command(path, "status"))["state"] == "idle"
+        path.unlink()
+        path.write_text("a file put there while the daemon ran")
+    assert path.read_text() == "a file put there while the daemon ran"

@@ -10,16 +10,9 @@ import random
 
 import pytest
 
-from bench.faults import (
-    FLOOD_FILE_LIMIT,
-    FLOOD_LOG_LIMIT,
-    Figures,
-    compaction_faults,
-    connection_flood,
-    import_faults,
-    live_faults,
-    settings_for,
-)
+from bench.faults import Figures, LivePeers, compaction_faults, import_faults, live_faults, settings_for
+from bench.faults_flood import FLOOD_FILE_LIMIT, FLOOD_LOG_LIMIT, connection_flood
+from bench.faults_locked import locked_store_faults
 from parla.daemon.memory_services import open_memory
 
 
@@ -48,9 +41,8 @@ async def test_kill_9_during_compaction(tmp_path):
 
 async def test_kill_9_during_a_live_session(tmp_path, pulse, live, live_certificate):
     async with open_memory(settings_for(tmp_path)) as mem:
-        figures = await live_faults(
-            tmp_path, 2, random.Random(3), mem, live, pulse.env["PULSE_SERVER"], live_certificate[0]
-        )
+        peers = LivePeers(live, pulse.env["PULSE_SERVER"], live_certificate[0])
+        figures = await live_faults(tmp_path, 2, random.Random(3), mem, peers)
     _clean(figures, 2)
 
 
@@ -62,3 +54,10 @@ async def test_a_flood_of_idle_and_half_open_connections(tmp_path, pulse):
     assert figures.status_s and figures.page_s
     assert figures.closed_by_daemon > 0 and figures.descriptors_peak < FLOOD_FILE_LIMIT
     assert figures.log_growth < FLOOD_LOG_LIMIT
+
+
+async def test_sigterm_and_kill_9_under_a_held_store_lock_while_say_waits(tmp_path, pulse, live, live_certificate):
+    peers = LivePeers(live, pulse.env["PULSE_SERVER"], live_certificate[0])
+    figures = await locked_store_faults(tmp_path, 2, random.Random(4), peers)
+    _clean(figures, 2)
+    assert "1 SIGTERM (1 said on their last line what was kept)" in figures.note, figures.note

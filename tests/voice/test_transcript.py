@@ -1,6 +1,7 @@
 """Transcript assembly: fragments → one user and one model turn per exchange; barge-in keeps only
 what was played; late, early and interleaved fragments go to the right turn."""
 
+from parla.memory.turn import Turn
 from parla.voice.transcript import TranscriptAssembler, spoken_prefix
 
 
@@ -76,12 +77,29 @@ def test_flush_closes_an_open_exchange():
     assert a.flush() == [] and not a.in_progress
 
 
-def test_typed_turn_keeps_its_source():
+def test_typed_turn_is_stored_as_the_turn_made_for_it():
     a = TranscriptAssembler()
-    a.user_text("typed", source="text")
+    typed = Turn.of("user", "typed", source="text")
+    assert a.typed(typed) == []
     a.model_text("ok")
     a.complete()
-    assert [t.source for t in a.release()] == ["text", "voice"]
+    user, model = a.release()
+    assert user == typed and (model.source, model.text) == ("voice", "ok")
+
+
+def test_a_typed_turn_is_whole_words_waiting_for_an_answer_become_their_own_turn():
+    a = TranscriptAssembler()
+    first, second = Turn.of("user", "concurrent 0", source="text"), Turn.of("user", "concurrent 1", source="text")
+    a.typed(first)
+    assert a.typed(second) == [first]  # the model did not answer the first: it is stored unanswered
+    a.user_text("hello")  # heard before the answer, after the typed turn: the same user turn
+    a.model_text("You said concurrent 1.")
+    a.complete()
+    user, answer = a.release()
+    assert (user.id, user.text, user.source) == (second.id, "concurrent 1 hello", "text")
+    assert answer.text == "You said concurrent 1."
+    a.user_text("spoken first")
+    assert texts(a.typed(second)) == [("user", "spoken first", False)]
 
 
 def test_spoken_prefix_cuts_at_words():

@@ -15,7 +15,23 @@ from tests.conftest import make_turns
 
 
 def saver(events: list[tuple[EventKind, str]], drain_s: float = 5.0) -> TurnSaver:
-    return TurnSaver(LiveStatus(), lambda kind, detail: events.append((kind, detail)), drain_s)
+    """A saver that records what it says, but "stored" (told by the store's contents)."""
+    return TurnSaver(LiveStatus(), lambda e: e.kind != "stored" and events.append((e.kind, e.detail)), drain_s)
+
+
+async def _closed_while_locked(store, memory, events, batches) -> TurnSaver:
+    """A saver given `batches` and closed while another connection holds the store's write lock."""
+    s = saver(events, drain_s=0.3)
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        s.start()
+        for turns in batches:
+            s.put(memory, turns)
+        await s.close()
+    finally:
+        other.close()
+    return s
 
 
 async def test_batches_are_stored_in_the_order_they_were_said(store, tmp_path):
@@ -57,18 +73,20 @@ async def test_what_is_unsaved_at_close_is_kept_locally_with_the_last_error(stor
     refused = RefusedTurns(tmp_path / "kept.jsonl")
     memory = ChatMemory(store, MemoryConfig(), chat.id, refused)
     events: list[tuple[EventKind, str]] = []
-    s = saver(events, drain_s=0.3)
-    other = sqlite3.connect(store.path, isolation_level=None)
-    try:
-        other.execute("BEGIN IMMEDIATE")
-        s.start()
-        s.put(memory, make_turns(2))
-        s.put(memory, make_turns(2, start=2))
-        await s.close()
-    finally:
-        other.close()
+    s = await _closed_while_locked(store, memory, events, [make_turns(2), make_turns(2, start=2)])
     assert s.status.unsaved_turns == 0 and s.status.refused_turns == 4
     kept = refused.read()
     assert [k.turn.text for k in kept] == [t.text for t in make_turns(4)]
     assert all(k.reason.startswith("not stored before the session closed (last error: ") for k in kept)
     assert (await store.get_chat(chat.id)).turn_count == 0
+
+
+async def test_turns_neither_stored_nor_kept_are_told_lost(store, tmp_path):
+    chat = (await store.create_chat(title="Lisbon trip")).chat
+    unwritable = tmp_path / "kept.jsonl"
+    unwritable.mkdir()  # the keep-aside file cannot be written either
+    memory = ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(unwritable))
+    events: list[tuple[EventKind, str]] = []
+    await _closed_while_locked(store, memory, events, [make_turns(2)])
+    assert [kind for kind, _ in events if kind != "save_failed"] == ["lost"]
+    assert events[-1][1].startswith("IsADirectoryError")

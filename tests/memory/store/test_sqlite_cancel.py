@@ -18,6 +18,7 @@ from parla.memory.facts import format_fact_lines
 from parla.memory.pins import Pin
 from parla.memory.store import CompactionCommit
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_connection import BUSY_WAIT_S
 from parla.memory.summary import SummaryLevel
 from parla.memory.turn import MessageRange, Turn
 from tests.conftest import eventually, make_turns
@@ -231,3 +232,25 @@ async def test_a_cancelled_open_leaves_no_thread_and_no_lock(tmp_path):
         await eventually(lambda: threads() <= before, what="the cancelled open's thread to end")
     async with SQLiteChatStore(path) as store:
         await _still_healthy(store, world)
+
+
+async def test_a_write_cancelled_while_it_waits_for_the_lock_frees_the_connection(tmp_path):
+    """A shutdown cancels a write that waits for another program's write lock: the store's thread
+    stops waiting, so closing the store does not wait the whole busy wait out."""
+    store = SQLiteChatStore(tmp_path / "parla.db")
+    await store.open()
+    chat = (await store.create_chat(title="Lisbon")).chat
+    holder = sqlite3.connect(store.path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        write = asyncio.ensure_future(store.append_turns(chat.id, make_turns(2)))
+        await asyncio.sleep(0.3)
+        write.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await write
+        await asyncio.wait_for(store.close(), BUSY_WAIT_S / 2)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    async with SQLiteChatStore(tmp_path / "parla.db") as store:
+        assert (await store.get_chat(chat.id)).turn_count == 0
