@@ -50,15 +50,18 @@ def make_turns(n: int, start: int = 0, prefix: str = "") -> list[Turn]:
 
 
 @pytest.fixture(autouse=True)
-def _root_logger_restored() -> Iterator[None]:
-    """A command run in this process (`main()`, typer's CliRunner) configures logging as its own
-    process would: the root logger's level and handlers are put back after every test, so a later
-    test's `caplog` sees what it logs whatever ran before it."""
+def _process_state_restored() -> Iterator[None]:
+    """A command run in this process (`main()`, typer's CliRunner) sets up the process as its own
+    would: the root logger's level and handlers and the umask are put back after every test, so a
+    later test's `caplog` and file modes do not depend on what ran before it."""
     root = logging.getLogger()
     level, handlers = root.level, root.handlers[:]
+    umask = os.umask(0o022)
+    os.umask(umask)
     yield
     root.setLevel(level)
     root.handlers[:] = handlers
+    os.umask(umask)
 
 
 @pytest.fixture

@@ -112,7 +112,8 @@ async def test_a_store_others_could_read_is_tightened_once_and_said(tmp_path, ca
 
 async def test_a_shared_folder_is_left_alone_and_a_foreign_file_untouched(tmp_path):
     shared = tmp_path / "home"
-    shared.mkdir(mode=0o755)
+    shared.mkdir()
+    shared.chmod(0o755)
     (shared / "notes.txt").write_text("mine")
     async with SQLiteChatStore(shared / "parla.db"):
         pass
