@@ -220,6 +220,15 @@ async def test_find_chats_by_id_prefix_and_title(any_store):
     assert await any_store.find_chats("abc") == []  # too short for a prefix
 
 
+async def test_find_chats_takes_like_wildcards_literally(any_store):
+    # "%%%%" named every chat and "a%%%" a chat by its first character (issue 25, item 13)
+    await any_store.create_chat(chat_id=ABC12, title="Japan trip")
+    await any_store.create_chat(chat_id=ABC99, title="a_c%")
+    for ref in ("%%%%", "a%%%", "abc%", "a___", "abcd%", "abcdef1_", "\\%%%"):
+        assert await any_store.find_chats(ref) == [], ref
+    assert [c.id for c in await any_store.find_chats("A_C%")] == [ABC99]  # a title is matched whole
+
+
 async def test_find_chats_puts_an_exact_id_first_in_any_case(any_store):
     chat = (await any_store.create_chat(chat_id=ABC12)).chat
     await any_store.create_chat(chat_id=C1, title=ABC12.upper())  # a title that spells the other's id
