@@ -15,9 +15,11 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -25,6 +27,7 @@ from urllib.parse import unquote
 
 from pydantic import SecretStr
 
+from parla.daemon.errors import OutputFailed
 from parla.daemon.settings import Settings
 
 MASK = "***"
@@ -169,17 +172,33 @@ class TextFormatter(logging.Formatter):
 
 
 class _RedactedStream(io.TextIOBase):
-    """A text stream that writes through to `stream` with every secret masked."""
+    """A text stream that writes through to `stream` with every secret masked; a failed write
+    (a full disk, `> /dev/full`) is one `OutputFailed` instead of a traceback."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, name: str) -> None:
         self.stream = stream
+        self.name = name
 
     def write(self, text: str) -> int:
-        self.stream.write(redact(text))
+        with self._failing():
+            self.stream.write(redact(text))
         return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        with self._failing():
+            self.stream.flush()
+
+    @contextmanager
+    def _failing(self) -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:
+            raise  # the reader went away (`parla chats | head`): main() ends quietly
+        except OSError as e:
+            # what is still buffered would fail again when Python flushes it at exit, with its own
+            # complaint: it goes nowhere instead
+            os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+            raise OutputFailed(f"cannot write to {self.name}: {e.strerror or e}") from None
 
     def isatty(self) -> bool:
         return self.stream.isatty()
@@ -199,9 +218,9 @@ class _RedactedStream(io.TextIOBase):
 def redact_output() -> None:
     """Mask secrets in everything this process writes to stdout and stderr (the `parla` command)."""
     if not isinstance(sys.stdout, _RedactedStream):
-        sys.stdout = _RedactedStream(sys.stdout)
+        sys.stdout = _RedactedStream(sys.stdout, "stdout")
     if not isinstance(sys.stderr, _RedactedStream):
-        sys.stderr = _RedactedStream(sys.stderr)
+        sys.stderr = _RedactedStream(sys.stderr, "stderr")
 
 
 def configure_logging(settings: Settings) -> None:

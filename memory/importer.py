@@ -282,8 +282,7 @@ async def import_chat(
     cid, stored = await _stored_turns(store, chat_ids_of(chat, scope))
     turns = turns_of(chat, cid, max_turn_tokens=max_turn_tokens)
     if stored is None:
-        added = (await store.create_chat(chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns)).added
-        return ImportResult(cid, "imported", added, notes=chat.notes)
+        return await _create(store, chat, cid, turns, "imported")
     have, given = _said(stored), _said(turns)
     common = min(len(have), len(given))
     if have[:common] == given[:common]:
@@ -304,8 +303,19 @@ async def import_chat(
             notes=chat.notes,
         )
     await store.delete_chat(cid)
+    return await _create(store, chat, cid, turns, "replaced", detail)
+
+
+async def _create(
+    store: ChatStore, chat: ImportChat, cid: str, turns: list[Turn], outcome: Outcome, detail: str = ""
+) -> ImportResult:
+    """Store the chat anew; a chat that an import running beside this one stored first (some
+    turns were already there) is reported as gaining turns or as already there, not as a
+    second chat imported."""
     added = (await store.create_chat(chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns)).added
-    return ImportResult(cid, "replaced", added, detail=detail, notes=chat.notes)
+    if added < len(turns):
+        outcome = "added" if added else "unchanged"
+    return ImportResult(cid, outcome, added, detail=detail, notes=chat.notes)
 
 
 async def find_chats_named(store: ChatStore, ref: str) -> list[Chat]:

@@ -29,6 +29,15 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def local_time(moment: datetime) -> datetime:
+    """`moment` in the local time zone; as it is when it is too near year 1 or 9999 to be moved
+    there (a chat imported as made on 0001-01-01, seen from New York)."""
+    try:
+        return moment.astimezone()
+    except OverflowError:
+        return moment
+
+
 def new_id() -> str:
     return str(uuid.uuid4())
 

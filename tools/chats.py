@@ -25,7 +25,7 @@ from parla.memory.pins import Pin
 from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
-from parla.memory.turn import utcnow
+from parla.memory.turn import local_time, utcnow
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
 
@@ -49,7 +49,7 @@ class ChatSession(Protocol):
 
 def spoken_when(moment: datetime, now: datetime | None = None) -> str:
     # Days as the user counts them, in their local time zone.
-    days = ((now or utcnow()).astimezone().date() - moment.astimezone().date()).days
+    days = (local_time(now or utcnow()).date() - local_time(moment).date()).days
     if days <= 0:
         return "today"
     if days == 1:
@@ -218,7 +218,7 @@ class ChatTools:
         topic = args.topic.strip() if args.topic else None
         chat = (await self.store.create_chat(title=topic or None)).chat
         self.session.switch(chat.id)
-        return {"result": "switching", "chat_id": chat.id, "title": topic or "(untitled)", "say": "A new chat is open."}
+        return {"result": "switching", "chat_id": chat.id, "title": chat.display_title, "say": "A new chat is open."}
 
     async def list_chats(self, args: ListChatsArgs) -> dict[str, Any]:
         chats = await self.store.list_chats(limit=args.limit)
