@@ -24,6 +24,10 @@ class ServiceError(ParlaError):
     """The background service's files cannot be written where systemd looks for them."""
 
 
+class OutputFailed(ParlaError):
+    """The command's output could not be written (a full disk, /dev/full, a closed terminal)."""
+
+
 class ControlError(ParlaError):
     """The control socket between the `parla` commands and the daemon cannot be used."""
 

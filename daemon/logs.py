@@ -12,13 +12,15 @@ tracebacks, `--json` documents) has them replaced by ***."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import logging
+import os
 import re
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -26,6 +28,7 @@ from urllib.parse import unquote
 
 from pydantic import SecretStr
 
+from parla.daemon.errors import OutputFailed
 from parla.daemon.settings import Settings
 from parla.daemon.terminal_text import json_text, visible
 
@@ -171,17 +174,34 @@ class TextFormatter(logging.Formatter):
 
 
 class _RedactedStream(io.TextIOBase):
-    """A text stream that writes through to `stream` with every secret masked."""
+    """A text stream that writes through to `stream` with every secret masked; a failed write
+    (a full disk, `> /dev/full`) is one `OutputFailed` instead of a traceback."""
 
-    def __init__(self, stream: TextIO) -> None:
+    def __init__(self, stream: TextIO, name: str) -> None:
         self.stream = stream
+        self.name = name
 
     def write(self, text: str) -> int:
-        self.stream.write(redact(text))
+        with self._failing():
+            self.stream.write(redact(text))
         return len(text)
 
     def flush(self) -> None:
-        self.stream.flush()
+        with self._failing():
+            self.stream.flush()
+
+    @contextlib.contextmanager
+    def _failing(self) -> Iterator[None]:
+        try:
+            yield
+        except BrokenPipeError:
+            raise  # the reader went away (`parla chats | head`): main() ends quietly
+        except OSError as e:
+            # what is still buffered would fail again when Python flushes it at exit, with its own
+            # complaint: it goes nowhere instead
+            with contextlib.suppress(OSError, ValueError):  # a stream with no file (a test's capture)
+                os.dup2(os.open(os.devnull, os.O_WRONLY), self.stream.fileno())
+            raise OutputFailed(f"cannot write to {self.name}: {e.strerror or e}") from None
 
     def isatty(self) -> bool:
         return self.stream.isatty()
@@ -201,9 +221,9 @@ class _RedactedStream(io.TextIOBase):
 def redact_output() -> None:
     """Mask secrets in everything this process writes to stdout and stderr (the `parla` command)."""
     if not isinstance(sys.stdout, _RedactedStream):
-        sys.stdout = _RedactedStream(sys.stdout)
+        sys.stdout = _RedactedStream(sys.stdout, "stdout")
     if not isinstance(sys.stderr, _RedactedStream):
-        sys.stderr = _RedactedStream(sys.stderr)
+        sys.stderr = _RedactedStream(sys.stderr, "stderr")
 
 
 class RepeatFilter(logging.Filter):

@@ -494,7 +494,9 @@ class Daemon:
     async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._tools is not None
         title = request.get("title")
-        return await self._tools.new_chat(NewChatArgs(topic=title if isinstance(title, str) else None))
+        if title is not None and not isinstance(title, str):
+            raise CommandError("new's `title` is a string")
+        return await self._tools.new_chat(NewChatArgs(topic=title))
 
     async def _cmd_talk(self, request: dict[str, Any]) -> dict[str, Any]:
         if self._conversation is not None:

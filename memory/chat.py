@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from parla.memory.assistant_history import build_assistant_history
 from parla.memory.turn import Turn, storable_text
+
+# A title is one line of a list: a longer one (a pasted page) is cut, where it is stored and where
+# one stored before the cap is read.
+MAX_TITLE_CHARS = 200
+
+
+def _capped(title: str | None) -> str | None:
+    if title is None or len(title) <= MAX_TITLE_CHARS:
+        return title
+    return title[: MAX_TITLE_CHARS - 1].rstrip() + "…"
 
 
 class Chat(BaseModel):
@@ -29,6 +39,8 @@ class Chat(BaseModel):
     summarized_through: int = 0
     compaction_version: int = 0
     turn_count: int = 0
+
+    _short_title = field_validator("title")(_capped)
 
     @property
     def display_title(self) -> str:
@@ -55,4 +67,4 @@ class ChatHistory(BaseModel):
 
 def storable_title(title: str | None, chat_id: str) -> str | None:
     """A chat title (given, imported or generated) as every store can hold it."""
-    return None if title is None else storable_text(title, f"the title of chat {chat_id}")
+    return None if title is None else _capped(storable_text(title, f"the title of chat {chat_id}"))

@@ -18,18 +18,18 @@ file's is left alone unless the caller asks to replace it."""
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from parla.memory.chat import Chat
 from parla.memory.errors import ChatNotFound, ImportLineError
+from parla.memory.import_bounds import aware, import_date, split_text, untimed_after
 from parla.memory.store import ChatStore
 from parla.memory.tokens import CHARS_PER_TOKEN
 from parla.memory.turn import Part, Role, Turn, storable_text, utcnow
@@ -39,7 +39,6 @@ _ROLES: dict[str, Role] = {"user": "user", "model": "model", "assistant": "model
 _SKIPPED_ROLES = ("system", "developer", "tool", "function")
 # A chat without an id is known by this many opening turns.
 _OPENING_TURNS = 2
-_SPLIT_AT = re.compile(r"\n\s*\n|(?<=[.!?])\s+|\n")
 
 
 class ImportTurn(BaseModel):
@@ -56,6 +55,8 @@ class ImportTurn(BaseModel):
     def _storable(cls, text: str | None) -> str | None:
         # before the chat's id is derived from the text (and hashing needs encodable text)
         return None if text is None else storable_text(text, "a turn's text")
+
+    _in_range = field_validator("created_at")(import_date)
 
     @model_validator(mode="after")
     def _one_text(self) -> ImportTurn:
@@ -80,14 +81,12 @@ class ImportChat(BaseModel):
     # What was left out of the line or changed, for the report ("1 system message skipped").
     notes: list[str] = Field(default_factory=list, exclude=True)
 
+    _in_range = field_validator("created_at")(import_date)
+
     @property
     def spoken(self) -> list[ImportTurn]:
         """The turns that were said in the chat (system and tool messages left out)."""
         return [t for t in self.turns if t.role in _ROLES]
-
-
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
 
 
 def _describe(error: ValidationError) -> str:
@@ -146,6 +145,8 @@ def parse_line(line_no: int, line: str) -> ImportChat:
         data = json.loads(line)
     except json.JSONDecodeError as e:
         raise ImportLineError(line_no, f"not valid JSON ({e.msg} at column {e.colno})") from None
+    except RecursionError:  # thousands of nested brackets
+        raise ImportLineError(line_no, "JSON nested too deeply to read") from None
     if not isinstance(data, dict):
         raise ImportLineError(line_no, 'expected a JSON object with a "turns" or "messages" list')
     notes: list[str] = []
@@ -208,31 +209,20 @@ def chat_id_of(chat: ImportChat, scope: str = "") -> str:
 # -- turns -------------------------------------------------------------------------------------
 
 
-def split_text(text: str, max_chars: int) -> list[str]:
-    """`text` in pieces of at most `max_chars`, cut after a paragraph or sentence where possible."""
-    pieces = []
-    while len(text) > max_chars:
-        window = text[:max_chars]
-        ends = [m.end() for m in _SPLIT_AT.finditer(window) if m.end() >= max_chars // 2]
-        cut = ends[-1] if ends else (window.rfind(" ") + 1 or max_chars)
-        pieces.append(text[:cut].strip())
-        text = text[cut:]
-    return [p for p in [*pieces, text.strip()] if p]
-
-
 def turns_of(
     chat: ImportChat, chat_id: str, now: datetime | None = None, max_turn_tokens: int | None = None
 ) -> list[Turn]:
     """Turns with deterministic ids; a turn without a timestamp follows the previous one by a
-    second (the first falls back to the chat's created_at, else the import time). A turn over
-    `max_turn_tokens` becomes several turns of the same speaker (noted in `chat.notes`)."""
+    second, but not past the import time `now` (the first falls back to the chat's created_at,
+    else `now`). A turn over `max_turn_tokens` becomes several turns of the same speaker (noted
+    in `chat.notes`)."""
     namespace = uuid.UUID(chat_id)
-    previous = _aware(chat.created_at) if chat.created_at else None
+    now = now or utcnow()
+    previous = aware(chat.created_at) if chat.created_at else None
     turns: list[Turn] = []
     max_chars = max_turn_tokens * CHARS_PER_TOKEN if max_turn_tokens else None
     for number, t in enumerate(chat.spoken, start=1):
-        created = _aware(t.created_at) if t.created_at else (previous + timedelta(seconds=1) if previous else None)
-        created = created or now or utcnow()
+        created = aware(t.created_at) if t.created_at else (untimed_after(previous, now) if previous else now)
         previous = created
         texts = [t.joined]
         if max_chars is not None and len(t.joined) > max_chars:
@@ -292,8 +282,7 @@ async def import_chat(
     cid, stored = await _stored_turns(store, chat_ids_of(chat, scope))
     turns = turns_of(chat, cid, max_turn_tokens=max_turn_tokens)
     if stored is None:
-        added = (await store.create_chat(chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns)).added
-        return ImportResult(cid, "imported", added, notes=chat.notes)
+        return await _create(store, chat, cid, turns, "imported")
     have, given = _said(stored), _said(turns)
     common = min(len(have), len(given))
     if have[:common] == given[:common]:
@@ -314,8 +303,19 @@ async def import_chat(
             notes=chat.notes,
         )
     await store.delete_chat(cid)
+    return await _create(store, chat, cid, turns, "replaced", detail)
+
+
+async def _create(
+    store: ChatStore, chat: ImportChat, cid: str, turns: list[Turn], outcome: Outcome, detail: str = ""
+) -> ImportResult:
+    """Store the chat anew; a chat that an import running beside this one stored first (some
+    turns were already there) is reported as gaining turns or as already there, not as a
+    second chat imported."""
     added = (await store.create_chat(chat_id=cid, title=chat.title, created_at=chat.created_at, turns=turns)).added
-    return ImportResult(cid, "replaced", added, detail=detail, notes=chat.notes)
+    if added < len(turns):
+        outcome = "added" if added else "unchanged"
+    return ImportResult(cid, outcome, added, detail=detail, notes=chat.notes)
 
 
 async def find_chats_named(store: ChatStore, ref: str) -> list[Chat]:

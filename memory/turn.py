@@ -17,6 +17,9 @@ log = logging.getLogger("parla.memory")
 
 # NUL: Postgres refuses it in text and in JSON; surrogates: not encodable as UTF-8 (SQLite, HTTP).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+# A message number as a person types it: ASCII digits only (str.isdigit also takes "²", which
+# int() refuses), and few enough that every store can hold it.
+MESSAGE_NUMBER = re.compile(r"[0-9]{1,9}")
 
 Role = Literal["user", "model"]
 Source = Literal["voice", "text", "tool", "import"]
@@ -24,6 +27,15 @@ Source = Literal["voice", "text", "tool", "import"]
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def local_time(moment: datetime) -> datetime:
+    """`moment` in the local time zone; as it is when it is too near year 1 or 9999 to be moved
+    there (a chat imported as made on 0001-01-01, seen from New York)."""
+    try:
+        return moment.astimezone()
+    except OverflowError:
+        return moment
 
 
 def new_id() -> str:
@@ -136,8 +148,8 @@ class MessageRange(BaseModel):
     @classmethod
     def parse(cls, text: str) -> MessageRange:
         """`11-20` as a range (what `str` gives); `RangeError` for anything else."""
-        start, sep, end = text.partition("-")
-        if not sep or not start.strip().isdigit() or not end.strip().isdigit():
+        start, sep, end = (t.strip() for t in text.partition("-"))
+        if not sep or not MESSAGE_NUMBER.fullmatch(start) or not MESSAGE_NUMBER.fullmatch(end):
             raise RangeError(f"a range is two message numbers like 11-20, not {text!r}")
         return cls(start=int(start), end=int(end))
 

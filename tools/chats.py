@@ -23,6 +23,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from parla.memory.chat import storable_title
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
 from parla.memory.errors import ChatNotFound, WriteQueued
@@ -31,7 +32,7 @@ from parla.memory.pins import Pin
 from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
-from parla.memory.turn import new_id, utcnow
+from parla.memory.turn import local_time, new_id, utcnow
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
 
@@ -57,7 +58,7 @@ class ChatSession(Protocol):
 
 def spoken_when(moment: datetime, now: datetime | None = None) -> str:
     # Days as the user counts them, in their local time zone.
-    days = ((now or utcnow()).astimezone().date() - moment.astimezone().date()).days
+    days = (local_time(now or utcnow()).date() - local_time(moment).date()).days
     if days <= 0:
         return "today"
     if days == 1:
@@ -254,12 +255,13 @@ class ChatTools:
     async def new_chat(self, args: NewChatArgs) -> dict[str, Any]:
         topic = args.topic.strip() if args.topic else None
         chat_id = new_id()
-        _, queued = await _kept(self.store.create_chat(chat_id=chat_id, title=topic or None), None)
+        title = storable_title(topic or None, chat_id)
+        _, queued = await _kept(self.store.create_chat(chat_id=chat_id, title=title), None)
         self.session.switch(chat_id)
         return {
             "result": "switching",
             "chat_id": chat_id,
-            "title": topic or "(untitled)",
+            "title": title or "(untitled)",
             "say": "A new chat is open.",
             **queued,
         }

@@ -27,7 +27,7 @@ from parla.memory.errors import ChatNotFound, ParlaError
 from parla.memory.facts import format_fact_lines
 from parla.memory.forgetting import MemoryItem, set_forgotten
 from parla.memory.pins import Pin
-from parla.memory.turn import MessageRange, Turn
+from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn
 from parla.ui.gate import TokenGate
 from parla.ui.live import LiveFeed
 from parla.ui.memory import HISTORY_PAGE, InspectorMemory, load_chat_page
@@ -36,6 +36,10 @@ HERE = Path(__file__).parent
 CurrentChat = Callable[[], Awaitable[str | None]]
 # The chats list shows the most recent ones; the search finds any.
 _CHATS_LISTED = 500
+# Characters of a turn a history list shows before a link to the rest.
+TURN_TEXT_SHOWN = 2_000
+# Characters of the model's context the page shows (its turns are also in the histories).
+CONTEXT_TEXT_SHOWN = 50_000
 
 _templates = jinja2.Environment(
     loader=jinja2.FileSystemLoader(HERE / "templates"),
@@ -48,19 +52,36 @@ def _when(moment: object) -> str:
     return f"{moment:%Y-%m-%d %H:%M}" if moment is not None else "-"
 
 
-def _turns(turns: list[Turn]) -> Markup:
+def _turns(turns: list[Turn], chat_url: str, whole: bool = False) -> Markup:
     """The items of a history list. Built here rather than by a template loop: a 5,000-turn chat
-    renders in a few milliseconds instead of a few hundred."""
+    renders in a few milliseconds instead of a few hundred. A stored turn longer than
+    TURN_TEXT_SHOWN shows its start and a link to the rest (one 50 MB turn made a 37 MB page)."""
     items = []
     for t in turns:
         who = "You" if t.role == "user" else "Parla"
         cut = " <i>(cut off)</i>" if t.interrupted else ""
+        text, more = t.text, ""
+        if not whole and t.seq is not None and len(text) > TURN_TEXT_SHOWN:
+            url = f"{chat_url}/turns/{t.seq}"
+            more = (
+                f' <a class="whole" href="{escape(url)}" hx-boost="false" hx-get="{escape(url)}" '
+                f'hx-target="closest li" hx-swap="outerHTML">… all {len(text):,} characters</a>'
+            )
+            text = text[:TURN_TEXT_SHOWN]
         # the number comes from data-seq (CSS), the speaker in <b>: the least markup per turn
-        items.append(f'<li class="{t.role}" data-seq="{t.seq or ""}"><b>{who}</b> {escape(t.text)}{cut}</li>')
+        items.append(f'<li class="{t.role}" data-seq="{t.seq or ""}"><b>{who}</b> {escape(text)}{more}{cut}</li>')
     return Markup("".join(items))
 
 
+def _clip(text: str) -> str:
+    """A long text's start: the context holds the newest turn whole, however long it is."""
+    if len(text) <= CONTEXT_TEXT_SHOWN:
+        return text
+    return f"{text[:CONTEXT_TEXT_SHOWN]}\n… ({len(text) - CONTEXT_TEXT_SHOWN:,} more characters not shown)"
+
+
 _templates.filters["when"] = _when
+_templates.filters["clip"] = _clip
 _templates.filters["turns"] = _turns
 
 
@@ -147,16 +168,27 @@ class Inspector:
     async def earlier_turns(self, request: Request) -> Response:
         """The page of turns before `before` (a fragment the chat page inserts above its list)."""
         chat_id = request.path_params["chat_id"]
-        try:
-            before = int(request.query_params.get("before", ""))
-        except ValueError:
+        number = request.query_params.get("before", "")
+        if not MESSAGE_NUMBER.fullmatch(number):
             return Response("`before` is a turn number", status_code=400)
+        before = int(number)
         start = max(1, before - HISTORY_PAGE)
         turns = await self.mem.store.load_turns(chat_id, start, before - 1) if before > 1 else []
         html = await _render(
             "earlier.html", base=request.scope.get("root_path", ""), chat_id=chat_id, turns=turns, earlier=start - 1
         )
         return HTMLResponse(html)
+
+    async def whole_turn(self, request: Request) -> Response:
+        """One turn with all of its text (the item a history list shows cut short)."""
+        chat_id, number = request.path_params["chat_id"], request.path_params["seq"]
+        if not MESSAGE_NUMBER.fullmatch(number):
+            return Response("a turn is named by its number", status_code=400)
+        turns = await self.mem.store.load_turns(chat_id, int(number), int(number))
+        if not turns:
+            return Response(f"this chat has no turn {number}", status_code=404)
+        chat_url = f"{request.scope.get('root_path', '')}/chats/{chat_id}"
+        return HTMLResponse(_turns(turns, chat_url, whole=True))
 
     async def live_chat(self, request: Request) -> Response:
         """The daemon's current chat, followed across switches."""
@@ -308,6 +340,7 @@ class Inspector:
             Route("/events", self.events),
             Route("/chats/{chat_id}", self.chat),
             Route("/chats/{chat_id}/turns", self.earlier_turns),
+            Route("/chats/{chat_id}/turns/{seq}", self.whole_turn),
             Route("/chats/{chat_id}/rename", self.rename, methods=post),
             Route("/chats/{chat_id}/delete", self.delete, methods=post),
             Route("/chats/{chat_id}/regenerate", self.regenerate, methods=post),

@@ -75,6 +75,19 @@ class ChatPage:
         return len(self.history.full_history) - len(self.shown_turns)
 
     @property
+    def shown_model_turns(self) -> list[Turn]:
+        """The model's history under the same cap: its summary turn and its newest turns."""
+        turns = self.assistant_history
+        if self.all_turns or len(turns) <= HISTORY_PAGE:
+            return turns
+        summary = turns[:1] if self.history.chat.rolling_summary else []
+        return [*summary, *turns[-HISTORY_PAGE:]]
+
+    @property
+    def earlier_model_turns(self) -> int:
+        return len(self.assistant_history) - len(self.shown_model_turns)
+
+    @property
     def shown_summaries(self) -> list[Summary]:
         """Meta summaries, then the chunk summaries (the newest unless all are asked for), in order."""
         metas = sorted((s for s in self.summaries if s.level == 1), key=lambda s: s.range.start)

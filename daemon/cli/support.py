@@ -155,7 +155,10 @@ def iso(value: datetime | None) -> str | None:
 
 
 def when(value: datetime) -> str:
-    return value.astimezone().strftime("%Y-%m-%d %H:%M")
+    from parla.memory.turn import local_time
+
+    moment = local_time(value)
+    return f"{moment.year:04d}-{moment:%m-%d %H:%M}"  # strftime's %Y gives year 1 as "1"
 
 
 def emit_json(data: Any) -> None:

@@ -15,6 +15,18 @@ from parla.memory.turn import MessageRange, Turn
 T = TypeVar("T")
 
 
+# An id prefix must have this many characters to name a chat: fewer would match too many.
+MIN_ID_PREFIX = 4
+
+
+def id_prefix_pattern(ref: str) -> str | None:
+    """A LIKE pattern (escape character `\\`) for the ids that start with `ref`, or None when `ref`
+    is too short to be a prefix. `%` and `_` are matched as themselves, so "%%%%" names no chat."""
+    if len(ref) < MIN_ID_PREFIX:
+        return None
+    return ref.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+
+
 def check_unique_turn_ids(turns: Sequence[Turn]) -> None:
     """One append stores each turn once: a repeated id in the same call is a caller's mistake."""
     ids = [t.id for t in turns]

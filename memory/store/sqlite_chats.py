@@ -15,9 +15,7 @@ from parla.memory.store import (
     CompactionCommit,
     MemorySnapshot,
 )
-from parla.memory.store.checks import (
-    exact_id_first,
-)
+from parla.memory.store.checks import exact_id_first, id_prefix_pattern
 from parla.memory.store.sqlite_connection import SQLiteConnection
 from parla.memory.store.sqlite_rows import (
     GENERATED_TITLE,
@@ -94,9 +92,9 @@ class SQLiteChats(SQLiteConnection):
             return []
         rows = await self._read(
             lambda db: db.execute(
-                "SELECT * FROM chats WHERE id = ? OR (length(?) >= 4 AND id LIKE ? || '%') "
+                "SELECT * FROM chats WHERE id = ? OR id LIKE ? ESCAPE '\\' "
                 "OR lower(title) = lower(?) ORDER BY last_activity_at DESC",
-                (ref, ref, ref.replace("%", "").replace("_", ""), ref),
+                (ref, id_prefix_pattern(ref), ref),
             ).fetchall()
         )
         return [chat_of_row(r) for r in exact_id_first(rows, ref, lambda r: r["id"])]

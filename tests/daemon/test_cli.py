@@ -195,6 +195,9 @@ def test_forgotten_items_are_listed_and_restored(parla, tmp_path):
         (["show", "nope"], {}, "no chat matches 'nope'"),
         (["search", "  "], {}, "search request is empty"),
         (["memory", "regenerate", "x", "--range", "ab"], {}, "a range is two message numbers like 11-20"),
+        # "²" passed isdigit and int() refused it: a traceback (issue 25, item 14)
+        (["memory", "regenerate", "x", "--range", "²-3"], {}, "a range is two message numbers like 11-20"),
+        (["memory", "regenerate", "x", "--range", "1-99999999999999999999"], {}, "a range is two message numbers"),
         (["chats"], {"PARLA_TAIL": "many"}, "setting tail, from PARLA_TAIL in the environment: Input should be"),
         (["chats"], {"PARLA_TAIL": "40"}, "tail (40) must be smaller than summary_window_size"),
         (["search", "x"], {"PARLA_EMBEDDER": "gemini"}, "PARLA_EMBEDDER=gemini needs a Gemini API key"),

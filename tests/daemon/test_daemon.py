@@ -96,6 +96,8 @@ async def test_control_socket_commands(daemon_settings, live):
         with pytest.raises(CommandError, match="say needs a non-empty string `text`"):
             await ctl(daemon_settings, "say", text="  ")
 
+        with pytest.raises(CommandError, match="new's `title` is a string"):  # was ignored (issue 25, item 17)
+            await ctl(daemon_settings, "new", title=5)
         new = await ctl(daemon_settings, "new", title="Kitchen renovation")
         assert new["result"] == "switching" and (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat_id"]
         turns = ["We are renovating the kitchen: new tiles and cabinets.", "Start with the electrician."]

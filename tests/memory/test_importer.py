@@ -3,13 +3,18 @@ scoped by user, and re-imports that add only what is new (on both stores)."""
 
 from __future__ import annotations
 
+import asyncio
+import itertools
 import json
 import uuid
+from collections import Counter
+from datetime import UTC, datetime
 
 import pytest
 
 from parla.memory.errors import ChatNotFound, ImportLineError
-from parla.memory.importer import chat_id_of, decode_line, id_scope, import_chat, parse_line, split_text, turns_of
+from parla.memory.import_bounds import split_text
+from parla.memory.importer import chat_id_of, decode_line, id_scope, import_chat, parse_line, turns_of
 from tests.conftest import signed_in_store
 
 
@@ -28,6 +33,13 @@ from tests.conftest import signed_in_store
         ('{"messages": [{"role": "narrator", "content": "x"}]}', "turns.0.role"),
         ('{"messages": [{"role": "assistant", "content": null}]}', "1 message without text skipped"),
         ('{"turns": [{"role": "user", "text": "a", "created_at": "yesterday"}]}', "turns.0.created_at"),
+        # dates no store or time zone can take (issue 25, item 11): an OverflowError aborted the import
+        ('{"turns": [{"role": "user", "text": "a", "created_at": "9999-12-31T23:59:59"}]}', "out of range"),
+        ('{"turns": [{"role": "user", "text": "a", "created_at": "9999-12-31T20:00:00-05:00"}]}', "out of range"),
+        ('{"created_at": "0001-01-01T00:00:00", "turns": [{"role": "user", "text": "a"}]}', "created_at: Value"),
+        # a RecursionError aborted the import (issue 25, item 12)
+        ("[" * 100_000, "nested too deeply"),
+        ('{"turns": ' + "[" * 100_000, "nested too deeply"),
     ],
 )
 def test_bad_lines_say_which_line_and_why(line, reason):
@@ -68,6 +80,21 @@ def test_timestamps_fill_in_and_keep_order():
         "2025-03-01T12:00:01+02:00",
     ]
     assert all(t.source == "import" for t in turns)
+
+
+def test_untimed_turns_do_not_end_after_the_import():
+    # 5,000 untimed turns were spaced a second apart from the chat's start: 83 minutes in the future
+    now = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
+    line = json.dumps(
+        {"created_at": "2026-05-01T11:00:00", "turns": [{"role": "user", "text": f"t{i}"} for i in range(5000)]}
+    )
+    chat = parse_line(1, line)
+    turns = turns_of(chat, chat_id_of(chat), now=now)
+    assert turns[0].created_at == datetime(2026, 5, 1, 11, 0, 1, tzinfo=UTC)
+    assert max(t.created_at for t in turns) == now
+    assert all(a.created_at <= b.created_at for a, b in itertools.pairwise(turns))
+    untimed = parse_line(1, json.dumps({"turns": [{"role": "user", "text": "a"}, {"role": "model", "text": "b"}]}))
+    assert [t.created_at for t in turns_of(untimed, chat_id_of(untimed), now=now)] == [now, now]
 
 
 def test_assistant_system_and_the_openai_messages_shape():
@@ -118,6 +145,14 @@ def test_a_long_turn_is_split_at_sentence_ends_and_said_so():
     turns = turns_of(chat, chat_id_of(chat), max_turn_tokens=250)
     assert [t.role for t in turns] == ["user"] + ["model"] * 4 and len({t.id for t in turns}) == 5
     assert chat.notes == ["turn 2 (4,000 characters) split into 4 turns"]
+
+
+def test_a_huge_turn_is_split_in_linear_time():
+    # a 50 MB turn took hours: each cut copied the rest of the text (issue 25, item 16)
+    text = "A sentence of about fifty characters, or near it. " * 1_000_000
+    pieces = split_text(text, 12_000)  # well under a second; half a minute before
+    assert len(pieces) == len(text) // 12_000 + 1 and all(len(p) <= 12_000 for p in pieces)
+    assert " ".join(pieces) == text.strip()
 
 
 def _line(turns: list[tuple[str, str]], **fields) -> str:
@@ -180,3 +215,12 @@ async def test_two_users_import_the_same_file_on_supabase(supabase, tmp_path):
             with pytest.raises(ChatNotFound):
                 await b.get_chat(r.chat_id)
         assert len(await a.list_chats()) == len(await b.list_chats()) == 2
+
+
+async def test_two_imports_of_one_file_at_once_count_each_chat_once(any_store):
+    # two simultaneous imports of 200 chats reported 146 + 62 = 208 imported (issue 25, item 17)
+    chats = [parse_line(n, _line([("user", f"question {n}"), ("model", f"answer {n}")])) for n in range(1, 21)]
+    results = await asyncio.gather(*(import_chat(any_store, c) for c in [*chats, *chats]))
+    outcomes = Counter(r.outcome for r in results)
+    assert outcomes == {"imported": 20, "unchanged": 20}, outcomes
+    assert sum(r.turns_added for r in results) == 40 and len(await any_store.list_chats()) == 20

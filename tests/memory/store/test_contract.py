@@ -9,6 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
+from parla.memory.chat import MAX_TITLE_CHARS
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from parla.memory.importance import turn_importance
@@ -218,6 +219,24 @@ async def test_find_chats_by_id_prefix_and_title(any_store):
     assert [c.id for c in await any_store.find_chats("abcdef12")] == [chat.id]
     assert len(await any_store.find_chats("abcdef")) == 2
     assert await any_store.find_chats("abc") == []  # too short for a prefix
+
+
+async def test_find_chats_takes_like_wildcards_literally(any_store):
+    # "%%%%" named every chat and "a%%%" a chat by its first character (issue 25, item 13)
+    await any_store.create_chat(chat_id=ABC12, title="Japan trip")
+    await any_store.create_chat(chat_id=ABC99, title="a_c%")
+    for ref in ("%%%%", "a%%%", "abc%", "a___", "abcd%", "abcdef1_", "\\%%%"):
+        assert await any_store.find_chats(ref) == [], ref
+    assert [c.id for c in await any_store.find_chats("A_C%")] == [ABC99]  # a title is matched whole
+
+
+async def test_titles_are_capped(any_store):
+    # a 60,000-character title was kept and printed whole by `parla status` (issue 25, item 17)
+    chat = (await any_store.create_chat(title="Trip " * 12_000)).chat
+    assert len(chat.title) == MAX_TITLE_CHARS and chat.title.endswith("Trip…")
+    assert (await any_store.get_chat(chat.id)).title == chat.title
+    renamed = await any_store.rename_chat(chat.id, "x" * 1000)
+    assert renamed.title == "x" * (MAX_TITLE_CHARS - 1) + "…" == (await any_store.get_chat(chat.id)).title
 
 
 async def test_find_chats_puts_an_exact_id_first_in_any_case(any_store):
