@@ -64,9 +64,15 @@ class EmptyRequest(ParlaError):
 
 
 class ImportLineError(ParlaError):
-    """One line could not be imported; says which line and why."""
+    """One line (of a JSONL file) or conversation (of an export) could not be imported; says which
+    and why."""
 
-    def __init__(self, line_no: int, reason: str) -> None:
-        super().__init__(f"line {line_no}: {reason}")
+    def __init__(self, line_no: int, reason: str, what: str = "line") -> None:
+        super().__init__(f"{what} {line_no}: {reason}")
         self.line_no = line_no
         self.reason = reason
+        self.what = what
+
+
+class ImportFormatError(ParlaError):
+    """The file is in no format `parla import` reads, or stops being valid JSON partway."""
