@@ -151,7 +151,7 @@ async def import_chats(
         emit_json(report)
         return
     out.print(
-        f"Imported {report['imported']} chats ({report['turns_added']} turns in all) from a {export.format_name}; "
+        f"Imported {report['imported']} chats ({report['turns_added']} turns in all; {export.format_name}); "
         f"{report['added_to']} gained turns; {report['replaced']} replaced; {report['unchanged']} already there; "
         f"{len(report['differs'])} differ; {len(errors)} {what}s skipped. Store: {_store_name(settings)}"
     )

@@ -77,7 +77,10 @@ def test_claude_export_with_blocks_thinking_files_and_an_empty_conversation():
     assert bug.notes == ["tool results: 1 left out"] and {t.model_variant for t in bug.spoken[1::2]} == {"Claude"}
     assert said(plant) == [
         ("user", "The leaves of my monstera turn yellow and droop."),
-        ("model", "Yellow drooping leaves usually mean overwatering: let the top 5 cm of soil dry out between waterings."),
+        (
+            "model",
+            "Yellow drooping leaves usually mean overwatering: let the top 5 cm of soil dry out between waterings.",
+        ),
     ]
     (empty,) = errors
     assert str(empty) == "conversation 2: an empty conversation: no message with text"
@@ -125,7 +128,7 @@ def test_a_pretty_printed_object_and_jsonl_are_told_apart(tmp_path):
 def test_a_file_cut_short_keeps_what_came_before(tmp_path):
     text = (DATA / "claude_conversations.json").read_text()
     cut = text[: text.index('"uuid": "5a4b3c2d') + 40]
-    export, chats, errors = read_text(tmp_path, cut)
+    _, chats, errors = read_text(tmp_path, cut)
     assert [c.title for c in chats] == ["Fixing the python import bug"]
     assert "conversation 3: not valid JSON near byte" in str(errors[-1])
 
