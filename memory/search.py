@@ -208,8 +208,8 @@ def _candidate(
         date=round(date, 6),
         recency=round(recency, 6),
         last_activity_at=m.last_activity_at,
-        matched_kind=text.ref.kind,
-        matched_range=str(text.ref.range) if text.ref.range else None,
+        matched_kind=text.ref.shown_kind,
+        matched_range=str(text.ref.range) if text.ref.range and text.ref.shown_kind != "title" else None,
         matched_text=text.text,
         matched_words=held,
     )

@@ -26,6 +26,7 @@ from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.turn import utcnow
+from parla.memory.turn_windows import rename_chat
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
 
@@ -230,7 +231,7 @@ class ChatTools:
         }
 
     async def rename_chat(self, args: RenameArgs) -> dict[str, Any]:
-        chat = await self.store.rename_chat(self.session.chat_id, args.title.strip())
+        chat = await rename_chat(self.store, self.embedder, self.session.chat_id, args.title.strip())
         return {"result": "renamed", "title": chat.title}
 
     async def remember(self, args: RememberArgs) -> dict[str, Any]:

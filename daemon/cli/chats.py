@@ -418,8 +418,10 @@ async def rename(
     title: str = typer.Argument(..., help="The new title (kept: summaries never replace a title you gave)."),
 ) -> None:
     """Give a chat a title of your own."""
+    from parla.memory.turn_windows import rename_chat
+
     async with open_memory(load_settings()) as mem:
-        renamed = await mem.store.rename_chat(await resolve_chat(mem, chat), title)
+        renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem, chat), title)
     out.print(f"Renamed {renamed.id[:8]} to {escape(renamed.display_title)}.")
 
 

@@ -68,7 +68,9 @@ _MONTHS = [
 # most of an offline import's time.
 _DATE_WORDS = frozenset(_MONTHS)
 _LETTERS = re.compile(r"[^\W\d_]+")
-_DATE_NUMBERS = re.compile(r"\b\d{4}\b|\b\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?\b|\b\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE)
+_DATE_NUMBERS = re.compile(
+    r"\b\d{4}\b|\b\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?\b|\b\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE
+)
 _NUMBER = re.compile(r"\d")
 _INTENT = re.compile(
     r"\b(?:i|we)\s+(?:really\s+)?(?:like|love|prefer|hate|want|need|will|plan|decided|chose|booked|bought|"

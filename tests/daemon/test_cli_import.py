@@ -63,3 +63,19 @@ def test_an_import_cut_short_carries_on_when_run_again(parla, tmp_path):
     rest = json.loads(parla("import", str(source), "--json").stdout)
     assert (rest["imported"], rest["unchanged"]) == (1, 1)
     assert len(json.loads(parla("chats", "--json").stdout)) == 2
+
+
+def test_a_chat_is_found_by_its_imported_title_and_by_the_name_the_user_gives_it(parla):
+    for export in ("chatgpt_conversations.json", "claude_conversations.json", "openwebui_chat_export.json"):
+        parla("import", str(DATA / export))
+    # no turn of the chat says "birthday": its title does
+    found = json.loads(parla("search", "the birthday chat", "--json").stdout)
+    assert found["decision"] == "switch"
+    assert (found["candidates"][0]["title"], found["candidates"][0]["matched_kind"]) == (
+        "Gift ideas for Mom's 60th birthday",
+        "title",
+    )
+    parla("rename", "66a0b1c2", "Weekend baking plans")
+    found = json.loads(parla("search", "weekend baking plans", "--json").stdout)
+    assert found["decision"] == "switch" and found["candidates"][0]["title"] == "Weekend baking plans"
+    assert found["candidates"][0]["matched_kind"] == "title"
