@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parla.memory.imports.shape import Turns, iso_time, marker
+from parla.memory.imports.shape import Turns, branch_to, iso_time, marker, side_branches
 
 NAME = "ChatGPT export"
 _ROLES = {"user": "user", "assistant": "model"}
@@ -48,11 +48,7 @@ def _branch(mapping: dict[str, dict[str, Any]], leaf: Any) -> list[str]:
             if not children:
                 break
             leaf = children[-1]
-    path: list[str] = []
-    while isinstance(leaf, str) and leaf in mapping and leaf not in path:  # a cycle would loop forever
-        path.append(leaf)
-        leaf = mapping[leaf].get("parent")
-    return path[::-1]
+    return branch_to(mapping, leaf, "parent")
 
 
 def _text(content: dict[str, Any]) -> str:
@@ -87,12 +83,8 @@ def to_import_shape(conversation: dict[str, Any]) -> tuple[dict[str, Any], list[
     """The conversation in Parla's import shape, and what was left out of it."""
     mapping = {k: n for k, n in conversation["mapping"].items() if isinstance(n, dict)}
     path = _branch(mapping, conversation.get("current_node"))
-    on_path = set(path)
     turns = Turns()
-    # each node off the branch whose parent is on it starts a regenerated or edited branch
-    for node_id, node in mapping.items():
-        if node.get("parent") in on_path and node_id not in on_path:
-            turns.skip("regenerated or edited branches")
+    turns.skip("regenerated or edited branches", side_branches(mapping, path, "parent"))
     for node_id in path:
         message = mapping[node_id].get("message")
         if not isinstance(message, dict):

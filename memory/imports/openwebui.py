@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parla.memory.imports.shape import Turns, iso_time
+from parla.memory.imports.shape import Turns, branch_to, iso_time, side_branches
 
 NAME = "Open WebUI export"
 _ROLES = {"user": "user", "assistant": "model"}
@@ -18,25 +18,14 @@ def matches(chat: dict[str, Any]) -> bool:
     return isinstance(body, dict) and isinstance(body.get("history"), dict)
 
 
-def _branch(messages: dict[str, dict[str, Any]], leaf: Any) -> list[str]:
-    path: list[str] = []
-    while isinstance(leaf, str) and leaf in messages and leaf not in path:  # a cycle would loop forever
-        path.append(leaf)
-        leaf = messages[leaf].get("parentId")
-    return path[::-1]
-
-
 def to_import_shape(chat: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     """The chat in Parla's import shape, and what was left out of it."""
     history = chat["chat"]["history"]
     given = history.get("messages")
     messages = {k: m for k, m in given.items() if isinstance(m, dict)} if isinstance(given, dict) else {}
-    path = _branch(messages, history.get("currentId"))
-    on_path = set(path)
+    path = branch_to(messages, history.get("currentId"), "parentId")
     turns = Turns()
-    for message_id, message in messages.items():
-        if message.get("parentId") in on_path and message_id not in on_path:
-            turns.skip("regenerated or edited branches")
+    turns.skip("regenerated or edited branches", side_branches(messages, path, "parentId"))
     for message_id in path:
         message = messages[message_id]
         role = _ROLES.get(str(message.get("role")))

@@ -59,8 +59,25 @@ class Turns:
             }
         )
 
-    def skip(self, what: str) -> None:
-        self.left_out[what] += 1
+    def skip(self, what: str, count: int = 1) -> None:
+        self.left_out[what] += count
 
     def notes(self) -> list[str]:
-        return [f"{what}: {n} left out" for what, n in sorted(self.left_out.items())]
+        return [f"{what}: {n} left out" for what, n in sorted(self.left_out.items()) if n]
+
+
+def branch_to(nodes: dict[str, dict[str, Any]], leaf: Any, parent_key: str) -> list[str]:
+    """The ids from the root to `leaf` in a tree of messages (ChatGPT's, Open WebUI's), each node
+    naming its parent under `parent_key`; a cycle ends the walk rather than looping."""
+    path: list[str] = []
+    while isinstance(leaf, str) and leaf in nodes and leaf not in path:
+        path.append(leaf)
+        leaf = nodes[leaf].get(parent_key)
+    return path[::-1]
+
+
+def side_branches(nodes: dict[str, dict[str, Any]], path: list[str], parent_key: str) -> int:
+    """The branches left out: each node off `path` whose parent is on it starts one (an answer
+    regenerated, a question edited)."""
+    on_path = set(path)
+    return sum(1 for node_id, node in nodes.items() if node.get(parent_key) in on_path and node_id not in on_path)
