@@ -1,13 +1,14 @@
 """Chat search by meaning: which chat does a spoken request mean?
 
 Two stages. First the request is embedded as a query and matched against every embedded text of
-every chat (windows of what was said, the chat's description, chunk and meta summaries, fact
-blocks); the store returns the best chats, each with its few most similar texts. Then each of
+every chat (windows of what was said, the chat's title and description, chunk and meta summaries,
+fact blocks); the store returns the best chats, each with its few most similar texts. Then each of
 those texts is scored again word by word: every content word of the request is compared with the
 text's words (static word vectors, so "painted" is near "painting" and a name is near itself),
 each request word weighted by how rare it is in the user's own windows (a word in every chat,
 like the user's or a friend's name, counts little; a rare one counts a lot). A text's match is
-the mean of its similarity and that word score; a chat counts with its best text.
+the mean of its similarity and that word score (a title's is its word score alone); a chat
+counts with its best text.
 
 The chat's score adds a bonus when the request names a date the chat was active on ("the chat
 from yesterday", "on 8 May, 2023") and a small recency bonus that halves every
@@ -204,6 +205,11 @@ def _candidate(
     best: tuple[float, TextMatch, float, list[str]] | None = None
     for text, (word_score, held) in zip(m.texts, word_scores, strict=True):
         match = (1 - words_weight) * text.similarity + words_weight * word_score
+        if text.ref.shown_kind == "title":
+            # a title is found by its embedding but scored by its words: a short text's cosine with
+            # a short request rewards its shortness ("Japan" is nearer "Japan in May" than "Two
+            # weeks in Japan in April"), not its topic
+            match = word_score
         if best is None or match > best[0]:
             best = (match, text, word_score, held)
     assert best is not None

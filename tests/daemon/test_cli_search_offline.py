@@ -38,6 +38,7 @@ def gemini_store(parla, monkeypatch, gemini):
 def test_search_answers_by_words_and_titles_when_the_request_cannot_be_embedded(
     gemini_store, monkeypatch, black_hole, network
 ):
+    monkeypatch.setenv("PARLA_SEARCH_EMBED_TIMEOUT_S", "1")  # the default (the parla fixture waits longer)
     if network == "silent":
         monkeypatch.setenv("PARLA_GEMINI_BASE_URL", black_hole)
     else:
