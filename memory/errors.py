@@ -19,7 +19,9 @@ class StoreError(ParlaError):
 
 class ChatNotFound(StoreError):
     def __init__(self, chat_ref: str) -> None:
-        super().__init__(f"no chat matches {chat_ref!r}: `parla chats` lists them")
+        # an id is matched by its start from 4 characters on, so "9" names no chat even when one's id starts so
+        short = " (an id is matched by its first 4 or more characters)" if 0 < len(chat_ref.strip()) < 4 else ""
+        super().__init__(f"no chat matches {chat_ref!r}{short}: `parla chats` lists them")
 
 
 class TurnConflict(StoreError):

@@ -406,7 +406,8 @@ async def rm(
             if not sys.stdin.isatty():
                 raise fail("deleting cannot be undone: add --yes to delete without a question")
             if not typer.confirm(f"Delete {len(found)} chat{'s' if len(found) > 1 else ''} for good?", err=True):
-                raise fail("nothing deleted")
+                out.print("Nothing deleted.")  # the user's answer, not an error
+                return
         for c in found:
             await mem.store.delete_chat(c.id)
     out.print(f"Deleted {len(found)} chat{'s' if len(found) > 1 else ''}.")

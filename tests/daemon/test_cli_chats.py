@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 from parla.daemon.cli.voice import chat_for
@@ -136,3 +140,32 @@ def test_a_chat_said_in_parla_exported_and_imported_again_is_not_doubled(parla, 
     again = json.loads(parla("import", str(tmp_path / "mine.jsonl"), "--json").stdout)
     assert (again["unchanged"], again["turns_added"], again["differs"]) == (1, 0, [])
     assert [c["turns"] for c in _chats(parla)] == [2]
+
+
+def test_a_short_id_says_how_many_characters_an_id_needs(parla):
+    parla("import", str(DATA))
+    short = parla("rename", "9", "x", ok=False)
+    assert "no chat matches '9' (an id is matched by its first 4 or more characters)" in short.stderr
+    assert "4 or more" not in parla("show", "nope-nope", ok=False).stderr
+
+
+def test_answering_no_to_rm_is_not_an_error(parla, tmp_path):
+    """On a terminal (a pseudo-terminal here), `n` deletes nothing and exits 0 without an error line."""
+    parla("import", str(DATA))
+    main, terminal = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    with open(main, "wb", buffering=0) as keyboard:
+        keyboard.write(b"n\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "parla.daemon", "rm", "japan-trip"],
+            stdin=terminal,
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    os.close(terminal)
+    assert done.returncode == 0, done.stderr
+    assert "Nothing deleted." in done.stdout and "error" not in done.stderr
+    assert len(_chats(parla)) == 12
