@@ -98,6 +98,8 @@ class Daemon:
         self._activate = asyncio.Event()
         self._pending_says: list[str] = []
         self._typed: list[TypedTurn] = []
+        # `parla talk` commands waiting to hear whether the session opened
+        self._talks: list[asyncio.Future[dict[str, Any]]] = []
         self._current: CurrentChat | None = None
         self._tools: ChatTools | None = None
         self._voice: VoiceServices | None = None
@@ -309,6 +311,7 @@ class Daemon:
             # other failure reaches the loop in `_run`, which logs it and goes on after a delay.
             self.status.last_error = str(e)
             self._session_failed = True
+            self._settle_talks({"result": "failed", "error": str(e)})
             log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
             # typed turns that never went out wait for the next session instead of being lost
@@ -361,6 +364,8 @@ class Daemon:
     def _on_event(self, event: SessionEvent) -> None:
         if event.kind == "turn":
             self._settle_typed(event.detail)
+        if event.kind in ("connected", "resumed"):
+            self._settle_talks({"result": "listening"})
         if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
         if event.kind != "turn":  # transcripts stay out of the logs at info level
@@ -433,10 +438,29 @@ class Daemon:
         return await self._tools.new_chat(NewChatArgs(topic=title if isinstance(title, str) else None))
 
     async def _cmd_talk(self, request: dict[str, Any]) -> dict[str, Any]:
+        """With `wait` (seconds), answers once the session is open (`listening`) or could not
+        open (`failed`, with the reason), or past the wait `activating` with the last error."""
+        wait = request.get("wait", 0)
+        if not isinstance(wait, int | float) or wait < 0:
+            raise CommandError("talk's `wait` is a number of seconds")
         if self._conversation is not None:
             return {"result": "already_active"}
         self._activate.set()
-        return {"result": "activating"}
+        if not wait:
+            return {"result": "activating"}
+        opened: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._talks.append(opened)
+        try:
+            return await asyncio.wait_for(asyncio.shield(opened), wait)
+        except TimeoutError:
+            return {"result": "activating", "last_error": self.status.last_error}
+        finally:
+            self._talks.remove(opened)
+
+    def _settle_talks(self, answer: dict[str, Any]) -> None:
+        for opened in self._talks:
+            if not opened.done():
+                opened.set_result(answer)
 
     def _settle_typed(self, line: str) -> None:
         """A stored turn of the session: the user's typed text, then the answer to it."""
