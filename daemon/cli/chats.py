@@ -497,9 +497,11 @@ async def export(
 async def forget(
     chat: str = typer.Argument(..., help="Chat id, id start or exact title."),
     what: str = typer.Argument(..., help="The pin or fact to forget: its text, or enough of it to be the only match."),
+    item: int | None = typer.Option(None, "--item", min=1, help="Which of several matches to forget, by its number."),
 ) -> None:
     """Take a pin or a fact out of a chat's memory (it no longer reaches the model or search);
-    `parla memory forgotten` lists what was forgotten and `parla memory restore` brings it back."""
+    `parla memory forgotten` lists what was forgotten and `parla memory restore` brings it back.
+    When a pin and a fact line hold the same text, both are forgotten."""
     from parla.memory.forgetting import memory_items, set_forgotten
 
     wanted = what.strip().casefold()
@@ -509,13 +511,20 @@ async def forget(
         items = await memory_items(mem.store, await resolve_chat(mem, chat))
         exact = [i for i in items if i.content.casefold() == wanted]
         matches = exact or [i for i in items if wanted in i.content.casefold()]
-        if len(matches) != 1:
-            if not matches:
-                raise fail(f"no pin or fact of this chat contains {what!r}; `parla show {chat}` lists them")
-            names = "; ".join(f"[{i.kind}] {i.content}" for i in matches[:5])
-            raise fail(f"{what!r} matches {len(matches)} items: {names}; give more of the text")
-        await set_forgotten(mem.store, mem.embedder, matches[0], forgotten=True)
-    out.print(f"Forgot the {matches[0].kind}: {escape(matches[0].content)}")
+        if not matches:
+            raise fail(f"no pin or fact of this chat contains {what!r}; `parla show {chat}` lists them")
+        if item is not None:
+            if item > len(matches):
+                raise fail(f"{what!r} matches {len(matches)} items: --item goes from 1 to {len(matches)}")
+            matches = [matches[item - 1]]
+        # a pin and a fact line that hold the same sentence are the same fact: both go
+        elif len({i.content.casefold() for i in matches}) > 1:
+            names = "; ".join(f"{n}. [{i.kind}] {i.content}" for n, i in enumerate(matches, start=1))
+            raise fail(f"{what!r} matches {len(matches)} items: {names}; give more of the text or --item N")
+        for found in matches:
+            await set_forgotten(mem.store, mem.embedder, found, forgotten=True)
+    kinds = " and the ".join(dict.fromkeys(i.kind for i in matches))
+    out.print(f"Forgot the {kinds}: {escape(matches[0].content)}")
 
 
 COMMANDS = {

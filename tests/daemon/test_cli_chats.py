@@ -15,8 +15,10 @@ from parla.daemon.cli.voice import chat_for
 from parla.daemon.control import send_command
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
+from parla.memory.embedding import embed_texts
+from parla.memory.facts import format_fact_lines
 from parla.memory.pins import Pin
-from parla.memory.turn import Turn
+from parla.memory.turn import MessageRange, Turn
 from tests.daemon.conftest import running
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
@@ -84,7 +86,7 @@ def test_forget_a_pin_then_restore_it(parla):
 
     asyncio.run(pin())
     vague = parla("forget", "japan-trip", "ryokan", ok=False)
-    assert vague.exit_code == 1 and "matches 2 items" in vague.stderr
+    assert vague.exit_code == 1 and "matches 2 items" in vague.stderr and "--item N" in vague.stderr
     assert "Forgot the pin: The ryokan is booked for [April 12]" in parla("forget", "japan-trip", "booked").stdout
     listed = parla("memory", "forgotten", "japan-trip").stdout
     assert "1. [pin] The ryokan is booked for [April 12]" in listed  # neither [pin] nor [April 12] is markup
@@ -94,6 +96,33 @@ def test_forget_a_pin_then_restore_it(parla):
         "The ryokan budget is 200 euros",
         "The ryokan is booked for [April 12]",
     ]
+
+
+def test_forgetting_a_sentence_a_pin_and_a_fact_both_hold_forgets_both(parla):
+    parla("import", str(DATA))
+    shown = json.loads(parla("show", "japan-trip", "--json").stdout)
+    line = "The ryokan in Kyoto is booked for three nights"
+
+    async def pin() -> None:
+        async with open_memory(Settings()) as mem:
+            (embedded,) = await embed_texts(mem.embedder, [format_fact_lines([line])])
+            await mem.store.upsert_facts(shown["chat"]["id"], MessageRange(start=1, end=6), [line], embedded)
+            await mem.store.add_pin(Pin(chat_id=shown["chat"]["id"], content=line))
+            await mem.store.add_pin(Pin(chat_id=shown["chat"]["id"], content="The ryokan budget is 200 euros"))
+            await mem.store.add_pin(Pin(chat_id=shown["chat"]["id"], content="The train pass costs 350 euros"))
+
+    asyncio.run(pin())
+    assert parla("forget", "japan-trip", line).stdout == f"Forgot the pin and the fact: {line}\n"
+    listed = parla("memory", "forgotten", "japan-trip").stdout
+    assert f"[pin] {line}" in listed and f"[fact] {line}" in listed
+    # several different ones: chosen by the number the list gives
+    vague = parla("forget", "japan-trip", "euros", ok=False).stderr
+    assert "1. [pin] The ryokan budget is 200 euros; 2. [pin] The train pass costs 350 euros" in vague
+    assert "--item N" in vague
+    assert (
+        parla("forget", "japan-trip", "euros", "--item", "2").stdout
+        == "Forgot the pin: The train pass costs 350 euros\n"
+    )
 
 
 async def test_the_daemon_never_starts_in_an_empty_untitled_chat(tmp_path):
