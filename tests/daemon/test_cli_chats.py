@@ -185,15 +185,8 @@ def test_answering_no_to_rm_is_not_an_error(parla, tmp_path):
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
     with open(main, "wb", buffering=0) as keyboard:
         keyboard.write(b"n\n")
-        done = subprocess.run(
-            [sys.executable, "-m", "parla.daemon", "rm", "japan-trip"],
-            stdin=terminal,
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
+        rm = [sys.executable, "-m", "parla.daemon", "rm", "japan-trip"]
+        done = subprocess.run(rm, stdin=terminal, capture_output=True, text=True, env=env, timeout=60, check=False)
     os.close(terminal)
     assert done.returncode == 0, done.stderr
     assert "Nothing deleted." in done.stdout and "error" not in done.stderr
