@@ -123,7 +123,7 @@ async def import_chats(
                     store_one,
                     progress,
                     "run the same import again to retry",
-                    size=(export.size, lambda: export.read),
+                    size=(export.size / 1e6 if export.size else None, lambda: export.read / 1e6),
                 )
     if not results:
         raise CommandFailed(f"nothing imported: every {export.what} of {export.where} was skipped")

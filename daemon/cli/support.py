@@ -163,11 +163,11 @@ async def store_and_summarise(
     """Store the chats (`memory.storing.store_chats`), then compact the ones `store_one` names
     (summaries, facts, summary text, embeddings); the results, and the chats whose compaction failed.
     The storing bar counts `items` (a sequence), or with `size` (the total, and how much is done) the
-    bytes of a file read as it is stored."""
+    megabytes of a file read as it is stored."""
     from parla.memory.storing import store_chats
 
     total, done = size or (len(items) if isinstance(items, Sequence) else None, None)
-    storing = progress.add_task("storing chats", total=total)
+    storing = progress.add_task("storing chats" if size is None else "storing chats (MB read)", total=total)
 
     def on_stored(_result: R) -> None:
         if done is None:
