@@ -33,6 +33,7 @@ from parla.daemon.errors import (
     DaemonNotRunning,
     UnsafeSocketFolder,
 )
+from parla.memory.errors import ParlaError
 from parla.memory.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
@@ -239,6 +240,9 @@ class ControlServer:
         try:
             return {"ok": True, **await self.handler(request["cmd"], request)}
         except CommandError as e:
+            return {"ok": False, "error": str(e)}
+        except ParlaError as e:  # the user's to act on (a store away, a re-embed running): one line
+            log.warning("control command %r failed: %s", request["cmd"], e)
             return {"ok": False, "error": str(e)}
         except Exception as e:
             log.exception("control command %r failed", request["cmd"])

@@ -109,6 +109,8 @@ class Daemon:
         self._pending_says: list[Turn] = []
         self._deadline: float | None = None  # loop time the shutdown must be over by
         self._typed: list[TypedTurn] = []
+        # `parla talk` commands waiting to hear whether the session opened
+        self._talks: list[asyncio.Future[dict[str, Any]]] = []
         self._current: CurrentChat | None = None
         self._tools: ChatTools | None = None
         self._voice: VoiceServices | None = None
@@ -357,6 +359,7 @@ class Daemon:
             # other failure reaches the loop in `_run`, which logs it and goes on after a delay.
             self.status.last_error = str(e)
             self._session_failed = True
+            self._settle_talks({"result": "failed", "error": str(e)})
             log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
             # typed turns that never went out (some came while the session closed) open the next
@@ -425,6 +428,8 @@ class Daemon:
             self.status.kept_turns += len(event.turns)
         if event.kind == "lost":
             self.status.lost_turns += len(event.turns)
+        if event.kind in ("connected", "resumed"):
+            self._settle_talks({"result": "listening"})
         if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
         if event.kind in ("turn", "stored"):  # transcripts stay out of the logs at info level
@@ -499,10 +504,29 @@ class Daemon:
         return await self._tools.new_chat(NewChatArgs(topic=title))
 
     async def _cmd_talk(self, request: dict[str, Any]) -> dict[str, Any]:
+        """With `wait` (seconds), answers once the session is open (`listening`) or could not
+        open (`failed`, with the reason), or past the wait `activating` with the last error."""
+        wait = request.get("wait", 0)
+        if not isinstance(wait, int | float) or wait < 0:
+            raise CommandError("talk's `wait` is a number of seconds")
         if self._conversation is not None:
             return {"result": "already_active"}
         self._activate.set()
-        return {"result": "activating"}
+        if not wait:
+            return {"result": "activating"}
+        opened: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        self._talks.append(opened)
+        try:
+            return await asyncio.wait_for(asyncio.shield(opened), wait)
+        except TimeoutError:
+            return {"result": "activating", "last_error": self.status.last_error}
+        finally:
+            self._talks.remove(opened)
+
+    def _settle_talks(self, answer: dict[str, Any]) -> None:
+        for opened in self._talks:
+            if not opened.done():
+                opened.set_result(answer)
 
     def _follow_typed(self, event: SessionEvent) -> None:
         """A typed turn, by its id, in a batch of the session's turns (an exchange: the user's

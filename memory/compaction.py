@@ -43,7 +43,7 @@ from parla.memory.summary import SummaryLevel
 from parla.memory.tasks import cancel_and_wait
 from parla.memory.tokens import estimate_tokens, truncate_to_tokens
 from parla.memory.turn import MessageRange, Turn
-from parla.memory.turn_windows import WindowIndexer
+from parla.memory.turn_windows import WindowIndexer, index_title
 
 log = logging.getLogger("parla.compaction")
 
@@ -140,6 +140,8 @@ class Compactor:
         with _offline_noted(report):
             with report.timed("fold"):
                 chat = await self._fold(chat_id, report)
+            if report.titled:  # a generated title is searchable as soon as it is given
+                report.windows_indexed += await index_title(self.store, self.embedder, chat)
             await self._dual_memory(chat, report, only=None)
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})

@@ -65,6 +65,11 @@ class MemoryConfig(BaseModel):
         0.2, ge=0, description="Bonus for chats active on the day a request names (half for a week or month)."
     )
     search_max_candidates: int = Field(3, ge=1, description="Candidates returned when the result is ambiguous.")
+    search_embed_timeout_s: float = Field(
+        1.0,
+        gt=0,
+        description="Seconds a search waits for the request's embedding; then it answers by words and titles.",
+    )
     search_recency_weight: float = Field(0.03, ge=0, description="Weight of recency in the chat score.")
     search_recency_half_life_days: float = Field(30.0, gt=0, description="Days after which recency counts half.")
     title_min_turns: int = Field(

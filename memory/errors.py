@@ -19,7 +19,9 @@ class StoreError(ParlaError):
 
 class ChatNotFound(StoreError):
     def __init__(self, chat_ref: str) -> None:
-        super().__init__(f"no chat matches {chat_ref!r}: `parla chats` lists them")
+        # an id is matched by its start from 4 characters on, so "9" names no chat even when one's id starts so
+        short = " (an id is matched by its first 4 or more characters)" if 0 < len(chat_ref.strip()) < 4 else ""
+        super().__init__(f"no chat matches {chat_ref!r}{short}: `parla chats` lists them")
 
 
 class TurnConflict(StoreError):
@@ -73,9 +75,15 @@ class EmptyRequest(ParlaError):
 
 
 class ImportLineError(ParlaError):
-    """One line could not be imported; says which line and why."""
+    """One line (of a JSONL file) or conversation (of an export) could not be imported; says which
+    and why."""
 
-    def __init__(self, line_no: int, reason: str) -> None:
-        super().__init__(f"line {line_no}: {reason}")
+    def __init__(self, line_no: int, reason: str, what: str = "line") -> None:
+        super().__init__(f"{what} {line_no}: {reason}")
         self.line_no = line_no
         self.reason = reason
+        self.what = what
+
+
+class ImportFormatError(ParlaError):
+    """The file is in no format `parla import` reads, or stops being valid JSON partway."""

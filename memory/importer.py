@@ -49,6 +49,8 @@ class ImportTurn(BaseModel):
     parts: list[Part] | None = None
     thinking: str | None = None
     created_at: datetime | None = None
+    # who answered, for a turn imported from another assistant ("ChatGPT (gpt-4o)")
+    model_variant: str | None = None
 
     @field_validator("text")
     @classmethod
@@ -141,26 +143,35 @@ def decode_line(line_no: int, raw: bytes) -> str:
 
 
 def parse_line(line_no: int, line: str) -> ImportChat:
+    return chat_of(line_no, json_line(line_no, line))
+
+
+def json_line(line_no: int, line: str) -> Any:
     try:
-        data = json.loads(line)
+        return json.loads(line)
     except json.JSONDecodeError as e:
         raise ImportLineError(line_no, f"not valid JSON ({e.msg} at column {e.colno})") from None
     except RecursionError:  # thousands of nested brackets
         raise ImportLineError(line_no, "JSON nested too deeply to read") from None
+
+
+def chat_of(number: int, data: Any, what: str = "line", notes: Sequence[str] = ()) -> ImportChat:
+    """A chat in Parla's or OpenAI's shape as an ImportChat; `number` and `what` ("line",
+    "conversation") say where it was, `notes` what a converter left out of it."""
     if not isinstance(data, dict):
-        raise ImportLineError(line_no, 'expected a JSON object with a "turns" or "messages" list')
-    notes: list[str] = []
+        raise ImportLineError(number, 'expected a JSON object with a "turns" or "messages" list', what)
+    notes = list(notes)
     if "turns" not in data:
         data = _from_messages(data, notes)
     try:
         chat = ImportChat.model_validate(data)
     except ValidationError as e:
         left_out = f" ({'; '.join(notes)})" if notes else ""
-        raise ImportLineError(line_no, _describe(e) + left_out) from None
+        raise ImportLineError(number, _describe(e) + left_out, what) from None
     skipped = Counter(t.role for t in chat.turns if t.role not in _ROLES)
     notes += [f"{n} {role} message{'s' * (n > 1)} skipped" for role, n in sorted(skipped.items())]
     if not chat.spoken:
-        raise ImportLineError(line_no, "no user or assistant turn with text (" + "; ".join(notes) + ")")
+        raise ImportLineError(number, "no user or assistant turn with text (" + "; ".join(notes) + ")", what)
     chat.notes = notes
     return chat
 
@@ -240,6 +251,7 @@ def turns_of(
                     thinking=t.thinking if i == len(texts) - 1 else None,
                     created_at=created,
                     source="import",
+                    model_variant=t.model_variant,
                 )
             )
     return turns

@@ -1,13 +1,14 @@
 """Chat search by meaning: which chat does a spoken request mean?
 
 Two stages. First the request is embedded as a query and matched against every embedded text of
-every chat (windows of what was said, the chat's description, chunk and meta summaries, fact
-blocks); the store returns the best chats, each with its few most similar texts. Then each of
+every chat (windows of what was said, the chat's title and description, chunk and meta summaries,
+fact blocks); the store returns the best chats, each with its few most similar texts. Then each of
 those texts is scored again word by word: every content word of the request is compared with the
 text's words (static word vectors, so "painted" is near "painting" and a name is near itself),
 each request word weighted by how rare it is in the user's own windows (a word in every chat,
 like the user's or a friend's name, counts little; a rare one counts a lot). A text's match is
-the mean of its similarity and that word score; a chat counts with its best text.
+the mean of its similarity and that word score (a title's is its word score alone); a chat
+counts with its best text.
 
 The chat's score adds a bonus when the request names a date the chat was active on ("the chat
 from yesterday", "on 8 May, 2023") and a small recency bonus that halves every
@@ -18,12 +19,19 @@ from yesterday", "on 8 May, 2023") and a small recency bonus that halves every
 - `ambiguous`: otherwise, with the few candidates close to the top for the model to ask about.
 No keyword rule takes part: every comparison is between vectors; exact words only weigh more
 because the same word has the same vector.
+
+When the request cannot be embedded within `search_embed_timeout_s` (a key set and no network, the
+embedder refusing while a re-embed runs), the search does not wait or fail: it answers by words
+and titles. The chats come from the word index of what was said (the one recall uses) and from
+every chat's title, each text scored by the request's words as in the second stage, with no
+embedding similarity; the result says so (`by_words`) and the decision follows the same rules.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import math
 from datetime import datetime, timedelta
 from typing import Literal
@@ -31,15 +39,19 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel
 
+from parla.memory.chat import Chat
 from parla.memory.config import MemoryConfig
 from parla.memory.dates import DateSpan, mentioned_date
 from parla.memory.embedders.offline import WordTable
 from parla.memory.embedding import Embedder, embed_texts
-from parla.memory.errors import EmptyRequest
-from parla.memory.store import ChatMatch, ChatStore, TextMatch, WordCounts
+from parla.memory.errors import EmptyRequest, ModelError, Reembedding
+from parla.memory.store import ChatMatch, ChatStore, TextMatch, TextRef, WordCounts
 from parla.memory.tasks import cancel_and_wait
 from parla.memory.text import FRAMING, STOPWORDS, content_words
-from parla.memory.turn import utcnow
+from parla.memory.turn import MessageRange, utcnow
+from parla.memory.turn_windows import TITLE
+
+log = logging.getLogger("parla.memory")
 
 Decision = Literal["switch", "ambiguous", "none"]
 
@@ -50,6 +62,8 @@ _TEXTS_PER_CHAT = 6
 _DATE_SLACK = timedelta(days=1)
 # A request word "matched" in the explanation: the text holds it or a word almost the same.
 _MATCHED = 0.85
+# Chats listed per call while reading every title (a search by words).
+_TITLE_PAGE = 500
 
 
 class Candidate(BaseModel):
@@ -73,6 +87,8 @@ class SearchResult(BaseModel):
     decision: Decision
     reason: str
     candidates: list[Candidate]
+    # why the request was answered by words and titles alone (it could not be embedded), or None
+    by_words: str | None = None
 
     @property
     def winner(self) -> Candidate | None:
@@ -189,6 +205,11 @@ def _candidate(
     best: tuple[float, TextMatch, float, list[str]] | None = None
     for text, (word_score, held) in zip(m.texts, word_scores, strict=True):
         match = (1 - words_weight) * text.similarity + words_weight * word_score
+        if text.ref.shown_kind == "title":
+            # a title is found by its embedding but scored by its words: a short text's cosine with
+            # a short request rewards its shortness ("Japan" is nearer "Japan in May" than "Two
+            # weeks in Japan in April"), not its topic
+            match = word_score
         if best is None or match > best[0]:
             best = (match, text, word_score, held)
     assert best is not None
@@ -208,8 +229,8 @@ def _candidate(
         date=round(date, 6),
         recency=round(recency, 6),
         last_activity_at=m.last_activity_at,
-        matched_kind=text.ref.kind,
-        matched_range=str(text.ref.range) if text.ref.range else None,
+        matched_kind=text.ref.shown_kind,
+        matched_range=str(text.ref.range) if text.ref.range and text.ref.shown_kind != "title" else None,
         matched_text=text.text,
         matched_words=held,
     )
@@ -245,6 +266,7 @@ class ChatSearch:
         self.store = store
         self.embedder = embedder
         self.thresholds = Thresholds.of(config, embedder)
+        self.embed_timeout_s = config.search_embed_timeout_s
         self.words = WordTable()
 
     async def search(self, request: str, limit: int = 10, now: datetime | None = None) -> SearchResult:
@@ -252,13 +274,50 @@ class ChatSearch:
         if not request:
             raise EmptyRequest()
         wanted = request_words(request)
+        now = now or utcnow()
         # the word counts are read while the request is embedded; an error of either is its own
         counts = asyncio.create_task(self.store.word_counts(wanted))
         try:
-            (query,) = await embed_texts(self.embedder, [request], "query")
-            word_counts = await counts
+            try:
+                (query,) = await asyncio.wait_for(embed_texts(self.embedder, [request], "query"), self.embed_timeout_s)
+                matches = await self.store.search(query, max(limit, _FETCH), _TEXTS_PER_CHAT)
+            except TimeoutError:
+                failed: str | None = f"the request could not be embedded within {self.embed_timeout_s:g} s"
+            except (ModelError, Reembedding) as e:
+                failed = f"the request could not be embedded ({e})"
+            else:
+                failed = None
+            words = RequestWords(wanted, await counts, self.words)
         finally:
             await cancel_and_wait(counts)
-        matches = await self.store.search(query, max(limit, _FETCH), _TEXTS_PER_CHAT)
-        result = rank(request, matches, RequestWords(wanted, word_counts, self.words), self.thresholds, now or utcnow())
+        if failed is None:
+            result = rank(request, matches, words, self.thresholds, now)
+        else:
+            log.warning("search by words and titles: %s", failed, extra={"event": "search_by_words"})
+            result = await self._by_words(request, words, now, failed)
         return result.model_copy(update={"candidates": result.candidates[:limit]})
+
+    async def _by_words(self, request: str, words: RequestWords, now: datetime, failed: str) -> SearchResult:
+        """The chats whose turns hold the request's words (the word index) or whose title does,
+        ranked by the word score alone."""
+        chats: dict[str, Chat] = {}
+        while page := await self.store.list_chats(_TITLE_PAGE, len(chats)):
+            chats.update((c.id, c) for c in page)
+        texts: dict[str, list[TextMatch]] = {
+            c.id: [TextMatch(TextRef(c.id, "turns", TITLE), c.title, 0.0)] for c in chats.values() if c.title
+        }
+        for hit in await self.store.search_words(words.words, _FETCH * _TEXTS_PER_CHAT):
+            held = texts.setdefault(hit.chat_id, [])
+            if hit.chat_id in chats and len(held) < _TEXTS_PER_CHAT:
+                turn = TextRef(hit.chat_id, "turns", MessageRange(start=hit.seq, end=hit.seq))
+                held.append(TextMatch(turn, hit.text, 0.0))
+        matches = [
+            ChatMatch(cid, chats[cid].title, chats[cid].created_at, chats[cid].last_activity_at, tuple(found))
+            for cid, found in texts.items()
+            if found and cid in chats
+        ]
+        by_words = self.thresholds.model_copy(update={"words_weight": 1.0})
+        result = rank(request, matches, words, by_words, now)
+        return result.model_copy(
+            update={"by_words": failed, "reason": f"answered by words and titles ({failed}): {result.reason}"}
+        )

@@ -5,6 +5,11 @@ sunrise painting"), which a chat's summaries dilute among everything else it cov
 of `search_window_turns` consecutive turns (stride one turn, so each exchange is whole in some
 window) is embedded with its plain text beside the summaries and facts.
 
+The chat's title is indexed the same way, as the window before the first turn (start 0): a title
+is often the best description of a chat ("Gift ideas for Mom's 60th birthday"), so it is embedded
+with its plain text and its words are counted like every window's, in both stores; it is embedded
+again when the title changes (a rename, a generated title).
+
 Windows are keyed by their first turn. The last windows of a chat are short until the turns after
 them arrive; the indexer re-embeds those when they grow, and leaves complete windows alone, so
 indexing after every stored turn costs the new windows only. Each window also keeps its distinct
@@ -14,18 +19,24 @@ words can be weighted by how rare they are in the user's own chats.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from parla.memory.chat import Chat
 from parla.memory.embedding import Embedder, embed_texts
+from parla.memory.errors import ModelError
 from parla.memory.store import ChatStore, EmbeddedWindow
 from parla.memory.turn import MessageRange, Turn
+
+log = logging.getLogger("parla.memory")
 
 # Windows embedded per call, so a long imported chat is indexed in bounded requests.
 _BATCH = 100
 # Chats listed per call while indexing every chat.
 _CHAT_PAGE = 500
+# Where a chat's title is indexed: before its first turn.
+TITLE = MessageRange(start=0, end=0)
 
 
 @dataclass(frozen=True)
@@ -63,7 +74,9 @@ class WindowIndexer:
         self.size = size
 
     async def index(self, chat_id: str) -> int:
-        """Embed and store the chat's missing or grown windows; how many were written."""
+        """Embed and store the chat's title if it changed and its missing or grown windows; how
+        many were written."""
+        written = await index_title(self.store, self.embedder, await self.store.get_chat(chat_id))
         first = await self.store.window_frontier(chat_id, self.size)
         turns = await self.store.load_turns(chat_id, first)
         windows = turn_windows(turns, self.size, first)
@@ -73,7 +86,7 @@ class WindowIndexer:
             await self.store.upsert_windows(
                 chat_id, [EmbeddedWindow(w.range, e) for w, e in zip(batch, embedded, strict=True)]
             )
-        return len(windows)
+        return written + len(windows)
 
     async def index_every_chat(self, on_progress: Callable[[int, int], None] | None = None) -> int:
         """Index the missing windows of every chat (a store from before windows were indexed,
@@ -87,3 +100,23 @@ class WindowIndexer:
             if on_progress is not None:
                 on_progress(done, len(chats))
         return written
+
+
+async def index_title(store: ChatStore, embedder: Embedder, chat: Chat) -> int:
+    """Embed the chat's title as its searchable window 0 unless that already holds it; 1 if written."""
+    if not chat.title or await store.window_text(chat.id, TITLE.start) == chat.title:
+        return 0
+    (embedded,) = await embed_texts(embedder, [chat.title])
+    await store.upsert_windows(chat.id, [EmbeddedWindow(TITLE, embedded)])
+    return 1
+
+
+async def rename_chat(store: ChatStore, embedder: Embedder, chat_id: str, title: str) -> Chat:
+    """Give the chat a title of the user's, searchable at once. The title is stored first: if it
+    cannot be embedded now (the embedder is unreachable) the next compaction of the chat does it."""
+    chat = await store.rename_chat(chat_id, title)
+    try:
+        await index_title(store, embedder, chat)
+    except ModelError as e:
+        log.warning("the new title of chat %s is searchable after its next compaction: %s", chat_id, e)
+    return chat

@@ -6,7 +6,8 @@
 # pip runs again only when pyproject.toml or the extras change; its log goes to a file that is
 # printed when it fails, so the output stays readable.
 #
-# Usage: parla_python_env EXTRAS   (EXTRAS like "" or "[test]"); sets PARLA_PY and PARLA_BIN.
+# Usage: parla_python_env EXTRAS   (EXTRAS like "" or "[test]"); sets PARLA_PY and PARLA_BIN, and
+# PARLA_INSTALLED=1 when pip ran. parla_on_path USER_PATH then makes `parla` a command of the user's.
 
 _parla_fail() {
     echo "parla: $*" >&2
@@ -69,6 +70,23 @@ parla_python_env() {
             _parla_fail "pip could not install Parla into $venv (log above, also in $log)"
         fi
         echo "$want" >"$stamp"
+        PARLA_INSTALLED=1
     fi
     export PATH=$PARLA_BIN:$PATH
+}
+
+# Every message and the README say `parla ...`: when USER_PATH (the PATH before this script) finds no
+# parla, link it into ~/.local/bin if that folder is on USER_PATH, or else say (once, after an
+# install) the line that puts it there.
+parla_on_path() {
+    local user_path=$1 link_dir=$HOME/.local/bin
+    PATH=$user_path command -v parla >/dev/null 2>&1 && return 0
+    if [[ ":$user_path:" == *":$link_dir:"* ]]; then
+        mkdir -p "$link_dir"
+        ln -sf "$PARLA_BIN/parla" "$link_dir/parla"
+        echo "parla: linked $link_dir/parla to $PARLA_BIN/parla: \`parla\` now works in any shell" >&2
+    elif [[ -n ${PARLA_INSTALLED:-} ]]; then
+        echo "parla: to type \`parla\` in any shell, add this line to ~/.bashrc (or your shell's profile):" >&2
+        echo "    export PATH=\"$PARLA_BIN:\$PATH\"" >&2
+    fi
 }

@@ -12,6 +12,8 @@ if command -v dpkg-query >/dev/null && ! dpkg-query -W -f='${Status}' libportaud
         echo "note: voice needs PortAudio: sudo apt install libportaudio2" >&2
     fi
 fi
+user_path=$PATH
 source scripts/python-env.sh
 parla_python_env ""
+parla_on_path "$user_path"
 exec "$PARLA_BIN/parla" "${@:-run}"

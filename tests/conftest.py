@@ -64,9 +64,14 @@ def _process_state_restored() -> Iterator[None]:
     os.umask(umask)
 
 
+# How long tests let a search wait for its embedding: the emulator's first embedding loads its model
+SEARCH_EMBED_TIMEOUT_S = 60.0
+
+
 @pytest.fixture
 def config() -> MemoryConfig:
-    return MemoryConfig()
+    # a busy machine must not turn a search by meaning into one by words (tests of that set their own)
+    return MemoryConfig(search_embed_timeout_s=SEARCH_EMBED_TIMEOUT_S)
 
 
 @pytest.fixture

@@ -33,6 +33,7 @@ from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.turn import local_time, new_id, utcnow
+from parla.memory.turn_windows import rename_chat
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
 
@@ -278,8 +279,9 @@ class ChatTools:
 
     async def rename_chat(self, args: RenameArgs) -> dict[str, Any]:
         title = args.title.strip()
-        renamed, queued = await _kept(self.store.rename_chat(self.session.chat_id, title), None)
-        return {"result": "renamed", "title": renamed.title if renamed else title, **queued}
+        renamed, queued = await _kept(rename_chat(self.store, self.embedder, self.session.chat_id, title), None)
+        shown = renamed.title if renamed else storable_title(title, self.session.chat_id)
+        return {"result": "renamed", "title": shown, **queued}
 
     async def remember(self, args: RememberArgs) -> dict[str, Any]:
         asked = Pin(chat_id=self.session.chat_id, content=args.fact.strip(), importance=args.importance)

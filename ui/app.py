@@ -28,6 +28,7 @@ from parla.memory.facts import format_fact_lines
 from parla.memory.forgetting import MemoryItem, set_forgotten
 from parla.memory.pins import Pin
 from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn
+from parla.memory.turn_windows import rename_chat
 from parla.ui.gate import TokenGate
 from parla.ui.live import LiveFeed
 from parla.ui.memory import HISTORY_PAGE, InspectorMemory, load_chat_page
@@ -224,7 +225,7 @@ class Inspector:
             title = form.get("title", "").strip()
             if not title:
                 raise ParlaError("a title cannot be empty")
-            renamed = await self.mem.store.rename_chat(chat_id, title)
+            renamed = await rename_chat(self.mem.store, self.mem.embedder, chat_id, title)
             return f"Renamed to {renamed.display_title}."
 
         return await self._changed(request, chat_id, change)

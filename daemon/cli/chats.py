@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import contextlib
+import itertools
 import sys
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from parla.memory.chat import ChatHistory
     from parla.memory.errors import ImportLineError
     from parla.memory.importer import ImportChat, ImportResult
+    from parla.memory.turn import Turn
 
 
 def _store_name(settings: Settings) -> str:
@@ -47,29 +49,9 @@ def _store_name(settings: Settings) -> str:
 # -- import -----------------------------------------------------------------------------------
 
 
-def _read_jsonl(source: str) -> tuple[list[tuple[int, ImportChat]], list[ImportLineError]]:
-    from parla.memory.errors import ImportLineError
-    from parla.memory.importer import decode_line, parse_line
-
-    chats, errors = [], []
-    try:
-        with contextlib.ExitStack() as stack:
-            stream = sys.stdin.buffer if source == "-" else stack.enter_context(Path(source).open("rb"))
-            for line_no, raw in enumerate(stream, start=1):
-                try:
-                    line = decode_line(line_no, raw)
-                    if line.strip():
-                        chats.append((line_no, parse_line(line_no, line)))
-                except ImportLineError as e:
-                    errors.append(e)
-    except OSError as e:  # unreadable, a folder, a disk error: the user's to fix
-        raise CommandFailed(f"cannot read {'stdin' if source == '-' else source}: {e}") from e
-    return chats, errors
-
-
 @command
 async def import_chats(
-    file: str = typer.Argument(..., help="JSONL file, one chat per line; - reads stdin."),
+    file: str = typer.Argument(..., help="An export (.zip or .json) or a JSONL file; - reads stdin."),
     replace: bool = typer.Option(
         False,
         "--replace",
@@ -77,76 +59,102 @@ async def import_chats(
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
 ) -> None:
-    """Import chats from a JSONL file (one chat per line, UTF-8), or from stdin with `-`,
-    then summarise, extract facts and embed them.
+    """Import chats from ChatGPT's, Claude's or Open WebUI's export, or from a JSONL file (one chat
+    per line, UTF-8), or from stdin with `-`; then summarise, extract facts and embed them.
 
     \b
-    A line is Parla's shape:
+    The format is told from the content and named. Exports:
+      ChatGPT: the .zip it mails, or its conversations.json
+      Claude: the .zip it mails, or its conversations.json
+      Open WebUI: a chat export (.json)
+    A JSONL line is Parla's shape:
       {"id": "trip", "title": "Japan", "turns": [{"role": "user", "text": "..."}, {"role": "model", "text": "..."}]}
-    or OpenAI/ChatGPT's:
+    or OpenAI's chat messages:
       {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 
     \b
-    Roles user, model and assistant are imported; system and tool messages are skipped (and counted).
+    Roles user, model and assistant are imported; system and tool messages are skipped (and counted);
+    of an export's branches only the one shown last is kept. Files are read as they are stored, so a
+    big export needs little memory; after Ctrl-C or a crash, running the same import again carries on.
     Importing again adds only new chats and the turns a chat gained; a chat whose turns were edited
-    is reported and left as stored unless --replace is given. A bad line is skipped with its number
-    and reason; when every line is skipped the command fails."""
+    is reported and left as stored unless --replace is given. A bad line or conversation is skipped
+    with its number and reason; when every one is skipped the command fails."""
     from parla.memory.importer import id_scope, import_chat
+    from parla.memory.imports.reading import Export
 
     settings = load_settings()
     if file != "-" and not Path(file).is_file():
         raise CommandFailed(f"no file {file!r} to import (use - to read stdin)")
-    chats, errors = _read_jsonl(file)
-    for e in errors:
-        err.print(f"parla: skipped {e}", markup=False)
-    if not chats:
-        source = "stdin" if file == "-" else file
-        raise CommandFailed(
-            f"nothing imported: {'every line of ' + source + ' was skipped' if errors else source + ' holds no chat'}"
-        )
-    async with open_memory(settings) as mem:
-        scope = await id_scope(mem.store)
+    errors: list[ImportLineError] = []
 
-        async def store_one(item: tuple[int, ImportChat]) -> tuple[tuple[int, ImportResult], str]:
-            line_no, chat = item
-            # A turn must fit one bounded summarising step with room for the turns around it.
-            result = await import_chat(
-                mem.store, chat, scope=scope, replace=replace, max_turn_tokens=settings.chunk_summarize_threshold // 2
-            )
-            # unchanged chats too: a run that could not summarise them is finished by the next one
-            return (line_no, result), result.chat_id
+    def chats(entries: Iterable[tuple[int, ImportChat] | ImportLineError]) -> Iterator[tuple[int, ImportChat]]:
+        for entry in entries:
+            if isinstance(entry, tuple):
+                yield entry
+            else:
+                errors.append(entry)
+                err.print(f"parla: skipped {entry}", markup=False)
 
-        with progress_bar() as progress:
-            results, failed = await store_and_summarise(
-                mem, chats, store_one, progress, "run the same import again to retry"
-            )
+    with Export(file) as export:
+        entries = export.chats()
+        first = next(entries, None)  # names the format before anything is stored
+        if first is None:
+            raise CommandFailed(f"nothing imported: {export.where} holds no chat")
+        err.print(f"parla: reading {export.where}: {export.format_name}", markup=False)
+        async with open_memory(settings) as mem:
+            scope = await id_scope(mem.store)
+
+            async def store_one(item: tuple[int, ImportChat]) -> tuple[tuple[int, ImportResult], str]:
+                number, chat = item
+                # A turn must fit one bounded summarising step with room for the turns around it.
+                result = await import_chat(
+                    mem.store,
+                    chat,
+                    scope=scope,
+                    replace=replace,
+                    max_turn_tokens=settings.chunk_summarize_threshold // 2,
+                )
+                # unchanged chats too: a run that could not summarise them is finished by the next one
+                return (number, result), result.chat_id
+
+            with progress_bar() as progress:
+                results, failed = await store_and_summarise(
+                    mem,
+                    chats(itertools.chain([first], entries)),
+                    store_one,
+                    progress,
+                    "run the same import again to retry",
+                    size=(export.size / 1e6 if export.size else None, lambda: export.read / 1e6),
+                )
+    if not results:
+        raise CommandFailed(f"nothing imported: every {export.what} of {export.where} was skipped")
+    what = export.what
     count = Counter(r.outcome for _, r in results)
     report = {
+        "format": export.format_name,
         "imported": count["imported"],
         "added_to": count["added"],
         "replaced": count["replaced"],
         "unchanged": count["unchanged"],
         "turns_added": sum(r.turns_added for _, r in results),
-        "differs": [
-            {"line": n, "chat_id": r.chat_id, "detail": r.detail} for n, r in results if r.outcome == "differs"
-        ],
-        "notes": [{"line": n, "note": note} for n, r in results for note in r.notes],
-        "skipped": [{"line": e.line_no, "reason": e.reason} for e in errors],
+        "differs": [{what: n, "chat_id": r.chat_id, "detail": r.detail} for n, r in results if r.outcome == "differs"],
+        "notes": [{what: n, "note": note} for n, r in results for note in r.notes],
+        "skipped": [{what: e.line_no, "reason": e.reason} for e in errors],
         "not_summarised": failed,
     }
     for n, r in results:
         for note in r.notes:
-            err.print(f"parla: line {n}: {note}", markup=False)
+            err.print(f"parla: {what} {n}: {note}", markup=False)
         if r.outcome == "differs":
             how = "" if replace else "; `parla import --replace` replaces it with the file's version"
-            err.print(f"parla: line {n}: chat {r.chat_id[:8]} not changed: {r.detail}{how}", markup=False)
+            err.print(f"parla: {what} {n}: chat {r.chat_id[:8]} not changed: {r.detail}{how}", markup=False)
     if as_json:
         emit_json(report)
         return
     out.print(
-        f"Imported {report['imported']} chats ({report['turns_added']} turns in all); "
+        f"Imported {report['imported']} chats ({report['turns_added']} turns in all; {export.format_name}); "
         f"{report['added_to']} gained turns; {report['replaced']} replaced; {report['unchanged']} already there; "
-        f"{len(report['differs'])} differ; {len(errors)} lines skipped. Store: {_store_name(settings)}"
+        f"{len(report['differs'])} differ; {len(errors)} {what}s skipped. Store: {_store_name(settings)}"
     )
 
 
@@ -399,7 +407,8 @@ async def rm(
             if not sys.stdin.isatty():
                 raise fail("deleting cannot be undone: add --yes to delete without a question")
             if not typer.confirm(f"Delete {len(found)} chat{'s' if len(found) > 1 else ''} for good?", err=True):
-                raise fail("nothing deleted")
+                out.print("Nothing deleted.")  # the user's answer, not an error
+                return
         for c in found:
             await mem.store.delete_chat(c.id)
     out.print(f"Deleted {len(found)} chat{'s' if len(found) > 1 else ''}.")
@@ -411,8 +420,10 @@ async def rename(
     title: str = typer.Argument(..., help="The new title (kept: summaries never replace a title you gave)."),
 ) -> None:
     """Give a chat a title of your own."""
+    from parla.memory.turn_windows import rename_chat
+
     async with open_memory(load_settings()) as mem:
-        renamed = await mem.store.rename_chat(await resolve_chat(mem, chat), title)
+        renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem, chat), title)
     out.print(f"Renamed {renamed.id[:8]} to {escape(renamed.display_title)}.")
 
 
@@ -423,8 +434,20 @@ def export_line(history: ChatHistory) -> dict[str, Any]:
         "id": c.id,
         "title": c.title,
         "created_at": iso(c.created_at),
-        "turns": [{**t.wire_shape(), "created_at": iso(t.created_at)} for t in history.full_history],
+        "turns": [_export_turn(t) for t in history.full_history],
     }
+
+
+def _export_turn(t: Turn) -> dict[str, Any]:
+    # who answered stays with an imported answer ("ChatGPT (gpt-4o)") across export and import
+    shape = {**t.wire_shape(), "created_at": iso(t.created_at)}
+    return {**shape, "model_variant": t.model_variant} if t.source == "import" and t.model_variant else shape
+
+
+def _speaker(t: Turn) -> str:
+    if t.role == "user":
+        return "You"
+    return t.model_variant if t.source == "import" and t.model_variant else "Parla"
 
 
 def export_markdown(history: ChatHistory) -> str:
@@ -432,9 +455,8 @@ def export_markdown(history: ChatHistory) -> str:
     about = f"Chat {c.id}, started {when(c.created_at)}, last activity {when(c.last_activity_at)}"
     lines = [f"# {c.display_title}", "", f"{about}, {len(history.full_history)} turns."]
     for t in history.full_history:
-        speaker = "You" if t.role == "user" else "Parla"
         note = ", interrupted" if t.interrupted else ""
-        lines += ["", f"**{speaker}** ({when(t.created_at)}{note})", "", t.text]
+        lines += ["", f"**{_speaker(t)}** ({when(t.created_at)}{note})", "", t.text]
     return "\n".join(lines) + "\n"
 
 
@@ -477,9 +499,11 @@ async def export(
 async def forget(
     chat: str = typer.Argument(..., help="Chat id, id start or exact title."),
     what: str = typer.Argument(..., help="The pin or fact to forget: its text, or enough of it to be the only match."),
+    item: int | None = typer.Option(None, "--item", min=1, help="Which of several matches to forget, by its number."),
 ) -> None:
     """Take a pin or a fact out of a chat's memory (it no longer reaches the model or search);
-    `parla memory forgotten` lists what was forgotten and `parla memory restore` brings it back."""
+    `parla memory forgotten` lists what was forgotten and `parla memory restore` brings it back.
+    When a pin and a fact line hold the same text, both are forgotten."""
     from parla.memory.forgetting import memory_items, set_forgotten
 
     wanted = what.strip().casefold()
@@ -489,13 +513,20 @@ async def forget(
         items = await memory_items(mem.store, await resolve_chat(mem, chat))
         exact = [i for i in items if i.content.casefold() == wanted]
         matches = exact or [i for i in items if wanted in i.content.casefold()]
-        if len(matches) != 1:
-            if not matches:
-                raise fail(f"no pin or fact of this chat contains {what!r}; `parla show {chat}` lists them")
-            names = "; ".join(f"[{i.kind}] {i.content}" for i in matches[:5])
-            raise fail(f"{what!r} matches {len(matches)} items: {names}; give more of the text")
-        await set_forgotten(mem.store, mem.embedder, matches[0], forgotten=True)
-    out.print(f"Forgot the {matches[0].kind}: {escape(matches[0].content)}")
+        if not matches:
+            raise fail(f"no pin or fact of this chat contains {what!r}; `parla show {chat}` lists them")
+        if item is not None:
+            if item > len(matches):
+                raise fail(f"{what!r} matches {len(matches)} items: --item goes from 1 to {len(matches)}")
+            matches = [matches[item - 1]]
+        # a pin and a fact line that hold the same sentence are the same fact: both go
+        elif len({i.content.casefold() for i in matches}) > 1:
+            names = "; ".join(f"{n}. [{i.kind}] {i.content}" for n, i in enumerate(matches, start=1))
+            raise fail(f"{what!r} matches {len(matches)} items: {names}; give more of the text or --item N")
+        for found in matches:
+            await set_forgotten(mem.store, mem.embedder, found, forgotten=True)
+    kinds = " and the ".join(dict.fromkeys(i.kind for i in matches))
+    out.print(f"Forgot the {kinds}: {escape(matches[0].content)}")
 
 
 COMMANDS = {

@@ -157,10 +157,21 @@ async def new(title: str | None = typer.Argument(None, help="A title for the new
 
 
 @command
-async def talk() -> None:
-    """Open a live session now (push-to-talk, or without waiting for the wake phrase)."""
-    answer = await _send("talk")
-    out.print("A session is already open." if answer["result"] == "already_active" else "Listening.")
+async def talk(
+    wait: float = typer.Option(30.0, min=0, help="Seconds to wait for the session to open (0: do not wait)."),
+) -> None:
+    """Open a live session now (push-to-talk, or without waiting for the wake phrase). Waits until
+    the session is open and says so; exits 1 with the reason when it cannot open."""
+    answer = await _send("talk", wait=wait, timeout=wait + 10)
+    result = answer["result"]
+    if result == "failed":
+        raise CommandFailed(f"the session could not open: {answer['error']}")
+    if result == "activating" and wait:
+        why = f" (last error: {answer['last_error']})" if answer.get("last_error") else ""
+        raise CommandFailed(f"the session did not open within {wait:g}s{why}; `parla status` says when it does")
+    out.print(
+        {"already_active": "A session is already open.", "listening": "Listening."}.get(result, "A session is opening.")
+    )
 
 
 @command

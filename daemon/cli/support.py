@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -167,22 +167,32 @@ def emit_json(data: Any) -> None:
 
 async def store_and_summarise(
     mem: MemoryServices,
-    items: Sequence[T],
+    items: Iterable[T],
     store_one: Callable[[T], Awaitable[tuple[R, str | None]]],
     progress: Progress,
     retry: str,
+    size: tuple[float | None, Callable[[], float]] | None = None,
 ) -> tuple[list[R], list[str]]:
     """Store the chats (`memory.storing.store_chats`), then compact the ones `store_one` names
-    (summaries, facts, summary text, embeddings); the results, and the chats whose compaction failed."""
+    (summaries, facts, summary text, embeddings); the results, and the chats whose compaction failed.
+    The storing bar counts `items` (a sequence), or with `size` (the total, and how much is done) the
+    megabytes of a file read as it is stored."""
     from parla.memory.storing import store_chats
 
-    storing = progress.add_task("storing chats", total=len(items))
+    total, done = size or (len(items) if isinstance(items, Sequence) else None, None)
+    storing = progress.add_task("storing chats" if size is None else "storing chats (MB read)", total=total)
+
+    def on_stored(_result: R) -> None:
+        if done is None:
+            progress.advance(storing)
+        else:
+            progress.update(storing, completed=done())
 
     def worker(count: int) -> CompactionWorker:
         summarising = progress.add_task("summarising, extracting facts, embedding", total=count)
         return mem.compaction_worker(on_done=lambda _chat, _ok: progress.advance(summarising))
 
-    stored = await store_chats(items, store_one, worker, on_stored=lambda _result: progress.advance(storing))
+    stored = await store_chats(items, store_one, worker, on_stored=on_stored)
     for cid, error in stored.not_compacted.items():
         err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, {retry}", markup=False)
     if stored.offline:

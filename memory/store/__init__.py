@@ -46,6 +46,12 @@ class TextRef:
     kind: TextKind
     range: MessageRange | None = None
 
+    @property
+    def shown_kind(self) -> str:
+        """The kind a search reports: the window before the first turn holds the chat's title
+        (`parla.memory.turn_windows`)."""
+        return "title" if self.kind == "turns" and self.range is not None and self.range.start == 0 else self.kind
+
 
 @dataclass(frozen=True)
 class StoredText:
@@ -247,6 +253,10 @@ class ChatStore(Protocol):
 
     async def window_frontier(self, chat_id: str, size: int) -> int:
         """The first turn whose window of `size` turns is not stored whole yet (1 when none is)."""
+        ...
+
+    async def window_text(self, chat_id: str, start: int) -> str | None:
+        """The text of the chat's window starting at `start` (0: its indexed title), None if none."""
         ...
 
     async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:

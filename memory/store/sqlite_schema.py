@@ -1,5 +1,6 @@
 """Versioned schema of the SQLite store. Each entry is one migration (statements separated by
-";\n"); PRAGMA user_version records how many were applied. Append, never edit."""
+";\n", so a trigger's inner statements end with "; " and a comment or "; END"); PRAGMA user_version
+records how many were applied. Append, never edit."""
 
 MIGRATIONS: list[str] = [
     """
@@ -126,5 +127,21 @@ FROM turns t ORDER BY t.chat_id, t.seq
     # the tokens the Live service reported for a model turn, as JSON
     """
 ALTER TABLE turns ADD COLUMN usage TEXT
+""",
+    # a chat's title is searchable: it is indexed as the window before the first turn (start 0,
+    # memory.turn_windows). Whatever changes a title (a rename, a generated title) drops that
+    # window in the same transaction, with its word counts, so the old title is never found; the
+    # indexer embeds the new one.
+    """
+CREATE TRIGGER title_window_stale AFTER UPDATE OF title ON chats
+WHEN old.title IS NOT new.title AND EXISTS (SELECT 1 FROM turn_windows WHERE chat_id = new.id AND start_seq = 0)
+BEGIN
+    UPDATE window_words SET windows = windows - 1 WHERE word = '' OR word IN (
+        SELECT value FROM json_each((SELECT words FROM turn_windows WHERE chat_id = new.id AND start_seq = 0)));  -- counts
+    DELETE FROM turn_windows WHERE chat_id = new.id AND start_seq = 0;  -- the old title
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation';  -- an open index reloads the chat
+    INSERT INTO vector_changes (chat_id, generation)
+    VALUES (new.id, (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'))
+    ON CONFLICT (chat_id) DO UPDATE SET generation = excluded.generation; END
 """,
 ]

@@ -119,6 +119,14 @@ class SQLiteSearch(SQLiteConnection):
 
         return await self._read(read)
 
+    async def window_text(self, chat_id: str, start: int) -> str | None:
+        row = await self._read(
+            lambda db: db.execute(
+                "SELECT text FROM turn_windows WHERE chat_id = ? AND start_seq = ?", (chat_id, start)
+            ).fetchone()
+        )
+        return None if row is None else str(row[0])
+
     async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:
         if not windows:
             return

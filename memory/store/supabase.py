@@ -506,6 +506,16 @@ class SupabaseChatStore(SupabaseWrites):
             raise ChatNotFound(chat_id)
         return int(await self._rpc("window_frontier", "read the search index", p_chat_id=chat_id, p_size=size))
 
+    async def window_text(self, chat_id: str, start: int) -> str | None:
+        if not is_uuid(chat_id):
+            return None
+        rows = await self._select(
+            "read the search index",
+            lambda c: c.table("chat_windows").select("body").eq("chat_id", chat_id).eq("start_seq", start),
+            limit=1,
+        )
+        return str(rows[0]["body"]) if rows else None
+
     async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:
         if not windows:
             return

@@ -64,9 +64,12 @@ _MONTHS = [
     "weekend",
     *_OTHER_LANGUAGES_DATES.split(),
 ]
-_DATE = re.compile(
-    r"\b(?:" + "|".join(_MONTHS) + r")\b|\b\d{4}\b|\b\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?\b|\b\d{1,2}(?:st|nd|rd|th)\b",
-    re.IGNORECASE,
+# Date words are looked up in a set: one regex alternating 150 words took 80 µs per sentence, the
+# most of an offline import's time.
+_DATE_WORDS = frozenset(_MONTHS)
+_LETTERS = re.compile(r"[^\W\d_]+")
+_DATE_NUMBERS = re.compile(
+    r"\b\d{4}\b|\b\d{1,2}[/.-]\d{1,2}(?:[/.-]\d{2,4})?\b|\b\d{1,2}(?:st|nd|rd|th)\b", re.IGNORECASE
 )
 _NUMBER = re.compile(r"\d")
 _INTENT = re.compile(
@@ -114,9 +117,10 @@ def _split_lines(text: str) -> list[_Sentence]:
 
 def _detail_bonus(text: str) -> float:
     bonus = 0.0
-    if _DATE.search(text):
+    has_number = _NUMBER.search(text) is not None
+    if (has_number and _DATE_NUMBERS.search(text)) or not _DATE_WORDS.isdisjoint(_LETTERS.findall(text.lower())):
         bonus += 1.0
-    elif _NUMBER.search(text):
+    elif has_number:
         bonus += 0.5
     names = {w for i, w in enumerate(WORD.findall(text)) if i > 0 and w[0].isupper() and w.lower() not in STOPWORDS}
     bonus += min(1.0, 0.35 * len(names))

@@ -22,4 +22,4 @@ begin
 end $$;
 
 create or replace function public.parla_schema_version() returns integer
-language sql immutable as $$ select 7 $$;
+language sql immutable as $$ select 8 $$;

@@ -13,6 +13,7 @@ from parla.daemon.cli import app
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from parla.daemon.supervisor import Daemon
+from tests.conftest import SEARCH_EMBED_TIMEOUT_S
 
 
 @pytest.fixture
@@ -31,6 +32,7 @@ def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch
         save_drain_s=5.0,
         ui_port=0,  # any free port: tests run side by side
         ui_token_file=tmp_path / "ui-token",
+        search_embed_timeout_s=SEARCH_EMBED_TIMEOUT_S,
     )
 
 
@@ -55,6 +57,7 @@ def parla(tmp_path, monkeypatch):
     monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "parla.db"))
     monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "none.toml"))
     monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(tmp_path / "ctl.sock"))
+    monkeypatch.setenv("PARLA_SEARCH_EMBED_TIMEOUT_S", str(SEARCH_EMBED_TIMEOUT_S))
     for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
         monkeypatch.delenv(key, raising=False)
     monkeypatch.chdir(tmp_path)

@@ -5,14 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import subprocess
+import sys
 from pathlib import Path
 
 from parla.daemon.cli.voice import chat_for
 from parla.daemon.control import send_command
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
+from parla.memory.embedding import embed_texts
+from parla.memory.facts import format_fact_lines
 from parla.memory.pins import Pin
-from parla.memory.turn import Turn
+from parla.memory.turn import MessageRange, Turn
 from tests.daemon.conftest import running
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
@@ -80,7 +86,7 @@ def test_forget_a_pin_then_restore_it(parla):
 
     asyncio.run(pin())
     vague = parla("forget", "japan-trip", "ryokan", ok=False)
-    assert vague.exit_code == 1 and "matches 2 items" in vague.stderr
+    assert vague.exit_code == 1 and "matches 2 items" in vague.stderr and "--item N" in vague.stderr
     assert "Forgot the pin: The ryokan is booked for [April 12]" in parla("forget", "japan-trip", "booked").stdout
     listed = parla("memory", "forgotten", "japan-trip").stdout
     assert "1. [pin] The ryokan is booked for [April 12]" in listed  # neither [pin] nor [April 12] is markup
@@ -90,6 +96,33 @@ def test_forget_a_pin_then_restore_it(parla):
         "The ryokan budget is 200 euros",
         "The ryokan is booked for [April 12]",
     ]
+
+
+def test_forgetting_a_sentence_a_pin_and_a_fact_both_hold_forgets_both(parla):
+    parla("import", str(DATA))
+    shown = json.loads(parla("show", "japan-trip", "--json").stdout)
+    line = "The ryokan in Kyoto is booked for three nights"
+
+    async def pin() -> None:
+        async with open_memory(Settings()) as mem:
+            (embedded,) = await embed_texts(mem.embedder, [format_fact_lines([line])])
+            await mem.store.upsert_facts(shown["chat"]["id"], MessageRange(start=1, end=6), [line], embedded)
+            await mem.store.add_pin(Pin(chat_id=shown["chat"]["id"], content=line))
+            await mem.store.add_pin(Pin(chat_id=shown["chat"]["id"], content="The ryokan budget is 200 euros"))
+            await mem.store.add_pin(Pin(chat_id=shown["chat"]["id"], content="The train pass costs 350 euros"))
+
+    asyncio.run(pin())
+    assert parla("forget", "japan-trip", line).stdout == f"Forgot the pin and the fact: {line}\n"
+    listed = parla("memory", "forgotten", "japan-trip").stdout
+    assert f"[pin] {line}" in listed and f"[fact] {line}" in listed
+    # several different ones: chosen by the number the list gives
+    vague = parla("forget", "japan-trip", "euros", ok=False).stderr
+    assert "1. [pin] The ryokan budget is 200 euros; 2. [pin] The train pass costs 350 euros" in vague
+    assert "--item N" in vague
+    assert (
+        parla("forget", "japan-trip", "euros", "--item", "2").stdout
+        == "Forgot the pin: The train pass costs 350 euros\n"
+    )
 
 
 async def test_the_daemon_never_starts_in_an_empty_untitled_chat(tmp_path):
@@ -136,3 +169,25 @@ def test_a_chat_said_in_parla_exported_and_imported_again_is_not_doubled(parla, 
     again = json.loads(parla("import", str(tmp_path / "mine.jsonl"), "--json").stdout)
     assert (again["unchanged"], again["turns_added"], again["differs"]) == (1, 0, [])
     assert [c["turns"] for c in _chats(parla)] == [2]
+
+
+def test_a_short_id_says_how_many_characters_an_id_needs(parla):
+    parla("import", str(DATA))
+    short = parla("rename", "9", "x", ok=False)
+    assert "no chat matches '9' (an id is matched by its first 4 or more characters)" in short.stderr
+    assert "4 or more" not in parla("show", "nope-nope", ok=False).stderr
+
+
+def test_answering_no_to_rm_is_not_an_error(parla, tmp_path):
+    """On a terminal (a pseudo-terminal here), `n` deletes nothing and exits 0 without an error line."""
+    parla("import", str(DATA))
+    main, terminal = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    with open(main, "wb", buffering=0) as keyboard:
+        keyboard.write(b"n\n")
+        rm = [sys.executable, "-m", "parla.daemon", "rm", "japan-trip"]
+        done = subprocess.run(rm, stdin=terminal, capture_output=True, text=True, env=env, timeout=60, check=False)
+    os.close(terminal)
+    assert done.returncode == 0, done.stderr
+    assert "Nothing deleted." in done.stdout and "error" not in done.stderr
+    assert len(_chats(parla)) == 12

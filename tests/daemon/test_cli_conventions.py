@@ -49,7 +49,7 @@ def test_version_help_groups_and_completion(env):
     for group in ("Talk to Parla", "Chats", "Memory", "Setup"):
         assert group in shown
     assert "--install-completion" in shown and "--verbose" in shown and "--quiet" in shown
-    assert "OpenAI/ChatGPT" in parla("import", "--help").stdout  # the formats it reads
+    assert "ChatGPT" in parla("import", "--help").stdout  # the formats it reads
 
 
 def test_usage_errors_are_one_line(env, monkeypatch, capsys):

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
@@ -233,3 +234,30 @@ async def test_the_daemon_says_ready_only_when_it_is(pulse, live, gemini, live_c
             proc.kill()
             await proc.wait()
         receiver.close()
+
+
+def _on_path(home: Path, parla_bin: Path, user_path: str, installed: bool) -> subprocess.CompletedProcess[str]:
+    """`parla_on_path` of scripts/python-env.sh, as run.sh calls it after installing."""
+    script = f'source scripts/python-env.sh; PARLA_BIN="{parla_bin}"; parla_on_path "{user_path}"'
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin", **({"PARLA_INSTALLED": "1"} if installed else {})}
+    root = Path(__file__).parents[2]
+    return subprocess.run(["bash", "-c", script], cwd=root, env=env, capture_output=True, text=True, check=True)
+
+
+def test_run_sh_makes_parla_a_command_of_the_user(tmp_path):
+    parla_bin = tmp_path / "venv" / "bin"
+    parla_bin.mkdir(parents=True)
+    (parla_bin / "parla").write_text("#!/bin/sh\necho parla 0.1.0\n")
+    (parla_bin / "parla").chmod(0o755)
+    home = tmp_path / "home"
+    local_bin = home / ".local" / "bin"
+    # ~/.local/bin on PATH (Debian's and Ubuntu's profile add it): a link there, said once
+    linked = _on_path(home, parla_bin, f"{local_bin}:/usr/bin:/bin", installed=True)
+    assert (local_bin / "parla").resolve() == parla_bin / "parla"
+    assert f"linked {local_bin}/parla" in linked.stderr
+    assert _on_path(home, parla_bin, f"{local_bin}:/usr/bin:/bin", installed=False).stderr == ""
+    # not on PATH: the exact line to add, after the install only
+    elsewhere = tmp_path / "other"
+    hint = _on_path(elsewhere, parla_bin, "/usr/bin:/bin", installed=True).stderr
+    assert f'export PATH="{parla_bin}:$PATH"' in hint and not (elsewhere / ".local").exists()
+    assert _on_path(elsewhere, parla_bin, "/usr/bin:/bin", installed=False).stderr == ""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import socket
 import threading
@@ -18,6 +19,7 @@ import pytest
 
 from parla.daemon.control import MAX_CLIENTS, MAX_LINE, ControlServer, UnsafeSocketFolder, send_command
 from parla.daemon.errors import ControlError, DaemonBusy
+from parla.memory.errors import Reembedding
 
 
 async def _status(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
@@ -213,3 +215,23 @@ async def test_only_a_stale_socket_is_removed_never_another_file(tmp_path):
         path.unlink()
         path.write_text("a file put there while the daemon ran")
     assert path.read_text() == "a file put there while the daemon ran"
+
+
+async def test_a_command_that_fails_for_the_user_is_one_log_line_not_a_traceback(tmp_path, caplog):
+    """A switch while the chats are re-embedded, a store that cannot be reached: the user gets the
+    message, the log one line without a traceback (a bug keeps its traceback)."""
+
+    async def failing(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
+        if cmd == "switch":
+            raise Reembedding("the chats are being re-embedded with gemini: 3/10 texts")
+        raise KeyError("a bug")
+
+    path = tmp_path / "ctl.sock"
+    caplog.set_level(logging.INFO, logger="parla.daemon")
+    async with ControlServer(path, failing):
+        (answer,) = await _raw(path, b'{"cmd": "switch", "query": "the chat about guitar"}\n')
+        assert answer == {"ok": False, "error": "the chats are being re-embedded with gemini: 3/10 texts"}
+        (record,) = [r for r in caplog.records if r.levelno >= logging.WARNING]
+        assert record.exc_info is None and "re-embedded" in record.getMessage()
+        (bug,) = await _raw(path, b'{"cmd": "status"}\n')
+        assert not bug["ok"] and caplog.records[-1].exc_info is not None
