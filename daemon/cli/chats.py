@@ -34,6 +34,7 @@ from parla.daemon.errors import CommandFailed
 from parla.daemon.private_files import write_private
 from parla.daemon.settings import Settings
 from parla.daemon.terminal_text import json_text, visible
+from parla.memory.errors import WriteQueued
 
 if TYPE_CHECKING:
     from parla.memory.chat import ChatHistory
@@ -409,9 +410,14 @@ async def rm(
             if not typer.confirm(f"Delete {len(found)} chat{'s' if len(found) > 1 else ''} for good?", err=True):
                 out.print("Nothing deleted.")  # the user's answer, not an error
                 return
+        queued = 0
         for c in found:
-            await mem.store.delete_chat(c.id)
-    out.print(f"Deleted {len(found)} chat{'s' if len(found) > 1 else ''}.")
+            try:
+                await mem.store.delete_chat(c.id)
+            except WriteQueued:  # deleted on this device; the remote store takes it when it answers
+                queued += 1
+    waiting = f" ({queued} wait{'s' * (queued == 1)} for the store, which did not answer)" if queued else ""
+    out.print(f"Deleted {len(found)} chat{'s' if len(found) > 1 else ''}{waiting}.")
 
 
 @command

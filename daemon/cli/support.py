@@ -20,7 +20,7 @@ from rich.text import Text
 
 from parla.daemon.settings import Settings
 from parla.daemon.terminal_text import json_text, visible
-from parla.memory.errors import ParlaError
+from parla.memory.errors import ParlaError, WriteQueued
 
 if TYPE_CHECKING:
     from rich.progress import Progress
@@ -90,6 +90,9 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(130) from None
         except BrokenPipeError:
             raise  # the reader went away (`parla chats | head`): main() exits quietly
+        except WriteQueued as e:  # done on this device; the remote store takes it when it answers again
+            out.print(f"Kept on this device: {e}.", markup=False)
+            raise typer.Exit(0) from None
         except ParlaError as e:  # anything else is a bug: main() shows its traceback, secrets redacted
             raise fail(str(e)) from None
 

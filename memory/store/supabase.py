@@ -332,10 +332,12 @@ class SupabaseChatStore(SupabaseWrites):
         )
 
     async def find_chats(self, ref: str) -> list[Chat]:
+        await self._replay.send_queued_first()
         rows = await self._rpc("find_chats", "find chats", p_ref=ref)
         return [chat_of(r) for r in exact_id_first(rows, ref, lambda r: r["id"])]
 
     async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
+        await self._replay.send_queued_first()  # a rename, delete or new chat of this device's is seen
         rows = await self._select(
             "list chats",
             lambda c: c.table("chats").select(_CHAT_COLUMNS).order("last_activity_at", desc=True).order("id"),
@@ -470,6 +472,7 @@ class SupabaseChatStore(SupabaseWrites):
     # -- embeddings and search -------------------------------------------------------------
 
     async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
+        await self._replay.send_queued_first()
         rows = await self._rpc_rows(
             "search_chats_semantic",
             "search chats",

@@ -80,6 +80,18 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
         check = json.loads(parla("db", "check", "--json").stdout)
         assert check["schema_version"] == check["expected"] == SCHEMA_VERSION
 
+        # the store away: what the user asks for is done on this device, said so, and sent later
+        first, second, third = (c["id"] for c in chats[:3])
+        shim.refuse()
+        renamed = parla("rename", first[:8], "Kept while away")
+        assert "Kept on this device" in renamed.output, renamed.output
+        removed = parla("rm", second[:8], third[:8], "--yes")
+        assert "Deleted 2 chats (2 wait for the store" in removed.output, removed.output
+        shim.recover()
+        after = {c["id"]: c["title"] for c in json.loads(parla("chats", "--json").stdout)}  # a read sends them first
+        assert len(after) == 10 and after[first] == "Kept while away" and second not in after
+        assert json.loads(parla("stats", "--json").stdout)["outbox_depth"] == 0
+
         assert "Signed out" in parla("logout").output
         gone = parla("stats", ok=False)
         assert gone.exit_code == 1 and "parla login" in gone.output
