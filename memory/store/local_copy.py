@@ -348,6 +348,11 @@ class LocalCopyStore:
             lambda: self.remote.upsert_windows(chat_id, windows), lambda _: self.local.upsert_windows(chat_id, windows)
         )
 
+    async def window_text(self, chat_id: str, start: int) -> str | None:
+        return await self._read(
+            lambda: self.remote.window_text(chat_id, start), lambda: self.local.window_text(chat_id, start)
+        )
+
     async def word_counts(self, words: Sequence[str]) -> WordCounts:
         return await self._read(lambda: self.remote.word_counts(words), lambda: self.local.word_counts(words))
 
@@ -380,3 +385,7 @@ class LocalCopyStore:
     async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None:
         await self.remote.replace_embeddings(items, embedder)
         await self._copy(self.local.replace_embeddings(items, embedder))
+
+
+def _as_chat_store(store: LocalCopyStore) -> ChatStore:
+    return store  # mypy checks here that the copy answers every call of the protocol
