@@ -30,6 +30,16 @@ class MemoryConfig(BaseModel):
     context_important_min: float = Field(
         7.0, ge=0, le=10, description="Importance (0-10) an old turn needs to be quoted in the context."
     )
+    context_profile_budget: int = Field(
+        400,
+        ge=0,
+        description="Tokens of the user's profile (what Parla knows about them from every chat) in every chat's context.",
+    )
+    profile_auto: bool = Field(
+        True,
+        description="Add the user's durable statements (who they are, people, places, health, preferences, plans) "
+        "to the profile kept across chats without being asked.",
+    )
     auto_pins: bool = Field(
         True, description="Pin the user's durable statements (health, family, dates, decisions...) without being asked."
     )

@@ -111,7 +111,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
         7.0,
         re.compile(
             r"\b(?i:i (?:live|work) (?:in|at|for))\s+[A-Z]"
-            r"|(?i:\bi(?:'m| am) (?:a|an)\s+\w+\s+(?:by profession|at|in)\b|\bi work as\b|\bi(?:'ve| have) moved to\b"
+            r"|(?i:\bi(?:'m| am) (?:a|an)\s+\w+\s+(?:by profession|at|in)\b|\bi work as\b|\bi(?:'ve| have)? moved to\b"
             r"|\bmy address is\b)",
         ),
     ),

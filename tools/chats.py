@@ -20,8 +20,9 @@ from pydantic import BaseModel, Field, model_validator
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
 from parla.memory.errors import ChatNotFound
-from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten
+from parla.memory.forgetting import MemoryItem, memory_items, profile_items, set_forgotten
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry, subject_of
 from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
@@ -91,6 +92,18 @@ class RenameArgs(BaseModel):
 class RememberArgs(BaseModel):
     fact: str = Field(min_length=1, max_length=500, description="The fact to keep, as a short sentence.")
     importance: float = Field(5.0, ge=0, le=10, description="0-10; how much it matters (default 5).")
+    about_user: bool = Field(
+        False,
+        description="True when the fact is about the user (who they are, people in their life, places, health, "
+        "preferences, possessions, routines, plans with dates): it is then known in every chat. False for a fact "
+        "that matters to this chat only.",
+    )
+    about: str | None = Field(
+        None,
+        max_length=60,
+        description="What a fact about the user is about, in a few words ('home city', 'daughter name'): "
+        "a newer fact about the same thing replaces the older one.",
+    )
 
 
 class RecallArgs(BaseModel):
@@ -152,7 +165,8 @@ class ChatTools:
             Tool("rename_chat", "Give the current chat a new title the user chose.", RenameArgs, self.rename_chat),
             Tool(
                 "remember",
-                "Pin a fact the user asks you to remember; it stays in this chat's memory for good.",
+                "Keep a fact the user asks you to remember. A fact about the user (about_user) is known in every "
+                "chat from then on; any other fact is pinned in this chat's memory for good.",
                 RememberArgs,
                 self.remember,
             ),
@@ -173,8 +187,8 @@ class ChatTools:
             ),
             Tool(
                 "forget",
-                "Forget a pinned or remembered fact of this chat when the user asks to. On 'ambiguous', ask "
-                "which candidate and call forget again with its exact text.",
+                "Forget a pinned or remembered fact of this chat, or something you know about the user, when the "
+                "user asks to. On 'ambiguous', ask which candidate and call forget again with its exact text.",
                 ForgetArgs,
                 self.forget,
             ),
@@ -234,6 +248,20 @@ class ChatTools:
         return {"result": "renamed", "title": chat.title}
 
     async def remember(self, args: RememberArgs) -> dict[str, Any]:
+        if args.about_user:
+            fact = args.fact.strip()
+            (entry,) = await self.store.save_profile(
+                [
+                    ProfileEntry(
+                        content=fact,
+                        importance=args.importance,
+                        subject=args.about or subject_of(fact),
+                        origin="remember",
+                        chat_id=self.session.chat_id,
+                    )
+                ]
+            )
+            return {"result": "remembered", "profile_id": entry.id, "fact": entry.content, "known_in": "every chat"}
         pin = await self.store.add_pin(
             Pin(chat_id=self.session.chat_id, content=args.fact.strip(), importance=args.importance)
         )
@@ -296,7 +324,7 @@ class ChatTools:
 
     async def forget(self, args: ForgetArgs) -> dict[str, Any]:
         wanted = args.item.strip()
-        items = await memory_items(self.store, self.session.chat_id)
+        items = await memory_items(self.store, self.session.chat_id) + await profile_items(self.store)
         if not items:
             return {"result": "none", "say": "Nothing is pinned or recorded as a fact in this chat."}
         exact = [i for i in items if i.content.casefold() == wanted.casefold()]

@@ -45,6 +45,7 @@ from parla.memory.errors import ChatNotFound, StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.importance import IMPORTANT
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry
 from parla.memory.stats import MemoryStats
 from parla.memory.store import (
     AppendResult,
@@ -58,6 +59,7 @@ from parla.memory.store import (
     TextRef,
     TurnMatch,
     WordCounts,
+    supabase_profile,
 )
 from parla.memory.store.checks import (
     check_one_dimension,
@@ -581,6 +583,17 @@ class SupabaseChatStore:
     def _upsert_pin(self, row: dict[str, Any], ignore_duplicates: bool) -> Awaitable[Any]:
         query = self._client.table("chat_pins").upsert(row, on_conflict="id", ignore_duplicates=ignore_duplicates)
         return cast(Awaitable[Any], query.execute())
+
+    # -- the user's profile ----------------------------------------------------------------
+
+    async def save_profile(self, entries: Sequence[ProfileEntry], *, edit: bool = False) -> list[ProfileEntry]:
+        return await supabase_profile.save_profile(self._rpc, entries, edit)
+
+    async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
+        return await supabase_profile.list_profile(self._rpc, history)
+
+    async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:
+        return await supabase_profile.set_profile_forgotten(self._rpc, entry_id, forgotten)
 
     # -- embeddings and search -------------------------------------------------------------
 

@@ -178,3 +178,27 @@ async def test_a_delete_confirmation_is_used_once_and_lapses(store, embedder, co
     session.switching = True  # the user's words before a move are still being stored in the chat left
     moving = await tools.delete_chat(DeleteChatArgs(chat_id=chat.id, confirmation=late["confirmation"]))
     assert moving["result"] == "moving" and (await store.get_chat(chat.id)).id == chat.id
+
+
+async def test_remember_about_the_user_is_known_in_every_chat_and_forget_takes_it_out(
+    store, embedder, config, compactor
+):
+    tools, session, chat = await setup(store, embedder, config, compactor)
+    first = await tools.remember(
+        RememberArgs(fact="The user's daughter goes to Maple Grove school", about_user=True, about="daughter's school")
+    )
+    assert first["known_in"] == "every chat" and await store.list_pins(chat.id) == []
+    await tools.remember(
+        RememberArgs(fact="The user's daughter now goes to Oak Hill school", about_user=True, about="daughter school")
+    )
+    await tools.new_chat(NewChatArgs(topic="Dinner"))
+    shown = (await load_context(store, session.chat_id, config)).render()
+    assert "Oak Hill" in shown and "Maple Grove" not in shown  # the newer one replaced it
+
+    forgotten = await tools.forget(ForgetArgs(item="the user's daughter now goes to oak hill school"))
+    assert forgotten == {
+        "result": "forgotten",
+        "kind": "profile",
+        "text": "The user's daughter now goes to Oak Hill school",
+    }
+    assert "Oak Hill" not in (await load_context(store, session.chat_id, config)).render()
