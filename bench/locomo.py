@@ -43,6 +43,8 @@ class Session:
     started: datetime
     turns: list[dict[str, str]]  # {"role", "text"}
     dialogue_ids: frozenset[str]
+    # the dialogue id of each imported turn, in order: turn seq n is spoken[n - 1]
+    spoken: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ def conversation_of(conversation_id: str, data: dict[str, Any], qa: list[dict[st
                     if t.get("text", "").strip()
                 ],
                 dialogue_ids=frozenset(t["dia_id"] for t in turns),
+                spoken=tuple(t["dia_id"] for t in turns if t.get("text", "").strip()),
             )
         )
     sessions.sort(key=lambda s: s.number)

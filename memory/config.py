@@ -95,6 +95,12 @@ class MemoryConfig(BaseModel):
     recall_results: int = Field(
         5, ge=1, le=20, description="Things `recall` answers with, fused from meaning and words."
     )
+    recall_words_weight: float = Field(
+        0.5,
+        ge=0,
+        description="Across chats, what `recall` adds to a text's similarity for the request's words it holds "
+        "(times its best turn's bm25 relative to the best turn found).",
+    )
     recall_fusion_k: float = Field(
         60.0,
         gt=0,

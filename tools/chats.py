@@ -135,7 +135,9 @@ class ChatTools:
         self.search = search
         self.embedder = embedder
         self.session = session
-        self.recaller = Recall(store, embedder, config.recall_results, config.recall_fusion_k)
+        self.recaller = Recall(
+            store, embedder, config.recall_results, config.recall_fusion_k, config.recall_words_weight
+        )
         self.delete_confirm_s = config.delete_confirm_s
         self._confirmations: dict[str, tuple[str, float]] = {}  # confirmation -> (chat_id, issued at)
 
@@ -280,6 +282,9 @@ class ChatTools:
                 match["title"] = r.title or "(untitled)"
                 if r.last_activity_at is not None:
                     match["last_talked"] = spoken_when(r.last_activity_at)
+            if r.said_at is not None:
+                # the day as a date too, so "when did I..." has an answer that does not move
+                match["said"] = f"{spoken_when(r.said_at)} ({r.said_at.astimezone():%Y-%m-%d})"
             matches.append(match)
         return {"matches": matches}
 
