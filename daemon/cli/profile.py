@@ -1,5 +1,6 @@
-"""`parla profile ...`: what Parla knows about the user across chats (memory.profile): list it,
-add to it, edit, forget and restore entries. An entry is named by its number in `parla profile
+"""What Parla knows: `parla recall` (what was said about something, in one chat or in every chat,
+as the `recall` tool finds it) and `parla profile ...`, what Parla knows about the user across
+chats (memory.profile): list it, add to it, edit, forget and restore entries. An entry is named by its number in `parla profile
 list` or by the start of its id (`parla profile list --all` shows every id, superseded and
 forgotten entries too)."""
 
@@ -11,7 +12,18 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from parla.daemon.cli.support import MEMORY, command, emit_json, group, iso, load_settings, open_memory, out, when
+from parla.daemon.cli.support import (
+    MEMORY,
+    command,
+    emit_json,
+    group,
+    iso,
+    load_settings,
+    open_memory,
+    out,
+    resolve_chat,
+    when,
+)
 from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
@@ -136,10 +148,51 @@ async def restore(entry: str = typer.Argument(..., help="The entry's id, from `p
     await _set_forgotten(entry, False)
 
 
+@command
+async def recall(
+    request: str = typer.Argument(..., help='What to look for, e.g. "when did I book the ferry".'),
+    chat: str | None = typer.Option(None, help="Look in this chat only (id, id prefix or exact title)."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """What was said or kept about something, in every chat (or one), with when it was said."""
+    from parla.memory.recall import Recall
+
+    settings = load_settings()
+    async with open_memory(settings) as mem:
+        scope = await resolve_chat(mem, chat) if chat else None
+        recaller = Recall(
+            mem.store, mem.embedder, settings.recall_results, settings.recall_fusion_k, settings.recall_words_weight
+        )
+        found = await recaller.recall(request, scope)
+    rows = [
+        {
+            "chat_id": r.chat_id,
+            "title": r.title,
+            "kind": r.kind,
+            "turns": str(r.range) if r.range else None,
+            "said_at": iso(r.said_at),
+            "text": r.text,
+        }
+        for r in found
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        out.print(f"Nothing was said or kept about {escape(request)!r}.")
+        return
+    for r in found:
+        where = f"chat {r.chat_id[:8]}" + (f" ({escape(r.title)})" if r.title else "")
+        turns = f", turns {r.range}" if r.range else ""
+        said = f", {when(r.said_at)}" if r.said_at else ""
+        out.print(f"[bold]{where}{turns}{said}[/bold] [dim]{r.kind}[/dim]\n{escape(r.text)}\n")
+
+
 COMMANDS = {
+    "recall": recall,
     "profile": group(
         "What Parla knows about you across chats: list, add, edit, forget, restore.",
         {"list": list_, "add": add, "edit": edit, "forget": forget, "restore": restore},
-    )
+    ),
 }
 PANEL = MEMORY

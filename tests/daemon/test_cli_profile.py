@@ -40,3 +40,35 @@ def test_profile_lists_adds_edits_forgets_and_restores(parla):
 
     missing = parla("profile", "forget", "no-such-entry", ok=False)
     assert missing.exit_code == 1 and "parla profile list --all" in missing.stderr
+
+
+def test_recall_finds_what_was_said_in_any_chat_with_its_date(parla, tmp_path):
+    lines = [
+        {
+            "id": "trip",
+            "created_at": "2026-03-02T10:00:00+00:00",
+            "turns": [
+                {"role": "user", "text": "We booked the ferry to Hydra for the ninth of May."},
+                {"role": "model", "text": "Lovely, the ferry to Hydra is a beautiful ride."},
+            ],
+        },
+        {
+            "id": "garden",
+            "created_at": "2026-04-11T10:00:00+00:00",
+            "turns": [
+                {"role": "user", "text": "The tomato seedlings on the balcony need more sun."},
+                {"role": "model", "text": "Move them to the south side of the balcony."},
+            ],
+        },
+    ]
+    source = tmp_path / "chats.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    parla("import", str(source))
+    found = json.loads(parla("recall", "when is the ferry to Hydra", "--json").stdout)
+    said = next(r for r in found if r["kind"] in ("turn", "turns") and "ferry to Hydra" in r["text"])
+    assert said["said_at"].startswith("2026-03-02")
+    garden = json.loads(parla("chats", "--json").stdout)
+    only = next(c["id"] for c in garden if c["id"] != said["chat_id"])
+    inside = json.loads(parla("recall", "ferry to Hydra", "--chat", only, "--json").stdout)
+    assert all(r["chat_id"] == only for r in inside)
+    assert "ferry" in parla("recall", "the ferry").stdout
