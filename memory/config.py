@@ -31,7 +31,7 @@ class MemoryConfig(BaseModel):
         7.0, ge=0, le=10, description="Importance (0-10) an old turn needs to be quoted in the context."
     )
     context_profile_budget: int = Field(
-        400,
+        600,
         ge=0,
         description="Tokens of the user's profile (what Parla knows about them from every chat) in every chat's context.",
     )

@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from parla.memory.auto_pins import PinCandidate, same_fact
+from parla.memory.auto_pins import PinCandidate, same_fact, unframed
 from parla.memory.importance import fact_key
 from parla.memory.turn import new_id, storable_text, utcnow
 
@@ -140,7 +140,8 @@ def new_profile_entries(
         out.append(
             ProfileEntry(
                 id=profile_entry_id(c.source.id, c.content),
-                content=c.content,
+                # the section's heading says whose words they are
+                content=unframed(c.content),
                 importance=c.importance,
                 subject=subject_of(c.content),
                 origin="auto",
