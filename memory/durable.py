@@ -58,11 +58,13 @@ _HABIT = re.compile(
     re.IGNORECASE,
 )
 _NAME = re.compile(r"(?<=[\w,] )(?!I\b|I'[a-z]+\b)[A-Z][a-z]+")
-# The moment, a feeling or an opinion: not something to keep.
+# The moment, a feeling, an opinion or a sum of money: not something to keep.
 _MOMENT = re.compile(
     r"\b(?:today|tonight|this (?:morning|afternoon|evening)|right now|just now|at the moment|last night|"
     r"yesterday|earlier|later today|i think|i guess|i feel|i felt|feeling|tired|sleepy|bored|hungry|"
-    r"stressed|in a (?:good|bad) mood|sounds|seems|looks like|kind of|sort of|lol|haha|might|maybe)\b",
+    r"stressed|in a (?:good|bad) mood|sounds|seems|looks like|kind of|sort of|lol|haha|might|maybe)\b"
+    # an amount of money is what a purchase or a budget is about now, not who the user is
+    r"|\d\s*(?:euros?|dollars?|pounds?|eur|usd|gbp|bucks)\b|[$€£]\s*\d",
     re.IGNORECASE,
 )
 _NOT_A_STATEMENT = re.compile(

@@ -34,3 +34,8 @@ def test_a_durable_statement_no_rule_names_is_found(sentence):
 @pytest.mark.parametrize("sentence", PASSING)
 def test_the_moment_an_opinion_a_question_or_someone_elses_fact_is_not(sentence):
     assert durable_statements(sentence) == []
+
+
+def test_a_sum_of_money_is_the_moment_not_the_user():
+    assert durable_statements("I have 689 euros and time until March 12.") == []
+    assert [s.category for s in durable_statements("I have two daughters and a cat.")] == ["family"]
