@@ -101,11 +101,6 @@ class MemoryConfig(BaseModel):
         description="Across chats, what `recall` adds to a text's similarity for the request's words it holds "
         "(times its best turn's bm25 relative to the best turn found).",
     )
-    recall_fusion_k: float = Field(
-        60.0,
-        gt=0,
-        description="Reciprocal rank fusion constant of `recall`: larger values flatten the lead of the top ranks.",
-    )
     delete_confirm_s: float = Field(
         300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."
     )

@@ -135,9 +135,7 @@ class ChatTools:
         self.search = search
         self.embedder = embedder
         self.session = session
-        self.recaller = Recall(
-            store, embedder, config.recall_results, config.recall_fusion_k, config.recall_words_weight
-        )
+        self.recaller = Recall(store, embedder, config.recall_results, config.recall_words_weight)
         self.delete_confirm_s = config.delete_confirm_s
         self._confirmations: dict[str, tuple[str, float]] = {}  # confirmation -> (chat_id, issued at)
 

@@ -259,6 +259,11 @@ class ChatStore(Protocol):
         id. The query must come from the embedder that made the store's vectors."""
         ...
 
+    async def search_chat(self, query: EmbeddedText, chat_id: str, match_count: int) -> list[TextMatch]:
+        """The `match_count` embedded texts of one chat most similar to the query (windows of what
+        was said, summaries, facts, its description), most similar first."""
+        ...
+
     async def window_frontier(self, chat_id: str, size: int) -> int:
         """The first turn whose window of `size` turns is not stored whole yet (1 when none is)."""
         ...

@@ -629,6 +629,26 @@ class SupabaseChatStore:
             for chat_id, texts in by_chat.items()
         ]
 
+    async def search_chat(self, query: EmbeddedText, chat_id: str, match_count: int) -> list[TextMatch]:
+        if not is_uuid(chat_id):
+            return []
+        rows = await self._rpc(
+            "search_chat_texts",
+            "search a chat",
+            p_chat_id=chat_id,
+            query_embedding=vector_value(query.vector),
+            match_count=match_count,
+            p_embedder=query.embedder,
+        )
+        return [
+            TextMatch(
+                text_ref(chat_id, kind_of_sql(r["matched_kind"]), r["start_seq"], r["end_seq"]),
+                r["matched_text"],
+                float(r["similarity"]),
+            )
+            for r in rows
+        ]
+
     async def window_frontier(self, chat_id: str, size: int) -> int:
         if not is_uuid(chat_id):
             raise ChatNotFound(chat_id)
