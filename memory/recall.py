@@ -34,7 +34,7 @@ RecalledKind = Literal["turn", "pin", "facts", "chunk", "meta", "summary_text", 
 MAX_TEXT = 600
 # Over every chat: chats read by meaning, texts of each, and turns read by words (in one chat too). Deep enough that
 # a text close in meaning but not the closest, or a turn with a rare word, can still rise.
-_CHATS = 50
+_CHATS = 20
 _TEXTS_PER_CHAT = 8
 _WORD_TURNS = 100
 # Inside one chat: its texts read by meaning (it has few).
