@@ -64,26 +64,31 @@ def auto_pin_id(chat_id: str, content: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{chat_id}\n{fact_key(content)}"))
 
 
+def unsaid(candidates: Iterable[PinCandidate], known: Iterable[str]) -> list[PinCandidate]:
+    """The candidates that say something none of `known` (nor an earlier candidate) says."""
+    seen = list(known)
+    out = []
+    for c in candidates:
+        if not any(same_fact(c.content, k) for k in seen):
+            seen.append(c.content)
+            out.append(c)
+    return out
+
+
 def new_auto_pins(chat_id: str, candidates: Iterable[PinCandidate], existing: Iterable[Pin]) -> list[Pin]:
     """Pins for the candidates that say something no existing pin (nor an earlier candidate) says."""
-    known = [p.content for p in existing]
-    out: list[Pin] = []
-    for c in candidates:
-        if any(same_fact(c.content, k) for k in known):
-            continue
-        known.append(c.content)
-        out.append(
-            Pin(
-                id=auto_pin_id(chat_id, c.content),
-                chat_id=chat_id,
-                content=c.content,
-                importance=c.importance,
-                pin_type="auto",
-                source_turn_id=c.source.id,
-                source_seq=c.source.seq,
-            )
+    return [
+        Pin(
+            id=auto_pin_id(chat_id, c.content),
+            chat_id=chat_id,
+            content=c.content,
+            importance=c.importance,
+            pin_type="auto",
+            source_turn_id=c.source.id,
+            source_seq=c.source.seq,
         )
-    return out
+        for c in unsaid(candidates, (p.content for p in existing))
+    ]
 
 
 def find_sources(pins: Iterable[Pin], turns: list[Turn]) -> list[Pin]:

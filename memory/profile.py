@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from parla.memory.auto_pins import PinCandidate, same_fact, unframed
+from parla.memory.auto_pins import PinCandidate, unframed, unsaid
 from parla.memory.importance import fact_key
 from parla.memory.turn import new_id, storable_text, utcnow
 
@@ -131,27 +131,21 @@ def new_profile_entries(
 ) -> list[ProfileEntry]:
     """Entries for the candidates (durable statements of the user) that say something no current
     or forgotten entry says (a superseded one may be said again: "I live in Turin" once more)."""
-    known = [e.content for e in existing if e.superseded_by is None]
-    out: list[ProfileEntry] = []
-    for c in candidates:
-        if any(same_fact(c.content, k) for k in known):
-            continue
-        known.append(c.content)
-        out.append(
-            ProfileEntry(
-                id=profile_entry_id(c.source.id, c.content),
-                # the section's heading says whose words they are
-                content=unframed(c.content),
-                importance=c.importance,
-                subject=subject_of(c.content),
-                origin="auto",
-                chat_id=chat_id,
-                source_turn_id=c.source.id,
-                source_seq=c.source.seq,
-                said_at=c.source.created_at,
-            )
+    return [
+        ProfileEntry(
+            id=profile_entry_id(c.source.id, c.content),
+            # the section's heading says whose words they are
+            content=unframed(c.content),
+            importance=c.importance,
+            subject=subject_of(c.content),
+            origin="auto",
+            chat_id=chat_id,
+            source_turn_id=c.source.id,
+            source_seq=c.source.seq,
+            said_at=c.source.created_at,
         )
-    return out
+        for c in unsaid(candidates, (e.content for e in existing if e.superseded_by is None))
+    ]
 
 
 def ranked(entries: Iterable[ProfileEntry]) -> list[ProfileEntry]:

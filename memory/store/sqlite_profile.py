@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from parla.memory.profile import ProfileEntry
 from parla.memory.store.checks import profile_entry_not_found
 from parla.memory.store.sqlite_connection import SQLiteConnection
-from parla.memory.store.sqlite_rows import iso, parse_ts
+from parla.memory.store.sqlite_rows import iso
 from parla.memory.turn import utcnow
 
 _COLUMNS = (
@@ -23,21 +23,8 @@ _EDIT = (
 
 
 def entry_of_row(row: sqlite3.Row) -> ProfileEntry:
-    return ProfileEntry(
-        id=row["id"],
-        content=row["content"],
-        importance=row["importance"],
-        subject=row["subject"],
-        origin=row["origin"],
-        chat_id=row["chat_id"],
-        source_turn_id=row["source_turn_id"],
-        source_seq=row["source_seq"],
-        said_at=parse_ts(row["said_at"]),
-        created_at=parse_ts(row["created_at"]),
-        superseded_by=row["superseded_by"],
-        superseded_at=parse_ts(row["superseded_at"]) if row["superseded_at"] else None,
-        forgotten_at=parse_ts(row["forgotten_at"]) if row["forgotten_at"] else None,
-    )
+    # the columns are the entry's fields; its moments are stored as ISO text, which pydantic reads
+    return ProfileEntry.model_validate(dict(row))
 
 
 def _params(e: ProfileEntry) -> tuple[object, ...]:

@@ -2,6 +2,26 @@
 -- its description) most similar to a request, as a jsonb array, most similar first. One chat's
 -- texts are few, so they are compared directly (no index is needed to be fast).
 
+-- Whether the caller's vectors can be compared with a query: false before the first vector; an
+-- error when the query was made by another embedder (or has another dimension).
+create function parla.query_fits(p_uid uuid, p_embedder text, p_query extensions.vector) returns boolean
+language plpgsql stable security invoker set search_path = pg_catalog, public, extensions as $$
+declare
+    v_known public.memory_embedders;
+begin
+    select * into v_known from public.memory_embedders e where e.user_id = p_uid;
+    if not found then
+        return false;
+    end if;
+    if (p_embedder is not null and p_embedder <> v_known.embedder) or vector_dims(p_query) <> v_known.dim then
+        raise exception 'the query was embedded by % (% dims) but this store''s vectors by % (% dims)',
+            coalesce(p_embedder, 'an unnamed embedder'), vector_dims(p_query), v_known.embedder, v_known.dim
+            using errcode = 'P0001', detail = 'embedder_mismatch',
+                  hint = 'run `parla memory reembed` or set PARLA_EMBEDDER back';
+    end if;
+    return true;
+end $$;
+
 create function public.search_chat_texts(
     p_chat_id uuid, query_embedding extensions.vector, match_count integer default 20,
     p_embedder text default null, p_user_id uuid default null
@@ -9,17 +29,9 @@ create function public.search_chat_texts(
 language plpgsql stable security invoker set search_path = pg_catalog, public, extensions as $$
 declare
     v_uid uuid := parla.owner_id(p_user_id);
-    v_known public.memory_embedders;
 begin
-    select * into v_known from public.memory_embedders e where e.user_id = v_uid;
-    if not found or match_count <= 0 then
+    if match_count <= 0 or not parla.query_fits(v_uid, p_embedder, query_embedding) then
         return '[]'::jsonb;
-    end if;
-    if (p_embedder is not null and p_embedder <> v_known.embedder) or vector_dims(query_embedding) <> v_known.dim then
-        raise exception 'the query was embedded by % (% dims) but this store''s vectors by % (% dims)',
-            coalesce(p_embedder, 'an unnamed embedder'), vector_dims(query_embedding), v_known.embedder, v_known.dim
-            using errcode = 'P0001', detail = 'embedder_mismatch',
-                  hint = 'run `parla memory reembed` or set PARLA_EMBEDDER back';
     end if;
     return coalesce((
         select jsonb_agg(jsonb_build_object('matched_kind', t.kind, 'start_seq', t.s, 'end_seq', t.e,
@@ -46,8 +58,8 @@ begin
         ) t), '[]'::jsonb);
 end $$;
 
-revoke all on function public.search_chat_texts from public, anon;
-grant execute on function public.search_chat_texts to authenticated, service_role;
+revoke all on function public.search_chat_texts, parla.query_fits from public, anon;
+grant execute on function public.search_chat_texts, parla.query_fits to authenticated, service_role;
 
 create or replace function public.parla_schema_version() returns integer
 language sql immutable as $$ select 8 $$;
