@@ -5,7 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from parla.daemon.memory_services import gemini_client
+from parla.daemon.settings import Settings
 from parla.memory.compaction import Compactor
+from parla.memory.embedders.gemini import GeminiEmbedder
+from parla.memory.models import DEFAULT_SUMMARY_MODEL
+from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.memory.context import load_context
 from parla.memory.profile import ProfileEntry, subject_of
 from parla.memory.turn import Turn
@@ -119,3 +124,14 @@ def test_subjects_read_from_what_was_said():
     assert subject_of("My daughter's name is Sofia") == subject_of("my daughter is called Sofia") == "daughter name"
     assert subject_of("The cabin wi-fi password is bluefinch77") == "wifi password"
     assert subject_of("I'm allergic to peanuts") is None
+
+
+async def test_the_gemini_path_fills_the_profile_too(store, config, gemini):
+    """Summaries and embeddings by Gemini (the REST emulator): the statements of a short chat
+    still reach the profile, and the next chat's context."""
+    client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
+    compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
+    await _talk(store, compactor, [SMALL_TALK[0], "My daughter is called Sofia."], day=0)
+    fresh = (await store.create_chat(turns=[Turn.of("user", "Plan a birthday party.")])).chat
+    assert "My daughter is called Sofia." in (await load_context(store, fresh.id, config)).render()
+    assert gemini.calls(":generateContent")  # the chat was described and titled by the model
