@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from bench.memory import synthetic_turns
+from bench.profile_probe import FACTS as PROBE_FACTS
 from parla.memory.compaction import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
@@ -53,26 +54,28 @@ PLANTED = [
 SIZES = (400, 1000, 5000)
 EMBEDDER = OfflineEmbedder()
 WITH = MemoryConfig()
-# important turns alone, and the context as it was before auto pins and important turns
-TURNS_ONLY = MemoryConfig(auto_pins=False)
-WITHOUT = MemoryConfig(auto_pins=False, context_important_budget=0)
+# important turns alone, and the context as it was before auto pins, the profile and important turns
+TURNS_ONLY = MemoryConfig(auto_pins=False, profile_auto=False)
+WITHOUT = MemoryConfig(auto_pins=False, profile_auto=False, context_important_budget=0)
 
 
-def planted_chat(size: int, seed: int) -> tuple[list[Turn], list[int]]:
+def planted_chat(size: int, seed: int, facts: list[tuple[str, str]] = PLANTED) -> tuple[list[Turn], list[int]]:
     """A synthetic chat of `size` turns with each planted fact said by the user at its own depth,
     from the first turns to the last ones."""
     turns = synthetic_turns(random.Random(seed), size, seed)
     depths = []
-    for i, (said, _) in enumerate(PLANTED):
-        at = int(i * (size - 2) / (len(PLANTED) - 1)) // 2 * 2  # a user's turn (even index)
+    for i, (said, _) in enumerate(facts):
+        at = int(i * (size - 2) / (len(facts) - 1)) // 2 * 2  # a user's turn (even index)
         turns[at] = turns[at].model_copy(update={"parts": [Part(text=said)]})
         depths.append(at + 1)
     return turns, depths
 
 
-async def probe(size: int, config: MemoryConfig, folder: Path, seed: int) -> tuple[int, int, int, float]:
+async def probe(
+    size: int, config: MemoryConfig, folder: Path, seed: int, facts: list[tuple[str, str]] = PLANTED
+) -> tuple[int, int, int, float]:
     """(facts kept, context tokens, its budget, seconds to import and compact)."""
-    turns, _ = planted_chat(size, seed)
+    turns, _ = planted_chat(size, seed, facts)
     async with SQLiteChatStore(folder / f"{size}-{config.auto_pins}-{config.context_important_budget}.db") as store:
         started = time.perf_counter()
         chat = (await store.create_chat(turns=turns)).chat
@@ -80,26 +83,34 @@ async def probe(size: int, config: MemoryConfig, folder: Path, seed: int) -> tup
         seconds = time.perf_counter() - started
         context = await load_context(store, chat.id, config)
     rendered = context.render()
-    kept = sum(1 for _, words in PLANTED if words.lower() in rendered.lower())
+    kept = sum(1 for _, words in facts if words.lower() in rendered.lower())
     return kept, context.total_tokens, context.budget, seconds
 
 
-async def main(quick: bool) -> None:
+async def main(quick: bool, facts: list[tuple[str, str]]) -> None:
     sizes = SIZES[:2] if quick else SIZES
-    print(f"fact retention: {len(PLANTED)} planted facts said once at every depth, imported and compacted offline")
+    n = len(facts)
+    print(f"fact retention: {n} planted facts said once at every depth, imported and compacted offline")
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
-            kept, tokens, budget, seconds = await probe(size, WITH, Path(tmp), seed=size)
-            quoted, _, _, _ = await probe(size, TURNS_ONLY, Path(tmp), seed=size)
-            before, _, _, _ = await probe(size, WITHOUT, Path(tmp), seed=size)
+            kept, tokens, budget, seconds = await probe(size, WITH, Path(tmp), size, facts)
+            quoted, _, _, _ = await probe(size, TURNS_ONLY, Path(tmp), size, facts)
+            before, _, _, _ = await probe(size, WITHOUT, Path(tmp), size, facts)
             print(
-                f"  {size:>5} turns: {kept}/{len(PLANTED)} kept ({kept / len(PLANTED):.0%}), context {tokens}/{budget} "
-                f"tokens; important turns alone (no auto pins) {quoted}/{len(PLANTED)}; neither (the context "
-                f"before them) {before}/{len(PLANTED)} ({before / len(PLANTED):.0%}); import + compaction {seconds:.1f} s"
+                f"  {size:>5} turns: {kept}/{n} kept ({kept / n:.0%}), context {tokens}/{budget} "
+                f"tokens; important turns alone (no auto pins) {quoted}/{n}; neither (the context "
+                f"before them) {before}/{n} ({before / n:.0%}); import + compaction {seconds:.1f} s"
             )
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="400 and 1,000 turns only")
-    asyncio.run(main(parser.parse_args().quick))
+    parser.add_argument(
+        "--facts",
+        choices=["planted", "probe"],
+        default="planted",
+        help="the facts written with the rules (planted), or bench.profile_probe's, written apart from them",
+    )
+    args = parser.parse_args()
+    asyncio.run(main(args.quick, PROBE_FACTS if args.facts == "probe" else PLANTED))

@@ -18,7 +18,7 @@ import json
 import random
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ ADVERSARIAL = 5
 
 _SESSION = re.compile(r"session_(\d+)")
 _EVIDENCE = re.compile(r"D(\d+):(\d+)")
+_EVIDENCE_ID = re.compile(r"D\d+:\d+")
 
 
 class LocomoError(ValueError):
@@ -43,6 +44,8 @@ class Session:
     started: datetime
     turns: list[dict[str, str]]  # {"role", "text"}
     dialogue_ids: frozenset[str]
+    # the dialogue id of each imported turn, in order: turn seq n is spoken[n - 1]
+    spoken: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class Conversation:
     speakers: tuple[str, str]
     sessions: list[Session]
     questions: list[Question]
+    # per speaker, the dialogue ids LoCoMo's `observation` annotations cite as evidence of a fact
+    observed: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def import_lines(self) -> list[dict[str, Any]]:
         """One `parla import` line per session, untitled."""
@@ -86,8 +91,23 @@ def parse_date(value: str) -> datetime:
     return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
-def conversation_of(conversation_id: str, data: dict[str, Any], qa: list[dict[str, Any]]) -> Conversation:
+def observed_ids(observations: dict[str, Any]) -> dict[str, frozenset[str]]:
+    """Per speaker, the dialogue ids cited by `session_N_observation` entries ({speaker: [[text, ids], ...]})."""
+    cited: dict[str, set[str]] = {}
+    for per_session in observations.values():
+        for speaker, items in (per_session or {}).items():
+            for item in items:
+                cited.setdefault(speaker, set()).update(_EVIDENCE_ID.findall(json.dumps(item[1:])))
+    return {speaker: frozenset(ids) for speaker, ids in cited.items()}
+
+
+def conversation_of(
+    conversation_id: str, data: dict[str, Any], qa: list[dict[str, Any]], observation: dict[str, Any] | None = None
+) -> Conversation:
+    """`observation` is the single-file form's; the per-conversation files keep it in `data`."""
     speakers = (data["speaker_a"], data["speaker_b"])
+    if observation is None:
+        observation = {k: v for k, v in data.items() if k.endswith("_observation")}
     sessions = []
     for key, turns in data.items():
         match = _SESSION.fullmatch(key)
@@ -104,6 +124,7 @@ def conversation_of(conversation_id: str, data: dict[str, Any], qa: list[dict[st
                     if t.get("text", "").strip()
                 ],
                 dialogue_ids=frozenset(t["dia_id"] for t in turns),
+                spoken=tuple(t["dia_id"] for t in turns if t.get("text", "").strip()),
             )
         )
     sessions.sort(key=lambda s: s.number)
@@ -111,7 +132,7 @@ def conversation_of(conversation_id: str, data: dict[str, Any], qa: list[dict[st
         Question(index=i, text=q["question"], category=int(q["category"]), evidence=list(q.get("evidence", [])))
         for i, q in enumerate(qa)
     ]
-    return Conversation(conversation_id, speakers, sessions, questions)
+    return Conversation(conversation_id, speakers, sessions, questions, observed_ids(observation))
 
 
 def _number(conversation_id: str) -> str:
@@ -151,7 +172,7 @@ def _from_list(path: Path, wanted: list[str]) -> dict[str, Conversation]:
     for sample in json.loads(path.read_text(encoding="utf-8")):
         cid = sample.get("sample_id")
         if cid in wanted:
-            found[cid] = conversation_of(cid, sample["conversation"], sample["qa"])
+            found[cid] = conversation_of(cid, sample["conversation"], sample["qa"], sample.get("observation", {}))
     return found
 
 

@@ -6,6 +6,7 @@ find it at once write one row."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -17,6 +18,8 @@ from parla.memory.turn import Turn
 
 # Words that frame a pin rather than say its fact ("The user said: ...", "User is ...").
 _FRAME = frozenset({"user", "users", "said", "says", "remember", "the"})
+_FRAME_TEXT = 'The user said: "{}"'
+_FRAMED = re.compile(r'The user said: "(.+)"', re.DOTALL)
 _NAMESPACE = uuid.UUID("6f1d3c52-8f7e-4d8e-9a43-5b0f2f0a7c11")
 
 
@@ -32,11 +35,17 @@ class PinCandidate:
 def offline_candidates(turns: Iterable[Turn]) -> list[PinCandidate]:
     """The rule detector: each durable statement of a user's turn, in its own words."""
     return [
-        PinCandidate(f'The user said: "{s.text}"', s.importance, turn)
+        PinCandidate(_FRAME_TEXT.format(s.text), s.importance, turn)
         for turn in turns
         if turn.role == "user"
         for s in durable_statements(turn.text)
     ]
+
+
+def unframed(content: str) -> str:
+    """The user's own words of a rule detector's candidate, else the content as it is."""
+    match = _FRAMED.fullmatch(content)
+    return match.group(1) if match else content
 
 
 def _fact_words(content: str) -> frozenset[str]:
@@ -55,26 +64,31 @@ def auto_pin_id(chat_id: str, content: str) -> str:
     return str(uuid.uuid5(_NAMESPACE, f"{chat_id}\n{fact_key(content)}"))
 
 
+def unsaid(candidates: Iterable[PinCandidate], known: Iterable[str]) -> list[PinCandidate]:
+    """The candidates that say something none of `known` (nor an earlier candidate) says."""
+    seen = list(known)
+    out = []
+    for c in candidates:
+        if not any(same_fact(c.content, k) for k in seen):
+            seen.append(c.content)
+            out.append(c)
+    return out
+
+
 def new_auto_pins(chat_id: str, candidates: Iterable[PinCandidate], existing: Iterable[Pin]) -> list[Pin]:
     """Pins for the candidates that say something no existing pin (nor an earlier candidate) says."""
-    known = [p.content for p in existing]
-    out: list[Pin] = []
-    for c in candidates:
-        if any(same_fact(c.content, k) for k in known):
-            continue
-        known.append(c.content)
-        out.append(
-            Pin(
-                id=auto_pin_id(chat_id, c.content),
-                chat_id=chat_id,
-                content=c.content,
-                importance=c.importance,
-                pin_type="auto",
-                source_turn_id=c.source.id,
-                source_seq=c.source.seq,
-            )
+    return [
+        Pin(
+            id=auto_pin_id(chat_id, c.content),
+            chat_id=chat_id,
+            content=c.content,
+            importance=c.importance,
+            pin_type="auto",
+            source_turn_id=c.source.id,
+            source_seq=c.source.seq,
         )
-    return out
+        for c in unsaid(candidates, (p.content for p in existing))
+    ]
 
 
 def find_sources(pins: Iterable[Pin], turns: list[Turn]) -> list[Pin]:

@@ -12,6 +12,9 @@ One run of `Compactor.compact(chat_id)`:
    messages; every `meta_every` chunk summaries get a meta summary. All are upserted per range
    (auto pins by an id derived from the fact), so repeating a run changes nothing. A `remember`
    pin whose asking turn was not stored yet when it was pinned gets its source turn here.
+3. Profile. The user's durable statements found by the chunks' detection, and by the rules in the
+   unsummarised turns (so a short chat counts too), join the user's profile across chats
+   (`memory.profile`), each once (its id derives from its turn and fact).
 
 Each write is atomic on its own, so a failure part-way (a model error, a crash) leaves every
 stored item either as it was or complete; the next run picks up what is missing.
@@ -31,12 +34,13 @@ from typing import Self
 
 import numpy as np
 
-from parla.memory.auto_pins import PinCandidate, find_sources, new_auto_pins
+from parla.memory.auto_pins import PinCandidate, find_sources, new_auto_pins, offline_candidates
 from parla.memory.chat import Chat
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
 from parla.memory.errors import ModelUnavailable, RangeError, StoreError
 from parla.memory.facts import format_fact_lines
+from parla.memory.profile import new_profile_entries
 from parla.memory.store import ChatStore, CompactionCommit
 from parla.memory.summarizers import Summarizer, offline_fallbacks, transcript
 from parla.memory.summary import SummaryLevel
@@ -60,6 +64,7 @@ class CompactionReport:
     chunk_summaries: int = 0
     fact_blocks: int = 0
     auto_pins: int = 0
+    profile_entries: int = 0
     meta_summaries: int = 0
     windows_indexed: int = 0
     described: bool = False
@@ -139,10 +144,10 @@ class Compactor:
         report.windows_indexed = await self.windows.index(chat_id)
         with _offline_noted(report):
             with report.timed("fold"):
-                chat = await self._fold(chat_id, report)
+                chat, unsummarised = await self._fold(chat_id, report)
             if report.titled:  # a generated title is searchable as soon as it is given
                 report.windows_indexed += await index_title(self.store, self.embedder, chat)
-            await self._dual_memory(chat, report, only=None)
+            await self._dual_memory(chat, report, only=None, said=offline_candidates(unsummarised))
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})
         return report
@@ -177,20 +182,21 @@ class Compactor:
 
     # -- rolling summary -------------------------------------------------------------------
 
-    async def _fold(self, chat_id: str, report: CompactionReport) -> Chat:
+    async def _fold(self, chat_id: str, report: CompactionReport) -> tuple[Chat, list[Turn]]:
         """Fold until the unsummarised part is under the triggers again. One step folds at most
         `chunk_summarize_threshold` tokens of turns, so a long imported chat is summarised in
-        several bounded calls rather than one huge one; each step commits on its own."""
+        several bounded calls rather than one huge one; each step commits on its own. Returns the
+        chat and the turns that were unsummarised when the run began."""
         races = 0
-        first = True
+        began: list[Turn] | None = None
         while True:
             chat = await self.store.get_chat(chat_id)
             unsummarised = await self.store.load_turns(chat_id, chat.summarized_through + 1)
             report.tokens_after = history_tokens(chat.rolling_summary, unsummarised)
-            if first:
-                report.tokens_before, first = report.tokens_after, False
+            if began is None:
+                report.tokens_before, began = report.tokens_after, unsummarised
             if not needs_folding(chat, unsummarised, self.config):
-                return await self._describe_young(chat, unsummarised, report)
+                return await self._describe_young(chat, unsummarised, report), began
             folded = self._fold_step(unsummarised[: -self.config.tail])
             summary = truncate_to_tokens(
                 await self.summarizer.rolling_summary(chat.rolling_summary, folded, self.config.summary_token_cap),
@@ -265,10 +271,16 @@ class Compactor:
     # -- dual memory -----------------------------------------------------------------------
 
     async def _dual_memory(
-        self, chat: Chat, report: CompactionReport, only: MessageRange | None, facts_only: bool = False
+        self,
+        chat: Chat,
+        report: CompactionReport,
+        only: MessageRange | None,
+        facts_only: bool = False,
+        said: list[PinCandidate] | None = None,
     ) -> None:
         """Missing chunk summaries, facts and meta summaries; with `only`, redo those inside it
-        (with `facts_only`, the facts alone)."""
+        (with `facts_only`, the facts alone). The profile gets what the chunks' detection found
+        and the statements `said` outside them."""
         chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
         # Chunk texts by range; the jobs below add what they write, for the meta summaries.
         chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
@@ -300,6 +312,7 @@ class Compactor:
         with report.timed("chunks"):
             await _bounded(jobs, self.config.compaction_concurrency * 2)
         await self._pin(chat.id, found, read, report)
+        await self._profile(chat.id, found + (said or []), report)
         if not facts_only:
             with report.timed("metas"):
                 await self._metas(chat, report, chunks, chunk_text, only)
@@ -376,6 +389,14 @@ class Compactor:
         report.auto_pins += len(added)
         for pin in find_sources([p for p in existing if p.pin_type == "manual"], read):
             await self.store.add_pin(pin)
+
+    async def _profile(self, chat_id: str, found: list[PinCandidate], report: CompactionReport) -> None:
+        if not found or not self.config.profile_auto:
+            return
+        fresh = new_profile_entries(
+            chat_id, sorted(found, key=lambda c: c.source.seq), await self.store.list_profile(history=True)
+        )
+        report.profile_entries += len(await self.store.save_profile(fresh))
 
 
 async def _none() -> None:

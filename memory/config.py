@@ -30,6 +30,16 @@ class MemoryConfig(BaseModel):
     context_important_min: float = Field(
         7.0, ge=0, le=10, description="Importance (0-10) an old turn needs to be quoted in the context."
     )
+    context_profile_budget: int = Field(
+        600,
+        ge=0,
+        description="Tokens of the user's profile (what Parla knows about them from every chat) in every chat's context.",
+    )
+    profile_auto: bool = Field(
+        True,
+        description="Add the user's durable statements (who they are, people, places, health, preferences, plans) "
+        "to the profile kept across chats without being asked.",
+    )
     auto_pins: bool = Field(
         True, description="Pin the user's durable statements (health, family, dates, decisions...) without being asked."
     )
@@ -90,10 +100,11 @@ class MemoryConfig(BaseModel):
     recall_results: int = Field(
         5, ge=1, le=20, description="Things `recall` answers with, fused from meaning and words."
     )
-    recall_fusion_k: float = Field(
-        60.0,
-        gt=0,
-        description="Reciprocal rank fusion constant of `recall`: larger values flatten the lead of the top ranks.",
+    recall_words_weight: float = Field(
+        0.5,
+        ge=0,
+        description="Across chats, what `recall` adds to a text's similarity for the request's words it holds "
+        "(times its best turn's bm25 relative to the best turn found).",
     )
     delete_confirm_s: float = Field(
         300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."

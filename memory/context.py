@@ -1,34 +1,39 @@
 """The memory block the live model gets, within PROMPT_MEMORY_BUDGET tokens.
 
-Sections, always in this order so the prompt prefix stays stable for caching: pinned facts (by
-importance), important earlier turns, the rolling summary, meta summaries, key facts, the recent
-turns verbatim. Important earlier turns are summarised turns of at least `context_important_min`
-quoted as said, the most important that fit `context_important_budget` (a turn a pin came from is
-left out: the pin says it), so a long chat does not rely on its summary alone. Facts of ranges
-still in the tail are left out (the tail says it verbatim); key facts are the newest that fit
-`context_facts_budget`. Chunk summaries are not in the context: the rolling summary already
-covers their turns; they serve search and recall.
+Sections, always in this order so the prompt prefix stays stable for caching: what Parla knows
+about the user from every chat (the profile, most important and most recent first, within
+`context_profile_budget`; an entry this chat pinned from the same turn is left to the pin), pinned
+facts (by importance), important earlier turns, the rolling summary, meta summaries, key facts, the
+recent turns verbatim. Important earlier turns are summarised turns of at least
+`context_important_min` quoted as said, the most important that fit `context_important_budget` (a
+turn a pin came from is left out: the pin says it), so a long chat does not rely on its summary
+alone. Facts of ranges still in the tail are left out (the tail says it verbatim); key facts are the
+newest that fit `context_facts_budget`. Chunk summaries are not in the context: the rolling summary
+already covers their turns; they serve search and recall.
 
 Every item but a recent turn says where it comes from: "(turn 412)" after a pin or an important
 turn, "(turns 11-20)" after a fact line or a summary, so the model can say where it got something.
 
 Over budget, in order: drop the oldest tail turns down to `context_min_tail_turns`, drop the oldest
 facts, the oldest meta summaries, shorten the rolling summary, drop the least important earlier
-turns, drop the least important pins, drop tail turns down to the last, and last of all shorten
-that turn. Every drop is reported.
+turns, drop the least important profile entries, drop the least important pins, drop tail turns
+down to the last, and last of all shorten that turn. Every drop is reported.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC
 from typing import Literal
 
 from parla.memory.chat import Chat
 from parla.memory.config import MemoryConfig
 from parla.memory.facts import FactBlock
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry, ranked
 from parla.memory.store import ChatStore
 from parla.memory.summary import Summary
 from parla.memory.tokens import estimate_tokens, truncate_to_tokens
@@ -36,9 +41,10 @@ from parla.memory.turn import Part, Turn
 
 log = logging.getLogger(__name__)
 
-SectionName = Literal["pins", "important", "summary", "meta", "facts", "tail"]
-SECTION_ORDER: tuple[SectionName, ...] = ("pins", "important", "summary", "meta", "facts", "tail")
+SectionName = Literal["profile", "pins", "important", "summary", "meta", "facts", "tail"]
+SECTION_ORDER: tuple[SectionName, ...] = ("profile", "pins", "important", "summary", "meta", "facts", "tail")
 HEADERS: dict[SectionName, str] = {
+    "profile": "=== What you know about the user (from every chat) ===",
     "pins": "=== Pinned facts ===",
     "important": "=== Important earlier moments (as said) ===",
     "summary": "=== Conversation summary ===",
@@ -124,9 +130,11 @@ def build_context(
     facts: list[FactBlock],
     config: MemoryConfig,
     important: Sequence[Turn] = (),
+    profile: Sequence[ProfileEntry] = (),
 ) -> MemoryContext:
     """The memory context of `chat`: `tail` are its unsummarised turns in order; `important` its
-    summarised turns of note, most important first."""
+    summarised turns of note, most important first; `profile` the user's profile entries."""
+
     ctx = MemoryContext(
         budget=config.prompt_memory_budget,
         sections={name: [] for name in SECTION_ORDER},
@@ -138,6 +146,12 @@ def build_context(
         for p in ranked_pins
     ]
     pinned_from = {p.source_turn_id for p in pins}
+    ctx.sections["profile"] = _profile(
+        [e for e in ranked(profile) if e.source_turn_id is None or e.source_turn_id not in pinned_from],
+        chat.id,
+        config.context_profile_budget,
+        ctx.dropped,
+    )
     ctx.sections["important"] = _important(
         [t for t in important if t.id not in pinned_from and (t.importance or 0) >= config.context_important_min],
         config.context_important_budget,
@@ -155,6 +169,29 @@ def build_context(
     _fit(ctx, config.context_min_tail_turns)
     _log_trimmed(chat.id, ctx)
     return ctx
+
+
+def _profile_source(entry: ProfileEntry, chat_id: str) -> str:
+    said = f"{entry.said_at.astimezone(UTC):%Y-%m-%d}"
+    if entry.chat_id is None:
+        return f"added {said}"
+    if entry.chat_id == chat_id and entry.source_seq is not None:
+        return f"turn {entry.source_seq}, {said}"
+    return f"another chat, {said}"
+
+
+def _profile(entries: list[ProfileEntry], chat_id: str, budget: int, dropped: list[Dropped]) -> list[ContextItem]:
+    """The ranked entries that fit `budget`, in their rank order."""
+    kept: list[ContextItem] = []
+    used = 0
+    for e in entries:
+        item = ContextItem("profile", f"profile {e.id}", f"- {e.content}", _profile_source(e, chat_id), e.importance)
+        if used + item.tokens > budget:
+            dropped.append(Dropped("profile", item.label, item.tokens, "over the profile budget"))
+            continue
+        kept.append(item)
+        used += item.tokens
+    return kept
 
 
 def _important(turns: list[Turn], budget: int, dropped: list[Dropped]) -> list[ContextItem]:
@@ -241,6 +278,8 @@ def _fit(ctx: MemoryContext, min_tail: int) -> None:
     while over() and s["important"]:
         least = min(range(len(s["important"])), key=lambda i: (s["important"][i].importance or 0.0, i))
         drop("important", least, "least important earlier turn over budget")
+    while over() and s["profile"]:
+        drop("profile", len(s["profile"]) - 1, "least important profile entry over budget")
     while over() and s["pins"]:
         drop("pins", len(s["pins"]) - 1, "least important pin over budget")
     while over() and len(s["tail"]) > 1:
@@ -278,5 +317,8 @@ def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
 
 async def load_context(store: ChatStore, chat_id: str, config: MemoryConfig) -> MemoryContext:
     """Read what the context needs from the store in one go (the tail only, not the whole history)."""
-    m = await store.load_memory(chat_id, min_importance=config.context_important_min, important_limit=_IMPORTANT_LIMIT)
-    return build_context(m.chat, m.tail, m.pins, m.metas, m.facts, config, m.important)
+    m, profile = await asyncio.gather(
+        store.load_memory(chat_id, min_importance=config.context_important_min, important_limit=_IMPORTANT_LIMIT),
+        store.list_profile(),
+    )
+    return build_context(m.chat, m.tail, m.pins, m.metas, m.facts, config, m.important, profile)

@@ -4,7 +4,8 @@ It is soft. A forgotten pin keeps its row with `forgotten_at` set; a forgotten f
 from its range's lines to that range's `forgotten` lines, and the range is re-embedded without
 it, so search no longer finds the chat by it either. Neither reaches a prompt again, and
 re-extracting the range leaves the line out. `parla forgotten` lists what was forgotten and
-`parla restore` brings an item back.
+`parla restore` brings an item back. An entry of the user's profile (across chats) is forgotten the
+same way, with `forgotten_at`.
 """
 
 from __future__ import annotations
@@ -16,20 +17,23 @@ from typing import Literal
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.errors import StoreError
 from parla.memory.facts import format_fact_lines
+from parla.memory.profile import ProfileEntry
 from parla.memory.store import ChatStore
 from parla.memory.turn import MessageRange
 
-ItemKind = Literal["pin", "fact"]
+ItemKind = Literal["pin", "fact", "profile"]
 
 
 @dataclass(frozen=True)
 class MemoryItem:
-    """A pin or one fact line of a chat."""
+    """A pin or one fact line of a chat, or an entry of the user's profile (its chat: the one it
+    was said in, "" when the user wrote it)."""
 
     kind: ItemKind
     chat_id: str
     content: str
     pin_id: str | None = None
+    entry_id: str | None = None  # a profile entry's
     range: MessageRange | None = None  # a fact line's: the messages it was extracted from
     source_seq: int | None = None  # a pin's: the turn it was said in, when known
     # when it was forgotten (for a fact line: when its range last changed)
@@ -53,6 +57,24 @@ async def memory_items(store: ChatStore, chat_id: str, *, forgotten: bool = Fals
     return items
 
 
+def profile_item(entry: ProfileEntry) -> MemoryItem:
+    return MemoryItem(
+        "profile",
+        entry.chat_id or "",
+        entry.content,
+        entry_id=entry.id,
+        source_seq=entry.source_seq,
+        forgotten_at=entry.forgotten_at,
+    )
+
+
+async def profile_items(store: ChatStore, *, forgotten: bool = False) -> list[MemoryItem]:
+    """The profile's current entries, most important first; with `forgotten`, the forgotten ones."""
+    if not forgotten:
+        return [profile_item(e) for e in await store.list_profile()]
+    return [profile_item(e) for e in await store.list_profile(history=True) if e.forgotten_at is not None]
+
+
 def source_of(item: MemoryItem) -> str | None:
     """Where the item comes from, as the context says it ("turn 412", "turns 11-20")."""
     if item.range is not None:
@@ -65,6 +87,10 @@ async def set_forgotten(store: ChatStore, embedder: Embedder, item: MemoryItem, 
     if item.kind == "pin":
         assert item.pin_id is not None
         await store.set_pin_forgotten(item.pin_id, forgotten)
+        return
+    if item.kind == "profile":
+        assert item.entry_id is not None
+        await store.set_profile_forgotten(item.entry_id, forgotten)
         return
     block = next((b for b in await store.list_facts(item.chat_id) if b.range == item.range), None)
     source = (block.lines if forgotten else block.forgotten) if block else []

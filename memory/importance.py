@@ -4,8 +4,8 @@ about themselves that deserve a pin without being asked.
 The rules read English first-person statements: "I'm allergic to ...", "my daughter is called ...",
 "my flight is on June 3", "I've decided to ...", "I prefer ...", "the gate code is 4417". They do
 not catch a fact said in another language, in the third person, spread over two turns, or worded
-in a way none of the patterns expects; a question, a wish or a hypothetical ("if I were allergic")
-is not pinned. The Gemini summarizer judges with the model instead; these rules are the offline path.
+in a way none of the patterns expects (`memory.durable` reads the general shape of such statements
+for those); a question, a wish or a hypothetical ("if I were allergic") is not pinned. The Gemini summarizer judges with the model instead; these rules are the offline path.
 """
 
 from __future__ import annotations
@@ -15,12 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from parla.memory.durable import is_durable
 from parla.memory.turn import Turn
 
 # The importance from which a turn counts as important (stats; the context's default threshold).
 IMPORTANT = 7.0
+# A durable statement no worded rule names, found by `memory.durable`'s general reading.
+_PERSONAL = 7.0
 
-Category = Literal["health", "family", "identity", "date", "decision", "preference", "code", "place"]
+Category = Literal["health", "family", "identity", "date", "decision", "preference", "code", "place", "personal"]
 
 _DATE_WORD = (
     r"(?:january|february|march|april|may|june|july|august|september|october|november|december|"
@@ -111,7 +114,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
         7.0,
         re.compile(
             r"\b(?i:i (?:live|work) (?:in|at|for))\s+[A-Z]"
-            r"|(?i:\bi(?:'m| am) (?:a|an)\s+\w+\s+(?:by profession|at|in)\b|\bi work as\b|\bi(?:'ve| have) moved to\b"
+            r"|(?i:\bi(?:'m| am) (?:a|an)\s+\w+\s+(?:by profession|at|in)\b|\bi work as\b|\bi(?:'ve| have)? moved to\b"
             r"|\bmy address is\b)",
         ),
     ),
@@ -150,6 +153,9 @@ def durable_statements(text: str) -> list[Statement]:
             if pattern.search(sentence):
                 found.append(Statement(sentence, category, importance))
                 break
+        else:
+            if is_durable(sentence):
+                found.append(Statement(sentence, "personal", _PERSONAL))
     return found
 
 

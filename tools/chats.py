@@ -26,9 +26,10 @@ from pydantic import BaseModel, Field, model_validator
 from parla.memory.chat import storable_title
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
-from parla.memory.errors import ChatNotFound, WriteQueued
-from parla.memory.forgetting import MemoryItem, memory_items, set_forgotten
+from parla.memory.errors import ChatNotFound, StoreOffline, WriteQueued
+from parla.memory.forgetting import MemoryItem, memory_items, profile_items, set_forgotten
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry, subject_of
 from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
@@ -123,6 +124,18 @@ class RenameArgs(BaseModel):
 class RememberArgs(BaseModel):
     fact: str = Field(min_length=1, max_length=500, description="The fact to keep, as a short sentence.")
     importance: float = Field(5.0, ge=0, le=10, description="0-10; how much it matters (default 5).")
+    about_user: bool = Field(
+        False,
+        description="True when the fact is about the user (who they are, people in their life, places, health, "
+        "preferences, possessions, routines, plans with dates): it is then known in every chat. False for a fact "
+        "that matters to this chat only.",
+    )
+    about: str | None = Field(
+        None,
+        max_length=60,
+        description="What a fact about the user is about, in a few words ('home city', 'daughter name'): "
+        "a newer fact about the same thing replaces the older one.",
+    )
 
 
 class RecallArgs(BaseModel):
@@ -154,7 +167,7 @@ class ChatTools:
         self.search = search
         self.embedder = embedder
         self.session = session
-        self.recaller = Recall(store, embedder, config.recall_results, config.recall_fusion_k)
+        self.recaller = Recall(store, embedder, config.recall_results, config.recall_words_weight)
         self.delete_confirm_s = config.delete_confirm_s
         self._confirmations: dict[str, tuple[str, float]] = {}  # confirmation -> (chat_id, issued at)
 
@@ -184,7 +197,8 @@ class ChatTools:
             Tool("rename_chat", "Give the current chat a new title the user chose.", RenameArgs, self.rename_chat),
             Tool(
                 "remember",
-                "Pin a fact the user asks you to remember; it stays in this chat's memory for good.",
+                "Keep a fact the user asks you to remember. A fact about the user (about_user) is known in every "
+                "chat from then on; any other fact is pinned in this chat's memory for good.",
                 RememberArgs,
                 self.remember,
             ),
@@ -205,8 +219,8 @@ class ChatTools:
             ),
             Tool(
                 "forget",
-                "Forget a pinned or remembered fact of this chat when the user asks to. On 'ambiguous', ask "
-                "which candidate and call forget again with its exact text.",
+                "Forget a pinned or remembered fact of this chat, or something you know about the user, when the "
+                "user asks to. On 'ambiguous', ask which candidate and call forget again with its exact text.",
                 ForgetArgs,
                 self.forget,
             ),
@@ -284,7 +298,21 @@ class ChatTools:
         return {"result": "renamed", "title": shown, **queued}
 
     async def remember(self, args: RememberArgs) -> dict[str, Any]:
-        asked = Pin(chat_id=self.session.chat_id, content=args.fact.strip(), importance=args.importance)
+        fact = args.fact.strip()
+        if args.about_user:
+            asked_entry = ProfileEntry(
+                content=fact,
+                importance=args.importance,
+                subject=args.about or subject_of(fact),
+                origin="remember",
+                chat_id=self.session.chat_id,
+            )
+            try:
+                (entry,) = await self.store.save_profile([asked_entry])
+                return {"result": "remembered", "profile_id": entry.id, "fact": entry.content, "known_in": "every chat"}
+            except StoreOffline:  # the profile waits for the store; meanwhile the fact is kept in this chat
+                pass
+        asked = Pin(chat_id=self.session.chat_id, content=fact, importance=args.importance)
         pin, queued = await _kept(self.store.add_pin(asked), asked)
         return {"result": "remembered", "pin_id": pin.id, "fact": pin.content, **queued}
 
@@ -301,6 +329,9 @@ class ChatTools:
                 match["title"] = r.title or "(untitled)"
                 if r.last_activity_at is not None:
                     match["last_talked"] = spoken_when(r.last_activity_at)
+            if r.said_at is not None:
+                # the day as a date too, so "when did I..." has an answer that does not move
+                match["said"] = f"{spoken_when(r.said_at)} ({r.said_at.astimezone():%Y-%m-%d})"
             matches.append(match)
         return {"matches": matches, **await self._from_copy()}
 
@@ -349,7 +380,7 @@ class ChatTools:
 
     async def _forget_item(self, args: ForgetArgs) -> dict[str, Any]:
         wanted = args.item.strip()
-        items = await memory_items(self.store, self.session.chat_id)
+        items = await memory_items(self.store, self.session.chat_id) + await profile_items(self.store)
         if not items:
             return {"result": "none", "say": "Nothing is pinned or recorded as a fact in this chat."}
         exact = [i for i in items if i.content.casefold() == wanted.casefold()]

@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import urlencode
 
 import jinja2
 from markupsafe import Markup, escape
@@ -29,9 +29,11 @@ from parla.memory.forgetting import MemoryItem, set_forgotten
 from parla.memory.pins import Pin
 from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn
 from parla.memory.turn_windows import rename_chat
+from parla.ui.forms import form_fields, number, one_line
 from parla.ui.gate import TokenGate
 from parla.ui.live import LiveFeed
 from parla.ui.memory import HISTORY_PAGE, InspectorMemory, load_chat_page
+from parla.ui.profile import ProfilePages
 
 HERE = Path(__file__).parent
 CurrentChat = Callable[[], Awaitable[str | None]]
@@ -130,13 +132,13 @@ class Inspector:
         self, request: Request, chat_id: str, change: Callable[[dict[str, str]], Awaitable[str]]
     ) -> Response:
         """Run a change with the form's fields; back to the chat with its note, or the error."""
-        form = await _form(request)
+        form = await form_fields(request)
         try:
             note = await change(form)
         except ChatNotFound as e:
             return self.back(request, "/", error=str(e))
         except (ParlaError, ValidationError) as e:  # a pydantic refusal: an importance out of range
-            return self.back(request, f"/chats/{chat_id}", error=_one_line(e))
+            return self.back(request, f"/chats/{chat_id}", error=one_line(e))
         return self.back(request, f"/chats/{chat_id}", note=note)
 
     # -- pages -----------------------------------------------------------------------------
@@ -150,7 +152,7 @@ class Inspector:
     async def failed(self, request: Request, exc: Exception) -> Response:
         """A failure Parla explains (the store is away, the embedder cannot be used): its one line
         on the page instead of a bare server error."""
-        return await self.page(request, "missing.html", status_code=503, message=_one_line(exc))
+        return await self.page(request, "missing.html", status_code=503, message=one_line(exc))
 
     async def chat(self, request: Request) -> Response:
         chat_id = request.path_params["chat_id"]
@@ -235,7 +237,7 @@ class Inspector:
 
         async def change(form: dict[str, str]) -> str:
             pin = await self.mem.store.add_pin(
-                Pin(chat_id=chat_id, content=form.get("content", "").strip(), importance=_number(form, "importance"))
+                Pin(chat_id=chat_id, content=form.get("content", "").strip(), importance=number(form, "importance"))
             )
             return f"Pinned: {pin.content}"
 
@@ -253,7 +255,7 @@ class Inspector:
 
         async def change(form: dict[str, str]) -> str:
             pin = await self._pin(chat_id, pin_id)
-            changed = Pin.model_validate({**pin.model_dump(), "importance": _number(form, "importance")})
+            changed = Pin.model_validate({**pin.model_dump(), "importance": number(form, "importance")})
             await self.mem.store.add_pin(changed)  # a pin is written by id: this updates it
             return f"Importance {changed.importance:g}: {pin.content}"
 
@@ -316,7 +318,7 @@ class Inspector:
         """Deleting asks twice: the first request shows what would go, only a second one with
         `confirm=yes` deletes."""
         chat_id = request.path_params["chat_id"]
-        if (await _form(request)).get("confirm") != "yes":
+        if (await form_fields(request)).get("confirm") != "yes":
             return self.back(request, f"/chats/{chat_id}?confirm=delete")
         if self.current_chat is not None and await self.current_chat() == chat_id:
             return self.back(
@@ -328,7 +330,7 @@ class Inspector:
             chat = await self.mem.store.get_chat(chat_id)
             await self.mem.store.delete_chat(chat_id)
         except ParlaError as e:
-            return self.back(request, "/", error=_one_line(e))
+            return self.back(request, "/", error=one_line(e))
         return self.back(request, "/", note=f"Deleted {chat.display_title} ({chat.turn_count} turns).")
 
     # -- the application -------------------------------------------------------------------
@@ -350,22 +352,7 @@ class Inspector:
             Route("/chats/{chat_id}/pins/{pin_id}/{action:str}", self.pin_forgotten, methods=post),
             Route("/chats/{chat_id}/facts", self.add_fact, methods=post),
             Route("/chats/{chat_id}/facts/{action:str}", self.fact_forgotten, methods=post),
+            *ProfilePages(self).routes(),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         return TokenGate(Starlette(routes=routes, exception_handlers={ParlaError: self.failed}), self.token)
-
-
-async def _form(request: Request) -> dict[str, str]:
-    # the pages post urlencoded forms only (no uploads): no multipart parser needed
-    return dict(parse_qsl((await request.body()).decode("utf-8", "replace"), keep_blank_values=True))
-
-
-def _one_line(e: Exception) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
-
-
-def _number(form: dict[str, str], key: str) -> float:
-    try:
-        return float(form.get(key, "5"))
-    except ValueError:
-        raise ParlaError(f"{key} is a number from 0 to 10") from None

@@ -110,8 +110,9 @@ async def _all_chats(store: SQLiteChatStore) -> list[Chat]:
 
 @command
 async def sync(as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON.")) -> None:
-    """Copy every chat of the local SQLite store to Supabase (turns, titles, pins), then summarise
-    them there. Safe to repeat: what is already there is not copied twice."""
+    """Copy every chat of the local SQLite store to Supabase (turns, titles, pins) and what Parla
+    knows about the user (the profile's current entries), then summarise the chats there. Safe to
+    repeat: what is already there is not copied twice."""
     from parla.daemon.memory_services import MemoryServices, connect_supabase
     from parla.memory.store.sqlite import SQLiteChatStore
     from parla.memory.storing import copy_chat
@@ -129,10 +130,17 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
             results, failed = await store_and_summarise(
                 mem, await _all_chats(local), store_one, progress, "run `parla sync` again to retry"
             )
+        profile = await remote.save_profile(await local.list_profile())
     copied = sum(r.added > 0 for r in results)
     unchanged = sum(r.added == 0 for r in results)
     turns_added = sum(r.added for r in results)
-    report = {"copied": copied, "unchanged": unchanged, "turns_added": turns_added, "not_summarised": failed}
+    report = {
+        "copied": copied,
+        "unchanged": unchanged,
+        "turns_added": turns_added,
+        "profile_entries_added": len(profile),
+        "not_summarised": failed,
+    }
     if as_json:
         emit_json(report)
         return

@@ -11,6 +11,9 @@ Semantics every implementation keeps:
   user) keeps its row.
 - Forgetting is soft: a forgotten pin or fact line leaves every listing the prompt is built from
   but stays stored until restored.
+- The profile is the user's, across chats: saving an entry with a subject supersedes, in the same
+  transaction, the current entries of that subject said before it (and is itself stored superseded
+  when a current one was said after it); superseded and forgotten entries stay as history.
 - Every embedding is written with its text and its embedder; vectors of another embedder or
   dimension are refused (`EmbedderMismatch`) until `replace_embeddings` rebuilds them all.
 """
@@ -29,6 +32,7 @@ from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry
 from parla.memory.stats import MemoryStats
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.text import window_words
@@ -245,10 +249,27 @@ class ChatStore(Protocol):
     async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin: ...
     async def delete_pin(self, pin_id: str) -> None: ...
 
+    async def save_profile(self, entries: Sequence[ProfileEntry], *, edit: bool = False) -> list[ProfileEntry]:
+        """Store profile entries; an id already stored is edited (content, importance, subject)
+        with `edit`, else left as it is. The entries written, as stored (superseded or not)."""
+        ...
+
+    async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
+        """The current profile entries, most important first (newest first among equals); with
+        `history`, every entry stored, superseded and forgotten ones too, newest first."""
+        ...
+
+    async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry: ...
+
     async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
         """The `match_count` chats with the most similar embedded text, most similar first, each
         with its `texts_per_chat` most similar texts; ties go to the latest activity, then the chat
         id. The query must come from the embedder that made the store's vectors."""
+        ...
+
+    async def search_chat(self, query: EmbeddedText, chat_id: str, match_count: int) -> list[TextMatch]:
+        """The `match_count` embedded texts of one chat most similar to the query (windows of what
+        was said, summaries, facts, its description), most similar first."""
         ...
 
     async def window_frontier(self, chat_id: str, size: int) -> int:

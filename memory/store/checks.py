@@ -74,6 +74,10 @@ def pin_not_found(pin_id: str) -> StoreError:
     return StoreRefused(f"no pin with id {pin_id!r}")
 
 
+def profile_entry_not_found(entry_id: str) -> StoreError:
+    return StoreError(f"no profile entry with id {entry_id!r}")
+
+
 def exact_id_first(found: list[T], ref: str, id_of: Callable[[T], str]) -> list[T]:
     """What `find_chats` returns: the chat whose id is `ref` (ids compare in any case) alone, else
     every chat found (by id prefix or title)."""

@@ -40,6 +40,7 @@ from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, WriteQueued
 from parla.memory.facts import FactBlock
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry
 from parla.memory.stats import MemoryStats
 from parla.memory.store import (
     AppendResult,
@@ -50,6 +51,7 @@ from parla.memory.store import (
     MemorySnapshot,
     PendingWrites,
     StoredText,
+    TextMatch,
     TextRef,
     TurnMatch,
     WordCounts,
@@ -332,7 +334,32 @@ class LocalCopyStore:
     async def delete_pin(self, pin_id: str) -> None:
         await self._write(lambda: self.remote.delete_pin(pin_id), lambda _: self.local.delete_pin(pin_id))
 
+    # -- the user's profile -----------------------------------------------------------------
+
+    async def save_profile(self, entries: Sequence[ProfileEntry], *, edit: bool = False) -> list[ProfileEntry]:
+        return await self._write(
+            lambda: self.remote.save_profile(entries, edit=edit),
+            lambda stored: self.local.save_profile(stored or entries, edit=True),
+        )
+
+    async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
+        return await self._read(
+            lambda: self.remote.list_profile(history=history), lambda: self.local.list_profile(history=history)
+        )
+
+    async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:
+        return await self._write(
+            lambda: self.remote.set_profile_forgotten(entry_id, forgotten),
+            lambda _: self.local.set_profile_forgotten(entry_id, forgotten),
+        )
+
     # -- search ----------------------------------------------------------------------------
+
+    async def search_chat(self, query: EmbeddedText, chat_id: str, match_count: int) -> list[TextMatch]:
+        return await self._read(
+            lambda: self.remote.search_chat(query, chat_id, match_count),
+            lambda: self.local.search_chat(query, chat_id, match_count),
+        )
 
     async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
         return await self._read(

@@ -144,4 +144,24 @@ BEGIN
     VALUES (new.id, (SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'generation'))
     ON CONFLICT (chat_id) DO UPDATE SET generation = excluded.generation; END
 """,
+    # the user's profile, across chats (memory.profile): an entry keeps its source chat's id as
+    # provenance after that chat is deleted; superseded_by names the newer entry of its subject
+    """
+CREATE TABLE profile (
+    id TEXT PRIMARY KEY,
+    content TEXT NOT NULL CHECK (content != ''),
+    importance REAL NOT NULL CHECK (importance BETWEEN 0 AND 10),
+    subject TEXT,
+    origin TEXT NOT NULL CHECK (origin IN ('remember', 'auto', 'user')),
+    chat_id TEXT,
+    source_turn_id TEXT,
+    source_seq INTEGER,
+    said_at TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    superseded_by TEXT,
+    superseded_at TEXT,
+    forgotten_at TEXT
+);
+CREATE INDEX profile_by_subject ON profile (subject) WHERE subject IS NOT NULL
+""",
 ]

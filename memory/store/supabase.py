@@ -45,6 +45,7 @@ from parla.memory.errors import ChatNotFound, StoreError, StoreOffline
 from parla.memory.facts import FactBlock
 from parla.memory.importance import IMPORTANT
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry
 from parla.memory.stats import MemoryStats
 from parla.memory.store import (
     AppendResult,
@@ -58,6 +59,7 @@ from parla.memory.store import (
     TextRef,
     TurnMatch,
     WordCounts,
+    supabase_profile,
 )
 from parla.memory.store.checks import (
     check_one_dimension,
@@ -469,6 +471,17 @@ class SupabaseChatStore(SupabaseWrites):
         )
         return [Pin.model_validate(r) for r in rows]
 
+    # -- the user's profile ----------------------------------------------------------------
+
+    async def save_profile(self, entries: Sequence[ProfileEntry], *, edit: bool = False) -> list[ProfileEntry]:
+        return await supabase_profile.save_profile(self._rpc, entries, edit)
+
+    async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
+        return await supabase_profile.list_profile(self._rpc, history)
+
+    async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:
+        return await supabase_profile.set_profile_forgotten(self._rpc, entry_id, forgotten)
+
     # -- embeddings and search -------------------------------------------------------------
 
     async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
@@ -502,6 +515,26 @@ class SupabaseChatStore(SupabaseWrites):
                 ),
             )
             for chat_id, texts in by_chat.items()
+        ]
+
+    async def search_chat(self, query: EmbeddedText, chat_id: str, match_count: int) -> list[TextMatch]:
+        if not is_uuid(chat_id):
+            return []
+        rows = await self._rpc(
+            "search_chat_texts",
+            "search a chat",
+            p_chat_id=chat_id,
+            query_embedding=vector_value(query.vector),
+            match_count=match_count,
+            p_embedder=query.embedder,
+        )
+        return [
+            TextMatch(
+                text_ref(chat_id, kind_of_sql(r["matched_kind"]), r["start_seq"], r["end_seq"]),
+                r["matched_text"],
+                float(r["similarity"]),
+            )
+            for r in rows
         ]
 
     async def window_frontier(self, chat_id: str, size: int) -> int:

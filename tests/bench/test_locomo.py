@@ -219,3 +219,15 @@ def test_the_bench_imports_through_parla_and_finds_each_session(tmp_path, monkey
     assert "imported conv-7: 3 chats, 12 turns" in printed
     assert "imported conv-8: 2 chats, 4 turns" in printed
     assert "search: 14 requests" in printed
+
+
+def test_observations_give_each_speakers_evidence_turns_in_both_forms():
+    data = raw_conversation()
+    data["session_1_observation"] = {"Ada": [["Ada keeps a rye starter.", "D1:1"], ["Ada bakes.", ["D1:3", "D1:1"]]]}
+    data["session_2_observation"] = {"Bruno": [["Bruno gives advice.", "D2:2"]]}
+    observed = conversation_of("conv-7", data, data["qa"]).observed
+    assert observed == {"Ada": frozenset({"D1:1", "D1:3"}), "Bruno": frozenset({"D2:2"})}
+    single = {k: v for k, v in data.items() if not k.endswith("_observation")}
+    again = conversation_of("conv-7", single, data["qa"], {"session_1_observation": data["session_1_observation"]})
+    assert again.observed == {"Ada": frozenset({"D1:1", "D1:3"})}
+    assert [len(s.spoken) for s in again.sessions] == [len(s.turns) for s in again.sessions]

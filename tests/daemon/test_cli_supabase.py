@@ -46,6 +46,8 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
 
     source = write_jsonl(tmp_path / "chats.jsonl", 12, turns=(4, 30))
     assert json.loads(parla("import", str(source), "--json").stdout)["imported"] == 12
+    parla("profile", "add", "My daughter is called Sofia")
+    local_profile = json.loads(parla("profile", "list", "--json").stdout)
 
     with PostgrestShim(dsn) as shim:
         shim.create_user("ada@example.com", "correct horse")
@@ -67,6 +69,11 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
         assert (report["copied"], report["unchanged"], report["not_summarised"]) == (12, 0, [])
         again = json.loads(parla("sync", "--json").stdout)
         assert (again["copied"], again["unchanged"], again["turns_added"]) == (0, 12, 0)
+        # what Parla knows about the user comes along, once
+        assert (report["profile_entries_added"], again["profile_entries_added"]) == (len(local_profile), 0)
+        assert "My daughter is called Sofia" in [
+            e["text"] for e in json.loads(parla("profile", "list", "--json").stdout)
+        ]
 
         chats = json.loads(parla("chats", "--json").stdout)
         assert len(chats) == 12 and all(c["title"] for c in chats)

@@ -137,13 +137,19 @@ async def test_recall_finds_the_turn_that_names_it_by_its_words(store, embedder,
     await store.append_turns(papers.id, chatter)
     await compactor.compact(trip.id)
     found = await tools.recall(RecallArgs(query="What was the name of that restaurant in Lyon?", all_chats=True))
-    (named,) = [m for m in found["matches"] if m["kind"] == "turn" and "Chez Mathilde" in m["text"]]
-    assert (named["chat_id"], named["kind"], named["turns"], named["last_talked"]) == (trip.id, "turn", "3", "today")
-    assert named["text"].startswith("User: ") and named["title"]
+    # what was said, as the turn or in a window of turns, with when it was said
+    named = next(m for m in found["matches"] if m["kind"] in ("turn", "turns") and "Chez Mathilde" in m["text"])
+    first, _, last = named["turns"].partition("-")
+    assert named["chat_id"] == trip.id and int(first) <= 3 <= int(last or first) and named["last_talked"] == "today"
+    assert (
+        "Yes, the best dinner was at Chez Mathilde" in named["text"]
+        and named["title"]
+        and named["said"].startswith("today (")
+    )
     # in the chat the user is in, by words as well
     session.chat_id = trip.id
     here = await tools.recall(RecallArgs(query="the name of that restaurant in Lyon"))
-    assert any(m["kind"] == "turn" and "Chez Mathilde" in m["text"] for m in here["matches"])
+    assert any(m["kind"] in ("turn", "turns") and "Chez Mathilde" in m["text"] for m in here["matches"])
     assert all(m["chat_id"] == trip.id and "title" not in m for m in here["matches"])
     assert len(here["matches"]) <= config.recall_results
 
@@ -178,3 +184,27 @@ async def test_a_delete_confirmation_is_used_once_and_lapses(store, embedder, co
     session.switching = True  # the user's words before a move are still being stored in the chat left
     moving = await tools.delete_chat(DeleteChatArgs(chat_id=chat.id, confirmation=late["confirmation"]))
     assert moving["result"] == "moving" and (await store.get_chat(chat.id)).id == chat.id
+
+
+async def test_remember_about_the_user_is_known_in_every_chat_and_forget_takes_it_out(
+    store, embedder, config, compactor
+):
+    tools, session, chat = await setup(store, embedder, config, compactor)
+    first = await tools.remember(
+        RememberArgs(fact="The user's daughter goes to Maple Grove school", about_user=True, about="daughter's school")
+    )
+    assert first["known_in"] == "every chat" and await store.list_pins(chat.id) == []
+    await tools.remember(
+        RememberArgs(fact="The user's daughter now goes to Oak Hill school", about_user=True, about="daughter school")
+    )
+    await tools.new_chat(NewChatArgs(topic="Dinner"))
+    shown = (await load_context(store, session.chat_id, config)).render()
+    assert "Oak Hill" in shown and "Maple Grove" not in shown  # the newer one replaced it
+
+    forgotten = await tools.forget(ForgetArgs(item="the user's daughter now goes to oak hill school"))
+    assert forgotten == {
+        "result": "forgotten",
+        "kind": "profile",
+        "text": "The user's daughter now goes to Oak Hill school",
+    }
+    assert "Oak Hill" not in (await load_context(store, session.chat_id, config)).render()

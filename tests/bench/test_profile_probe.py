@@ -1,0 +1,12 @@
+"""The cross-chat probe (bench.profile_probe) as a regression test: it takes about a second."""
+
+from __future__ import annotations
+
+from bench.profile_probe import FACTS, run
+
+
+async def test_a_new_chat_knows_the_facts_said_once_in_other_chats_and_no_small_talk(tmp_path):
+    result = await run(tmp_path)
+    assert result.facts_known >= 19, result
+    assert result.small_talk_in_profile == 0 and result.profile_entries <= len(FACTS) + 1, result
+    assert result.detector_false_positives == 0, result

@@ -1,0 +1,74 @@
+"""`parla profile`: what Parla knows about the user, listed, added to, edited, forgotten and restored."""
+
+from __future__ import annotations
+
+import json
+
+
+def test_profile_lists_adds_edits_forgets_and_restores(parla):
+    assert "knows nothing about you yet" in parla("profile", "list").stdout
+    parla("profile", "add", "I live in Turin", "--importance", "7")
+    parla("profile", "add", "My daughter is called Sofia", "--importance", "8")
+    listed = json.loads(parla("profile", "list", "--json").stdout)
+    assert [(e["number"], e["text"], e["about"]) for e in listed] == [
+        (1, "My daughter is called Sofia", "daughter name"),
+        (2, "I live in Turin", "home"),
+    ]
+    # a newer entry about the same thing supersedes the older, which stays as history
+    parla("profile", "add", "I moved to Milan", "--about", "home", "--importance", "7")
+    assert [e["text"] for e in json.loads(parla("profile", "list", "--json").stdout)] == [
+        "My daughter is called Sofia",
+        "I moved to Milan",
+    ]
+    history = {e["text"]: e["state"] for e in json.loads(parla("profile", "list", "--all", "--json").stdout)}
+    assert history == {
+        "My daughter is called Sofia": "current",
+        "I moved to Milan": "current",
+        "I live in Turin": "superseded",
+    }
+
+    assert "Edited" in parla("profile", "edit", "1", "My daughter is called Sofia Maria", "--importance", "9").stdout
+    assert "Forgot" in parla("profile", "forget", "2").stdout
+    assert [e["text"] for e in json.loads(parla("profile", "list", "--json").stdout)] == [
+        "My daughter is called Sofia Maria"
+    ]
+    milan = next(e for e in json.loads(parla("profile", "list", "--all", "--json").stdout) if "Milan" in e["text"])
+    assert milan["state"] == "forgotten"
+    parla("profile", "restore", milan["id"][:8])
+    assert len(json.loads(parla("profile", "list", "--json").stdout)) == 2
+    assert "Sofia" in parla("profile", "list").stdout
+
+    missing = parla("profile", "forget", "no-such-entry", ok=False)
+    assert missing.exit_code == 1 and "parla profile list --all" in missing.stderr
+
+
+def test_recall_finds_what_was_said_in_any_chat_with_its_date(parla, tmp_path):
+    lines = [
+        {
+            "id": "trip",
+            "created_at": "2026-03-02T10:00:00+00:00",
+            "turns": [
+                {"role": "user", "text": "We booked the ferry to Hydra for the ninth of May."},
+                {"role": "model", "text": "Lovely, the ferry to Hydra is a beautiful ride."},
+            ],
+        },
+        {
+            "id": "garden",
+            "created_at": "2026-04-11T10:00:00+00:00",
+            "turns": [
+                {"role": "user", "text": "The tomato seedlings on the balcony need more sun."},
+                {"role": "model", "text": "Move them to the south side of the balcony."},
+            ],
+        },
+    ]
+    source = tmp_path / "chats.jsonl"
+    source.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    parla("import", str(source))
+    found = json.loads(parla("recall", "when is the ferry to Hydra", "--json").stdout)
+    said = next(r for r in found if r["kind"] in ("turn", "turns") and "ferry to Hydra" in r["text"])
+    assert said["said_at"].startswith("2026-03-02")
+    garden = json.loads(parla("chats", "--json").stdout)
+    only = next(c["id"] for c in garden if c["id"] != said["chat_id"])
+    inside = json.loads(parla("recall", "ferry to Hydra", "--chat", only, "--json").stdout)
+    assert all(r["chat_id"] == only for r in inside)
+    assert "ferry" in parla("recall", "the ferry").stdout

@@ -1,0 +1,137 @@
+"""The user's profile across chats, in both stores: filled by compaction's detection of durable
+statements, superseded by newer statements of the same subject, carried in every chat's context."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from parla.daemon.memory_services import gemini_client
+from parla.daemon.settings import Settings
+from parla.memory.compaction import Compactor
+from parla.memory.context import load_context
+from parla.memory.embedders.gemini import GeminiEmbedder
+from parla.memory.models import DEFAULT_SUMMARY_MODEL
+from parla.memory.profile import ProfileEntry, subject_of
+from parla.memory.summarizers.gemini import GeminiSummarizer
+from parla.memory.turn import Turn
+from tests.conftest import T0
+
+SMALL_TALK = [
+    "The weather was lovely this morning, we had a walk in the park.",
+    "That film last night was fun but a bit long.",
+    "Thanks, that sounds good to me.",
+]
+
+
+def _chat_turns(said: list[str], start: int) -> list[Turn]:
+    turns = []
+    for i, text in enumerate(said):
+        moment = T0 + timedelta(days=start, minutes=2 * i)
+        turns.append(Turn.of("user", text, created_at=moment))
+        turns.append(Turn.of("model", "Noted, thank you for telling me.", created_at=moment + timedelta(minutes=1)))
+    return turns
+
+
+async def _talk(store, compactor: Compactor, said: list[str], day: int) -> str:
+    chat = (await store.create_chat(turns=_chat_turns(said, day))).chat
+    await compactor.compact(chat.id)
+    return chat.id
+
+
+async def test_a_new_chat_knows_what_was_said_in_other_chats(any_store, summarizer, embedder, config):
+    compactor = Compactor(any_store, summarizer, embedder, config)
+    trip = await _talk(
+        any_store,
+        compactor,
+        [SMALL_TALK[0], "I'm vegetarian.", "My daughter is called Sofia.", "The cabin wifi password is bluefinch77."],
+        day=0,
+    )
+    await _talk(any_store, compactor, [SMALL_TALK[1], SMALL_TALK[2]], day=1)
+    dinner = (await any_store.create_chat(turns=[Turn.of("user", "Let's plan a dinner for Saturday.")])).chat
+
+    context = await load_context(any_store, dinner.id, config)
+    profile = "".join(item.line for item in context.sections["profile"])
+    for fact in ("I'm vegetarian.", "My daughter is called Sofia.", "bluefinch77"):
+        assert fact in profile
+    assert all(talk not in profile for talk in SMALL_TALK)
+    # each line says where it comes from; the section comes before the chat's own memory
+    assert "(another chat, 2026-01-05)" in profile
+    assert context.render().index("What you know about the user") < context.render().index("Recent conversation")
+    entries = await any_store.list_profile()
+    assert {e.chat_id for e in entries} == {trip}
+    assert all(e.source_seq is not None and e.origin == "auto" for e in entries)
+
+    # compacting again adds nothing (the same statement, the same entry)
+    await compactor.compact(trip)
+    assert len(await any_store.list_profile(history=True)) == len(entries)
+
+
+async def test_a_newer_fact_supersedes_the_older_and_keeps_it_as_history(any_store, summarizer, embedder, config):
+    compactor = Compactor(any_store, summarizer, embedder, config)
+    turin = await _talk(any_store, compactor, ["I live in Turin with two cats."], day=0)
+    milan = await _talk(any_store, compactor, ["Big news: I moved to Milan last week."], day=3)
+
+    (current,) = [e for e in await any_store.list_profile() if e.subject == "home"]
+    assert "Milan" in current.content and current.chat_id == milan
+    history = [e for e in await any_store.list_profile(history=True) if e.subject == "home"]
+    (older,) = [e for e in history if e.id != current.id]
+    assert "Turin" in older.content and older.chat_id == turin and older.superseded_by == current.id
+
+    # an older statement saved late (a chat compacted after) does not take the place of a newer one
+    late = ProfileEntry(content="I live in Genoa.", subject="home", chat_id=turin, said_at=T0 - timedelta(days=30))
+    (stored,) = await any_store.save_profile([late])
+    assert stored.superseded_by == current.id
+
+    fresh = (await any_store.create_chat(turns=[Turn.of("user", "Where should we eat tonight?")])).chat
+    shown = (await load_context(any_store, fresh.id, config)).render()
+    assert "Milan" in shown and "Turin" not in shown and "Genoa" not in shown
+
+
+async def test_forgetting_and_editing_an_entry(any_store):
+    (entry,) = await any_store.save_profile(
+        [ProfileEntry(content="My favourite colour is green.", subject="favourite colour", origin="user")]
+    )
+    forgotten = await any_store.set_profile_forgotten(entry.id, True)
+    assert forgotten.forgotten_at is not None and await any_store.list_profile() == []
+    await any_store.set_profile_forgotten(entry.id, False)
+    (edited,) = await any_store.save_profile(
+        [entry.model_copy(update={"content": "My favourite colour is teal."})], edit=True
+    )
+    assert edited.content == "My favourite colour is teal."
+    assert [e.content for e in await any_store.list_profile()] == ["My favourite colour is teal."]
+    # without `edit`, an id already stored is left as it is
+    assert await any_store.save_profile([entry]) == []
+
+
+async def test_the_profile_keeps_to_its_budget_most_important_first(store, config):
+    chat = (await store.create_chat(turns=[Turn.of("user", "Hello there.")])).chat
+    entries = [
+        ProfileEntry(content=f"Fact number {i} about the user, said with some detail.", importance=i % 10)
+        for i in range(60)
+    ]
+    await store.save_profile(entries)
+    small = config.model_copy(update={"context_profile_budget": 60})
+    context = await load_context(store, chat.id, small)
+    shown = context.sections["profile"]
+    assert 0 < len(shown) < 60 and sum(i.tokens for i in shown) <= 60
+    assert [i.importance for i in shown] == sorted((i.importance for i in shown), reverse=True)
+    assert shown[0].importance == 9
+    assert any(d.section == "profile" and d.reason == "over the profile budget" for d in context.dropped)
+
+
+def test_subjects_read_from_what_was_said():
+    assert subject_of("I live in Turin") == subject_of("I've moved to Milan") == "home"
+    assert subject_of("My daughter's name is Sofia") == subject_of("my daughter is called Sofia") == "daughter name"
+    assert subject_of("The cabin wi-fi password is bluefinch77") == "wifi password"
+    assert subject_of("I'm allergic to peanuts") is None
+
+
+async def test_the_gemini_path_fills_the_profile_too(store, config, gemini):
+    """Summaries and embeddings by Gemini (the REST emulator): the statements of a short chat
+    still reach the profile, and the next chat's context."""
+    client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
+    compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
+    await _talk(store, compactor, [SMALL_TALK[0], "My daughter is called Sofia."], day=0)
+    fresh = (await store.create_chat(turns=[Turn.of("user", "Plan a birthday party.")])).chat
+    assert "My daughter is called Sofia." in (await load_context(store, fresh.id, config)).render()
+    assert gemini.calls(":generateContent")  # the chat was described and titled by the model

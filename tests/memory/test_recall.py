@@ -1,0 +1,58 @@
+"""Recall in both stores: what was said, from several chats when several hold it, each with when it
+was said; inside one chat, that chat's windows of what was said as well as its summaries."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from parla.memory.compaction import Compactor
+from parla.memory.embedding import embed_texts
+from parla.memory.recall import Recall
+from parla.memory.turn import Turn
+from tests.conftest import T0
+
+
+def _chat(said: list[tuple[str, str]], day: int) -> list[Turn]:
+    return [Turn.of(role, text, created_at=T0 + timedelta(days=day, minutes=i)) for i, (role, text) in enumerate(said)]
+
+
+FERRY_MAY = [
+    ("user", "We booked the ferry to Hydra for the ninth of May."),
+    ("model", "Lovely, the ferry to Hydra is a beautiful ride."),
+    ("user", "The kids want to swim at the little harbour."),
+    ("model", "The harbour is calm in May."),
+]
+FERRY_JUNE = [
+    ("user", "The ferry to Hydra was cancelled, we go in June instead."),
+    ("model", "A pity, June is warmer anyway."),
+]
+GARDEN = [
+    ("user", "The tomato seedlings on the balcony need more sun."),
+    ("model", "Move them to the south side of the balcony."),
+]
+
+
+async def test_recall_returns_what_was_said_in_every_chat_that_holds_it_with_its_date(
+    any_store, summarizer, embedder, config
+):
+    compactor = Compactor(any_store, summarizer, embedder, config)
+    ids = []
+    for day, said in enumerate((FERRY_MAY, GARDEN, FERRY_JUNE)):
+        chat = (await any_store.create_chat(turns=_chat(said, day * 10))).chat
+        await compactor.compact(chat.id)
+        ids.append(chat.id)
+    recall = Recall(any_store, embedder, 5, config.recall_words_weight)
+
+    found = await recall.recall("when is the ferry to Hydra", None)
+    said = [r for r in found if r.kind in ("turn", "turns") and "ferry to Hydra" in r.text]
+    assert {r.chat_id for r in said} == {ids[0], ids[2]}
+    assert {r.said_at.date() for r in said if r.chat_id == ids[2]} == {(T0 + timedelta(days=20)).date()}
+
+    inside = await recall.recall("swim at the harbour", ids[0])
+    assert inside and all(r.chat_id == ids[0] for r in inside)
+    assert inside[0].kind in ("turn", "turns") and "harbour" in inside[0].text and inside[0].said_at is not None
+    # a chat's own search finds its windows even when the words are not the request's
+    (query,) = await embed_texts(embedder, ["sea crossing"], "query")
+    windows = await any_store.search_chat(query, ids[0], 3)
+    assert windows and all(t.ref.chat_id == ids[0] for t in windows)
+    assert [t.similarity for t in windows] == sorted((t.similarity for t in windows), reverse=True)
