@@ -12,9 +12,9 @@ from typing import Self, TypeVar
 
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
-from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_rows import stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
+from parla.memory.store.sqlite_vector_file import VectorFile
 
 T = TypeVar("T")
 
@@ -32,7 +32,7 @@ class SQLiteConnection:
         self.path = Path(path)
         self._thread: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
-        self._index: VectorIndex | None = None  # touched only in the connection's thread
+        self._vectors = VectorFile(self.path)  # touched only in the connection's thread
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -60,7 +60,7 @@ class SQLiteConnection:
         if thread is None or db is None:
             return
         self._thread = self._db = None
-        closing = thread.submit(db.close)  # after every operation already queued
+        closing = thread.submit(self._close_files, db)  # after every operation already queued
         thread.shutdown(wait=False)
         await asyncio.shield(asyncio.wrap_future(closing))
 
@@ -83,6 +83,10 @@ class SQLiteConnection:
                 raise store_error(self.path, e, "open") from e
             raise
         return db
+
+    def _close_files(self, db: sqlite3.Connection) -> None:
+        self._vectors.close()
+        db.close()
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         version = db.execute("PRAGMA user_version").fetchone()[0]

@@ -56,6 +56,7 @@ def vectors_changed(db: sqlite3.Connection, chat_id: str) -> None:
     """A new generation, and the chat whose vectors it changed, so an open index reloads only that
     chat's rows (a full rebuild only follows `replace_embeddings`)."""
     bump_generation(db)
+    db.execute("INSERT OR IGNORE INTO vector_chats (chat_id) VALUES (?)", (chat_id,))
     db.execute(
         "INSERT INTO vector_changes (chat_id, generation) VALUES (?, ?) "
         "ON CONFLICT (chat_id) DO UPDATE SET generation = excluded.generation",
