@@ -1,25 +1,30 @@
-"""The SQLite store's vector index: a file beside the store (`<store>-vectors`) that holds, for
-every embedded text, its chat's number and the signs of its vector (one bit a dimension: 32
-bytes at 256 dims, 96 at 768), appended chat by chat.
+"""The SQLite store's vector index: two files beside the store that hold, for every embedded
+text, row by row and appended chat by chat,
+- `<store>-vectors`: its chat's number and the signs of its vector (one bit a dimension: 32
+  bytes at 256 dims, 96 at 768), scanned whole by every search;
+- `<store>-vectors.i8`: its vector in 8 bits a dimension with its scale, read only for the rows of
+  the chats the scan found nearest.
 
-A search reads the file in chunks (page cache, not the daemon's heap), ranks chats by the
-Hamming distance of their best text, and decides among the best few dozen chats with their exact
-float vectors read from the store, so the answer is the exact search's whenever the true best
-chats are among those candidates (measured by `python -m bench.scale`).
+A search reads the sign file in chunks (page cache, not the daemon's heap) and ranks chats by the
+Hamming distance of their best text; the best couple of hundred chats are ranked again with
+their 8-bit rows, and the best few of those are decided with their exact float vectors read from
+the store. The answer is the exact search's whenever the true best chats survive both stages
+(top-10 agreement measured by `python -m bench.scale`).
 
-The file follows the store: its header records the store's generation it reflects. Opening the
-store reads nothing; a search that finds the store newer replaces only the changed chats' rows
-(marks the old ones dead, zeroed, and appends the new), under an exclusive lock on the file, so
-another process (`parla import` beside the daemon) may write the store and update the file too.
-The header is written last: a process killed mid-update leaves the old header, and the next
-search redoes the update. A missing or foreign file (another store, another embedder, a
-re-embedding) is rebuilt into a temporary file renamed over it; so is a file whose dead rows
-reach a third.
+The files follow the store: the sign file's header records the store's generation they reflect.
+Opening the store reads nothing; a search that finds the store newer replaces only the changed
+chats' rows (marks the old ones dead, zeroed in both files, and appends the new), under an
+exclusive lock on the sign file, so another process (`parla import` beside the daemon) may write
+the store and update the files too. The header is written last: a process killed mid-update
+leaves the old header, and the next search redoes the update. Missing or foreign files (another
+store, another embedder, a re-embedding, a pair that does not match) are rebuilt into temporary
+files renamed over them (the 8-bit file first); so are files whose dead rows reach a third.
 """
 
 from __future__ import annotations
 
 import fcntl
+import itertools
 import os
 import sqlite3
 import struct
@@ -31,18 +36,21 @@ from pathlib import Path
 import numpy as np
 
 from parla.memory.store import TextRef
-from parla.memory.store.sqlite_vectors import vector_rows
+from parla.memory.store.sqlite_vectors import vector_blobs, vector_rows
 
-_MAGIC = b"PARLAVX1"
-# magic, dimensions, store id, rebuilt generation, generation, rows, dead rows
-_HEADER = struct.Struct("<8sI32sqqqq")
+_MAGIC = b"PARLAVX2"
+_CODES_MAGIC = b"PARLAV8\0"
+# magic, dimensions, store id, rebuilt generation, generation, rows, dead rows, pair
+_HEADER = struct.Struct("<8sI32sqqqqq")
 _HEADER_SIZE = 128
+_CODES_HEADER = struct.Struct("<8sq")  # magic, pair: the sign file's it was written with
 _DEAD = 0  # chat numbers start at 1
 _CHUNK_ROWS = 32768  # rows read at once: the heap holds one chunk, not the file
-# Chats decided by their exact vectors: enough that the exact search's best chats are among them
-# (top-10 agreement 1.0 on bench.scale's corpus with 256- and 768-dim embedders).
-_CANDIDATES_MIN = 100
-_CANDIDATES_PER_WANTED = 5
+# Chats ranked again by their 8-bit rows, and of those, chats decided by their exact vectors:
+# enough that the exact search's best chats survive (bench.scale's corpus, 256 and 768 dims).
+_CANDIDATES_MIN = 200
+_CANDIDATES_PER_WANTED = 10
+_FINALISTS_EXTRA = 10
 
 
 @dataclass(frozen=True)
@@ -53,10 +61,11 @@ class _Header:
     generation: int
     rows: int = 0
     dead: int = 0
+    pair: int = 0
 
     def pack(self) -> bytes:
         raw = _HEADER.pack(
-            _MAGIC, self.dim, self.store_id.encode(), self.rebuilt, self.generation, self.rows, self.dead
+            _MAGIC, self.dim, self.store_id.encode(), self.rebuilt, self.generation, self.rows, self.dead, self.pair
         )
         return raw.ljust(_HEADER_SIZE, b"\0")
 
@@ -64,14 +73,21 @@ class _Header:
     def unpack(cls, raw: bytes) -> _Header | None:
         if len(raw) < _HEADER.size:
             return None
-        magic, dim, store_id, rebuilt, generation, rows, dead = _HEADER.unpack_from(raw)
+        magic, dim, store_id, rebuilt, generation, rows, dead, pair = _HEADER.unpack_from(raw)
         if magic != _MAGIC:
             return None
-        return cls(dim, store_id.rstrip(b"\0").decode(), rebuilt, generation, rows, dead)
+        return cls(dim, store_id.rstrip(b"\0").decode(), rebuilt, generation, rows, dead, pair)
+
+    def same_as(self, state: _Header) -> bool:
+        return replace(self, rows=0, dead=0, pair=0) == state
 
 
 def _record(dim: int) -> np.dtype:
     return np.dtype([("chat", "<i8"), ("bits", "<u8", ((dim + 63) // 64,))])
+
+
+def _code(dim: int) -> np.dtype:
+    return np.dtype([("scale", "<f4"), ("v", "i1", (dim,))])
 
 
 def sign_bits(vectors: np.ndarray) -> np.ndarray:
@@ -99,22 +115,25 @@ def store_state(db: sqlite3.Connection) -> _Header | None:
 
 
 class VectorFile:
-    """The index file of one store, used only in the store connection's thread."""
+    """The index files of one store, used only in the store connection's thread."""
 
     def __init__(self, store_path: Path) -> None:
         self.path = store_path.with_name(store_path.name + "-vectors")
+        self.codes_path = self.path.with_name(self.path.name + ".i8")
         self._fd: int | None = None
+        self._codes_fd: int | None = None
 
     def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        for fd in (self._fd, self._codes_fd):
+            if fd is not None:
+                os.close(fd)
+        self._fd = self._codes_fd = None
 
     @contextmanager
     def ready(self, db: sqlite3.Connection) -> Iterator[_Header | None]:
-        """The file brought up to the store's snapshot and share-locked while the block runs: None
-        while the store has no vectors. Enter it before any other read of the transaction: the
-        file's header is read before the store's snapshot is taken."""
+        """The files brought up to the store's snapshot and share-locked while the block runs:
+        None while the store has no vectors. Enter it before any other read of the transaction:
+        the header is read before the store's snapshot is taken."""
         try:
             yield self._ready(db)
         finally:
@@ -128,39 +147,68 @@ class VectorFile:
         `texts_per_chat` most similar texts (inside `ready`)."""
         if chat_count <= 0:
             return []
+        query = np.asarray(query, dtype=np.float32)
         wanted = max(_CANDIDATES_MIN, _CANDIDATES_PER_WANTED * chat_count)
-        candidates = self._nearest_chats(header, sign_bits(query)[0], wanted)
-        return _exact(db, candidates, np.asarray(query, dtype=np.float32), chat_count, texts_per_chat)
+        chats, rows = self._nearest_chats(header, sign_bits(query)[0], wanted)
+        finalists = self._by_codes(header, chats, rows, query, chat_count + _FINALISTS_EXTRA)
+        return _exact(db, finalists, query, chat_count, texts_per_chat)
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _nearest_chats(self, header: _Header, query_bits: np.ndarray, count: int) -> list[int]:
-        """The numbers of the `count` chats whose best text is nearest by Hamming distance."""
+    def _nearest_chats(self, header: _Header, query_bits: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """The `count` chats whose best text is nearest by Hamming distance: their rows' chat
+        numbers and row numbers."""
         assert self._fd is not None
-        chats, distances = [], []
-        for chunk in _chunks(self._fd, header):
-            live = chunk[chunk["chat"] != _DEAD]
-            chats.append(live["chat"])
-            distances.append(np.bitwise_count(live["bits"] ^ query_bits).sum(axis=1, dtype=np.int32))
+        chats, rows, distances = [], [], []
+        for start, chunk in _chunks(self._fd, header):
+            live = np.flatnonzero(chunk["chat"] != _DEAD)
+            chats.append(chunk["chat"][live])
+            rows.append(live + start)
+            distances.append(np.bitwise_count(chunk["bits"][live] ^ query_bits).sum(axis=1, dtype=np.int32))
         chat = np.concatenate(chats) if chats else np.zeros(0, dtype=np.int64)
         if not len(chat):
-            return []
-        best = np.full(int(chat.max()) + 1, np.iinfo(np.int32).max, dtype=np.int32)
+            return chat, chat
+        far = np.iinfo(np.int32).max
+        best = np.full(int(chat.max()) + 1, far, dtype=np.int32)
         np.minimum.at(best, chat, np.concatenate(distances))
-        present = np.flatnonzero(best != np.iinfo(np.int32).max)
+        present = np.flatnonzero(best != far)
         nearest = present[np.argsort(best[present], kind="stable")[:count]]
-        return [int(n) for n in nearest]
+        keep = np.isin(chat, nearest)
+        return chat[keep], np.concatenate(rows)[keep]
+
+    def _by_codes(
+        self, header: _Header, chats: np.ndarray, rows: np.ndarray, query: np.ndarray, count: int
+    ) -> list[int]:
+        """The `count` chats among `chats` whose best row is most similar by the 8-bit vectors:
+        each chat's rows are contiguous, so they are read run by run."""
+        assert self._codes_fd is not None
+        if not len(rows):
+            return []
+        code = _code(header.dim)
+        order = np.argsort(rows, kind="stable")
+        rows, chats = rows[order], chats[order]
+        breaks = np.flatnonzero(np.diff(rows) != 1) + 1
+        parts = []
+        for run in np.split(rows, breaks):
+            raw = os.pread(self._codes_fd, len(run) * code.itemsize, _CODES_HEADER.size + int(run[0]) * code.itemsize)
+            parts.append(np.frombuffer(raw, dtype=code, count=len(run)))
+        codes = np.concatenate(parts)
+        sims = (codes["v"].astype(np.float32) @ query) * codes["scale"]
+        numbers, of_row = np.unique(chats, return_inverse=True)
+        best = np.full(len(numbers), -np.inf, dtype=np.float32)
+        np.maximum.at(best, of_row, sims)
+        return [int(n) for n in numbers[np.argsort(-best, kind="stable")[:count]]]
 
     # -- keeping up with the store ---------------------------------------------------------
 
     def _ready(self, db: sqlite3.Connection) -> _Header | None:
-        """The file, shared-locked, reflecting the store's snapshot (or newer)."""
+        """The files, shared-locked, reflecting the store's snapshot (or newer)."""
         fd = self._locked(fcntl.LOCK_SH)
         seen = _Header.unpack(os.pread(fd, _HEADER_SIZE, 0))
         state = store_state(db)  # the transaction's snapshot starts here, after the header was read
         if state is None:
             return None
-        if seen is not None and replace(seen, rows=0, dead=0) == state:
+        if seen is not None and seen.same_as(state) and self._paired(seen):
             return seen
         fcntl.flock(fd, fcntl.LOCK_UN)
         fd = self._locked(fcntl.LOCK_EX)
@@ -171,23 +219,25 @@ class VectorFile:
         if (
             header is None
             or went_back
-            or (header.dim, header.store_id, header.rebuilt)
-            != (
-                state.dim,
-                state.store_id,
-                state.rebuilt,
-            )
+            or not self._paired(header)
+            or (header.dim, header.store_id, header.rebuilt) != (state.dim, state.store_id, state.rebuilt)
         ):
             header = self._rebuild(db, state)
         elif header.generation < state.generation:
-            header = self._catch_up(fd, db, header, state)
+            header = self._catch_up(db, header, state)
         if header.dead * 3 > header.rows > 1024:
             header = self._rewrite(self._live_rows(header), state, header.generation)
         self._locked(fcntl.LOCK_SH)
         return header
 
+    def _paired(self, header: _Header) -> bool:
+        assert self._codes_fd is not None
+        raw = os.pread(self._codes_fd, _CODES_HEADER.size, 0)
+        return len(raw) == _CODES_HEADER.size and _CODES_HEADER.unpack(raw) == (_CODES_MAGIC, header.pair)
+
     def _locked(self, how: int) -> int:
-        """The file at `path` (reopened when another process renamed a new one over it), locked."""
+        """The sign file at `path` (both files reopened when another process renamed new ones
+        over them), locked."""
         while True:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
@@ -197,105 +247,105 @@ class VectorFile:
             except FileNotFoundError:
                 same = False
             if same:
+                if self._codes_fd is None:
+                    self._codes_fd = os.open(self.codes_path, os.O_RDWR | os.O_CREAT, 0o600)
                 return self._fd
             self.close()
 
-    def _catch_up(self, fd: int, db: sqlite3.Connection, header: _Header, state: _Header) -> _Header:
+    def _catch_up(self, db: sqlite3.Connection, header: _Header, state: _Header) -> _Header:
+        assert self._fd is not None and self._codes_fd is not None
         changed = dict(
             db.execute(
-                "SELECT n.number, n.chat_id FROM vector_changes c JOIN vector_chats n ON n.chat_id = c.chat_id "
+                "SELECT n.chat_id, n.number FROM vector_changes c JOIN vector_chats n ON n.chat_id = c.chat_id "
                 "WHERE c.generation > ?",
                 (header.generation,),
             ).fetchall()
         )
-        record = _record(header.dim)
+        record, code = _record(header.dim), _code(header.dim)
         dead = header.dead
-        numbers = np.fromiter(changed, dtype=np.int64)
-        for start, chunk in _positioned_chunks(fd, header):
-            for row in np.flatnonzero(np.isin(chunk["chat"], numbers)).tolist():
-                os.pwrite(fd, bytes(record.itemsize), _HEADER_SIZE + (start + row) * record.itemsize)
+        numbers = np.fromiter(changed.values(), dtype=np.int64)
+        for start, chunk in _chunks(self._fd, header):
+            for row in (np.flatnonzero(np.isin(chunk["chat"], numbers)) + start).tolist():
+                os.pwrite(self._fd, bytes(record.itemsize), _HEADER_SIZE + row * record.itemsize)
+                os.pwrite(self._codes_fd, bytes(code.itemsize), _CODES_HEADER.size + row * code.itemsize)
                 dead += 1
         rows = header.rows
-        for batch in _batches(_numbered_rows(db, changed)):
-            os.pwrite(fd, _encode(batch, header.dim).tobytes(), _HEADER_SIZE + rows * record.itemsize)
-            rows += len(batch)
-        updated = replace(state, rows=rows, dead=dead)
-        os.pwrite(fd, updated.pack(), 0)
+        for records, codes in _encoded(_chat_by_chat(db, list(changed)), changed, header.dim):
+            os.pwrite(self._codes_fd, codes.tobytes(), _CODES_HEADER.size + rows * code.itemsize)
+            os.pwrite(self._fd, records.tobytes(), _HEADER_SIZE + rows * record.itemsize)
+            rows += len(records)
+        updated = replace(state, rows=rows, dead=dead, pair=header.pair)
+        os.pwrite(self._fd, updated.pack(), 0)
         return updated
 
-    def _live_rows(self, header: _Header) -> Iterator[np.ndarray]:
-        assert self._fd is not None
-        for chunk in _chunks(self._fd, header):
-            yield chunk[chunk["chat"] != _DEAD]
+    def _live_rows(self, header: _Header) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        assert self._fd is not None and self._codes_fd is not None
+        code = _code(header.dim)
+        for start, chunk in _chunks(self._fd, header):
+            raw = os.pread(self._codes_fd, len(chunk) * code.itemsize, _CODES_HEADER.size + start * code.itemsize)
+            live = chunk["chat"] != _DEAD
+            yield chunk[live], np.frombuffer(raw, dtype=code, count=len(chunk))[live]
 
     def _rebuild(self, db: sqlite3.Connection, state: _Header) -> _Header:
         numbers = dict(db.execute("SELECT chat_id, number FROM vector_chats").fetchall())
-        return self._rewrite(
-            (_encode(batch, state.dim) for batch in _batches(_all_rows(db, numbers))), state, state.generation
-        )
+        return self._rewrite(_encoded(_chat_by_chat(db, list(numbers)), numbers, state.dim), state, state.generation)
 
-    def _rewrite(self, chunks: Iterator[np.ndarray], state: _Header, generation: int) -> _Header:
-        """Write a new file from `chunks` and rename it over the old one (held exclusively)."""
+    def _rewrite(self, chunks: Iterator[tuple[np.ndarray, np.ndarray]], state: _Header, generation: int) -> _Header:
+        """Write new files from `chunks` and rename them over the old ones (held exclusively):
+        the 8-bit file first, so a sign file never names a pair that is not there."""
         for stale in self.path.parent.glob(self.path.name + ".*.tmp"):  # left by a killed rebuild
             stale.unlink(missing_ok=True)
         temp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
+        codes_temp = self.path.with_name(f"{self.codes_path.name}.{os.getpid()}.tmp")
         fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        codes_fd = os.open(codes_temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
+            pair = int.from_bytes(os.urandom(8), "little", signed=True)
+            os.pwrite(codes_fd, _CODES_HEADER.pack(_CODES_MAGIC, pair), 0)
             rows = 0
-            for chunk in chunks:
-                os.pwrite(fd, chunk.tobytes(), _HEADER_SIZE + rows * chunk.dtype.itemsize)
-                rows += len(chunk)
-            header = replace(state, generation=generation, rows=rows, dead=0)
+            for records, codes in chunks:
+                os.pwrite(fd, records.tobytes(), _HEADER_SIZE + rows * records.dtype.itemsize)
+                os.pwrite(codes_fd, codes.tobytes(), _CODES_HEADER.size + rows * codes.dtype.itemsize)
+                rows += len(records)
+            header = replace(state, generation=generation, rows=rows, dead=0, pair=pair)
             os.pwrite(fd, header.pack(), 0)
+            os.replace(codes_temp, self.codes_path)
             os.replace(temp, self.path)
         except BaseException:
-            os.close(fd)
-            temp.unlink(missing_ok=True)
+            for opened, path in ((fd, temp), (codes_fd, codes_temp)):
+                os.close(opened)
+                path.unlink(missing_ok=True)
             raise
         self.close()  # unlocks the old file: processes waiting on it see the rename and reopen
-        self._fd = fd
+        self._fd, self._codes_fd = fd, codes_fd
         fcntl.flock(fd, fcntl.LOCK_EX)
         return header
 
 
-def _encode(rows: list[tuple[int, bytes]], dim: int) -> np.ndarray:
-    out = np.zeros(len(rows), dtype=_record(dim))
-    out["chat"] = [number for number, _ in rows]
-    out["bits"] = sign_bits(np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), dim))
-    return out
+def _encoded(
+    rows: Iterator[tuple[str, bytes]], numbers: dict[str, int], dim: int, size: int = 4096
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """The files' rows for `rows` (chat id, float32 vector), `size` at a time."""
+    while batch := list(itertools.islice(rows, size)):
+        vectors = np.frombuffer(b"".join(blob for _, blob in batch), dtype=np.float32).reshape(len(batch), dim)
+        records = np.zeros(len(batch), dtype=_record(dim))
+        records["chat"] = [numbers[chat_id] for chat_id, _ in batch]
+        records["bits"] = sign_bits(vectors)
+        codes = np.zeros(len(batch), dtype=_code(dim))
+        scale = np.abs(vectors).max(axis=1) / 127
+        codes["scale"] = scale
+        codes["v"] = np.round(vectors / np.where(scale == 0, 1, scale)[:, None])
+        yield records, codes
 
 
-def _batches(rows: Iterator[tuple[int, bytes]], size: int = 4096) -> Iterator[list[tuple[int, bytes]]]:
-    batch: list[tuple[int, bytes]] = []
-    for row in rows:
-        batch.append(row)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+def _chat_by_chat(db: sqlite3.Connection, chat_ids: list[str], at_once: int = 256) -> Iterator[tuple[str, bytes]]:
+    """The chats' vectors, each chat's together (a search reads a chat's 8-bit rows in one go)."""
+    for start in range(0, len(chat_ids), at_once):
+        yield from sorted(vector_blobs(db, chat_ids[start : start + at_once]), key=lambda row: row[0])
 
 
-def _numbered_rows(db: sqlite3.Connection, chats: dict[int, str]) -> Iterator[tuple[int, bytes]]:
-    number_of = {chat_id: number for number, chat_id in chats.items()}
-    for ref, blob in vector_rows(db, list(number_of)) if number_of else []:
-        yield number_of[ref.chat_id], blob
-
-
-def _all_rows(db: sqlite3.Connection, numbers: dict[str, int]) -> Iterator[tuple[int, bytes]]:
-    """Every vector with its chat's number, streamed (a full read happens only at a rebuild)."""
-    cursor = db.execute(
-        "SELECT id, summary_embedding FROM chats WHERE summary_embedding IS NOT NULL "
-        "UNION ALL SELECT chat_id, embedding FROM summaries "
-        "UNION ALL SELECT chat_id, embedding FROM facts WHERE embedding IS NOT NULL "
-        "UNION ALL SELECT chat_id, embedding FROM turn_windows"
-    )
-    while rows := cursor.fetchmany(4096):
-        for chat_id, blob in rows:
-            yield numbers[chat_id], blob
-
-
-def _positioned_chunks(fd: int, header: _Header) -> Iterator[tuple[int, np.ndarray]]:
+def _chunks(fd: int, header: _Header) -> Iterator[tuple[int, np.ndarray]]:
+    """The sign file's rows, a chunk at a time, with the row number each chunk starts at."""
     record = _record(header.dim)
     for start in range(0, header.rows, _CHUNK_ROWS):
         count = min(_CHUNK_ROWS, header.rows - start)
@@ -303,15 +353,10 @@ def _positioned_chunks(fd: int, header: _Header) -> Iterator[tuple[int, np.ndarr
         yield start, np.frombuffer(raw, dtype=record, count=len(raw) // record.itemsize)
 
 
-def _chunks(fd: int, header: _Header) -> Iterator[np.ndarray]:
-    for _, chunk in _positioned_chunks(fd, header):
-        yield chunk
-
-
 def _exact(
     db: sqlite3.Connection, numbers: list[int], query: np.ndarray, chat_count: int, texts_per_chat: int
 ) -> list[tuple[str, list[tuple[TextRef, float]]]]:
-    """The candidates ranked by their exact vectors: each chat by its most similar text."""
+    """The finalists ranked by their exact vectors: each chat by its most similar text."""
     if not numbers:
         return []
     marks = ",".join("?" * len(numbers))

@@ -120,8 +120,11 @@ async def test_a_deleted_chat_is_gone_from_the_index_and_its_file(filled):
         await store.delete_chat(gone)
         vectors = chats.pop(gone)
         assert await found(store, query) == exact(chats, query, 5, 2)
-    raw = index_file(path).read_bytes()
-    assert all(bits.tobytes() not in raw for bits in sign_bits(vectors))
+    signs = index_file(path).read_bytes()
+    assert all(bits.tobytes() not in signs for bits in sign_bits(vectors))
+    codes = index_file(path).with_name(index_file(path).name + ".i8").read_bytes()
+    scale = np.abs(vectors).max(axis=1, keepdims=True) / 127
+    assert all(row.tobytes() not in codes for row in np.round(vectors / scale).astype(np.int8))
 
 
 def run_child(path: Path, code: str) -> int:
