@@ -59,6 +59,14 @@ class Exact:
     def search(self, query: np.ndarray) -> list[int]:
         return self.best(self.matrix @ query, TOP)
 
+    def agreement(self, query: np.ndarray, found: list[int]) -> float:
+        """The share of the exact top 10 that `found` (rescored exactly) holds; a chat tied with
+        the exact 10th within float32 noise (the corpus repeats sentences across chats) counts."""
+        best = np.full(self.chats, -np.inf, dtype=np.float32)
+        np.maximum.at(best, self.chat, self.matrix @ query)
+        tenth = np.sort(best)[-TOP]
+        return sum(1 for chat in self.rescore(query, found) if best[chat] >= tenth - 1e-5) / TOP
+
     def rescore(self, query: np.ndarray, candidates: list[int]) -> list[int]:
         rows = np.isin(self.chat, candidates)
         sims = np.full(len(self.matrix), -np.inf, dtype=np.float32)
@@ -88,7 +96,6 @@ def measure(
     candidates: Callable[[np.ndarray], list[int]],
     exact: Exact,
     queries: dict[str, list[np.ndarray]],
-    reference: dict[str, list[list[int]]],
     heap_bytes: float,
     disk_bytes: float,
     build_s: float,
@@ -98,11 +105,11 @@ def measure(
     timings = []
     for kind, vectors in queries.items():
         agree = []
-        for query, want in zip(vectors, reference[kind], strict=True):
+        for query in vectors:
             started = time.perf_counter()
             found = candidates(query)
             timings.append((time.perf_counter() - started) * 1000)
-            agree.append(len(set(exact.rescore(query, found)) & set(want)) / TOP)
+            agree.append(exact.agreement(query, found))
         out[f"agreement_{kind}"] = round(float(np.mean(agree)), 4)
     out["candidates_ms_p50"] = round(percentile(timings, 0.5), 2)
     out["candidates_ms_p95"] = round(percentile(timings, 0.95), 2)
@@ -135,13 +142,8 @@ async def main(path: Path, dim: int, with_usearch: bool) -> None:
     }
     ids, chat, matrix = load(path)
     exact = Exact(chat, matrix, len(ids))
-    reference = {kind: [exact.search(q) for q in vectors] for kind, vectors in queries.items()}
     rows = len(matrix)
-    results = [
-        measure(
-            "exact float32 in the heap (today)", exact.search, exact, queries, reference, matrix.itemsize * dim, 0, 0
-        )
-    ]
+    results = [measure("exact float32 in the heap (today)", exact.search, exact, queries, matrix.itemsize * dim, 0, 0)]
     with tempfile.TemporaryDirectory() as tmp:
         started = time.perf_counter()
         codes, scale = int8_file(Path(tmp), matrix)
@@ -157,9 +159,7 @@ async def main(path: Path, dim: int, with_usearch: bool) -> None:
             return exact.best(sims, CANDIDATES)
 
         results.append(
-            measure(
-                "int8 rows in a numpy memmap, full scan", int8_candidates, exact, queries, reference, 0, dim + 4, built
-            )
+            measure("int8 rows in a numpy memmap, full scan", int8_candidates, exact, queries, 0, dim + 4, built)
         )
         if with_usearch:
             started = time.perf_counter()
@@ -175,9 +175,7 @@ async def main(path: Path, dim: int, with_usearch: bool) -> None:
 
             disk = (Path(tmp) / "vectors.usearch").stat().st_size / rows
             results.append(
-                measure(
-                    "usearch HNSW i8, memory-mapped view", usearch_candidates, exact, queries, reference, 0, disk, built
-                )
+                measure("usearch HNSW i8, memory-mapped view", usearch_candidates, exact, queries, 0, disk, built)
             )
     search = await store_candidates(path, ids, embedder.name)
     try:
@@ -192,7 +190,6 @@ async def main(path: Path, dim: int, with_usearch: bool) -> None:
                 search,
                 exact,
                 queries,
-                reference,
                 0,
                 record,
                 built,
