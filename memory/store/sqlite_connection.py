@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from parla.memory.store.sqlite_schema import MIGRATIONS
 from parla.memory.store.sqlite_vector_file import VectorFile
 
 T = TypeVar("T")
+log = logging.getLogger("parla.memory")
 
 
 class SQLiteConnection:
@@ -85,8 +87,15 @@ class SQLiteConnection:
         return db
 
     def _close_files(self, db: sqlite3.Connection) -> None:
-        self._vectors.close()
-        db.close()
+        """Bring the vector index up to the store before closing, so the next process to open it
+        (the daemon after `parla import`) starts searching at once; a failure only defers that."""
+        try:
+            transaction(db, "BEGIN", self._vectors.refresh, threading.Event())
+        except (OSError, sqlite3.Error) as e:
+            log.warning("could not bring the vector index of %s up to date: %s", self.path, e)
+        finally:
+            self._vectors.close()
+            db.close()
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         version = db.execute("PRAGMA user_version").fetchone()[0]

@@ -140,6 +140,10 @@ class VectorFile:
             if self._fd is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)
 
+    def refresh(self, db: sqlite3.Connection) -> None:
+        with self.ready(db):
+            pass
+
     def best_per_chat(
         self, db: sqlite3.Connection, header: _Header, query: np.ndarray, chat_count: int, texts_per_chat: int
     ) -> list[tuple[str, list[tuple[TextRef, float]]]]:
@@ -203,6 +207,8 @@ class VectorFile:
 
     def _ready(self, db: sqlite3.Connection) -> _Header | None:
         """The files, shared-locked, reflecting the store's snapshot (or newer)."""
+        if self._fd is None and not self.path.exists() and store_state(db) is None:
+            return None  # no vectors yet: no files either
         fd = self._locked(fcntl.LOCK_SH)
         seen = _Header.unpack(os.pread(fd, _HEADER_SIZE, 0))
         state = store_state(db)  # the transaction's snapshot starts here, after the header was read

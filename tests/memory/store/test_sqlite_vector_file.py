@@ -155,31 +155,33 @@ async def test_a_write_from_another_process_is_searched_at_once(filled, tmp_path
         assert os.stat(index_file(path)).st_ino == built  # updated in place, not rebuilt
 
 
-@pytest.mark.parametrize("writes_before_kill", [1, 3])
-async def test_a_process_killed_while_updating_the_file_leaves_it_usable(filled, tmp_path, writes_before_kill):
+# the process is killed at its first write to the files, or with every row written but the header
+@pytest.mark.parametrize("killed_at", ["len(seen) > 1", "offset == 0"])
+async def test_a_process_killed_while_updating_the_files_leaves_them_usable(filled, tmp_path, killed_at):
     path, chats = filled
     query = queries(chats, 1)[0]
     async with SQLiteChatStore(path) as store:
-        await found(store, query)  # the file is built
-        changed = exact(chats, query, 1, 1)[0][0]
-        new = chat_vectors(1000, 4)
-        await store.delete_chat(changed)
-    del chats[changed]
+        await found(store, query)  # the files are built
+    changed = exact(chats, query, 1, 1)[0][0]
+    new = chat_vectors(1000, 4)
     np.save(tmp_path / "new.npy", new)
-    # the next search in another process marks the deleted chat's rows dead and is killed (-9)
-    # after a few writes to the file, before its header says so
+    # another process deletes a chat and adds one; its next search marks the deleted chat's rows
+    # dead, appends the new chat's, and is killed (-9) before the header says so
     code = (
-        f"chat = await add_chat(store, np.load({str(tmp_path / 'new.npy')!r}))\n"
+        f"await store.delete_chat({changed!r})\n"
+        f"await add_chat(store, np.load({str(tmp_path / 'new.npy')!r}))\n"
         "real, seen = os.pwrite, []\n"
         "def pwrite(fd, data, offset):\n"
-        f"    seen.append(offset)\n    if len(seen) > {writes_before_kill}: os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    seen.append(offset)\n"
+        f"    if {killed_at}: os.kill(os.getpid(), signal.SIGKILL)\n"
         "    return real(fd, data, offset)\n"
         "os.pwrite = pwrite\n"
         "await found(store, np.zeros(256, np.float32) + 1)"
     )
     assert run_child(path, code) == -9
+    del chats[changed]
     async with SQLiteChatStore(path) as store:
-        new_id = next(c.id for c in await store.list_chats(limit=200) if c.id not in chats)
+        new_id = next(c.id for c in await store.list_chats(limit=300) if c.id not in chats)
         chats[new_id] = new
         for q in queries(chats, 10):
             assert await found(store, q) == exact(chats, q, 5, 2)
