@@ -36,7 +36,8 @@ from pathlib import Path
 import numpy as np
 
 from parla.memory.store import TextRef
-from parla.memory.store.sqlite_vectors import vector_blobs, vector_rows
+from parla.memory.store.checks import text_ref
+from parla.memory.store.sqlite_vectors import raw_vector_rows, vector_blobs
 
 _MAGIC = b"PARLAVX2"
 _CODES_MAGIC = b"PARLAV8\0"
@@ -367,13 +368,15 @@ def _exact(
         return []
     marks = ",".join("?" * len(numbers))
     chat_ids = [r[0] for r in db.execute(f"SELECT chat_id FROM vector_chats WHERE number IN ({marks})", numbers)]
-    rows = vector_rows(db, chat_ids)
+    rows = raw_vector_rows(db, chat_ids)
     if not rows:
         return []
-    sims = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1) @ query
-    by_chat: dict[str, list[tuple[TextRef, float]]] = {}
-    for (ref, _), similarity in zip(rows, sims.tolist(), strict=True):
-        by_chat.setdefault(ref.chat_id, []).append((ref, similarity))
-    ranked = [sorted(texts, key=lambda t: -t[1])[:texts_per_chat] for texts in by_chat.values()]
-    ranked.sort(key=lambda texts: -texts[0][1])
-    return [(texts[0][0].chat_id, texts) for texts in ranked[:chat_count]]
+    sims = np.frombuffer(b"".join(row[4] for row in rows), dtype=np.float32).reshape(len(rows), -1) @ query
+    by_chat: dict[str, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_chat.setdefault(row[0], []).append(i)
+    ranked = [sorted(texts, key=lambda i: -sims[i])[:texts_per_chat] for texts in by_chat.values()]
+    ranked.sort(key=lambda texts: -sims[texts[0]])
+    return [
+        (rows[texts[0]][0], [(text_ref(*rows[i][:4]), float(sims[i])) for i in texts]) for texts in ranked[:chat_count]
+    ]

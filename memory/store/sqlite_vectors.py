@@ -95,13 +95,16 @@ VECTORS = (
 
 def vector_rows(db: sqlite3.Connection, chat_ids: Sequence[str] | None = None) -> list[tuple[TextRef, bytes]]:
     """Every vector, or those of some chats."""
+    return [(text_ref(*row[:4]), row[4]) for row in raw_vector_rows(db, chat_ids)]
+
+
+def raw_vector_rows(db: sqlite3.Connection, chat_ids: Sequence[str] | None = None) -> list[sqlite3.Row]:
+    """(chat id, kind, start, end, vector) rows, for a caller that makes few of them TextRefs."""
     if chat_ids is None:
-        rows = db.execute(VECTORS.format(chats="1", rows="1")).fetchall()
-    else:
-        marks = ",".join("?" * len(chat_ids))
-        sql = VECTORS.format(chats=f"id IN ({marks})", rows=f"chat_id IN ({marks})")
-        rows = db.execute(sql, [*chat_ids] * 4).fetchall()
-    return [(text_ref(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
+        return db.execute(VECTORS.format(chats="1", rows="1")).fetchall()
+    marks = ",".join("?" * len(chat_ids))
+    sql = VECTORS.format(chats=f"id IN ({marks})", rows=f"chat_id IN ({marks})")
+    return db.execute(sql, [*chat_ids] * 4).fetchall()
 
 
 VECTOR_BLOBS = (
