@@ -91,7 +91,7 @@ class SQLiteConnection:
         (the daemon after `parla import`) starts searching at once; a failure only defers that."""
         try:
             transaction(db, "BEGIN", self._vectors.refresh, threading.Event())
-        except (OSError, sqlite3.Error) as e:
+        except (StoreError, sqlite3.Error) as e:
             log.warning("could not bring the vector index of %s up to date: %s", self.path, e)
         finally:
             self._vectors.close()

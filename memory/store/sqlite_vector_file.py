@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from parla.memory.errors import StoreError
 from parla.memory.store import TextRef
 from parla.memory.store.checks import text_ref
 from parla.memory.store.sqlite_vectors import raw_vector_rows, vector_blobs
@@ -136,7 +137,14 @@ class VectorFile:
         None while the store has no vectors. Enter it before any other read of the transaction:
         the header is read before the store's snapshot is taken."""
         try:
-            yield self._ready(db)
+            try:
+                header = self._ready(db)
+            except OSError as e:  # a read-only folder, a full disk
+                raise StoreError(
+                    f"cannot keep the vector index {self.path} beside the store: {e.strerror}: "
+                    "make the store's folder writable for you, or free some space"
+                ) from e
+            yield header
         finally:
             if self._fd is not None:
                 fcntl.flock(self._fd, fcntl.LOCK_UN)

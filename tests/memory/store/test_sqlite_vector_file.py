@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from parla.memory.embedding import EmbeddedText
+from parla.memory.errors import StoreError
 from parla.memory.store import EmbeddedWindow
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.sqlite_vector_file import sign_bits
@@ -185,3 +186,13 @@ async def test_a_process_killed_while_updating_the_files_leaves_them_usable(fill
         chats[new_id] = new
         for q in queries(chats, 10):
             assert await found(store, q) == exact(chats, q, 5, 2)
+
+
+async def test_an_index_that_cannot_be_written_is_a_store_error(tmp_path):
+    path = tmp_path / "parla.db"
+    async with SQLiteChatStore(path) as store:
+        vectors = chat_vectors(1, 2)
+        await add_chat(store, vectors)
+        index_file(path).mkdir()  # where the file should be (a permission is no obstacle to root)
+        with pytest.raises(StoreError, match="cannot keep the vector index"):
+            await found(store, vectors[0])
