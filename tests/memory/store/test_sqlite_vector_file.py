@@ -196,3 +196,17 @@ async def test_an_index_that_cannot_be_written_is_a_store_error(tmp_path):
         index_file(path).mkdir()  # where the file should be (a permission is no obstacle to root)
         with pytest.raises(StoreError, match="cannot keep the vector index"):
             await found(store, vectors[0])
+
+
+async def test_files_a_third_dead_are_rewritten_with_the_live_rows_only(filled):
+    path, chats = filled
+    query = queries(chats, 1)[0]
+    async with SQLiteChatStore(path) as store:
+        await found(store, query)
+        before = os.stat(index_file(path))
+        for chat_id in list(chats)[:100]:
+            await store.delete_chat(chat_id)
+            del chats[chat_id]
+        assert await found(store, query) == exact(chats, query, 5, 2)
+        after = os.stat(index_file(path))
+    assert after.st_ino != before.st_ino and after.st_size < before.st_size * 2 / 3
