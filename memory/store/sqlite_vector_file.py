@@ -6,7 +6,7 @@ text, row by row and appended chat by chat,
   the chats the scan found nearest.
 
 A search reads the sign file in chunks (page cache, not the daemon's heap) and ranks chats by the
-Hamming distance of their best text; the best hundred or so chats are ranked again with
+Hamming distance of their best text; the best few hundred chats are ranked again with
 their 8-bit rows, and the best few of those are decided with their exact float vectors read from
 the store. The answer is the exact search's whenever the true best chats survive both stages
 (top-10 agreement measured by `python -m bench.scale`).
@@ -50,9 +50,9 @@ _DEAD = 0  # chat numbers start at 1
 _CHUNK_ROWS = 32768  # rows read at once: the heap holds one chunk, not the file
 # Chats ranked again by their 8-bit rows, and of those, chats decided by their exact vectors:
 # enough that the exact search's best chats survive (bench.scale's corpus, 256 and 768 dims).
-_CANDIDATES_MIN = 100
-_CANDIDATES_PER_WANTED = 3
-_FINALISTS_EXTRA = 5
+_CANDIDATES_MIN = 300
+_CANDIDATES_PER_WANTED = 5
+_FINALISTS_EXTRA = 10
 
 
 @dataclass(frozen=True)
