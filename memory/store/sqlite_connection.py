@@ -74,7 +74,15 @@ class SQLiteConnection:
             raise store_error(self.path, e, "open") from e
         try:
             db.row_factory = sqlite3.Row
-            for pragma in ("journal_mode=WAL", "foreign_keys=ON", "busy_timeout=10000", "synchronous=NORMAL"):
+            # secure_delete: what is deleted or forgotten (a text, its vector) is overwritten, not left
+            # in free pages; some SQLite builds default to off
+            for pragma in (
+                "journal_mode=WAL",
+                "foreign_keys=ON",
+                "busy_timeout=10000",
+                "synchronous=NORMAL",
+                "secure_delete=ON",
+            ):
                 db.execute(f"PRAGMA {pragma}")
             db.create_function("parla_turn_importance", 2, stored_turn_importance, deterministic=True)
             transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())

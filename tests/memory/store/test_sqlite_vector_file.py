@@ -210,3 +210,15 @@ async def test_files_a_third_dead_are_rewritten_with_the_live_rows_only(filled):
             assert await found(store, query) == exact(chats, query, 5, 2)
         after = os.stat(index_file(path))
     assert after.st_ino != before.st_ino and after.st_size < before.st_size * 2 / 3
+
+
+async def test_a_deleted_chat_leaves_no_vector_in_the_store_file(tmp_path):
+    path = tmp_path / "parla.db"
+    vectors = chat_vectors(7, 3)
+    async with SQLiteChatStore(path) as store:
+        kept = await add_chat(store, chat_vectors(8, 3))
+        gone = await add_chat(store, vectors)
+        await store.delete_chat(gone)
+        assert [m.chat_id for m in await store.search(EmbeddedText("q", vectors[0], EMBEDDER), 5)] == [kept]
+    raw = path.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("parla.db-wal"))
+    assert all(v.tobytes() not in raw for v in vectors)
