@@ -376,13 +376,31 @@ async def stats(
         s = await mem.store.stats(cid)
     where = {"url": settings.supabase_url} if settings.store == "supabase" else {"path": str(settings.store_path)}
     data = {"store": settings.store, **where, **({"chat": cid} if cid else {}), **s.model_dump(mode="json")}
+    if settings.store == "sqlite" and cid is None:
+        from parla.memory.store.sqlite_size import store_size
+
+        data["store_size"] = store_size(settings.store_path).model_dump(mode="json")
     if as_json:
         emit_json(data)
         return
     table = Table("", "", show_header=False)
-    for key, value in data.items():
+    for key, value in _flat(data).items():
         table.add_row(key.replace("_", " "), "-" if value is None else escape(str(value)))
     out.print(table)
+
+
+def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested figures as rows of their own ("store size: parts: turns"); byte counts in MB."""
+    rows: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            rows.update(_flat(value, f"{name}: "))
+        elif prefix.startswith("store_size") and isinstance(value, int) and key != "turns":
+            rows[name] = f"{value / 2**20:.2f} MB"
+        else:
+            rows[name] = value
+    return rows
 
 
 ExportFormat = Literal["md", "jsonl"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import sqlite3
 import threading
 import time
@@ -14,11 +15,12 @@ from typing import Self, TypeVar
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_identity import FileWatch
-from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_rows import stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
+from parla.memory.store.sqlite_vector_file import VectorFile
 
 T = TypeVar("T")
+log = logging.getLogger("parla.memory")
 
 # Another process's write lock is waited for up to BUSY_WAIT_S, in slices of BUSY_SLICE_MS so that
 # an operation whose caller gave up (cancelled: a shutdown) stops waiting at the next slice
@@ -41,8 +43,8 @@ class SQLiteConnection:
         self.path = Path(path)
         self._thread: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
-        self._index: VectorIndex | None = None  # touched only in the connection's thread
         self._watch = FileWatch(self.path)  # touched only in the connection's thread
+        self._vectors = VectorFile(self.path)  # touched only in the connection's thread
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -70,7 +72,7 @@ class SQLiteConnection:
         if thread is None or db is None:
             return
         self._thread = self._db = None
-        closing = thread.submit(self._watch.close, db)  # after every operation already queued
+        closing = thread.submit(self._close_files, db)  # after every operation already queued
         thread.shutdown(wait=False)
         await asyncio.shield(asyncio.wrap_future(closing))
 
@@ -82,11 +84,14 @@ class SQLiteConnection:
             raise store_error(self.path, e, "open") from e
         try:
             db.row_factory = sqlite3.Row
+            # secure_delete: what is deleted or forgotten (a text, its vector) is overwritten, not left
+            # in free pages; some SQLite builds default to off
             for pragma in (
                 "journal_mode=WAL",
                 "foreign_keys=ON",
                 f"busy_timeout={BUSY_SLICE_MS}",
                 "synchronous=NORMAL",
+                "secure_delete=ON",
             ):
                 db.execute(f"PRAGMA {pragma}")
             db.create_function("parla_turn_importance", 2, stored_turn_importance, deterministic=True)
@@ -99,6 +104,18 @@ class SQLiteConnection:
                 raise store_error(self.path, e, "open") from e
             raise
         return db
+
+    def _close_files(self, db: sqlite3.Connection) -> None:
+        """Bring the vector index up to the store before closing, so the next process to open it
+        (the daemon after `parla import`) starts searching at once; a failure only defers that."""
+        try:
+            self._watch.check()  # files replaced under the store: nothing of it is written anywhere
+            transaction(db, "BEGIN", self._vectors.refresh, threading.Event())
+        except (StoreError, sqlite3.Error) as e:
+            log.warning("could not bring the vector index of %s up to date: %s", self.path, e)
+        finally:
+            self._vectors.close()
+            self._watch.close(db)
 
     def _migrate(self, db: sqlite3.Connection) -> None:
         version = db.execute("PRAGMA user_version").fetchone()[0]

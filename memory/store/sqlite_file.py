@@ -16,7 +16,7 @@ from parla.memory.errors import StoreError
 
 log = logging.getLogger("parla.memory")
 
-_COMPANIONS = ("-wal", "-shm", "-journal")
+_COMPANIONS = ("-wal", "-shm", "-journal", "-vectors", "-vectors.i8")  # the last two: sqlite_vector_file
 
 
 def _store_files(path: Path) -> list[Path]:

@@ -164,4 +164,12 @@ CREATE TABLE profile (
 );
 CREATE INDEX profile_by_subject ON profile (subject) WHERE subject IS NOT NULL
 """,
+    # the vector index file beside the store (sqlite_vector_file.py): a number per chat that is
+    # never reused (a deleted chat's rows are found by it), and the store's identity, so a file
+    # left from another store is never taken for this one's
+    """
+CREATE TABLE vector_chats (number INTEGER PRIMARY KEY AUTOINCREMENT, chat_id TEXT NOT NULL UNIQUE);
+INSERT INTO vector_chats (chat_id) SELECT id FROM chats ORDER BY rowid;
+INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))
+""",
 ]

@@ -27,7 +27,6 @@ from parla.memory.store.checks import (
     turn_match,
 )
 from parla.memory.store.sqlite_connection import SQLiteConnection
-from parla.memory.store.sqlite_index import VectorIndex
 from parla.memory.store.sqlite_rows import LEVEL_OF_KIND, parse_ts, vector_blob
 from parla.memory.store.sqlite_vectors import (
     ALL_WINDOWS,
@@ -39,7 +38,6 @@ from parla.memory.store.sqlite_vectors import (
     set_embedder,
     texts_of,
     vector_count,
-    vector_rows,
     vectors_changed,
 )
 from parla.memory.words import query_words
@@ -53,16 +51,16 @@ class SQLiteSearch(SQLiteConnection):
 
     async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
         def read(db: sqlite3.Connection) -> list[ChatMatch]:
-            info = embedder_info_of(db)
-            if info is None:
-                return []
-            if info != (query.embedder, query.dim):
-                raise EmbedderMismatch(
-                    f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors by "
-                    f"{info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
-                )
-            index = self._current_index(db, info[1])
-            best = index.best_per_chat(query.vector, match_count, texts_per_chat)
+            with self._vectors.ready(db) as index:
+                info = embedder_info_of(db)
+                if info is None or index is None:
+                    return []
+                if info != (query.embedder, query.dim):
+                    raise EmbedderMismatch(
+                        f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors "
+                        f"by {info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
+                    )
+                best = self._vectors.best_per_chat(db, index, query.vector, match_count, texts_per_chat)
             marks = ",".join("?" * len(best))
             chats = {
                 r["id"]: r
@@ -85,25 +83,6 @@ class SQLiteSearch(SQLiteConnection):
             return ranked_matches(matches)
 
         return await self._read(read)
-
-    def _current_index(self, db: sqlite3.Connection, dim: int) -> VectorIndex:
-        """The open index brought up to date: only the chats whose vectors changed are reloaded;
-        everything after a re-embedding."""
-        generation = generation_of(db)
-        rebuilt = int(db.execute("SELECT value FROM meta WHERE key = 'rebuilt_generation'").fetchone()[0])
-        index = self._index
-        if index is None or index.dim != dim or index.generation < rebuilt:
-            index = VectorIndex.build(generation, vector_rows(db), dim)
-        elif index.generation != generation:
-            changed = [
-                r[0]
-                for r in db.execute(
-                    "SELECT chat_id FROM vector_changes WHERE generation > ?", (index.generation,)
-                ).fetchall()
-            ]
-            index.replace_chats(changed, vector_rows(db, changed), generation)
-        self._index = index
-        return index
 
     # -- turn windows ----------------------------------------------------------------------
 

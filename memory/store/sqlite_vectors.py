@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Literal
 
 from parla.memory.embedding import EmbeddedText
@@ -56,6 +56,7 @@ def vectors_changed(db: sqlite3.Connection, chat_id: str) -> None:
     """A new generation, and the chat whose vectors it changed, so an open index reloads only that
     chat's rows (a full rebuild only follows `replace_embeddings`)."""
     bump_generation(db)
+    db.execute("INSERT OR IGNORE INTO vector_chats (chat_id) VALUES (?)", (chat_id,))
     db.execute(
         "INSERT INTO vector_changes (chat_id, generation) VALUES (?, ?) "
         "ON CONFLICT (chat_id) DO UPDATE SET generation = excluded.generation",
@@ -94,13 +95,38 @@ VECTORS = (
 
 def vector_rows(db: sqlite3.Connection, chat_ids: Sequence[str] | None = None) -> list[tuple[TextRef, bytes]]:
     """Every vector, or those of some chats."""
+    return [(text_ref(*row[:4]), row[4]) for row in raw_vector_rows(db, chat_ids)]
+
+
+def raw_vector_rows(db: sqlite3.Connection, chat_ids: Sequence[str] | None = None) -> list[sqlite3.Row]:
+    """(chat id, kind, start, end, vector) rows, for a caller that makes few of them TextRefs."""
     if chat_ids is None:
-        rows = db.execute(VECTORS.format(chats="1", rows="1")).fetchall()
+        return db.execute(VECTORS.format(chats="1", rows="1")).fetchall()
+    marks = ",".join("?" * len(chat_ids))
+    sql = VECTORS.format(chats=f"id IN ({marks})", rows=f"chat_id IN ({marks})")
+    return db.execute(sql, [*chat_ids] * 4).fetchall()
+
+
+VECTOR_BLOBS = (
+    "SELECT id, summary_embedding FROM chats WHERE summary_embedding IS NOT NULL AND {chats} "
+    "UNION ALL SELECT chat_id, embedding FROM summaries WHERE {rows} "
+    "UNION ALL SELECT chat_id, embedding FROM facts WHERE embedding IS NOT NULL AND {rows} "
+    "UNION ALL SELECT chat_id, embedding FROM turn_windows WHERE {rows}"
+)
+
+
+def vector_blobs(db: sqlite3.Connection, chat_ids: Sequence[str] | None = None) -> Iterator[tuple[str, bytes]]:
+    """(chat id, vector) of every vector, or of some chats', streamed: what an index needs to
+    rank chats, without the texts' references."""
+    if chat_ids is None:
+        cursor = db.execute(VECTOR_BLOBS.format(chats="1", rows="1"))
     else:
         marks = ",".join("?" * len(chat_ids))
-        sql = VECTORS.format(chats=f"id IN ({marks})", rows=f"chat_id IN ({marks})")
-        rows = db.execute(sql, [*chat_ids] * 4).fetchall()
-    return [(text_ref(r[0], r[1], r[2], r[3]), r[4]) for r in rows]
+        cursor = db.execute(
+            VECTOR_BLOBS.format(chats=f"id IN ({marks})", rows=f"chat_id IN ({marks})"), [*chat_ids] * 4
+        )
+    while rows := cursor.fetchmany(4096):
+        yield from rows
 
 
 def vector_count(db: sqlite3.Connection) -> int:

@@ -5,6 +5,7 @@ that say the same thing again are left out, and titles are phrases taken from th
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -115,6 +116,9 @@ def _split_lines(text: str) -> list[_Sentence]:
     return out
 
 
+# Rolling, chunk and meta summaries rank the same sentences again and again (an import runs
+# them for thousands of chats): the regexes run once per sentence.
+@functools.lru_cache(maxsize=16384)
 def _detail_bonus(text: str) -> float:
     bonus = 0.0
     has_number = _NUMBER.search(text) is not None

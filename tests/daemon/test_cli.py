@@ -43,6 +43,11 @@ def test_import_300_chats_then_search_offline(parla, tmp_path):
     stats = json.loads(parla("stats", "--json").stdout)
     assert stats["total_chats"] == 300 and stats["embedder"].startswith("wordllama")
     assert stats["total_summaries"] > 300 and stats["embedded_texts"] > 600
+    size = stats["store_size"]  # the import left the vector index built beside the store
+    assert size["index_files"] > 0 and size["turns"] == stats["total_messages"]
+    assert size["bytes_per_1000_turns"] == round((size["file"] + size["index_files"]) * 1000 / size["turns"])
+    assert 0 < size["vectors"] < size["parts"]["windows"] + size["parts"]["summaries_and_facts"]
+    assert "store size: parts: turn words" in parla("stats").stdout
     chats = json.loads(parla("chats", "--json", "--limit", "500").stdout)
     assert len(chats) == 300 and all(c["title"] for c in chats)
     result = json.loads(parla("search", "the chat about my piano practice", "--json").stdout)

@@ -1,0 +1,181 @@
+"""A heavy user's history: `python -m bench.scale [--quick | --big]`. Prints its figures; asserts
+nothing.
+
+Builds 500 and 5,000 chats of `bench.corpus` (`--quick`: 500 only; `--big` adds 20,000) through
+`parla import` (offline embedder and summarizer, a process of its own: turns/s and its peak RSS),
+then for the offline embedder's 256 dims and for a deterministic 768-dim stand-in (the same store
+re-embedded; `bench.scale_probe.Wide`):
+- 5 fresh processes opening the store as the daemon does (`bench.scale_probe`): the first switch
+  search after opening (p95 over the 5), switch search and `recall` across chats p50 / p95, and the
+  process's RSS after them (the daemon's modules imported; the voice stack is not started);
+- the vector search options on the same vectors (`bench.scale_options`): top-10 agreement with
+  the exact float search, latency, bytes per vector in the heap and on disk;
+- the store's size per 1,000 turns and what takes it (dbstat), with the index files.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.corpus import write_jsonl
+from bench.memory import percentile
+from bench.scale_probe import Wide
+from parla.memory.reembed import reembed
+from parla.memory.store.sqlite import SQLiteChatStore
+
+OPENINGS = 5
+
+
+def env_for(store: Path, home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLA_", "GEMINI_", "GOOGLE_"))}
+    env.update(
+        PARLA_STORE_PATH=str(store),
+        PARLA_EMBEDDER="offline",
+        PARLA_SUMMARIZER="offline",
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_DATA_HOME=str(home / "data"),
+    )
+    return env
+
+
+def run_import(jsonl: Path, store: Path, home: Path) -> tuple[float, float]:
+    """`parla import` in a process of its own: seconds, and its peak RSS in MB."""
+    started = time.perf_counter()
+    child = subprocess.Popen(
+        [str(Path(sys.executable).with_name("parla")), "import", str(jsonl)],
+        env=env_for(store, home),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    _, status, usage = os.wait4(child.pid, 0)
+    elapsed = time.perf_counter() - started
+    if status:
+        raise SystemExit(f"parla import failed: {child.stderr.read().decode() if child.stderr else status}")
+    return elapsed, usage.ru_maxrss / 1024
+
+
+def probe(store: Path, dim: int) -> dict[str, list[float]]:
+    """OPENINGS fresh processes, each opening the store and searching."""
+    out: dict[str, list[float]] = {"first_s": [], "switch_ms": [], "recall_ms": [], "rss_mb": []}
+    for _ in range(OPENINGS):
+        line = subprocess.run(
+            [sys.executable, "-m", "bench.scale_probe", str(store), "--dim", str(dim)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        one = json.loads(line)
+        out["first_s"].append(one["first_s"])
+        out["switch_ms"] += one["switch_ms"]
+        out["recall_ms"] += one["recall_ms"]
+        out["rss_mb"].append(one["rss_mb"])
+    return out
+
+
+def options(store: Path, dim: int, with_usearch: bool) -> list[dict[str, object]]:
+    args = [sys.executable, "-m", "bench.scale_options", str(store), "--dim", str(dim)]
+    lines = subprocess.run(
+        [*args, *([] if with_usearch else ["--no-usearch"])], check=True, capture_output=True, text=True
+    ).stdout
+    return [json.loads(line) for line in lines.splitlines() if line.strip()]
+
+
+def sizes(store: Path, turns: int, dim: int) -> None:
+    """Bytes per 1,000 turns: the files, and what takes them."""
+    with sqlite3.connect(store) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        tables = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
+        vectors = db.execute(
+            "SELECT (SELECT count(*) FROM turn_windows) + (SELECT count(*) FROM summaries) "
+            "+ (SELECT count(*) FROM facts WHERE embedding IS NOT NULL) "
+            "+ (SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL)"
+        ).fetchone()[0]
+    per = 1000 / turns / 2**20
+
+    def mb(n: float) -> str:
+        return f"{n * per:5.2f} MB"
+
+    vector_bytes = vectors * dim * 4
+    fts = sum(v for k, v in tables.items() if k.startswith("turn_words"))
+    windows = tables.get("turn_windows", 0) + tables.get("sqlite_autoindex_turn_windows_1", 0)
+    turns_b = sum(v for k, v in tables.items() if k.startswith(("turns", "sqlite_autoindex_turns")))
+    index = [store.with_name(store.name + s) for s in ("-vectors", "-vectors.i8")]
+    print(
+        f"  store per 1,000 turns: {mb(store.stat().st_size)} (file) + {mb(sum(p.stat().st_size for p in index))} (index files)"
+    )
+    print(
+        f"    turns {mb(turns_b)}, FTS {mb(fts)}, windows {mb(windows)}, summaries and facts "
+        f"{mb(tables.get('summaries', 0) + tables.get('facts', 0))}; the float32 vectors inside those "
+        f"rows {mb(vector_bytes)}"
+    )
+
+
+def report(name: str, probed: dict[str, list[float]], compared: list[dict[str, object]]) -> None:
+    first = probed["first_s"]
+    print(f"  {name}")
+    print(
+        f"    first switch search after opening  p95 over {len(first)} openings {percentile(first, 0.95):6.3f} s (each: {', '.join(f'{f:.3f}' for f in first)})"
+    )
+    for kind in ("switch", "recall"):
+        ms = probed[f"{kind}_ms"]
+        print(
+            f"    {kind:6} search                  p50 {percentile(ms, 0.5):7.1f} ms  p95 {percentile(ms, 0.95):7.1f} ms"
+        )
+    print(f"    RSS after 20 switch + 20 recall searches: {max(probed['rss_mb']):.0f} MB")
+    for option in compared:
+        print(
+            f"    {option['option']:<62} agreement switch {option['agreement_switch']:.3f} recall {option['agreement_recall']:.3f}"
+            f"  p50 {option['candidates_ms_p50']:6.1f} ms p95 {option['candidates_ms_p95']:6.1f} ms"
+            f"  heap {option['heap_bytes_per_vector']} B, disk {float(str(option['disk_bytes_per_vector'])):.0f} B a vector, built in {option['build_s']} s"
+        )
+
+
+async def widen(source: Path, target: Path) -> None:
+    """The store re-embedded by the 768-dim stand-in."""
+    for suffix in ("", "-wal", "-shm"):
+        if source.with_name(source.name + suffix).exists():
+            shutil.copy(source.with_name(source.name + suffix), target.with_name(target.name + suffix))
+    async with SQLiteChatStore(target) as store:
+        await reembed(store, Wide(), 512)
+
+
+def main(chat_counts: list[int], with_usearch: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for chats in chat_counts:
+            jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
+            turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+            store = folder / f"store-{chats}.db"
+            seconds, peak = run_import(jsonl, store, folder / "home")
+            print(f"== {chats:,} chats, {turns:,} turns")
+            print(f"  parla import (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB")
+            report("offline embedder, 256 dims", probe(store, 256), options(store, 256, with_usearch))
+            sizes(store, turns, 256)
+            wide = folder / f"store-{chats}-768.db"
+            asyncio.run(widen(store, wide))
+            report("768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
+            sizes(wide, turns, 768)
+            for path in folder.glob(f"store-{chats}*"):
+                path.unlink()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--quick", action="store_true", help="500 chats only")
+    size.add_argument("--big", action="store_true", help="20,000 chats too")
+    parser.add_argument("--no-usearch", action="store_true", help="leave usearch out of the options")
+    args = parser.parse_args()
+    counts = [500] if args.quick else [500, 5000, 20000] if args.big else [500, 5000]
+    main(counts, not args.no_usearch)
