@@ -165,8 +165,9 @@ def _refused(settings: Settings) -> Check:
     return Check(
         "refused turns",
         "warn",
-        f"{count} turns the store refused for good are kept in {kept.path}",
-        "each line says which chat the turn belongs to and why it was refused",
+        f"{count} turns the store did not take are kept in {kept.path}",
+        "each line says which chat the turn belongs to and why it was kept; the daemon offers them "
+        "to the store again at its next start",
     )
 
 

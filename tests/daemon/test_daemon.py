@@ -210,7 +210,7 @@ async def test_turns_refused_for_good_are_kept_counted_and_block_no_later_turn(d
         CliRunner().invoke, app, ["doctor", "--json"], env={"PARLA_STORE_PATH": str(daemon_settings.store_path)}
     )
     (check,) = [c for c in json.loads(doctor.stdout) if c["name"] == "refused turns"]
-    assert check["outcome"] == "warn" and check["detail"].startswith("2 turns the store refused for good")
+    assert check["outcome"] == "warn" and check["detail"].startswith("2 turns the store did not take")
 
 
 async def test_unreadable_server_messages_and_a_broken_store_never_end_the_daemon(daemon_settings, live):
