@@ -9,7 +9,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Self
 
 from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict, WriteQueued
@@ -133,12 +133,15 @@ class OutboxReplay:
         and the ones queued after it go on; a temporary error stops the round (`StoreOffline`)
         with that entry and the rest still queued, in order."""
         results: dict[int, object] = {}
-        for entry in await self.outbox.pending():
+        pending = await self.outbox.pending()
+        while pending:
+            entry, ids, pending = _first_write(pending)
             try:
-                results[entry.id] = await self._send_retrying(entry)
+                result = await self._send_retrying(entry)
             except (ChatNotFound, TurnConflict, StoreRefused) as e:
-                results[entry.id] = e
-                await self.outbox.fail(entry.id, str(e))
+                for entry_id in ids:
+                    results[entry_id] = e
+                    await self.outbox.fail(entry_id, str(e))
                 log.error(
                     "Supabase refused %s of chat %s for good; kept in the outbox, marked failed: %s",
                     f"{len(entry.payload['turns'])} turns" if "turns" in entry.payload else entry.op,
@@ -147,7 +150,9 @@ class OutboxReplay:
                     extra={"event": "outbox_refused"},
                 )
                 continue
-            await self.outbox.ack(entry.id)
+            for entry_id in ids:
+                results[entry_id] = result
+                await self.outbox.ack(entry_id)
         return results
 
     async def _send_retrying(self, entry: OutboxEntry) -> object:
@@ -164,3 +169,20 @@ class OutboxReplay:
             await asyncio.sleep(delay * random.uniform(0.5, 1.0))  # jitter: clients that failed together spread
             delay = self.retry.backoff(delay)
         return await self._send(entry)
+
+
+def _first_write(pending: list[OutboxEntry]) -> tuple[OutboxEntry, list[int], list[OutboxEntry]]:
+    """The first queued write to send, the entry ids it stands for, and the rest. A chat created
+    without turns and the turns queued right after it for that chat go as one creation, so no other
+    device ever sees the chat without its first turns."""
+    first, rest = pending[0], pending[1:]
+    if (
+        first.op == "create_chat"
+        and not first.payload.get("turns")
+        and rest
+        and rest[0].op == "append_turns"
+        and rest[0].chat_id == first.chat_id
+    ):
+        merged = replace(first, payload={**first.payload, "turns": rest[0].payload["turns"]})
+        return merged, [first.id, rest[0].id], rest[1:]
+    return first, [first.id], rest

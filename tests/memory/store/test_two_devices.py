@@ -97,3 +97,24 @@ async def test_a_chat_deleted_on_one_and_talked_in_on_the_other_comes_back_with_
         history = await laptop.load_history(chat_id)
         assert [t.id for t in history.full_history] == [t.id for t in said]  # what was said after the delete
         assert (await desktop.pending_writes()).refused == 0
+
+
+async def test_a_chat_made_while_away_reaches_the_store_with_its_first_turns_in_one_write(shims, tmp_path):
+    """A new chat and what is said in it, queued while away, arrive together: no other device ever
+    sees the chat without its first turns (a write half applied)."""
+    async with device(shims[0], tmp_path, "laptop") as laptop:
+        shims[0].refuse()
+        with pytest.raises(WriteQueued):
+            await laptop.create_chat(chat_id="3f2a1c4e-0000-4000-8000-000000000001", title="Dinner")
+        said = make_turns(2)
+        with pytest.raises(WriteQueued):
+            await laptop.append_turns("3f2a1c4e-0000-4000-8000-000000000001", said)
+        shims[0].recover()
+        before = dict(shims[0].faults.requests)
+        assert await laptop.flush() == 2
+        sent = {
+            path: n - before.get(path, 0) for path, n in shims[0].faults.requests.items() if n != before.get(path, 0)
+        }
+        assert sent == {"/rest/v1/rpc/create_chat": 1}, sent
+        history = await laptop.load_history("3f2a1c4e-0000-4000-8000-000000000001")
+        assert [t.id for t in history.full_history] == [t.id for t in said]
