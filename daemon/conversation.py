@@ -16,7 +16,9 @@ from google import genai
 from parla.daemon.chat_memory import ChatMemory
 from parla.daemon.memory_services import MemoryServices
 from parla.memory.compaction import CompactionWorker
+from parla.memory.local_time import LocalClock
 from parla.memory.turn import Turn
+from parla.tools.clock import clock_tools
 from parla.tools.registry import ToolRegistry
 from parla.voice.audio import Microphone, Speaker
 from parla.voice.echo import EchoCanceller, PlayedAudio
@@ -78,9 +80,11 @@ def live_conversation(
     speaker: Speaker,
     on_event: Callable[[SessionEvent], None] | None = None,
 ) -> LiveConversation:
-    """One session's conversation in the current chat, with the chat tools (use with `async with`)."""
+    """One session's conversation in the current chat, with the chat tools and the clock (use with
+    `async with`)."""
     mem = current.mem
-    tools = ToolRegistry(mem.chat_tools(current).tools())
+    clock = LocalClock(mem.settings.time_zone)
+    tools = ToolRegistry(mem.chat_tools(current).tools() + clock_tools(clock))
     return LiveConversation(
         client,
         mem.settings,
@@ -89,6 +93,7 @@ def live_conversation(
         microphone=microphone,
         speaker=speaker,
         on_event=on_event,
+        clock=clock,
     )
 
 
