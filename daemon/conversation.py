@@ -84,7 +84,7 @@ def live_conversation(
     `async with`)."""
     mem = current.mem
     clock = LocalClock(mem.settings.time_zone)
-    tools = ToolRegistry(mem.chat_tools(current).tools() + clock_tools(clock))
+    tools = ToolRegistry(mem.chat_tools(current, clock).tools() + clock_tools(clock))
     return LiveConversation(
         client,
         mem.settings,

@@ -15,19 +15,22 @@ the store answers again. A new chat's id is chosen here, so the conversation mov
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from parla.memory.absolute_dates import with_absolute_dates
 from parla.memory.chat import storable_title
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
 from parla.memory.errors import ChatNotFound, StoreOffline, WriteQueued
 from parla.memory.forgetting import MemoryItem, memory_items, profile_items, set_forgotten
+from parla.memory.local_time import LocalClock
 from parla.memory.pins import Pin
 from parla.memory.profile import ProfileEntry, subject_of
 from parla.memory.recall import Recall
@@ -160,9 +163,20 @@ class ForgetArgs(BaseModel):
 
 class ChatTools:
     def __init__(
-        self, store: ChatStore, search: ChatSearch, embedder: Embedder, session: ChatSession, config: MemoryConfig
+        self,
+        store: ChatStore,
+        search: ChatSearch,
+        embedder: Embedder,
+        session: ChatSession,
+        config: MemoryConfig,
+        clock: LocalClock | None = None,
+        date_languages: Sequence[str] = ("en",),
     ) -> None:
+        """`clock` and `date_languages`: how relative dates in a fact to remember are read (the
+        system's zone and English by default)."""
         self.store = store
+        self.clock = clock or LocalClock()
+        self.date_languages = tuple(date_languages)
         self.forget_margin = config.forget_margin
         self.search = search
         self.embedder = embedder
@@ -298,7 +312,9 @@ class ChatTools:
         return {"result": "renamed", "title": shown, **queued}
 
     async def remember(self, args: RememberArgs) -> dict[str, Any]:
-        fact = args.fact.strip()
+        # "next Tuesday" is kept with its date, computed now; a thread, as dateparser's first call
+        # loads its language data (about 0.1 s) and the audio path shares this loop.
+        fact = await asyncio.to_thread(with_absolute_dates, args.fact.strip(), self.clock.now().at, self.date_languages)
         if args.about_user:
             asked_entry = ProfileEntry(
                 content=fact,
