@@ -16,8 +16,6 @@ the store answers again. A new chat's id is chosen here, so the conversation mov
 from __future__ import annotations
 
 import asyncio
-import secrets
-import time
 from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
@@ -38,6 +36,7 @@ from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.turn import local_time, new_id, utcnow
 from parla.memory.turn_windows import rename_chat
+from parla.tools.confirmations import Confirmations
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
 
@@ -182,8 +181,7 @@ class ChatTools:
         self.embedder = embedder
         self.session = session
         self.recaller = Recall(store, embedder, config.recall_results, config.recall_words_weight)
-        self.delete_confirm_s = config.delete_confirm_s
-        self._confirmations: dict[str, tuple[str, float]] = {}  # confirmation -> (chat_id, issued at)
+        self._confirmations = Confirmations(config.delete_confirm_s)
 
     def tools(self) -> list[Tool]:
         return [
@@ -370,20 +368,14 @@ class ChatTools:
                 **card,
                 "say": "The move to the other chat ends with this answer: ask again on the user's next turn.",
             }
-        now = time.monotonic()
-        self._confirmations = {k: v for k, v in self._confirmations.items() if now - v[1] < self.delete_confirm_s}
-        issued = self._confirmations.get(args.confirmation or "")
-        if issued is None or issued[0] != chat.id:
-            confirmation = secrets.token_hex(4)
-            self._confirmations[confirmation] = (chat.id, now)
+        if not self._confirmations.take(args.confirmation, chat.id):
             return {
                 "result": "confirm",
                 **card,
-                "confirmation": confirmation,
+                "confirmation": self._confirmations.issue(chat.id),
                 "say": f"Ask the user whether to delete {card['title']} (last talked {card['last_talked']}) for good. "
                 "Only if they say yes, call delete_chat again with this chat_id and confirmation.",
             }
-        del self._confirmations[args.confirmation or ""]
         queued: dict[str, Any] = {}
         try:
             _, queued = await _kept(self.store.delete_chat(chat.id), None)
