@@ -43,6 +43,13 @@ def _tool(tool: mcp_types.Tool) -> McpTool:
     return McpTool(tool.name, tool.description or tool.title or tool.name, dict(tool.input_schema), read_only)
 
 
+def _reason(error: BaseException) -> str:
+    """The failure's type, from inside the SDK's task groups (its message may quote the environment)."""
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return type(error).__name__
+
+
 class McpServer:
     def __init__(self, config: McpServerConfig, ping_s: float = 30.0) -> None:
         self.config = config
@@ -99,7 +106,7 @@ class McpServer:
             except asyncio.CancelledError:
                 raise
             except Exception as e:  # noqa: BLE001 - any failure of the server is survived by restarting it
-                self.last_error = type(e).__name__
+                self.last_error = _reason(e)
             finally:
                 self._session, self.tools = None, []
             log.warning(

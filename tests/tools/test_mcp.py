@@ -11,6 +11,7 @@ import sys
 from parla.tools.mcp_config import McpServerConfig
 from parla.tools.mcp_tools import McpTools
 from parla.tools.registry import Tool, ToolRegistry
+from tests.peers import mcp_misbehaving
 from tests.tools.test_registry import EchoArgs, echo
 
 TOKEN = "tok-8d1f-secret"
@@ -26,7 +27,7 @@ def bad_server(**kw) -> McpServerConfig:
     return McpServerConfig(
         name="bad",
         command=sys.executable,
-        args=["-m", "tests.peers.mcp_misbehaving"],
+        args=[mcp_misbehaving.__file__],
         env={"MISBEHAVING_TOKEN": TOKEN},
         call_timeout_s=1.0,
         max_result_chars=1000,
