@@ -5,6 +5,10 @@ run, alternating call by call so both see the same machine: the bare SDK call
 (`ClientSession.call_tool`) and the same call through Parla's tool dispatch (ToolRegistry →
 McpTools → McpServer → the SDK), which adds argument validation, the timeout, the result cut and
 the untrusted-text wrapping. p50 / p95 of each, and their difference.
+
+Then the idle cost: this process's CPU (percent of one core) over a quiet period with no MCP
+server, then with three servers connected (two mcp-server-time, the SDK-written test server), as
+the daemon keeps them between conversations (pings every `mcp_ping_s`, 30 s).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from mcp.client.stdio import stdio_client
 from parla.tools.mcp_config import McpServerConfig
 from parla.tools.mcp_tools import McpTools
 from parla.tools.registry import ToolRegistry
+from tests.peers import mcp_misbehaving
 
 ARGS = ["-m", "mcp_server_time", "--local-timezone", "Europe/Rome"]
 CALL = {"timezone": "Asia/Tokyo"}
@@ -62,7 +67,28 @@ async def main(calls: int) -> None:
     )
 
 
+async def idle_cpu(servers: int, seconds: float) -> float:
+    configs = [McpServerConfig(name=f"time{i}", command=sys.executable, args=ARGS) for i in range(min(servers, 2))]
+    if servers > 2:
+        configs.append(McpServerConfig(name="sdk", command=sys.executable, args=[mcp_misbehaving.__file__]))
+    async with McpTools(configs, confirm_s=60) as mcp:
+        while not all(s.running for s in mcp.servers):
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(1)  # the start's work is over
+        cpu, wall = time.process_time(), time.perf_counter()
+        await asyncio.sleep(seconds)
+        return 100 * (time.process_time() - cpu) / (time.perf_counter() - wall)
+
+
+async def idle(seconds: float) -> None:
+    print(f"Idle CPU of this process over {seconds:g} s (percent of one core):")
+    for servers in (0, 3, 0):
+        print(f"  {servers} MCP servers connected   {await idle_cpu(servers, seconds):.3f} %")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="50 calls instead of 500")
-    asyncio.run(main(50 if parser.parse_args().quick else 500))
+    parser.add_argument("--quick", action="store_true", help="50 calls instead of 500, 5 s idle instead of 60")
+    quick = parser.parse_args().quick
+    asyncio.run(main(50 if quick else 500))
+    asyncio.run(idle(5 if quick else 60))
