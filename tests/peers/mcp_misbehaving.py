@@ -1,11 +1,12 @@
 """An MCP server written with the SDK that misbehaves, run over stdio by the MCP tests: a tool that
 hangs, one that kills the server, one that returns 1 MB, one whose text tries to make Parla delete
-a chat, and a destructive one. `python -m tests.peers.mcp_misbehaving`."""
+a chat, and a destructive one. Run by its path: stdio, or `--http PORT` for streamable HTTP."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import sys
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -46,4 +47,8 @@ def has_token() -> str:
 
 
 if __name__ == "__main__":
-    server.run("stdio")
+    # `--http PORT`: streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio
+    if len(sys.argv) == 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run("stdio")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import sys
 
 from parla.tools.mcp_config import McpServerConfig
@@ -105,3 +106,42 @@ async def test_the_declarations_stay_within_the_limit_and_parlas_own_tools_alway
         assert (
             "there is no tool 'time__get_current_time'" in (await registry.call("time__get_current_time", {}))["error"]
         )
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def http_server(port: int) -> asyncio.subprocess.Process:
+    return await asyncio.create_subprocess_exec(
+        sys.executable, mcp_misbehaving.__file__, "--http", str(port), stderr=asyncio.subprocess.DEVNULL
+    )
+
+
+async def test_a_streamable_http_server_that_dies_is_withdrawn_and_taken_back_when_it_returns():
+    port = free_port()
+    process = await http_server(port)
+    try:
+        config = McpServerConfig(name="web", url=f"http://127.0.0.1:{port}/mcp", allow=["has_token", "die"])
+        async with McpTools(
+            [config.model_copy(update={"restart_delay_s": 0.1, "restart_max_delay_s": 0.2})], 60
+        ) as mcp:
+            await running(mcp)
+            registry = ToolRegistry([], more=mcp.tools)
+            assert names(registry) == ["web__die", "web__has_token"]
+            assert (await registry.call("web__has_token", {}))["untrusted_text"] == "no"
+            assert "error" in await registry.call("web__die", {})
+            await process.wait()
+            async with asyncio.timeout(10):  # found dead by the failed call, or by the next ping
+                while mcp.servers[0].running:
+                    await asyncio.sleep(0.02)
+            assert names(registry) == []
+            process = await http_server(port)
+            await running(mcp)
+            assert (await registry.call("web__has_token", {}))["untrusted_text"] == "no"
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
