@@ -261,7 +261,8 @@ class LiveConversation:
             seed = None if handle and self._memory_block is not None else await self._fresh_seed(policy.seed_history)
             seeding = seed is not None and bool(seed.history)
             assert self._memory_block is not None
-            # The time is read at each connection: a resumed session of hours is told the time of now.
+            # The time is read at each connection (the Live API takes a changed setup on resumption):
+            # a resumed session of hours is told the time of now; current_time covers the time between.
             instruction = system_instruction(self.config, self._memory_block, self._clock.note())
             cfg = connect_config(self.config, instruction, self._tool_calls.declarations(), handle, seeding)
             try:
