@@ -18,6 +18,8 @@ from typing import Any
 import dateparser
 from dateparser.search import search_dates
 
+from parla.memory.local_time import spoken_date
+
 _PROBE = timedelta(days=7)
 
 
@@ -65,7 +67,7 @@ def _relative(phrase: str, base: datetime, languages: list[str]) -> tuple[str, d
 
 
 def _said(when: datetime, base: datetime) -> str:
-    day = f"{when:%A} {when.day} {when:%B %Y}"
+    day = spoken_date(when)
     # A phrase that names no time of day comes back at the base's time or at midnight.
     if when.time() in (base.time(), time(0)):
         return day

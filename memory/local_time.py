@@ -13,6 +13,33 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
+# English names whatever the process's locale (strftime's %A and %B follow LC_TIME); the model says
+# them in the user's language.
+_WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+_MONTHS = (
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+)
+
+
+def weekday(day: datetime) -> str:
+    return _WEEKDAYS[day.weekday()]
+
+
+def spoken_date(day: datetime) -> str:
+    """'Wednesday 25 November 2026'."""
+    return f"{weekday(day)} {day.day} {_MONTHS[day.month - 1]} {day.year}"
+
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
@@ -29,16 +56,15 @@ class LocalTime:
         return f"{offset[:3]}:{offset[3:]}"
 
     def spoken(self) -> str:
-        # Day and month by name: the model says them in the user's language; ISO beside it is unambiguous.
+        # Day and month by name, and ISO beside them, which is unambiguous.
         return (
-            f"{self.at:%A} {self.at.day} {self.at:%B %Y}, {self.at:%H:%M} "
-            f"({self.at:%Y-%m-%d}, time zone {self.zone}, UTC{self.utc_offset})"
+            f"{spoken_date(self.at)}, {self.at:%H:%M} ({self.at:%Y-%m-%d}, time zone {self.zone}, UTC{self.utc_offset})"
         )
 
     def as_answer(self) -> dict[str, str]:
         return {
             "date": self.at.strftime("%Y-%m-%d"),
-            "weekday": self.at.strftime("%A"),
+            "weekday": weekday(self.at),
             "time": self.at.strftime("%H:%M"),
             "time_zone": self.zone,
             "utc_offset": self.utc_offset,
