@@ -12,6 +12,7 @@ import platformdirs
 from pydantic import BaseModel, BeforeValidator, Field
 
 from parla.daemon.control import REQUEST_TIMEOUT_S
+from parla.tools.mcp_config import McpServerConfig
 from parla.ui import limits
 
 
@@ -101,4 +102,19 @@ class DaemonConfig(BaseModel):
     )
     log_format: Literal["text", "json"] = Field(
         "text", description="`json` writes one JSON object per log line (for journald and log shippers)."
+    )
+    mcp_servers: list[McpServerConfig] = Field(
+        default_factory=list,
+        description="The user's MCP servers (`[[mcp_servers]]` tables in config.toml): their tools are offered "
+        "to the live model as `name__tool`.",
+    )
+    mcp_ping_s: float = Field(
+        30.0, gt=0, description="Seconds between pings that find an MCP server which died while idle."
+    )
+    max_tool_declarations: int = Field(
+        64,
+        ge=1,
+        le=64,
+        description="Most function declarations a session gets (the Gemini API takes 64): Parla's own tools "
+        "always, then MCP tools in config order while they fit.",
     )

@@ -16,7 +16,10 @@ from google import genai
 from parla.daemon.chat_memory import ChatMemory
 from parla.daemon.memory_services import MemoryServices
 from parla.memory.compaction import CompactionWorker
+from parla.memory.local_time import LocalClock
 from parla.memory.turn import Turn
+from parla.tools.clock import clock_tools
+from parla.tools.mcp_tools import McpTools
 from parla.tools.registry import ToolRegistry
 from parla.voice.audio import Microphone, Speaker
 from parla.voice.echo import EchoCanceller, PlayedAudio
@@ -55,6 +58,7 @@ class VoiceServices:
     worker: CompactionWorker
     microphone: Microphone
     speaker: Speaker
+    mcp: McpTools
 
 
 @asynccontextmanager
@@ -67,8 +71,9 @@ async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
         worker,
         Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms, echo) as microphone,
         Speaker(s.output_device, s.audio_block_ms, s.playback_buffer_s, played) as speaker,
+        McpTools(s.mcp_servers, s.delete_confirm_s, s.mcp_ping_s) as mcp,
     ):
-        yield VoiceServices(worker, microphone, speaker)
+        yield VoiceServices(worker, microphone, speaker, mcp)
 
 
 def live_conversation(
@@ -77,10 +82,17 @@ def live_conversation(
     microphone: AudioSource,
     speaker: Speaker,
     on_event: Callable[[SessionEvent], None] | None = None,
+    mcp: McpTools | None = None,
 ) -> LiveConversation:
-    """One session's conversation in the current chat, with the chat tools (use with `async with`)."""
+    """One session's conversation in the current chat, with the chat tools, the clock and the user's
+    MCP tools while their servers run (use with `async with`)."""
     mem = current.mem
-    tools = ToolRegistry(mem.chat_tools(current).tools())
+    clock = LocalClock(mem.settings.time_zone)
+    tools = ToolRegistry(
+        mem.chat_tools(current, clock).tools() + clock_tools(clock),
+        more=mcp.tools if mcp is not None else None,
+        limit=mem.settings.max_tool_declarations,
+    )
     return LiveConversation(
         client,
         mem.settings,
@@ -89,6 +101,7 @@ def live_conversation(
         microphone=microphone,
         speaker=speaker,
         on_event=on_event,
+        clock=clock,
     )
 
 
@@ -103,6 +116,8 @@ async def spoken_conversation(
     live_client = client or mem.client  # fails first, with how to set a key, when there is none
     async with voice_services(mem) as voice:
         current = CurrentChat(mem, voice.worker, chat_id)
-        async with live_conversation(live_client, current, voice.microphone, voice.speaker, on_event) as conversation:
+        async with live_conversation(
+            live_client, current, voice.microphone, voice.speaker, on_event, voice.mcp
+        ) as conversation:
             current.conversation = conversation
             yield conversation

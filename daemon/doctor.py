@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,6 +18,8 @@ from parla.daemon.wake import WakePhrase
 from parla.memory.errors import StoreError
 from parla.memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
 from parla.memory.refused import RefusedTurns
+from parla.tools.mcp_client import McpServer
+from parla.tools.mcp_tools import McpTools
 from parla.voice.audio import describe_devices, list_devices, resolve_device
 from parla.voice.errors import AudioDeviceError
 
@@ -24,6 +27,8 @@ Outcome = Literal["ok", "warn", "fail"]
 
 # How long the online check waits for the Gemini API.
 _ONLINE_TIMEOUT_S = 8.0
+# How long an MCP server may take to start and list its tools.
+_MCP_START_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -193,9 +198,32 @@ async def _daemon(settings: Settings) -> Check:
     return Check("daemon", "ok", f"{status['state']} in chat {status['chat']['id'][:8]}")
 
 
+def _mcp_check(server: McpServer) -> Check:
+    name = f"MCP server {server.config.name}"
+    if not server.running:
+        why = (
+            f"did not start ({server.last_error})" if server.last_error else f"did not start within {_MCP_START_S:g} s"
+        )
+        return Check(name, "fail", why, "check its command or url in the config file (`parla config path`)")
+    tools = [t.name if t.read_only else f"{t.name} (asks the user first)" for t in server.tools]
+    return Check(name, "ok", f"started: {', '.join(tools) or 'no tools allowed'}")
+
+
+async def _mcp(settings: Settings) -> list[Check]:
+    """Each MCP server started once, as the daemon would, with its tools (never its environment)."""
+    if not settings.mcp_servers:
+        return []
+    async with McpTools(settings.mcp_servers, settings.delete_confirm_s) as mcp:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(_MCP_START_S):
+                while not all(s.running or s.last_error for s in mcp.servers):
+                    await asyncio.sleep(0.05)
+        return [_mcp_check(server) for server in mcp.servers]
+
+
 async def diagnose(settings: Settings) -> list[Check]:
     checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
     checks += [await _store(settings), await asyncio.to_thread(_refused, settings)]
     checks += [await asyncio.to_thread(_wake, settings), await _daemon(settings)]
-    return checks
+    return checks + await _mcp(settings)

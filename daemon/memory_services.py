@@ -21,6 +21,7 @@ from parla.memory.compaction import CompactionWorker, Compactor
 from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.embedding import Embedder
+from parla.memory.local_time import LocalClock
 from parla.memory.reembed import BackgroundReembed
 from parla.memory.refused import RefusedTurns
 from parla.memory.search import ChatSearch
@@ -134,9 +135,12 @@ class MemoryServices:
             on_done=on_done,
         )
 
-    def chat_tools(self, session: ChatSession) -> ChatTools:
-        """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`."""
-        return ChatTools(self.store, self.search, self.embedder, session, self.settings)
+    def chat_tools(self, session: ChatSession, clock: LocalClock | None = None) -> ChatTools:
+        """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`; relative
+        dates in a fact to remember are read with `clock` in the speech's language (English unset)."""
+        language = (self.settings.live_language or "en").split("-")[0].lower()
+        clock = clock or LocalClock(self.settings.time_zone)
+        return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, [language])
 
 
 def _secret(value: SecretStr | None) -> str | None:

@@ -343,7 +343,9 @@ class Daemon:
         self._gate.listen(s.audio_block_ms)
         if s.cues:
             self._voice.speaker.play(cue(rising=True))
-        conversation = live_conversation(client, self._current, self._gate, self._voice.speaker, self._on_event)
+        conversation = live_conversation(
+            client, self._current, self._gate, self._voice.speaker, self._on_event, self._voice.mcp
+        )
         try:
             async with conversation:
                 self._conversation = self._current.conversation = conversation

@@ -15,19 +15,20 @@ the store answers again. A new chat's id is chosen here, so the conversation mov
 
 from __future__ import annotations
 
-import secrets
-import time
-from collections.abc import Awaitable
+import asyncio
+from collections.abc import Awaitable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
+from parla.memory.absolute_dates import with_absolute_dates
 from parla.memory.chat import storable_title
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
 from parla.memory.errors import ChatNotFound, StoreOffline, WriteQueued
 from parla.memory.forgetting import MemoryItem, memory_items, profile_items, set_forgotten
+from parla.memory.local_time import LocalClock
 from parla.memory.pins import Pin
 from parla.memory.profile import ProfileEntry, subject_of
 from parla.memory.recall import Recall
@@ -35,6 +36,7 @@ from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.turn import local_time, new_id, utcnow
 from parla.memory.turn_windows import rename_chat
+from parla.tools.confirmations import Confirmations
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
 
@@ -160,16 +162,26 @@ class ForgetArgs(BaseModel):
 
 class ChatTools:
     def __init__(
-        self, store: ChatStore, search: ChatSearch, embedder: Embedder, session: ChatSession, config: MemoryConfig
+        self,
+        store: ChatStore,
+        search: ChatSearch,
+        embedder: Embedder,
+        session: ChatSession,
+        config: MemoryConfig,
+        clock: LocalClock | None = None,
+        date_languages: Sequence[str] = ("en",),
     ) -> None:
+        """`clock` and `date_languages`: how relative dates in a fact to remember are read (the
+        system's zone and English by default)."""
         self.store = store
+        self.clock = clock or LocalClock()
+        self.date_languages = tuple(date_languages)
         self.forget_margin = config.forget_margin
         self.search = search
         self.embedder = embedder
         self.session = session
         self.recaller = Recall(store, embedder, config.recall_results, config.recall_words_weight)
-        self.delete_confirm_s = config.delete_confirm_s
-        self._confirmations: dict[str, tuple[str, float]] = {}  # confirmation -> (chat_id, issued at)
+        self._confirmations = Confirmations(config.delete_confirm_s)
 
     def tools(self) -> list[Tool]:
         return [
@@ -298,7 +310,9 @@ class ChatTools:
         return {"result": "renamed", "title": shown, **queued}
 
     async def remember(self, args: RememberArgs) -> dict[str, Any]:
-        fact = args.fact.strip()
+        # "next Tuesday" is kept with its date, computed now; a thread, as dateparser's first call
+        # loads its language data (about 0.1 s) and the audio path shares this loop.
+        fact = await asyncio.to_thread(with_absolute_dates, args.fact.strip(), self.clock.now().at, self.date_languages)
         if args.about_user:
             asked_entry = ProfileEntry(
                 content=fact,
@@ -354,20 +368,14 @@ class ChatTools:
                 **card,
                 "say": "The move to the other chat ends with this answer: ask again on the user's next turn.",
             }
-        now = time.monotonic()
-        self._confirmations = {k: v for k, v in self._confirmations.items() if now - v[1] < self.delete_confirm_s}
-        issued = self._confirmations.get(args.confirmation or "")
-        if issued is None or issued[0] != chat.id:
-            confirmation = secrets.token_hex(4)
-            self._confirmations[confirmation] = (chat.id, now)
+        if not self._confirmations.take(args.confirmation, chat.id):
             return {
                 "result": "confirm",
                 **card,
-                "confirmation": confirmation,
+                "confirmation": self._confirmations.issue(chat.id),
                 "say": f"Ask the user whether to delete {card['title']} (last talked {card['last_talked']}) for good. "
                 "Only if they say yes, call delete_chat again with this chat_id and confirmation.",
             }
-        del self._confirmations[args.confirmation or ""]
         queued: dict[str, Any] = {}
         try:
             _, queued = await _kept(self.store.delete_chat(chat.id), None)

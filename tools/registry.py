@@ -32,8 +32,14 @@ class Tool:
     arguments: type[BaseModel]
     handler: Handler
     timeout: float = 10.0
+    # The JSON schema declared, where the arguments model does not say it (an MCP server's tool)
+    parameters: dict[str, Any] | None = None
 
     def declaration(self) -> types.FunctionDeclaration:
+        if self.parameters is not None:
+            return types.FunctionDeclaration(
+                name=self.name, description=self.description, parameters_json_schema=self.parameters
+            )
         schema = self.arguments.model_json_schema()
         schema.pop("title", None)
         for prop in schema.get("properties", {}).values():
@@ -50,16 +56,38 @@ def _explain(error: ValidationError) -> str:
 
 
 class ToolRegistry:
-    def __init__(self, tools: list[Tool]) -> None:
+    """`tools` are always declared; `more` gives the tools that come and go (an MCP server's, while it
+    runs), read at each declaration and call. `limit` caps the declarations: Parla's own tools are
+    declared first and always, then `more` in its order (stable, so a session's declarations are the
+    same each time), as many as fit."""
+
+    def __init__(
+        self, tools: list[Tool], more: Callable[[], list[Tool]] | None = None, limit: int | None = None
+    ) -> None:
         self._tools = {tool.name: tool for tool in tools}
+        self._more = more
+        self._limit = limit
+
+    def _all(self) -> dict[str, Tool]:
+        extra = [t for t in (self._more() if self._more else []) if t.name not in self._tools]
+        room = len(extra) if self._limit is None else max(0, self._limit - len(self._tools))
+        if len(extra) > room:
+            log.warning(
+                "%d tools not declared: the model takes %d at most",
+                len(extra) - room,
+                self._limit,
+                extra={"event": "tools_over_budget", "dropped": [t.name for t in extra[room:]]},
+            )
+        return self._tools | {tool.name: tool for tool in extra[:room]}
 
     def declarations(self) -> list[types.FunctionDeclaration]:
-        return [tool.declaration() for tool in self._tools.values()]
+        return [tool.declaration() for tool in self._all().values()]
 
     async def call(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
-        tool = self._tools.get(name)
+        tools = self._all()
+        tool = tools.get(name)
         if tool is None:
-            return {"error": f"there is no tool {name!r}; the tools are: {', '.join(self._tools)}"}
+            return {"error": f"there is no tool {name!r}; the tools are: {', '.join(tools)}"}
         try:
             parsed = tool.arguments.model_validate(args)
         except ValidationError as e:

@@ -4,8 +4,9 @@ policy. `daemon.settings.Settings` extends this model, so each is also a `PARLA_
 from __future__ import annotations
 
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 
 from parla.memory.models import DEFAULT_LIVE_MODEL
 
@@ -38,6 +39,11 @@ class VoiceConfig(BaseModel):
         None, description="Override of the Live websocket address, wss://host[:port] (proxies, tests)."
     )
     instruction: str = Field(DEFAULT_INSTRUCTION, description="The opening of the live model's system instruction.")
+    time_zone: str | None = Field(
+        None,
+        description="The user's IANA time zone (Europe/Rome), told to the live model with the date and time; "
+        "default: the system's.",
+    )
     input_device: str | int | None = Field(
         None, description="Microphone: a device name (or part of it) or index; default: the system's."
     )
@@ -116,6 +122,16 @@ class VoiceConfig(BaseModel):
         6900.0, gt=0, description="Age after which a resumption handle is not tried (the API keeps them 2 h)."
     )
     save_drain_s: float = Field(10.0, gt=0, description="Seconds a closing session waits for its turns to be stored.")
+
+    @field_validator("time_zone")
+    @classmethod
+    def _known_zone(cls, zone: str | None) -> str | None:
+        if zone:
+            try:
+                ZoneInfo(zone)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ValueError(f"unknown time zone {zone!r}; use an IANA name such as Europe/Rome") from None
+        return zone
 
     @model_validator(mode="after")
     def _consistent(self) -> VoiceConfig:

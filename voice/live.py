@@ -64,6 +64,7 @@ from google import genai
 from google.genai import types
 from google.genai.live import AsyncSession
 
+from parla.memory.local_time import LocalClock
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
 from parla.voice.close_codes import classify, failure_reason
@@ -109,8 +110,10 @@ class LiveConversation:
     speaker: AudioSink | None = None
     on_event: Callable[[SessionEvent], None] | None = None
     status: LiveStatus = field(default_factory=LiveStatus)
+    clock: LocalClock | None = None  # None: the system clock in config.time_zone
 
     def __post_init__(self) -> None:
+        self._clock = self.clock or LocalClock(self.config.time_zone)
         self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
         self.profile = profile_for(self.config.live_model)
         self._outgoing: deque[Outgoing] = deque()
@@ -118,7 +121,7 @@ class LiveConversation:
         self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
         self._saver = TurnSaver(self.status, self._emit_event, self.config.save_drain_s)
         self._handle: _Handle | None = None
-        self._instruction: str | None = None
+        self._memory_block: str | None = None  # the chat's, read with the last fresh seed
         self._reconnect = asyncio.Event()
         self._draining = False
         self._goaway_timer: asyncio.TimerHandle | None = None
@@ -238,7 +241,7 @@ class LiveConversation:
         self._queue_save(self.assembler.flush())
         await self._saver.drain()
         seed = await self.memory.seed()
-        self._instruction = system_instruction(self.config, seed.memory_block)
+        self._memory_block = seed.memory_block
         return seed if with_history else Seed(seed.memory_block)
 
     async def _run(self) -> None:
@@ -255,10 +258,13 @@ class LiveConversation:
             started: float | None = None
             # A store that cannot give the seed ends the session (the caller reports it); it is
             # not a connection failure that retrying would help.
-            seed = None if handle and self._instruction else await self._fresh_seed(policy.seed_history)
+            seed = None if handle and self._memory_block is not None else await self._fresh_seed(policy.seed_history)
             seeding = seed is not None and bool(seed.history)
-            assert self._instruction is not None
-            cfg = connect_config(self.config, self._instruction, self._tool_calls.declarations(), handle, seeding)
+            assert self._memory_block is not None
+            # The time is read at each connection (the Live API takes a changed setup on resumption):
+            # a resumed session of hours is told the time of now; current_time covers the time between.
+            instruction = system_instruction(self.config, self._memory_block, self._clock.note())
+            cfg = connect_config(self.config, instruction, self._tool_calls.declarations(), handle, seeding)
             try:
                 async with AsyncExitStack() as stack:
                     session = await self._connect(stack, cfg)
@@ -312,7 +318,7 @@ class LiveConversation:
         self.memory = memory
         self._next_memory = None
         self._handle = None  # the old session's context is the old chat's
-        self._instruction = None
+        self._memory_block = None
         self._emit("switched")
 
     def _connected(self, resumed: bool) -> None:

@@ -1,5 +1,5 @@
 """The Live session's setup, built from the voice settings and the model's profile: model voice,
-system instruction (the fixed opening, then the chat's memory block), tools with their behaviour
+system instruction (the fixed opening, the user's local date and time, then the chat's memory block), tools with their behaviour
 stated, the history config where the model seeds history through it, transcription both ways,
 session resumption, context window compression and voice activity detection. Fields the model
 refuses are never sent."""
@@ -17,10 +17,11 @@ _START = {"high": types.StartSensitivity.START_SENSITIVITY_HIGH, "low": types.St
 _END = {"high": types.EndSensitivity.END_SENSITIVITY_HIGH, "low": types.EndSensitivity.END_SENSITIVITY_LOW}
 
 
-def system_instruction(config: VoiceConfig, memory_block: str) -> str:
-    if not memory_block.strip():
-        return config.instruction
-    return f"{config.instruction}\n\n{memory_block.strip()}"
+def system_instruction(config: VoiceConfig, memory_block: str, time_note: str) -> str:
+    """The fixed opening, the time of the connection (so it stays right across reconnections) and the
+    chat's memory block last: the parts before it change less often, which keeps the prompt cache."""
+    parts = [config.instruction, time_note, memory_block.strip()]
+    return "\n\n".join(part for part in parts if part)
 
 
 def connect_config(

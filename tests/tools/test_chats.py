@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from parla.memory.context import load_context
+from parla.memory.local_time import LocalClock
 from parla.memory.search import ChatSearch
 from parla.memory.turn import Turn, utcnow
 from parla.tools.chats import (
@@ -20,6 +21,9 @@ from parla.tools.chats import (
     spoken_when,
 )
 from parla.tools.registry import ToolRegistry
+
+# A Wednesday morning in Rome: relative dates in remembered facts are read from here.
+SAID_AT = LocalClock("Europe/Rome", lambda: datetime(2026, 11, 25, 9, 30, tzinfo=UTC))
 
 
 class Session:
@@ -43,7 +47,8 @@ async def setup(store, embedder, config, compactor):
     chat = (await store.create_chat(title="Travel papers", turns=turns)).chat
     await compactor.compact(chat.id)
     session = Session(chat.id)
-    return ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config), session, chat
+    tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config, SAID_AT)
+    return tools, session, chat
 
 
 async def test_remember_recall_rename_list_and_new_chat(store, embedder, config, compactor):
@@ -90,7 +95,7 @@ async def test_forget_takes_a_pin_or_a_fact_out_and_regeneration_keeps_it_out(st
     assert (forgot["result"], forgot["kind"], forgot["text"]) == (
         "forgotten",
         "pin",
-        "Dentist appointment on Friday at nine",
+        "Dentist appointment on Friday (Friday 27 November 2026) at nine",
     )
     assert "Dentist" not in str(await tools.recall(RecallArgs(query="dentist")))
     assert [p.content for p in await store.list_pins(chat.id, forgotten=True)] == [forgot["text"]]
