@@ -172,7 +172,9 @@ class MemorySnapshot:
     important: list[Turn]
 
 
-class ChatStore(Protocol):
+class ChatRecords(Protocol):
+    """Chats and their turns, and the commit of a compaction."""
+
     async def create_chat(
         self,
         *,
@@ -186,14 +188,21 @@ class ChatStore(Protocol):
         ...
 
     async def get_chat(self, chat_id: str) -> Chat: ...
+
     async def find_chats(self, ref: str) -> list[Chat]: ...
+
     async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]: ...
+
     async def rename_chat(self, chat_id: str, title: str) -> Chat: ...
+
     async def delete_chat(self, chat_id: str) -> None: ...
 
     async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult: ...
+
     async def load_history(self, chat_id: str) -> ChatHistory: ...
+
     async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]: ...
+
     async def load_memory(
         self, chat_id: str, *, min_importance: float = 7.0, important_limit: int = 30
     ) -> MemorySnapshot:
@@ -214,6 +223,10 @@ class ChatStore(Protocol):
         title the user gave (at creation or by renaming)."""
         ...
 
+
+class MemoryRecords(Protocol):
+    """What is kept of the chats beside their turns: summaries, facts, pins, and the user's profile across chats."""
+
     async def upsert_summary(
         self,
         chat_id: str,
@@ -222,11 +235,15 @@ class ChatStore(Protocol):
         embedded: EmbeddedText,
         importance: float | None = None,
     ) -> Summary: ...
+
     async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]: ...
+
     async def upsert_facts(
         self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
     ) -> FactBlock: ...
+
     async def list_facts(self, chat_id: str) -> list[FactBlock]: ...
+
     async def set_fact_lines(
         self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
     ) -> FactBlock:
@@ -247,6 +264,7 @@ class ChatStore(Protocol):
         ...
 
     async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin: ...
+
     async def delete_pin(self, pin_id: str) -> None: ...
 
     async def save_profile(self, entries: Sequence[ProfileEntry], *, edit: bool = False) -> list[ProfileEntry]:
@@ -260,6 +278,10 @@ class ChatStore(Protocol):
         ...
 
     async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry: ...
+
+
+class SearchIndex(Protocol):
+    """The embedded texts, windows of what was said and their words, and the searches over them."""
 
     async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
         """The `match_count` chats with the most similar embedded text, most similar first, each
@@ -298,6 +320,14 @@ class ChatStore(Protocol):
         """The embedder name and dimension of the stored vectors, None before the first."""
         ...
 
+    async def embedded_texts(self) -> list[StoredText]: ...
+
+    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None: ...
+
+
+class StoreState(Protocol):
+    """The store as a whole: its figures, the writes still queued, its schema."""
+
     async def stats(self, chat_id: str | None = None) -> MemoryStats:
         """The whole store's figures, or one chat's."""
         ...
@@ -308,10 +338,13 @@ class ChatStore(Protocol):
         ...
 
     async def pending_writes(self) -> PendingWrites: ...
+
     async def schema_version(self) -> int | None:
         """The version of a schema someone else applies (a remote project's migrations), None for
         a store that creates its own schema."""
         ...
 
-    async def embedded_texts(self) -> list[StoredText]: ...
-    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None: ...
+
+class ChatStore(ChatRecords, MemoryRecords, SearchIndex, StoreState, Protocol):
+    """What both stores (SQLite and Supabase) and the Supabase store's local copy answer, by
+    concern; a part that needs one concern only can ask for that protocol."""
