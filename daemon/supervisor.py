@@ -54,7 +54,7 @@ from parla.ui.token import load_token
 from parla.voice.cues import cue
 from parla.voice.errors import LiveSessionFailed
 from parla.voice.gated_microphone import GatedMicrophone
-from parla.voice.latency import LatencyDay, summary
+from parla.voice.latency import LatencyDay, one_line, summary
 from parla.voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
@@ -233,7 +233,9 @@ class Daemon:
 
     def _live_state(self) -> LiveState:
         chat_id = self._current.chat_id if self._current is not None else self._chat_id
-        return LiveState(self.status.state, self._gate.muted if self._gate is not None else False, chat_id)
+        session = self._conversation.latency.turns if self._conversation is not None else ()
+        timed = one_line(session, self._latency_day.today(session))
+        return LiveState(self.status.state, self._gate.muted if self._gate is not None else False, chat_id, timed)
 
     async def _daemon_chat(self) -> str | None:
         return self._live_state().chat_id

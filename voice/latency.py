@@ -62,6 +62,19 @@ def summary(turns: Iterable[TurnLatency]) -> dict[str, float | int | None]:
     return out
 
 
+def one_line(session: Iterable[TurnLatency], day: Iterable[TurnLatency]) -> str:
+    """The session's and the day's figures in a line ("" with no timed turn)."""
+    parts = []
+    for span, turns in (("session", session), ("today", day)):
+        f = summary(turns)
+        if f["turns"]:
+            parts.append(
+                f"{span} p50 {f['total_p50_ms']:.0f} / p95 {f['total_p95_ms']:.0f} ms "
+                f"(Parla {f['parla_p50_ms']:.0f} / {f['parla_p95_ms']:.0f}, {f['turns']} turns)"
+            )
+    return "voice to voice: " + "; ".join(parts) if parts else ""
+
+
 class VoiceToVoice:
     """One conversation's timings: told each microphone block sent and each answer chunk received."""
 
