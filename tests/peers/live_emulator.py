@@ -52,6 +52,11 @@ a row) that cuts the generation under way, `interrupted` then turnComplete, as t
 when the user talks over the model, or when the model's own voice comes back through a
 microphone without echo cancellation. Each cut is timed in `barge_ins`.
 
+`pong_delay_s` answers the client's websocket pings that much late (None: never), as field
+reports of the real service describe (googleapis/python-genai#2935, google/adk-python#3067: the
+SDK's websockets client, with its default 20 s ping timeout, closes the session with 1011
+"keepalive ping timeout" while the service is still answering).
+
 Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
 did not issue (a call made before a reconnect) is not acted on, as field reports of the real
 service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
@@ -80,6 +85,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import OP_PONG, Frame
 
 from tests.peers.gemini_rest import CATALOGUE
 
@@ -529,6 +535,34 @@ class LiveConnection:
 Script = Callable[[LiveConnection], Awaitable[None]]
 
 
+def slow_pongs(delay: float | None) -> type[ServerConnection]:
+    """A server connection that answers pings `delay` seconds late (None: never)."""
+
+    class SlowPongs(ServerConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            send_frame = self.protocol.send_frame
+            tasks: set[asyncio.Task[None]] = set()
+
+            async def later(frame: Frame) -> None:
+                assert delay is not None
+                await asyncio.sleep(delay)
+                async with self.send_context():
+                    send_frame(frame)
+
+            def delayed(frame: Frame) -> None:
+                if frame.opcode is not OP_PONG:
+                    send_frame(frame)
+                elif delay is not None:
+                    task = asyncio.get_running_loop().create_task(later(frame))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+
+            self.protocol.send_frame = delayed  # type: ignore[method-assign]
+
+    return SlowPongs
+
+
 def typed(frame: ClientFrame) -> str | None:
     """The text of a typed user turn in this frame, whichever way the client sent it (client
     content that asks for an answer, or realtime text); None for anything else."""
@@ -598,6 +632,7 @@ class LiveEmulator:
     time_scale: float = 1.0
     refuse_upgrades: list[int] = field(default_factory=list)
     voice_detector: VoiceDetector | None = None
+    pong_delay_s: float | None = 0.0
     connections: list[LiveConnection] = field(default_factory=list)
     handles: dict[str, float] = field(default_factory=dict)  # handle -> emulated time it was issued
     upgrades_refused: list[int] = field(default_factory=list)
@@ -626,7 +661,13 @@ class LiveEmulator:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(self.cert, self.key)
         self._server = await serve(
-            self._serve, "127.0.0.1", 0, ssl=tls, max_size=None, process_request=self._process_request
+            self._serve,
+            "127.0.0.1",
+            0,
+            ssl=tls,
+            max_size=None,
+            process_request=self._process_request,
+            create_connection=slow_pongs(self.pong_delay_s) if self.pong_delay_s != 0 else None,
         )
         return self
 
