@@ -50,7 +50,12 @@ def _key(settings: Settings) -> Check:
     )
 
 
-_ROLE_NAMES: dict[ModelRole, str] = {"live": "Live model", "summary": "summary model", "embedding": "embedding model"}
+_ROLE_NAMES: dict[ModelRole, str] = {
+    "live": "Live model",
+    "summary": "summary model",
+    "embedding": "embedding model",
+    "look_up": "look-up model",
+}
 # How many fitting models a failed check names.
 _LISTED = 8
 
