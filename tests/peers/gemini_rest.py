@@ -141,6 +141,7 @@ class GeminiRestEmulator:
     faults: deque[tuple[int, str]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
     grounded: deque[dict[str, Any]] = field(default_factory=deque)  # answers to requests with googleSearch
+    routed: list[tuple[str, str]] = field(default_factory=list)  # (words of the instruction, answer)
     hang_s: float = 0.0  # generateContent answers after this many seconds (a service that does not answer)
     malformed_embeddings: int = 0
     dropped: int = 0  # the next requests read and then closed without an answer
@@ -204,6 +205,11 @@ class GeminiRestEmulator:
                 ]
             }
         )
+
+    def reply_to(self, instruction: str, text: str) -> None:
+        """The next generateContent whose system instruction holds `instruction` is answered with
+        `text` (requests made together, as a compaction's summary, facts and pins, in any order)."""
+        self.routed.append((instruction, text))
 
     def reply_raw(self, body: dict[str, Any]) -> None:
         self.replies.append(body)
@@ -374,9 +380,15 @@ class GeminiRestEmulator:
         if self.hang_s:
             time.sleep(self.hang_s)
         searched = any("googleSearch" in t or "google_search" in t for t in body.get("tools") or [])
+        instruction = "".join(p.get("text", "") for p in (body.get("systemInstruction") or {}).get("parts", []))
         with self._lock:
             if searched and self.grounded:
                 return 200, self.grounded.popleft()
+            for n, (words, text) in enumerate(self.routed):
+                if words in instruction:
+                    del self.routed[n]
+                    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
+                    return 200, {"candidates": [candidate]}
             if self.replies:
                 return 200, self.replies.popleft()
         prompt = "".join(p.get("text", "") for c in body["contents"] for p in c.get("parts", []))
