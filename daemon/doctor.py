@@ -67,6 +67,8 @@ def _used_models(settings: Settings) -> list[tuple[ModelRole, str]]:
         used.append(("summary", settings.summary_model))
     if settings.embedder_in_use == "gemini":
         used.append(("embedding", settings.embedding_model))
+    if settings.look_up:
+        used.append(("look_up", settings.look_up_model))
     return used
 
 
