@@ -172,4 +172,8 @@ CREATE TABLE vector_chats (number INTEGER PRIMARY KEY AUTOINCREMENT, chat_id TEX
 INSERT INTO vector_chats (chat_id) SELECT id FROM chats ORDER BY rowid;
 INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))
 """,
+    # the web pages a model turn's answer came from (a look-up), as a JSON list of {title, uri}
+    """
+ALTER TABLE turns ADD COLUMN sources TEXT
+""",
 ]
