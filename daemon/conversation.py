@@ -84,12 +84,13 @@ def live_conversation(
     on_event: Callable[[SessionEvent], None] | None = None,
     mcp: McpTools | None = None,
 ) -> LiveConversation:
-    """One session's conversation in the current chat, with the chat tools, the clock and the user's
+    """One session's conversation in the current chat, with the chat tools, the clock, reminders and the user's
     MCP tools while their servers run (use with `async with`)."""
     mem = current.mem
     clock = LocalClock(mem.settings.time_zone)
+    chat_tools = mem.chat_tools(current, clock)
     tools = ToolRegistry(
-        mem.chat_tools(current, clock).tools() + clock_tools(clock),
+        chat_tools.tools() + clock_tools(clock) + mem.reminder_tools(current, clock, chat_tools).tools(),
         more=mcp.tools if mcp is not None else None,
         limit=mem.settings.max_tool_declarations,
     )

@@ -34,6 +34,7 @@ from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.memory.summarizers.fallback import FallbackSummarizer
 from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.tools.chats import ChatSession, ChatTools
+from parla.tools.reminders import ReminderTools
 
 if TYPE_CHECKING:
     from parla.memory.store.supabase import SupabaseChatStore
@@ -135,12 +136,32 @@ class MemoryServices:
             on_done=on_done,
         )
 
+    @cached_property
+    def reminder_wake(self) -> asyncio.Event:
+        """Set when a reminder is set or cancelled here: the daemon's scheduler reads the store again."""
+        return asyncio.Event()
+
+    def reminder_tools(self, session: ChatSession, clock: LocalClock, chat_tools: ChatTools) -> ReminderTools:
+        """The timer and reminder tools; "take me there" goes through `chat_tools`' switch."""
+        return ReminderTools(
+            self.store,
+            session,
+            chat_tools.switch_chat,
+            clock,
+            [self.speech_language],
+            self.settings.device_name,
+            self.reminder_wake.set,
+        )
+
+    @property
+    def speech_language(self) -> str:
+        return (self.settings.live_language or "en").split("-")[0].lower()
+
     def chat_tools(self, session: ChatSession, clock: LocalClock | None = None) -> ChatTools:
         """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`; relative
         dates in a fact to remember are read with `clock` in the speech's language (English unset)."""
-        language = (self.settings.live_language or "en").split("-")[0].lower()
         clock = clock or LocalClock(self.settings.time_zone)
-        return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, [language])
+        return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, [self.speech_language])
 
 
 def _secret(value: SecretStr | None) -> str | None:

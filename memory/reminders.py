@@ -10,10 +10,12 @@ reminder stays stored as history.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import dateparser
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from parla.memory.turn import new_id, storable_text, utcnow
@@ -70,3 +72,24 @@ class Reminder(BaseModel):
     def spoken(self) -> str:
         """What is said when it is due."""
         return f"Timer: {self.text}" if self.kind == "timer" else f"Reminder: {self.text}"
+
+
+def due_time(when: str, now: datetime, languages: Sequence[str]) -> datetime | None:
+    """The moment `when` names ("in 10 minutes", "at 17:00", "tomorrow at 09:00", "tra 10 minuti",
+    "morgen 9:00"), read by dateparser in `languages` from `now` (aware, in the user's zone) and
+    in that zone; None when it reads as no time. A time of day already past today is tomorrow's."""
+    zone = now.tzinfo
+    base = now.replace(tzinfo=None)
+    settings: dict[str, object] = {
+        "RELATIVE_BASE": base,
+        "PREFER_DATES_FROM": "future",
+        "RETURN_AS_TIMEZONE_AWARE": False,
+    }
+    # dateparser's languages first, then English, which models and users fall back on
+    read = dateparser.parse(when, languages=list(dict.fromkeys([*languages, "en"])), settings=settings)
+    if read is None:
+        return None
+    moment = read.replace(tzinfo=zone)
+    if moment < now and read.date() == base.date():
+        moment += timedelta(days=1)
+    return moment
