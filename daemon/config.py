@@ -122,6 +122,12 @@ class DaemonConfig(BaseModel):
         description="Seconds between reads of the store for reminders set or cancelled elsewhere (other devices, "
         "`parla reminders` while Supabase is the store); ones set here are seen at once.",
     )
+    reminder_speech_command: str = Field(
+        "flite -voice slt -t {text} -o {wav}",
+        min_length=1,
+        description="The offline speech command that says a reminder at its time ({text}: the words, {wav}: the "
+        "WAV file it writes), e.g. `espeak-ng -v it -w {wav} {text}` for Italian.",
+    )
     mcp_servers: list[McpServerConfig] = Field(
         default_factory=list,
         description="The user's MCP servers (`[[mcp_servers]]` tables in config.toml): their tools are offered "
