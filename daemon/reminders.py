@@ -95,7 +95,7 @@ class ReminderScheduler:
             except StoreError as e:
                 log.warning("reminders not read: %s; trying again", e, extra={"event": "reminders_unread"})
                 wait = self.recheck_s
-            except Exception:  # noqa: BLE001 - a bug here must not end the reminders for the daemon's life
+            except Exception:  # a bug here must not end the reminders for the daemon's life
                 log.exception("the reminder scheduler failed; trying again", extra={"event": "reminders_failed"})
                 wait = self.recheck_s
             with suppress(TimeoutError):
