@@ -75,5 +75,3 @@ async def test_a_reminder_set_on_another_device_waits_for_the_handoff(daemon_set
 
         await eventually(said, timeout=3, what="the desktop to take the reminder over")
         assert daemon.reminders is not None and daemon.reminders.said == 1
-
-
