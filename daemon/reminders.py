@@ -24,10 +24,10 @@ from datetime import datetime, timedelta
 from typing import Self
 
 from parla.memory.errors import StoreError
+from parla.memory.local_time import LocalClock, LocalTime, spoken_date
 from parla.memory.reminders import Reminder
 from parla.memory.store import ReminderRecords
 from parla.memory.tasks import cancel_and_wait
-from parla.memory.turn import utcnow
 from parla.voice.audio import Speaker
 from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
 from parla.voice.cues import cue
@@ -42,11 +42,13 @@ _LATE = timedelta(minutes=1)
 Say = Callable[[Reminder, str], Awaitable[None]]
 
 
-def words_for(reminder: Reminder, now: datetime) -> str:
-    """What is said: the reminder, and when it was due if that is a while ago."""
-    if now - reminder.due_at < _LATE:
+def words_for(reminder: Reminder, now: LocalTime) -> str:
+    """What is said: the reminder, and when it was due (in the user's zone now) if that is a while ago."""
+    if now.at - reminder.due_at < _LATE:
         return reminder.spoken()
-    return f"{reminder.spoken()}. It was due at {reminder.local_due():%H:%M}."
+    due = reminder.due_at.astimezone(now.at.tzinfo)
+    day = "" if due.date() == now.at.date() else f"on {spoken_date(due)} "
+    return f"{reminder.spoken()}. It was due {day}at {due:%H:%M}."
 
 
 class ReminderScheduler:
@@ -59,7 +61,7 @@ class ReminderScheduler:
         *,
         handoff_s: float,
         recheck_s: float,
-        now: Callable[[], datetime] = utcnow,
+        clock: LocalClock | None = None,
     ) -> None:
         self.store = store
         self.device = device
@@ -67,7 +69,7 @@ class ReminderScheduler:
         self._wake = wake
         self.handoff = timedelta(seconds=handoff_s)
         self.recheck_s = recheck_s
-        self._now = now
+        self.clock = clock or LocalClock()
         self._said: set[str] = set()
         self._task: asyncio.Task[None] | None = None
         self.said = 0  # reminders said by this process
@@ -104,7 +106,7 @@ class ReminderScheduler:
     async def tick(self) -> float:
         """Say the reminders whose turn has come; the seconds until the next turn (at most `recheck_s`)."""
         pending = [r for r in await self.store.list_reminders() if r.id not in self._said]
-        now = self._now()
+        now = self.clock.now_utc()
         later = []
         for reminder in pending:
             if self.turn_at(reminder) <= now:
@@ -113,18 +115,18 @@ class ReminderScheduler:
                 later.append(self.turn_at(reminder))
         if not later:
             return self.recheck_s
-        return min(self.recheck_s, max(0.0, (min(later) - self._now()).total_seconds()))
+        return min(self.recheck_s, max(0.0, (min(later) - self.clock.now_utc()).total_seconds()))
 
     async def _claim_and_say(self, reminder: Reminder) -> None:
         claimed = await self.store.claim_reminder(reminder.id, self.device)
         if claimed is None:  # said by another device, or cancelled meanwhile
             return
         self._said.add(claimed.id)
-        now = self._now()
+        now = self.clock.now()
         log.info(
             "reminder due %s said %.3f s after",
             claimed.due_at.isoformat(),
-            (now - claimed.due_at).total_seconds(),
+            (now.at - claimed.due_at).total_seconds(),
             extra={"event": "reminder_said", "reminder_id": claimed.id, "kind": claimed.kind},
         )
         self.said += 1

@@ -45,6 +45,7 @@ from parla.daemon.reminders import ReminderScheduler, say_aloud
 from parla.daemon.wake import WakePhrase
 from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
+from parla.memory.local_time import LocalClock
 from parla.memory.reminders import Reminder
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
@@ -221,6 +222,7 @@ class Daemon:
             self.mem.reminder_wake,
             handoff_s=s.reminder_handoff_s,
             recheck_s=s.reminder_recheck_s,
+            clock=LocalClock(s.time_zone),
         )
 
     def _live_state(self) -> LiveState:

@@ -63,12 +63,6 @@ class Reminder(BaseModel):
             raise ValueError(f"unknown time zone {zone!r}") from e
         return zone
 
-    def local_due(self) -> datetime:
-        return self.due_at.astimezone(ZoneInfo(self.time_zone))
-
-    def due_in(self, now: datetime) -> timedelta:
-        return self.due_at - now
-
     def spoken(self) -> str:
         """What is said when it is due."""
         return f"Timer: {self.text}" if self.kind == "timer" else f"Reminder: {self.text}"
