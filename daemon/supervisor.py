@@ -193,7 +193,7 @@ class Daemon:
         async with AsyncExitStack() as stack:
             try:
                 token = await asyncio.to_thread(load_token, s.ui_token_file)
-                inspector = Inspector(self.mem, token, self.feed, self._daemon_chat)
+                inspector = Inspector(self.mem, token, self.feed, self._daemon_chat, LocalClock(s.time_zone))
                 serving = serve_inspector(inspector, s.ui_port, s.ui_max_connections, s.ui_request_timeout_s)
                 self.inspector = await stack.enter_async_context(serving)
                 # the address without its token: this line reaches the journal
