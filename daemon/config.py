@@ -1,9 +1,10 @@
 """The daemon's knobs: activation, the idle timeout, cues, the control socket, the memory inspector,
-shutdown, logs."""
+shutdown, logs, reminders, MCP servers."""
 
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -103,6 +104,30 @@ class DaemonConfig(BaseModel):
     )
     log_format: Literal["text", "json"] = Field(
         "text", description="`json` writes one JSON object per log line (for journald and log shippers)."
+    )
+    device_name: str = Field(
+        default_factory=socket.gethostname,
+        min_length=1,
+        description="This device's name: a reminder set here is said here first, and the store records "
+        "which device said each one.",
+    )
+    reminder_handoff_s: float = Field(
+        10.0,
+        ge=0,
+        description="Seconds a due reminder is left to the device it was set on before another running device "
+        "of the account says it instead.",
+    )
+    reminder_recheck_s: float = Field(
+        60.0,
+        gt=0,
+        description="Seconds between reads of the store for reminders set or cancelled elsewhere (other devices, "
+        "`parla reminders` while Supabase is the store); ones set here are seen at once.",
+    )
+    reminder_speech_command: str = Field(
+        "flite -voice slt -t {text} -o {wav}",
+        min_length=1,
+        description="The offline speech command that says a reminder at its time ({text}: the words, {wav}: the "
+        "WAV file it writes), e.g. `espeak-ng -v it -w {wav} {text}` for Italian.",
     )
     mcp_servers: list[McpServerConfig] = Field(
         default_factory=list,

@@ -85,8 +85,8 @@ def live_conversation(
     on_event: Callable[[SessionEvent], None] | None = None,
     mcp: McpTools | None = None,
 ) -> LiveConversation:
-    """One session's conversation in the current chat, with the chat tools, the clock, look-ups (their
-    sources kept with the turn that speaks the answer) and the user's MCP tools while their servers
+    """One session's conversation in the current chat, with the chat tools, the clock, reminders, look-ups
+    (their sources kept with the turn that speaks the answer) and the user's MCP tools while their servers
     run (use with `async with`)."""
     mem = current.mem
     clock = LocalClock(mem.settings.time_zone)
@@ -96,7 +96,8 @@ def live_conversation(
         if conversation is not None:
             conversation.cite(sources)
 
-    own = mem.chat_tools(current, clock).tools() + clock_tools(clock)
+    chat_tools = mem.chat_tools(current, clock)
+    own = chat_tools.tools() + clock_tools(clock) + mem.reminder_tools(current, clock, chat_tools).tools()
     if mem.settings.look_up:
         search = GroundedSearch(lambda: mem.client, mem.settings.look_up_model, mem.gemini_availability, clock)
         own += look_up_tools(search, mem.settings.look_up_timeout_s, cite)

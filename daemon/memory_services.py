@@ -35,6 +35,7 @@ from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.memory.summarizers.fallback import FallbackSummarizer
 from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.tools.chats import ChatSession, ChatTools
+from parla.tools.reminders import ReminderTools
 
 if TYPE_CHECKING:
     from parla.memory.store.supabase import SupabaseChatStore
@@ -143,6 +144,23 @@ class MemoryServices:
             retries=s.model_retries,
             retry_delay=s.model_retry_delay,
             on_done=on_done,
+        )
+
+    @cached_property
+    def reminder_wake(self) -> asyncio.Event:
+        """Set when a reminder is set or cancelled here: the daemon's scheduler reads the store again."""
+        return asyncio.Event()
+
+    def reminder_tools(self, session: ChatSession, clock: LocalClock, chat_tools: ChatTools) -> ReminderTools:
+        """The timer and reminder tools; "take me there" goes through `chat_tools`' switch."""
+        return ReminderTools(
+            self.store,
+            session,
+            chat_tools.switch_chat,
+            clock,
+            self.dates.languages,
+            self.settings.device_name,
+            self.reminder_wake.set,
         )
 
     def chat_tools(self, session: ChatSession, clock: LocalClock | None = None) -> ChatTools:

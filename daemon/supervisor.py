@@ -32,18 +32,21 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from google import genai
 
 from parla.daemon.control import ControlServer
 from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from parla.daemon.daemon_state import DaemonStatus, TypedTurn
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
+from parla.daemon.reminders import ReminderScheduler, say_aloud
 from parla.daemon.wake import WakePhrase
 from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
+from parla.memory.local_time import LocalClock
+from parla.memory.reminders import Reminder
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
 from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
@@ -59,7 +62,6 @@ from parla.voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 
-State = Literal["starting", "idle", "active", "stopping"]
 CommandHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 # How often an open session checks for silence (the timeout itself is a setting).
@@ -69,33 +71,6 @@ _IDLE_POLL_S = 0.25
 _RESTART_DELAY_S = 1.0
 _RESTART_MAX_DELAY_S = 60.0
 _CRASH_RESET_S = 300.0
-
-
-@dataclass
-class TypedTurn:
-    """A `parla say` waiting for what became of it: answered (and stored, or kept aside), or
-    failed (and then whether the text is stored in the chat)."""
-
-    turn: Turn  # the user turn it is stored as (by id)
-    outcome: asyncio.Future[dict[str, Any]]
-    sent: bool = False  # said in a session: the session stores it
-    answer: Turn | None = None  # the model's answer, on its way to the store
-
-    def settle(self, result: dict[str, Any]) -> None:
-        if not self.outcome.done():
-            self.outcome.set_result(result)
-
-
-@dataclass
-class DaemonStatus:
-    state: State = "starting"
-    session_started: float | None = None
-    sessions: int = 0
-    wake_detections: int = 0
-    restarts: int = 0  # unexpected failures the daemon went on after
-    last_error: str | None = None
-    kept_turns: int = 0  # turns not stored in time, kept aside for the next start
-    lost_turns: int = 0  # turns neither stored nor kept aside (the local file failed too)
 
 
 class Daemon:
@@ -127,6 +102,7 @@ class Daemon:
         self.feed = LiveFeed(self._live_state)
         self.inspector: Serving | None = None
         self._inspector_problem: str | None = None
+        self.reminders: ReminderScheduler | None = None
         # The control socket's commands: a request names one of these and nothing else.
         self._handlers: dict[str, CommandHandler] = {
             "status": self._cmd_status,
@@ -134,6 +110,7 @@ class Daemon:
             "new": self._cmd_new,
             "talk": self._cmd_talk,
             "say": self._cmd_say,
+            "reminders": self._cmd_reminders,
             "ui": self._cmd_ui,
             "mute": self._cmd_mute,
             "unmute": self._cmd_unmute,
@@ -188,7 +165,7 @@ class Daemon:
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored)
             self._tools = self.mem.chat_tools(self._current)
             # the commands are answered from here on, also while the inspector starts
-            async with self._serve_inspector():
+            async with self._serve_inspector(), self._reminder_scheduler() as self.reminders:
                 log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
                 self.ready.set()
                 try:
@@ -218,7 +195,7 @@ class Daemon:
         async with AsyncExitStack() as stack:
             try:
                 token = await asyncio.to_thread(load_token, s.ui_token_file)
-                inspector = Inspector(self.mem, token, self.feed, self._daemon_chat)
+                inspector = Inspector(self.mem, token, self.feed, self._daemon_chat, LocalClock(s.time_zone))
                 serving = serve_inspector(inspector, s.ui_port, s.ui_max_connections, s.ui_request_timeout_s)
                 self.inspector = await stack.enter_async_context(serving)
                 # the address without its token: this line reaches the journal
@@ -230,6 +207,25 @@ class Daemon:
                 yield
             finally:
                 self.inspector = None
+
+    def _reminder_scheduler(self) -> ReminderScheduler:
+        s = self.settings
+
+        async def say(_: Reminder, words: str) -> None:
+            assert self._voice is not None
+            await say_aloud(
+                self._voice.speaker, words, s.reminder_speech_command, lambda: self.status.state == "active"
+            )
+
+        return ReminderScheduler(
+            self.mem.store,
+            s.device_name,
+            say,
+            self.mem.reminder_wake,
+            handoff_s=s.reminder_handoff_s,
+            recheck_s=s.reminder_recheck_s,
+            clock=LocalClock(s.time_zone),
+        )
 
     def _live_state(self) -> LiveState:
         chat_id = self._current.chat_id if self._current is not None else self._chat_id
@@ -492,6 +488,7 @@ class Daemon:
                 "session": summary(session_turns),
                 "day": summary(self._latency_day.today(session_turns)),
             },
+            "reminders_said": self.reminders.said if self.reminders is not None else 0,
             "last_error": self.status.last_error,
         }
 
@@ -609,6 +606,11 @@ class Daemon:
         if self.inspector is None:
             raise CommandError(self._inspector_problem or "the memory inspector is not running")
         return {"url": self.inspector.url, "address": self.inspector.address}
+
+    async def _cmd_reminders(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Reminders were set or cancelled elsewhere on this machine (`parla reminders`): read them again."""
+        self.mem.reminder_wake.set()
+        return {"result": "ok"}
 
     async def _cmd_mute(self, request: dict[str, Any]) -> dict[str, Any]:
         assert self._gate is not None

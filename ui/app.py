@@ -26,6 +26,7 @@ from parla.memory.embedding import embed_texts
 from parla.memory.errors import ChatNotFound, ParlaError
 from parla.memory.facts import format_fact_lines
 from parla.memory.forgetting import MemoryItem, set_forgotten
+from parla.memory.local_time import LocalClock
 from parla.memory.pins import Pin
 from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn, WebSource
 from parla.memory.turn_windows import rename_chat
@@ -34,6 +35,7 @@ from parla.ui.gate import TokenGate
 from parla.ui.live import LiveFeed
 from parla.ui.memory import HISTORY_PAGE, InspectorMemory, load_chat_page
 from parla.ui.profile import ProfilePages
+from parla.ui.reminders import ReminderPages
 
 HERE = Path(__file__).parent
 CurrentChat = Callable[[], Awaitable[str | None]]
@@ -117,8 +119,11 @@ class Inspector:
         token: str,
         live: LiveFeed | None = None,
         current_chat: CurrentChat | None = None,
+        clock: LocalClock | None = None,
     ) -> None:
+        """`clock`: the user's zone, in which a reminder's time is read (the system's by default)."""
         self.mem = mem
+        self.clock = clock or LocalClock()
         self.token = token
         self.live = live
         # which chat a running daemon is in (it may not be deleted); None when none runs
@@ -369,6 +374,7 @@ class Inspector:
             Route("/chats/{chat_id}/facts", self.add_fact, methods=post),
             Route("/chats/{chat_id}/facts/{action:str}", self.fact_forgotten, methods=post),
             *ProfilePages(self).routes(),
+            *ReminderPages(self, self.clock).routes(),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         return TokenGate(Starlette(routes=routes, exception_handlers={ParlaError: self.failed}), self.token)

@@ -33,6 +33,11 @@ class InspectorMemory(Protocol):
     def compactor(self) -> Compactor: ...
     @property
     def settings(self) -> MemoryConfig: ...
+    @property
+    def reminder_wake(self) -> asyncio.Event:
+        """Set after a reminder is set or cancelled: the daemon's scheduler, when it runs in this
+        process, reads the reminders again."""
+        ...
 
 
 @dataclass(frozen=True)

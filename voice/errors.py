@@ -25,3 +25,7 @@ class UnreadableMessage(RuntimeError):
 
 class SetupTimeout(TimeoutError):
     """The server accepted the websocket but did not complete the setup in time."""
+
+
+class SpeechFailed(ParlaError):
+    """The offline speech command could not say a text (missing, failed, or gave no audio)."""

@@ -15,7 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import typer
 
-from parla.daemon.cli import chats, memory, profile, setup, supabase, ui, voice
+from parla.daemon.cli import chats, memory, profile, reminders, setup, supabase, ui, voice
 from parla.daemon.cli import daemon as daemon_commands
 from parla.daemon.cli.help import HelpGroup, registered
 from parla.daemon.cli.support import err, options, out
@@ -62,7 +62,7 @@ def _options(
 
 
 # The help lists the groups in this order.
-for _module in (daemon_commands, voice, setup, supabase, chats, ui, memory, profile):
+for _module in (daemon_commands, voice, setup, supabase, chats, ui, memory, profile, reminders):
     for _name, _target in _module.COMMANDS.items():
         if isinstance(_target, typer.Typer):
             app.add_typer(_target, name=_name, rich_help_panel=_module.PANEL)

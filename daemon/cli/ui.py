@@ -27,6 +27,7 @@ async def ui(
 ) -> None:
     """See and correct what Parla remembers, in the browser (on 127.0.0.1; the address holds a secret
     token: keep it to yourself)."""
+    from parla.memory.local_time import LocalClock
     from parla.ui.app import Inspector
     from parla.ui.server import serve_inspector
     from parla.ui.token import load_token
@@ -42,7 +43,12 @@ async def ui(
         err.print(f"parla: {e}; serving it from this command instead (nothing live)", markup=False)
     token = await asyncio.to_thread(load_token, settings.ui_token_file)
     async with open_memory(settings) as mem:
-        inspector = Inspector(mem, token, current_chat=lambda: running_daemon_chat(settings.control_socket))
+        inspector = Inspector(
+            mem,
+            token,
+            current_chat=lambda: running_daemon_chat(settings.control_socket),
+            clock=LocalClock(settings.time_zone),
+        )
         async with serve_inspector(
             inspector, settings.ui_port, settings.ui_max_connections, settings.ui_request_timeout_s
         ) as serving:

@@ -14,6 +14,8 @@ Semantics every implementation keeps:
 - The profile is the user's, across chats: saving an entry with a subject supersedes, in the same
   transaction, the current entries of that subject said before it (and is itself stored superseded
   when a current one was said after it); superseded and forgotten entries stay as history.
+- A reminder's state moves once, pending to fired or to cancelled: `claim_reminder` is atomic, so
+  of several devices claiming one reminder exactly one gets it (and says it).
 - Every embedding is written with its text and its embedder; vectors of another embedder or
   dimension are refused (`EmbedderMismatch`) until `replace_embeddings` rebuilds them all.
 """
@@ -33,6 +35,7 @@ from parla.memory.errors import StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
 from parla.memory.profile import ProfileEntry
+from parla.memory.reminders import Reminder
 from parla.memory.stats import MemoryStats
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.text import window_words
@@ -325,6 +328,27 @@ class SearchIndex(Protocol):
     async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None: ...
 
 
+class ReminderRecords(Protocol):
+    """Timers and reminders (memory.reminders), the user's across chats."""
+
+    async def add_reminder(self, reminder: Reminder) -> Reminder:
+        """Store a pending reminder; an id already stored is left as it is (and returned)."""
+        ...
+
+    async def list_reminders(self, *, history: bool = False) -> list[Reminder]:
+        """The pending reminders, soonest first; with `history`, every one stored, newest due first."""
+        ...
+
+    async def cancel_reminder(self, reminder_id: str) -> Reminder:
+        """Cancel a pending reminder; one fired or cancelled already is returned as it is."""
+        ...
+
+    async def claim_reminder(self, reminder_id: str, device: str) -> Reminder | None:
+        """Mark a pending reminder fired by `device`, atomically: the reminder as claimed, or None
+        when it is no longer pending (another device claimed it, or it was cancelled)."""
+        ...
+
+
 class StoreState(Protocol):
     """The store as a whole: its figures, the writes still queued, its schema."""
 
@@ -345,6 +369,6 @@ class StoreState(Protocol):
         ...
 
 
-class ChatStore(ChatRecords, MemoryRecords, SearchIndex, StoreState, Protocol):
+class ChatStore(ChatRecords, MemoryRecords, SearchIndex, ReminderRecords, StoreState, Protocol):
     """What both stores (SQLite and Supabase) and the Supabase store's local copy answer, by
     concern; a part that needs one concern only can ask for that protocol."""

@@ -78,6 +78,11 @@ def profile_entry_not_found(entry_id: str) -> StoreError:
     return StoreError(f"no profile entry with id {entry_id!r}")
 
 
+def reminder_not_found(reminder_id: str) -> StoreError:
+    # for good, as a pin's: a queued cancel of a reminder gone elsewhere must not block the writes after it
+    return StoreRefused(f"no reminder with id {reminder_id!r}")
+
+
 def exact_id_first(found: list[T], ref: str, id_of: Callable[[T], str]) -> list[T]:
     """What `find_chats` returns: the chat whose id is `ref` (ids compare in any case) alone, else
     every chat found (by id prefix or title)."""

@@ -41,6 +41,7 @@ from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, WriteQue
 from parla.memory.facts import FactBlock
 from parla.memory.pins import Pin
 from parla.memory.profile import ProfileEntry
+from parla.memory.reminders import Reminder
 from parla.memory.stats import MemoryStats
 from parla.memory.store import (
     AppendResult,
@@ -352,6 +353,44 @@ class LocalCopyStore:
             lambda: self.remote.set_profile_forgotten(entry_id, forgotten),
             lambda _: self.local.set_profile_forgotten(entry_id, forgotten),
         )
+
+    # -- timers and reminders ----------------------------------------------------------------
+
+    async def add_reminder(self, reminder: Reminder) -> Reminder:
+        return await self._write(
+            lambda: self.remote.add_reminder(reminder), lambda stored: self.local.add_reminder(stored or reminder)
+        )
+
+    async def list_reminders(self, *, history: bool = False) -> list[Reminder]:
+        async def copy(reminders: list[Reminder]) -> None:
+            for reminder in reminders:
+                held = await self.local.add_reminder(reminder)
+                if held.state == "pending" and reminder.state == "cancelled":
+                    await self.local.cancel_reminder(reminder.id)
+                elif held.state == "pending" and reminder.state == "fired":
+                    await self.local.claim_reminder(reminder.id, reminder.claimed_by or "")
+
+        return await self._read(
+            lambda: self.remote.list_reminders(history=history),
+            lambda: self.local.list_reminders(history=history),
+            copy,
+        )
+
+    async def cancel_reminder(self, reminder_id: str) -> Reminder:
+        return await self._write(
+            lambda: self.remote.cancel_reminder(reminder_id), lambda _: self.local.cancel_reminder(reminder_id)
+        )
+
+    async def claim_reminder(self, reminder_id: str, device: str) -> Reminder | None:
+        """The remote's claim decides; while it is away this device claims in its copy and says the
+        reminder, since a reminder said twice (here and by a device that reached the server) is
+        better than one not said at all."""
+        try:
+            claimed = await self._reach(lambda: self.remote.claim_reminder(reminder_id, device))
+        except StoreOffline:
+            return await self.local.claim_reminder(reminder_id, device)
+        await self._copy(self.local.claim_reminder(reminder_id, device))
+        return claimed
 
     # -- search ----------------------------------------------------------------------------
 

@@ -52,6 +52,8 @@ OutboxOp = Literal[
     "delete_pin",
     "delete_chat",
     "set_fact_lines",
+    "add_reminder",
+    "cancel_reminder",
 ]
 _OPS = ", ".join(f"'{op}'" for op in get_args(OutboxOp))
 _TURN_OPS = ("create_chat", "append_turns")
@@ -67,8 +69,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     failed TEXT
 )
 """
-# An outbox made before writes other than turns were queued: its CHECK allows only these two.
-_OLD_CHECK = "CHECK (op IN ('create_chat', 'append_turns'))"
+_CHECK = f"CHECK (op IN ({_OPS}))"
 _COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed"
 _SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
 _SET_ASIDE_MARK = ".damaged-"
@@ -101,9 +102,10 @@ async def _to_the_end(work: Awaitable[T]) -> T:
 
 
 async def _widen_ops(db: aiosqlite.Connection) -> None:
-    """An outbox table of an earlier version rebuilt to accept every op, its entries and ids kept."""
+    """An outbox table of an earlier version (its CHECK allows fewer ops) rebuilt to accept every op,
+    its entries and ids kept."""
     row = await (await db.execute("SELECT sql FROM sqlite_master WHERE name = 'outbox'")).fetchone()
-    if row is None or _OLD_CHECK not in row[0]:
+    if row is None or _CHECK in row[0]:
         return
     await db.execute("ALTER TABLE outbox RENAME TO outbox_old")
     await db.execute(_SCHEMA)

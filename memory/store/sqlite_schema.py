@@ -176,4 +176,24 @@ INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))
     """
 ALTER TABLE turns ADD COLUMN sources TEXT
 """,
+    # timers and reminders (memory.reminders): a reminder keeps its chat's id after that chat is
+    # deleted (it is still said); the pending ones are read soonest first
+    """
+CREATE TABLE reminders (
+    id TEXT PRIMARY KEY,
+    text TEXT NOT NULL CHECK (text != ''),
+    due_at TEXT NOT NULL,
+    time_zone TEXT NOT NULL,
+    kind TEXT NOT NULL CHECK (kind IN ('timer', 'reminder')),
+    chat_id TEXT,
+    turn_id TEXT,
+    device TEXT,
+    state TEXT NOT NULL CHECK (state IN ('pending', 'fired', 'cancelled')),
+    claimed_by TEXT,
+    created_at TEXT NOT NULL,
+    fired_at TEXT,
+    cancelled_at TEXT
+);
+CREATE INDEX reminders_pending ON reminders (due_at) WHERE state = 'pending'
+""",
 ]

@@ -70,6 +70,7 @@ from parla.memory.store.checks import (
 )
 from parla.memory.store.outbox import Outbox, OutboxEntry
 from parla.memory.store.supabase_errors import MIGRATE_HINT, check_gateway, supabase_error
+from parla.memory.store.supabase_reminders import REMINDER_WRITES, SupabaseReminders
 from parla.memory.store.supabase_replay import OutboxReplay, RetryPolicy
 from parla.memory.store.supabase_rows import (
     append_result,
@@ -86,7 +87,7 @@ from parla.memory.store.supabase_rows import (
 )
 from parla.memory.store.supabase_schema import SCHEMA_VERSION
 from parla.memory.store.supabase_session import FileSessionStorage, jwt_role
-from parla.memory.store.supabase_writes import USER_WRITES, SupabaseWrites
+from parla.memory.store.supabase_writes import USER_WRITES
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.turn import MessageRange, Turn, new_id
 
@@ -113,7 +114,7 @@ async def _signed_in(client: AsyncClient, url: str) -> None:
         raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
 
 
-class SupabaseChatStore(SupabaseWrites):
+class SupabaseChatStore(SupabaseReminders):
     """`ChatStore` on a Supabase project. Open with `SupabaseChatStore.connect(...)` and use as
     `async with store:`; the context owns the outbox replay task."""
 
@@ -228,6 +229,8 @@ class SupabaseChatStore(SupabaseWrites):
         stores every turn once."""
         if entry.op in USER_WRITES:
             return await self._send_user_write(entry)
+        if entry.op in REMINDER_WRITES:
+            return await self._send_reminder_write(entry)
         p = entry.payload
         results = []
         for number, page in enumerate(chunks(p["turns"], _TURN_PAGE)):

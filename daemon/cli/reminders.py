@@ -1,0 +1,149 @@
+"""`parla reminders ...`: list, add and cancel timers and reminders (memory.reminders). A reminder
+is named by its number in `parla reminders list`, the start of its id, or words of its text. A
+running daemon is told at once, so one set here for in a minute is said in a minute."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from parla.daemon.cli.support import MEMORY, command, emit_json, group, iso, load_settings, open_memory, out
+from parla.daemon.errors import CommandFailed
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from parla.daemon.settings import Settings
+    from parla.memory.reminders import Reminder
+    from parla.memory.store import ChatStore
+
+
+def _local(settings: Settings, reminder: Reminder) -> str:
+    from parla.memory.local_time import LocalClock
+
+    zone = LocalClock(settings.time_zone).now().at.tzinfo
+    return f"{reminder.due_at.astimezone(zone):%a %Y-%m-%d %H:%M:%S}"
+
+
+def _json(settings: Settings, number: int | None, r: Reminder) -> dict[str, Any]:
+    return {
+        "number": number,
+        "id": r.id,
+        "kind": r.kind,
+        "text": r.text,
+        "due_at": iso(r.due_at),
+        "due_local": _local(settings, r),
+        "time_zone": r.time_zone,
+        "state": r.state,
+        "chat_id": r.chat_id,
+        "device": r.device,
+        "said_by": r.claimed_by,
+        "said_at": iso(r.fired_at),
+    }
+
+
+async def _tell_daemon(socket: Path) -> None:
+    """A running daemon reads the reminders again; none running reads them when it starts."""
+    from parla.daemon.control import DaemonNotRunning, send_command
+
+    try:
+        await send_command(socket, "reminders", timeout=5)
+    except DaemonNotRunning:
+        pass
+
+
+async def _find(store: ChatStore, ref: str) -> Reminder:
+    from parla.tools.reminders import best_matches
+
+    pending = await store.list_reminders()
+    if ref.isdigit() and 1 <= int(ref) <= len(pending):
+        return pending[int(ref) - 1]
+    found = [r for r in pending if r.id.startswith(ref.strip().lower())] or best_matches(pending, ref)
+    if len(found) != 1:
+        what = "no reminder" if not found else f"{len(found)} reminders"
+        raise CommandFailed(f"{what} to come match {ref!r}: `parla reminders list` shows numbers and ids")
+    return found[0]
+
+
+@command
+async def list_(
+    everything: bool = typer.Option(False, "--all", help="Said and cancelled ones too, newest first."),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
+    """Your timers and reminders to come, soonest first."""
+    settings = load_settings()
+    async with open_memory(settings) as mem:
+        reminders = await mem.store.list_reminders(history=everything)
+    numbered = [(None if everything else n, r) for n, r in enumerate(reminders, start=1)]
+    if as_json:
+        emit_json([_json(settings, n, r) for n, r in numbered])
+        return
+    if not reminders:
+        out.print("No reminders to come." if not everything else "No reminders yet.")
+        return
+    table = Table("#" if not everything else "id", "when", "what", "kind", "chat", "state")
+    for n, r in numbered:
+        state = r.state + (f" by {escape(r.claimed_by)}" if r.claimed_by else "")
+        chat = r.chat_id[:8] if r.chat_id else ""
+        table.add_row(str(n) if n else r.id[:8], _local(settings, r), escape(r.text), r.kind, chat, state)
+    out.print(table)
+
+
+@command
+async def add(
+    text: str = typer.Argument(..., help="What to be reminded of."),
+    at: str = typer.Option(..., "--at", help="When: 'at 17:00', 'tomorrow at 09:00', 'in 10 minutes'."),
+    timer: bool = typer.Option(False, "--timer", help="A timer rather than a reminder."),
+) -> None:
+    """Set a reminder; the running daemon says it at its time."""
+    from parla.memory.local_time import LocalClock
+    from parla.memory.reminders import Reminder, due_time
+
+    settings = load_settings()
+    clock = LocalClock(settings.time_zone)
+    now = clock.now().at
+    due = due_time(at, now, [(settings.live_language or "en").split("-")[0].lower()])
+    if due is None:
+        raise CommandFailed(f"cannot read {at!r} as a time: try 'at 17:00', 'tomorrow at 09:00' or 'in 10 minutes'")
+    if due <= now:
+        raise CommandFailed(f"{at!r} is already past (it is {now:%H:%M})")
+    reminder = Reminder(
+        text=text,
+        due_at=due,
+        time_zone=settings.time_zone or "UTC",
+        kind="timer" if timer else "reminder",
+        device=settings.device_name,
+    )
+    async with open_memory(settings) as mem:
+        try:
+            stored = await mem.store.add_reminder(reminder)
+        finally:
+            await _tell_daemon(settings.control_socket)  # a queued one is said here all the same
+    out.print(f"Set {stored.id[:8]} for {_local(settings, stored)}: {escape(stored.text)}")
+
+
+@command
+async def cancel(
+    reminder: str = typer.Argument(..., help="Its number in `parla reminders list`, id, or words."),
+) -> None:
+    """Cancel a timer or reminder to come."""
+    settings = load_settings()
+    async with open_memory(settings) as mem:
+        found = await _find(mem.store, reminder)
+        try:
+            stored = await mem.store.cancel_reminder(found.id)
+        finally:
+            await _tell_daemon(settings.control_socket)
+    out.print(f"Cancelled {stored.id[:8]}: {escape(stored.text)}")
+
+
+COMMANDS = {
+    "reminders": group(
+        "Timers and reminders the daemon says at their time: list, add, cancel.",
+        {"list": list_, "add": add, "cancel": cancel},
+    ),
+}
+PANEL = MEMORY

@@ -1,0 +1,154 @@
+"""The daemon's reminder scheduler: one task, owned by the daemon (`async with`), that says each
+timer and reminder at its time, conversation open or not.
+
+It reads the pending reminders from the store, sleeps until the next one's turn (or until a
+reminder is set or cancelled here, `wake`, or `recheck_s` passes, for ones set on other devices and
+after the machine slept), then claims each one whose turn has come and says the ones it won. The
+claim is atomic in the store, so of several devices of one account exactly one says a reminder;
+the device it was set on has its turn at the due time, any other `handoff_s` later (so a reminder
+set on a laptop that is closed is still said, by the desktop). A reminder due while the daemon was
+stopped has had its turn: it is said at the next start, with the time it was due.
+
+A store that fails a read or a claim is tried again at the next turn; nothing is marked said that
+was not claimed, and a reminder is said at most once by this process (a claim made in the local
+copy while Supabase was away is not said again when the server answers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from datetime import datetime, timedelta
+from typing import Self
+
+from parla.memory.errors import StoreError
+from parla.memory.local_time import LocalClock, LocalTime, spoken_date
+from parla.memory.reminders import Reminder
+from parla.memory.store import ReminderRecords
+from parla.memory.tasks import cancel_and_wait
+from parla.voice.audio import Speaker
+from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
+from parla.voice.cues import cue
+from parla.voice.errors import SpeechFailed
+from parla.voice.speech import spoken
+
+log = logging.getLogger(__name__)
+
+# said "late" (with the time it was due) past this
+_LATE = timedelta(minutes=1)
+
+Say = Callable[[Reminder, str], Awaitable[None]]
+
+
+def words_for(reminder: Reminder, now: LocalTime) -> str:
+    """What is said: the reminder, and when it was due (in the user's zone now) if that is a while ago."""
+    if now.at - reminder.due_at < _LATE:
+        return reminder.spoken()
+    due = reminder.due_at.astimezone(now.at.tzinfo)
+    day = "" if due.date() == now.at.date() else f"on {spoken_date(due)} "
+    return f"{reminder.spoken()}. It was due {day}at {due:%H:%M}."
+
+
+class ReminderScheduler:
+    def __init__(
+        self,
+        store: ReminderRecords,
+        device: str,
+        say: Say,
+        wake: asyncio.Event,
+        *,
+        handoff_s: float,
+        recheck_s: float,
+        clock: LocalClock | None = None,
+    ) -> None:
+        self.store = store
+        self.device = device
+        self._say = say
+        self._wake = wake
+        self.handoff = timedelta(seconds=handoff_s)
+        self.recheck_s = recheck_s
+        self.clock = clock or LocalClock()
+        self._said: set[str] = set()
+        self._task: asyncio.Task[None] | None = None
+        self.said = 0  # reminders said by this process
+
+    async def __aenter__(self) -> Self:
+        self._task = asyncio.create_task(self._run(), name="reminders")
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._task is not None:
+            await cancel_and_wait(self._task)
+            self._task = None
+
+    def turn_at(self, reminder: Reminder) -> datetime:
+        """When this device claims it: at its time if it was set here (or on no device), else
+        `handoff` later."""
+        mine = reminder.device in (None, self.device)
+        return reminder.due_at if mine else reminder.due_at + self.handoff
+
+    async def _run(self) -> None:
+        while True:
+            self._wake.clear()  # cleared before the read: a reminder set during it wakes the next wait
+            try:
+                wait = await self.tick()
+            except StoreError as e:
+                log.warning("reminders not read: %s; trying again", e, extra={"event": "reminders_unread"})
+                wait = self.recheck_s
+            except Exception:  # a bug here must not end the reminders for the daemon's life
+                log.exception("the reminder scheduler failed; trying again", extra={"event": "reminders_failed"})
+                wait = self.recheck_s
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+
+    async def tick(self) -> float:
+        """Say the reminders whose turn has come; the seconds until the next turn (at most `recheck_s`)."""
+        pending = [r for r in await self.store.list_reminders() if r.id not in self._said]
+        now = self.clock.now_utc()
+        later = []
+        for reminder in pending:
+            if self.turn_at(reminder) <= now:
+                await self._claim_and_say(reminder)
+            else:
+                later.append(self.turn_at(reminder))
+        if not later:
+            return self.recheck_s
+        return min(self.recheck_s, max(0.0, (min(later) - self.clock.now_utc()).total_seconds()))
+
+    async def _claim_and_say(self, reminder: Reminder) -> None:
+        claimed = await self.store.claim_reminder(reminder.id, self.device)
+        if claimed is None:  # said by another device, or cancelled meanwhile
+            return
+        self._said.add(claimed.id)
+        now = self.clock.now()
+        log.info(
+            "reminder due %s said %.3f s after",
+            claimed.due_at.isoformat(),
+            (now.at - claimed.due_at).total_seconds(),
+            extra={"event": "reminder_said", "reminder_id": claimed.id, "kind": claimed.kind},
+        )
+        self.said += 1
+        try:
+            await self._say(claimed, words_for(claimed, now))
+        except Exception:
+            log.exception("reminder %s could not be said", claimed.id, extra={"event": "reminder_unsaid"})
+
+
+async def say_aloud(speaker: Speaker, words: str, speech_command: str, keep_open: Callable[[], bool]) -> None:
+    """A cue at once, then `words` in speech; the speaker is closed again after it unless
+    `keep_open()` (a session opened meanwhile). Without the speech command only the cue plays,
+    and the log says why."""
+    speaker.open()
+    speaker.play(cue(rising=True))
+    try:
+        pcm = await spoken(words, speech_command)
+        speaker.play(pcm)
+    except SpeechFailed as e:
+        pcm = b""
+        log.warning("reminder not said in words: %s", e, extra={"event": "reminder_speech_failed"})
+    finally:
+        await speaker.drained(len(pcm) / (SPEAKER_RATE * SAMPLE_BYTES) + 2.0)
+        if not keep_open():
+            speaker.close()

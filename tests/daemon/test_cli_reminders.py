@@ -1,0 +1,53 @@
+"""`parla reminders`: list, add (times in the user's words and zone) and cancel; a running daemon
+is told at once and says one set for a few seconds from now."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from datetime import datetime
+
+from parla.memory.turn import utcnow
+from tests.conftest import eventually
+from tests.daemon.conftest import running
+
+
+def test_reminders_list_add_and_cancel(parla, monkeypatch):
+    monkeypatch.setenv("PARLA_TIME_ZONE", "Europe/Rome")
+    monkeypatch.setenv("PARLA_DEVICE_NAME", "laptop")
+    assert "No reminders to come" in parla("reminders", "list").stdout
+    assert "Set " in parla("reminders", "add", "call my sister", "--at", "tomorrow at 17:00").stdout
+    parla("reminders", "add", "pasta", "--at", "in 10 minutes", "--timer")
+    parla("reminders", "add", "the dentist appointment", "--at", "in 2 days")
+    listed = json.loads(parla("reminders", "list", "--json").stdout)
+    assert [(r["number"], r["text"], r["kind"], r["device"]) for r in listed] == [
+        (1, "pasta", "timer", "laptop"),
+        (2, "call my sister", "reminder", "laptop"),
+        (3, "the dentist appointment", "reminder", "laptop"),
+    ]
+    sister = datetime.fromisoformat(listed[1]["due_at"])
+    assert (sister.hour, sister.minute, listed[1]["time_zone"]) == (16, 0, "Europe/Rome")  # 17:00 in Rome, in UTC
+    assert "Cancelled" in parla("reminders", "cancel", "dentist").stdout
+    assert "Cancelled" in parla("reminders", "cancel", "1").stdout
+    assert [r["text"] for r in json.loads(parla("reminders", "list", "--json").stdout)] == ["call my sister"]
+    everything = {r["text"]: r["state"] for r in json.loads(parla("reminders", "list", "--all", "--json").stdout)}
+    assert everything == {"pasta": "cancelled", "call my sister": "pending", "the dentist appointment": "cancelled"}
+    failed = parla("reminders", "add", "x", "--at", "whenever it suits", ok=False)
+    assert failed.exit_code == 1 and "cannot read" in failed.output
+    assert parla("reminders", "cancel", "taxes", ok=False).exit_code == 1
+
+
+async def test_a_reminder_added_from_the_cli_is_said_by_the_running_daemon(daemon_settings, parla, monkeypatch):
+    monkeypatch.setenv("PARLA_STORE_PATH", str(daemon_settings.store_path))
+    monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(daemon_settings.control_socket))
+    settings = daemon_settings.model_copy(update={"reminder_recheck_s": 600.0})  # only the CLI's word wakes it
+    async with running(settings) as (_, mem, _chat):
+        await asyncio.to_thread(parla, "reminders", "add", "tea is ready", "--at", "in 2 seconds", "--timer")
+
+        async def said():
+            fired = [r for r in await mem.store.list_reminders(history=True) if r.state == "fired"]
+            return fired[0] if fired else None
+
+        reminder = await eventually(said, timeout=10, what="the daemon to say the CLI's reminder")
+    assert reminder.fired_at is not None and (reminder.fired_at - reminder.due_at).total_seconds() <= 1.0
+    assert reminder.due_at < utcnow()

@@ -1,0 +1,77 @@
+"""Reminders said by the daemon at their time, heard on the virtual speaker: a cue, then speech,
+with no conversation open; within 1 s of the due time; once, by the device whose turn it is."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timedelta
+
+import numpy as np
+
+from parla.memory.reminders import Reminder
+from parla.memory.turn import utcnow
+from tests.conftest import eventually
+from tests.daemon.conftest import running
+from tests.daemon.test_daemon import ctl
+
+LOUD = 200  # int16 amplitude above the virtual devices' silence
+
+
+def sounds(recorder) -> list[float]:
+    """The arrival times of the recording's loud 5 ms pieces."""
+    return [t for t, piece in recorder.chunks if np.abs(np.frombuffer(piece, "<i2")).max(initial=0) > LOUD]
+
+
+def monotonic_of(moment: datetime) -> float:
+    return time.monotonic() + (moment - utcnow()).total_seconds()
+
+
+async def heard_after(recorder, start: float, seconds: float, timeout: float = 15.0) -> list[float]:
+    """The loud pieces from `start` on, once at least `seconds` of sound were heard after it."""
+
+    def enough() -> bool:
+        loud = [t for t in sounds(recorder) if t >= start - 0.2]
+        return len(loud) * 0.005 >= seconds
+
+    await eventually(enough, timeout=timeout, what=f"{seconds} s of sound on the speaker")
+    return [t for t in sounds(recorder) if t >= start - 0.2]
+
+
+async def test_a_reminder_is_said_within_a_second_with_no_conversation_open(daemon_settings, pulse):
+    settings = daemon_settings.model_copy(update={"device_name": "laptop"})
+    recorder = pulse.record_speaker()
+    try:
+        async with running(settings) as (daemon, mem, chat_id):
+            assert daemon.status.state == "idle"
+            due = utcnow() + timedelta(seconds=3)
+            reminder = Reminder(text="call my sister", due_at=due, chat_id=chat_id, device="laptop")
+            await mem.store.add_reminder(reminder)
+            await ctl(settings, "reminders")  # as `parla reminders add` does
+            due_at = monotonic_of(due)
+            loud = await heard_after(recorder, due_at, seconds=1.0)
+            (stored,) = await mem.store.list_reminders(history=True)
+            status = await ctl(settings, "status")
+    finally:
+        recorder.stop()
+    first = loud[0]
+    assert due_at - 0.05 <= first <= due_at + 1.0, f"first sound {first - due_at:+.3f} s from the due time"
+    assert loud[-1] - first > 1.0  # the cue (0.15 s) and then the words
+    assert stored.state == "fired" and stored.claimed_by == "laptop"
+    assert status["reminders_said"] == 1 and status["state"] == "idle"
+
+
+async def test_a_reminder_set_on_another_device_waits_for_the_handoff(daemon_settings, pulse):
+    settings = daemon_settings.model_copy(update={"device_name": "desktop", "reminder_handoff_s": 2.0})
+    async with running(settings) as (daemon, mem, _):
+        due = utcnow() + timedelta(seconds=1)
+        await mem.store.add_reminder(Reminder(text="from the laptop", due_at=due, device="laptop"))
+        mem.reminder_wake.set()
+        await asyncio.sleep(2.0)  # due a second ago: still the laptop's turn
+        assert [r.state for r in await mem.store.list_reminders(history=True)] == ["pending"]
+
+        async def said() -> bool:
+            return [r.claimed_by for r in await mem.store.list_reminders(history=True)] == ["desktop"]
+
+        await eventually(said, timeout=3, what="the desktop to take the reminder over")
+        assert daemon.reminders is not None and daemon.reminders.said == 1

@@ -1,0 +1,72 @@
+"""The inspector's reminders page: the timers and reminders to come (each with its time in the
+zone it was set in, its chat, the device it was set on) and those said or cancelled, which device
+said each; set one, cancel one. Changes go through the store's reminder API, as `parla reminders`
+does, and wake the daemon's scheduler when the inspector runs in the daemon."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
+
+from pydantic import ValidationError
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from parla.memory.errors import ParlaError
+from parla.memory.local_time import LocalClock
+from parla.memory.reminders import Reminder, due_time
+from parla.ui.forms import form_fields, one_line
+
+if TYPE_CHECKING:
+    from parla.ui.app import Inspector
+
+
+def local_due(reminder: Reminder) -> str:
+    """'Thu 2026-11-26 17:00 Europe/Rome': in the zone it was set in."""
+    return f"{reminder.due_at.astimezone(ZoneInfo(reminder.time_zone)):%a %Y-%m-%d %H:%M} {reminder.time_zone}"
+
+
+class ReminderPages:
+    def __init__(self, inspector: Inspector, clock: LocalClock) -> None:
+        self.inspector = inspector
+        self.clock = clock
+
+    async def page(self, request: Request) -> Response:
+        store = self.inspector.mem.store
+        coming = await store.list_reminders()
+        done = [r for r in await store.list_reminders(history=True) if r.state != "pending"]
+        return await self.inspector.page(request, "reminders.html", coming=coming, done=done, local_due=local_due)
+
+    async def add(self, request: Request) -> Response:
+        form = await form_fields(request)
+        try:
+            now = self.clock.now().at
+            when = form.get("when", "").strip()
+            due = due_time(when, now, ["en"])
+            if due is None or due <= now:
+                raise ParlaError(f"cannot read {when!r} as a time to come: try 'at 17:00' or 'in 10 minutes'")
+            stored = await self.inspector.mem.store.add_reminder(
+                Reminder(text=form.get("text", ""), due_at=due, time_zone=self.clock.zone or "UTC")
+            )
+        except (ParlaError, ValidationError) as e:
+            return self.inspector.back(request, "/reminders", error=one_line(e))
+        self.inspector.mem.reminder_wake.set()
+        return self.inspector.back(request, "/reminders", note=f"Set for {local_due(stored)}: {stored.text}")
+
+    async def cancel(self, request: Request) -> Response:
+        await form_fields(request)
+        try:
+            cancelled = await self.inspector.mem.store.cancel_reminder(request.path_params["reminder_id"])
+        except ParlaError as e:
+            return self.inspector.back(request, "/reminders", error=one_line(e))
+        self.inspector.mem.reminder_wake.set()
+        return self.inspector.back(request, "/reminders", note=f"Cancelled: {cancelled.text}")
+
+    def routes(self) -> list[Route]:
+        post = ["POST"]
+        return [
+            Route("/reminders", self.page),
+            Route("/reminders/add", self.add, methods=post),
+            Route("/reminders/{reminder_id}/cancel", self.cancel, methods=post),
+        ]
