@@ -134,6 +134,9 @@ class GeminiRestEmulator:
     requests: list[Request] = field(default_factory=list)
     faults: deque[tuple[int, str]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
+    # a text that answers every generateContent whose system instruction holds the key: calls made
+    # at once (a compaction's summary, facts and pins) each get theirs whatever their order
+    instructed: dict[str, str] = field(default_factory=dict)
     malformed_embeddings: int = 0
     dropped: int = 0  # the next requests read and then closed without an answer
     # model id -> its supportedGenerationMethods (what models.get / models.list answer)
@@ -326,6 +329,11 @@ class GeminiRestEmulator:
         with self._lock:
             if self.replies:
                 return 200, self.replies.popleft()
+        system = "".join(p.get("text", "") for p in (body.get("systemInstruction") or {}).get("parts", []))
+        if answer := next((text for key, text in self.instructed.items() if key in system), None):
+            return 200, {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": answer}]}, "finishReason": "STOP"}]
+            }
         prompt = "".join(p.get("text", "") for c in body["contents"] for p in c.get("parts", []))
         text = "Summary: " + " ".join(prompt.split()[:40])
         return 200, {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}]}
