@@ -180,7 +180,7 @@ class ChatTools:
         self.search = search
         self.embedder = embedder
         self.session = session
-        self.recaller = Recall(store, embedder, config.recall_results, config.recall_words_weight)
+        self.recaller = Recall(store, embedder, config)
         self._confirmations = Confirmations(config.delete_confirm_s)
 
     def tools(self) -> list[Tool]:
@@ -335,7 +335,9 @@ class ChatTools:
         return {"result": "remembered", "pin_id": pin.id, "fact": pin.content, **queued}
 
     async def recall(self, args: RecallArgs) -> dict[str, Any]:
-        found = await self.recaller.recall(args.query, None if args.all_chats else self.session.chat_id)
+        # "last Tuesday" is the user's Tuesday
+        scope = None if args.all_chats else self.session.chat_id
+        found = await self.recaller.recall(args.query, scope, self.clock.now().at)
         if not found:
             return {"matches": [], "say": f"Nothing was said or kept about {args.query!r}.", **await self._from_copy()}
         matches = []
