@@ -477,13 +477,13 @@ class SupabaseChatStore(SupabaseReminders):
     # -- the user's profile ----------------------------------------------------------------
 
     async def save_profile(self, entries: Sequence[ProfileEntry], *, edit: bool = False) -> list[ProfileEntry]:
-        return await supabase_profile.save_profile(self._rpc, entries, edit)
+        return await supabase_profile.save_profile(self._replay, entries, edit)
 
     async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
         return await supabase_profile.list_profile(self._rpc, history)
 
     async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:
-        return await supabase_profile.set_profile_forgotten(self._rpc, entry_id, forgotten)
+        return await supabase_profile.set_profile_forgotten(self._replay, entry_id, forgotten)
 
     # -- embeddings and search -------------------------------------------------------------
 
