@@ -177,6 +177,50 @@ begin
     order by b.chat_rank, r.text_rank;
 end $$;
 
+-- Recall inside one chat, as before, keeping to the texts of the store's embedder (during a
+-- re-embed in pages a chat holds vectors of both, perhaps of two sizes).
+create or replace function public.search_chat_texts(
+    p_chat_id uuid, query_embedding extensions.vector, match_count integer default 20,
+    p_embedder text default null, p_user_id uuid default null
+) returns jsonb
+language plpgsql stable security invoker set search_path = pg_catalog, public, extensions as $$
+declare
+    v_uid uuid := parla.owner_id(p_user_id);
+    v_embedder text;
+begin
+    if match_count <= 0 or not parla.query_fits(v_uid, p_embedder, query_embedding) then
+        return '[]'::jsonb;
+    end if;
+    select e.embedder into v_embedder from public.memory_embedders e where e.user_id = v_uid;
+    return coalesce((
+        select jsonb_agg(jsonb_build_object('matched_kind', t.kind, 'start_seq', t.s, 'end_seq', t.e,
+                                            'similarity', t.sim, 'matched_text', t.body)
+                         order by t.sim desc, t.kind, t.s)
+        from (
+            select * from (
+                select 'summary'::text as kind, 0 as s, 0 as e, 1 - (c.summary_embedding <=> query_embedding) as sim,
+                       c.summary_text as body
+                from public.chats c
+                where c.user_id = v_uid and c.id = p_chat_id and c.summary_embedder = v_embedder
+                union all
+                select case m.level when 0 then 'chunk' else 'meta' end, m.start_seq, m.end_seq,
+                       1 - (m.embedding <=> query_embedding), m.summary
+                from public.chat_summaries m
+                where m.user_id = v_uid and m.chat_id = p_chat_id and m.embedder = v_embedder
+                union all
+                select 'facts', f.start_seq, f.end_seq, 1 - (f.embedding <=> query_embedding), f.facts
+                from public.chat_facts f
+                where f.user_id = v_uid and f.chat_id = p_chat_id and f.embedder = v_embedder
+                union all
+                select 'turns', w.start_seq, w.end_seq, 1 - (w.embedding <=> query_embedding), w.body
+                from public.chat_windows w
+                where w.user_id = v_uid and w.chat_id = p_chat_id and w.embedder = v_embedder
+            ) a
+            order by a.sim desc, a.kind, a.s
+            limit match_count
+        ) t), '[]'::jsonb);
+end $$;
+
 -- Every staged vector has the same dimension (checked page by page, so committing need not read
 -- them all again).
 create or replace function public.stage_embeddings(

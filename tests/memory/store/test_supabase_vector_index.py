@@ -151,9 +151,11 @@ def test_a_search_of_another_dimension_has_no_index_but_the_same_results(supabas
 
 async def test_a_reembed_commits_in_pages_and_switches_at_the_last(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
+        chats = []
         for i in range(6):
             chat = (await store.create_chat(title=f"chat {i}")).chat
             await store.set_summary_text(chat.id, emb(f"about {i}", i), 0)
+            chats.append(chat.id)
         old = await store.embedder_info()
         assert old is not None
         payload = [
@@ -181,6 +183,8 @@ async def test_a_reembed_commits_in_pages_and_switches_at_the_last(supabase, tmp
             assert call("SELECT public.commit_embeddings('new', 4, p_user_id => %s)") == 2
             # midway the store still answers, from the two texts that keep the old embedder's vectors
             assert len(await store.search(emb("about 1", 1), 10)) == 2
+            inside = [len(await store.search_chat(emb("about 1", 1), chat, 10)) for chat in chats]
+            assert sorted(inside) == [0, 0, 0, 0, 1, 1]
             assert await store.embedder_info() == old
             assert call("SELECT public.commit_embeddings('new', 4, p_user_id => %s)") == 0
         assert await store.embedder_info() == ("new", old[1])
