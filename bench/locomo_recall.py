@@ -8,7 +8,8 @@ does); each question whose evidence is one turn is asked of `recall` (the call t
   turn or inside a window of turns (what was said), and counting also a chunk summary, a meta
   summary or facts whose range holds it (the measure the issue's first figures used);
 - across chats, the share whose chat is among the results at all;
-- the latency of a recall (p50 / p95).
+- the latency of a recall (p50 / p95), and the length of its answer (the characters of its 5
+  results, median), since a result that holds more turns is likelier to hold the evidence.
 
 The data is CC BY-NC: read from PATH, never written anywhere but the temporary directory.
 """
@@ -49,10 +50,12 @@ class Tally:
     chat_hits: int = 0
     asked: int = 0
     millis: list[float] = field(default_factory=list)
+    chars: list[float] = field(default_factory=list)
 
     def add(self, found: list[Recalled], chat_id: str, seq: int, millis: float) -> None:
         self.asked += 1
         self.millis.append(millis)
+        self.chars.append(sum(len(r.text) for r in found))
         holding = [
             r for r in found if r.chat_id == chat_id and r.range is not None and r.range.start <= seq <= r.range.end
         ]
@@ -65,7 +68,8 @@ class Tally:
         return (
             f"{name}: evidence recall@5 {self.hits / n:.3f} as said ({self.hits}/{self.asked}), "
             f"{self.range_hits / n:.3f} counting a summary or facts of its range; right chat among the results "
-            f"{self.chat_hits / n:.3f}; latency p50 {percentile(self.millis, 0.5):.1f} ms, p95 {percentile(self.millis, 0.95):.1f} ms"
+            f"{self.chat_hits / n:.3f}; latency p50 {percentile(self.millis, 0.5):.1f} ms, p95 {percentile(self.millis, 0.95):.1f} ms; "
+            f"answer {percentile(self.chars, 0.5):.0f} characters (median)"
         )
 
 

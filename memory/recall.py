@@ -154,10 +154,10 @@ class Recall:
             scored.setdefault(_turn(m), self.words_weight * said[(m.chat_id, m.seq)] + date)
         kept: list[Recalled] = []
         for r in sorted(scored, key=lambda r: -scored[r]):
-            if any(_inside(r, k) for k in kept):
-                continue
             for k in kept:  # a window that overlaps a kept run too long to join: only its own turns
                 r = _beyond(r, k)
+            if any(_inside(r, k) for k in kept):
+                continue
             beside = next((i for i, k in enumerate(kept) if self._joinable(r, k)), None)
             if beside is not None:
                 kept[beside] = _joined(kept[beside], r)

@@ -141,7 +141,11 @@ class RememberArgs(BaseModel):
 
 
 class RecallArgs(BaseModel):
-    query: str = Field(min_length=1, description="What to look for.")
+    query: str = Field(
+        min_length=1,
+        description="What to look for, in the user's words; a date they name ('on 8 May 2023', 'last week') "
+        "puts what was said then first.",
+    )
     all_chats: bool = Field(False, description="Search every chat instead of only the current one.")
 
 

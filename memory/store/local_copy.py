@@ -344,9 +344,34 @@ class LocalCopyStore:
         )
 
     async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
+        async def copy(entries: list[ProfileEntry]) -> None:
+            await self._copy_profile(entries, history)
+
         return await self._read(
-            lambda: self.remote.list_profile(history=history), lambda: self.local.list_profile(history=history)
+            lambda: self.remote.list_profile(history=history), lambda: self.local.list_profile(history=history), copy
         )
+
+    async def _copy_profile(self, remote: list[ProfileEntry], history: bool) -> None:
+        """The copy's profile brought to the remote's (entries added or edited on other devices, or
+        found by their compactions), so a chat opened offline still knows the user. Only what
+        differs is written: the profile is read for every chat's context."""
+        held = {e.id: e for e in await self.local.list_profile(history=True)}
+        changed = [
+            e
+            for e in remote
+            if (h := held.get(e.id)) is None
+            or (h.content, h.importance, h.subject) != (e.content, e.importance, e.subject)
+        ]
+        if changed:  # supersession follows, by the same rule as the remote's
+            await self.local.save_profile(changed, edit=True)
+        listed = {e.id: e for e in remote}
+        for entry in await self.local.list_profile(history=True):
+            if history:  # every entry, each with its state
+                gone = entry.id in listed and listed[entry.id].forgotten_at is not None
+            else:  # the current ones: one current here and not there was forgotten there
+                gone = entry.current and entry.id not in listed
+            if gone != (entry.forgotten_at is not None) and (gone or entry.id in listed):
+                await self.local.set_profile_forgotten(entry.id, gone)
 
     async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:
         return await self._write(

@@ -483,6 +483,7 @@ class SupabaseChatStore(SupabaseReminders):
         return await supabase_profile.save_profile(self._replay, entries, edit)
 
     async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
+        await self._replay.send_queued_first()  # the profile writes of this device's are seen
         return await supabase_profile.list_profile(self._rpc, history)
 
     async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:

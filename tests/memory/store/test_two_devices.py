@@ -7,16 +7,18 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import timedelta
 
 import pytest
 
 from parla.memory.errors import WriteQueued
 from parla.memory.pins import Pin
+from parla.memory.profile import ProfileEntry
 from parla.memory.store.local_copy import LocalCopyStore
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
 from parla.memory.store.supabase_session import sign_in
-from tests.conftest import make_turns
+from tests.conftest import T0, make_turns
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 
 EMAIL, PASSWORD = "ada@example.com", "correct horse"
@@ -118,3 +120,24 @@ async def test_a_chat_made_while_away_reaches_the_store_with_its_first_turns_in_
         assert sent == {"/rest/v1/rpc/create_chat": 1}, sent
         history = await laptop.load_history("3f2a1c4e-0000-4000-8000-000000000001")
         assert [t.id for t in history.full_history] == [t.id for t in said]
+
+
+async def test_the_profile_one_device_learned_is_known_on_the_other_when_it_goes_offline(shims, tmp_path):
+    """What the laptop added, corrected and forgot in the profile reaches the desktop's copy the
+    next time the desktop reads the profile, so a chat it opens offline still knows the user."""
+    async with two_devices(shims, tmp_path) as (laptop, desktop, _):
+        turin = ProfileEntry(content="I live in Turin.", subject="home", said_at=T0)
+        dentist = ProfileEntry(content="My dentist is Dr Rossi.")
+        await laptop.save_profile([turin, dentist])
+        assert {e.id for e in await desktop.list_profile()} == {turin.id, dentist.id}
+        milan = ProfileEntry(content="I moved to Milan.", subject="home", said_at=T0 + timedelta(days=30))
+        await laptop.save_profile([milan])
+        await laptop.set_profile_forgotten(dentist.id, True)
+        await laptop.save_profile([ProfileEntry(content="My son is called Luca.", importance=8)])
+        online = await desktop.list_profile()
+        shims[1].refuse()
+        offline = await desktop.list_profile()
+        assert desktop.offline and [e.content for e in offline] == [e.content for e in online]
+        assert {e.content for e in offline} == {"My son is called Luca.", "I moved to Milan."}
+        history = {e.id: e for e in await desktop.list_profile(history=True)}
+        assert history[turin.id].superseded_by == milan.id and history[dentist.id].forgotten_at is not None
