@@ -14,6 +14,10 @@ with 5 ms pieces, so figures include up to ~5 ms of the recorder's own buffering
   `Speaker.flush` called directly.
 - CPU while streaming both ways (speech into the microphone, answers out): percent of one core
   for the whole conversation process. Baseline: the microphone and speaker streams alone.
+- voice to voice: spoken questions into the microphone, answered by the emulator
+  `SERVICE_DELAY_S` after it took the end of the utterance (its stand-in for the service's voice
+  detection waits `UTTERANCE_SILENCE_MS` of quiet): the product's own measure (voice.latency),
+  Parla's part and the service's. Baseline: the emulator's wait, timed in the emulator.
 """
 
 from __future__ import annotations
@@ -35,6 +39,8 @@ from tests.peers.pulse import PulseServer, speech
 
 BURST_S = 0.1
 TONE_HZ = 700.0
+SERVICE_DELAY_S = 0.3
+UTTERANCE_SILENCE_MS = 300
 
 
 def _burst() -> bytes:
@@ -43,7 +49,7 @@ def _burst() -> bytes:
     return tone(BURST_S, TONE_HZ)
 
 
-def _emulator_main(cert: str, key: str, bursts: int, bargeins: int, out: Any) -> None:
+def _emulator_main(cert: str, key: str, bursts: int, bargeins: int, questions: int, out: Any) -> None:
     """The child process: the Live emulator with the bench's script, plus a bare TLS websocket
     sink for the baseline; reports what it received and when it sent what."""
     from websockets.asyncio.server import serve
@@ -51,11 +57,22 @@ def _emulator_main(cert: str, key: str, bursts: int, bargeins: int, out: Any) ->
     from tests.peers.live_emulator import LiveEmulator, tone
 
     async def main() -> None:
-        report: dict[str, Any] = {"frames": [], "bursts": [], "interrupts": [], "sink": []}
+        report: dict[str, Any] = {"frames": [], "bursts": [], "interrupts": [], "sink": [], "waits": []}
         done = asyncio.Event()
+        answered = asyncio.Event()
 
         async def script(conn: Any) -> None:
             await conn.complete_setup()
+            if conn.index == 1:  # the voice-to-voice conversation
+                for _ in range(questions):
+                    await conn.utterance(silence_ms=UTTERANCE_SILENCE_MS)
+                    took = time.monotonic()
+                    await asyncio.sleep(SERVICE_DELAY_S)
+                    report["waits"].append(time.monotonic() - took + UTTERANCE_SILENCE_MS / 1000)
+                    await conn.reply("", tone(0.3, TONE_HZ))
+                answered.set()
+                await conn.closed.wait()
+                return
             await asyncio.sleep(1.0)
             for _ in range(bursts):
                 report["bursts"].append(time.monotonic())
@@ -88,6 +105,7 @@ def _emulator_main(cert: str, key: str, bursts: int, bargeins: int, out: Any) ->
             await done.wait()
             out.put(("baseline-ready", None))
             await sink_done.wait()  # the baseline client sends its blocks
+            await answered.wait()
             out.put(report)
 
     asyncio.run(main())
@@ -131,12 +149,14 @@ async def run(pulse: PulseServer, quick: bool) -> None:
     from parla.voice.live import LiveConversation
     from tests.peers.live_emulator import make_certificate, tone
 
-    bursts, bargeins = (5, 3) if quick else (12, 6)
+    bursts, bargeins, questions = (5, 3, 5) if quick else (12, 6, 20)
     tmp = Path(tempfile.mkdtemp(prefix="parla-bench-voice-"))
     cert, key = make_certificate(tmp)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    child = ctx.Process(target=_emulator_main, args=(str(cert), str(key), bursts, bargeins, queue), daemon=True)
+    child = ctx.Process(
+        target=_emulator_main, args=(str(cert), str(key), bursts, bargeins, questions, queue), daemon=True
+    )
     child.start()
     url, sink_port = await asyncio.to_thread(queue.get, True, 30)
 
@@ -211,7 +231,28 @@ async def run(pulse: PulseServer, quick: bool) -> None:
                 speaker.flush()
                 await asyncio.sleep(0.4)
 
-    report = await asyncio.to_thread(queue.get, True, 30)
+        # Voice to voice: spoken questions, each answered after the emulator's fixed wait.
+        question = speech("what time is it", pad_ms=100)
+        async with (
+            Microphone() as mic2,
+            Speaker() as speaker,
+            LiveConversation(
+                client,
+                config,
+                ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path))),
+                microphone=mic2,
+                speaker=speaker,
+            ) as timed,
+        ):
+            for n in range(1, questions + 1):
+                await pulse.play_into_mic(question)
+                deadline = time.monotonic() + 10
+                while len(timed.latency.turns) < n and time.monotonic() < deadline:
+                    await asyncio.sleep(0.05)
+                await asyncio.sleep(0.5)
+            turns = list(timed.latency.turns)
+
+    report = await asyncio.to_thread(queue.get, True, 60)
     recorder.stop()
     child.join(5)
 
@@ -229,6 +270,12 @@ async def run(pulse: PulseServer, quick: bool) -> None:
     _row("emulator audio -> speaker", out_ms, base_out_ms)
     _row("barge-in stop", [max(v, 0.0) for v in stop_ms], [max(v, 0.0) for v in base_stop_ms])
     print(f"  {'CPU while streaming':<26} {cpu:5.1f} % of a core   baseline (audio streams alone) {base_cpu:5.1f} %")
+    print(
+        f"voice to voice, {questions} spoken questions, emulator answers {SERVICE_DELAY_S * 1000:.0f} ms after the utterance"
+    )
+    print(f"  {'Parla part (target p95 <= 120)':<26} {_ms([t.parla_ms for t in turns])}")
+    _row("service part", [t.service_ms for t in turns], [w * 1000 for w in report["waits"]])
+    print(f"  {'whole':<26} {_ms([t.total_ms for t in turns])}")
 
 
 def main() -> None:

@@ -52,7 +52,9 @@ def gemini_client(settings: Settings) -> genai.Client:
     retry = types.HttpRetryOptions(
         attempts=settings.model_retries + 1, initial_delay=settings.model_retry_delay, max_delay=30.0
     )
-    options = types.HttpOptions(retry_options=retry, base_url=settings.gemini_base_url)
+    # websockets.connect takes these from the async client args (the SDK passes on what it accepts).
+    keepalive = {"ping_interval": settings.live_ping_interval_s, "ping_timeout": settings.live_ping_timeout_s}
+    options = types.HttpOptions(retry_options=retry, base_url=settings.gemini_base_url, async_client_args=keepalive)
     return genai.Client(api_key=settings.gemini_api_key.get_secret_value(), http_options=options)
 
 

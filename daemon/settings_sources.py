@@ -175,6 +175,23 @@ def warnings() -> list[str]:
     return found
 
 
+_DEFAULT_SAYS = re.compile(r"default: (.+?)\)?\.?$")
+
+
+def unset_default(settings: Settings, name: str) -> tuple[Any, str] | None:
+    """For a setting left unset (None) whose default is another's: the value used and whose it is;
+    else what its description says the default is, with no value. None when there is nothing to say."""
+    from parla.memory.embedders.calibration import BY_NAME
+
+    embedder = settings.embedder_in_use
+    if name in (calibrated := BY_NAME[embedder].of_setting()):
+        return calibrated[name], f"the {'Gemini' if embedder == 'gemini' else 'offline'} embedder's own"
+    if name == "supabase_copy_path":
+        return str(settings.copy_path), "beside store_path"
+    said = _DEFAULT_SAYS.search(Settings.model_fields[name].description or "")
+    return (None, said.group(1)) if said else None
+
+
 def shown(value: Any) -> Any:
     """A setting's value for `parla config show`: secrets masked, paths as text."""
     if isinstance(value, SecretStr):

@@ -57,6 +57,7 @@ from parla.ui.token import load_token
 from parla.voice.cues import cue
 from parla.voice.errors import LiveSessionFailed
 from parla.voice.gated_microphone import GatedMicrophone
+from parla.voice.latency import LatencyDay, one_line, summary
 from parla.voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ class Daemon:
         self.settings = mem.settings
         self.client = client
         self.status = DaemonStatus()
+        self._latency_day = LatencyDay()  # voice-to-voice times of today's finished sessions
         self._chat_id = chat_id
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
@@ -227,7 +229,9 @@ class Daemon:
 
     def _live_state(self) -> LiveState:
         chat_id = self._current.chat_id if self._current is not None else self._chat_id
-        return LiveState(self.status.state, self._gate.muted if self._gate is not None else False, chat_id)
+        session = self._conversation.latency.turns if self._conversation is not None else ()
+        timed = one_line(session, self._latency_day.today(session))
+        return LiveState(self.status.state, self._gate.muted if self._gate is not None else False, chat_id, timed)
 
     async def _daemon_chat(self) -> str | None:
         return self._live_state().chat_id
@@ -368,6 +372,7 @@ class Daemon:
             elif self._pending_says:
                 self._activate.set()
             self._conversation = self._current.conversation = None
+            self._latency_day.add(conversation.latency.turns)
             self.status.session_started = None
             if s.cues and not self._stop.is_set():
                 self._voice.speaker.play(cue(rising=False))
@@ -463,6 +468,7 @@ class Daemon:
         outbox = dataclasses.asdict(await self.mem.store.pending_writes())
         started = self.status.session_started
         conversation = self._conversation
+        session_turns = list(conversation.latency.turns) if conversation is not None else []
         return {
             "state": self.status.state,
             "activation": self.settings.activation,
@@ -478,6 +484,10 @@ class Daemon:
             "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
             "refused_turns": await asyncio.to_thread(self.mem.refused.count),
             "reembed": dataclasses.asdict(reembed) if (reembed := self.mem.reembedder.progress) else None,
+            "voice_to_voice": {
+                "session": summary(session_turns),
+                "day": summary(self._latency_day.today(session_turns)),
+            },
             "reminders_said": self.reminders.said if self.reminders is not None else 0,
             "last_error": self.status.last_error,
         }

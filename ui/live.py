@@ -26,6 +26,7 @@ class LiveState:
     state: str  # starting, idle, active, stopping
     muted: bool
     chat_id: str
+    voice_to_voice: str = ""  # the session's and the day's p50/p95 in a line (voice.latency)
 
 
 @dataclass(frozen=True)

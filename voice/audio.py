@@ -281,6 +281,14 @@ class Speaker(_AudioStream):
             if self._buffer:
                 self._idle.clear()
 
+    def ahead_s(self) -> float:
+        """Seconds before a sound queued now is heard: what the buffer holds, then the device's latency."""
+        with self._lock:
+            queued = len(self._buffer) / (SPEAKER_RATE * SAMPLE_BYTES)
+        stream = self._stream
+        device = float(stream.latency) if stream is not None else float(self.latency)
+        return queued + device
+
     def flush(self) -> int:
         """Silence now: drop the queued audio and what the device still holds. Returns the bytes
         that were queued but never reached the device."""

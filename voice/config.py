@@ -122,6 +122,29 @@ class VoiceConfig(BaseModel):
         6900.0, gt=0, description="Age after which a resumption handle is not tried (the API keeps them 2 h)."
     )
     save_drain_s: float = Field(10.0, gt=0, description="Seconds a closing session waits for its turns to be stored.")
+    # websockets' own defaults are 20 s and 20 s; the service's pongs come later than that while it
+    # still streams (googleapis/python-genai#2935, google/adk-python#3067), and the client then
+    # drops a working session with 1011 "keepalive ping timeout".
+    latency_speech_rms: float = Field(
+        400.0,
+        gt=0,
+        description="Loudness (RMS of 16-bit samples, after echo cancellation) over which a microphone "
+        "block counts as speech when timing voice-to-voice (the end of the user's speech).",
+    )
+    latency_growth_ratio: float = Field(
+        1.5,
+        gt=1,
+        description="How many times slower the service's part may get within a session before the log says so.",
+    )
+    live_ping_interval_s: float = Field(
+        20.0, gt=0, description="Seconds between websocket pings on a Live connection (they keep NAT paths open)."
+    )
+    live_ping_timeout_s: float | None = Field(
+        60.0,
+        gt=0,
+        description="Seconds a ping may wait for its pong before the Live connection counts as dead "
+        "(unset: never; a dead link is then found only when sending fails).",
+    )
 
     @field_validator("time_zone")
     @classmethod

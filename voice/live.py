@@ -70,6 +70,7 @@ from parla.memory.turn import Turn
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import MIC_RATE, VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
+from parla.voice.latency import VoiceToVoice
 from parla.voice.live_config import connect_config, system_instruction
 from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
 from parla.voice.profiles import profile_for
@@ -92,6 +93,7 @@ class AudioSource(Protocol):
 class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
+    def ahead_s(self) -> float: ...
 
 
 @dataclass
@@ -134,6 +136,7 @@ class LiveConversation:
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
+        self.latency = VoiceToVoice(self.config.latency_speech_rms, growth_ratio=self.config.latency_growth_ratio)
 
     # lifecycle
 
@@ -401,7 +404,9 @@ class LiveConversation:
                     block = mic_read.result()
                     mic_read = None
                     self._held_block = block
+                    read_at = time.monotonic()
                     await self._send_audio(session, block)
+                    self.latency.sent(block, read_at, time.monotonic())
                     self._held_block = None
         finally:
             if mic_read is not None and mic_read.done() and not mic_read.cancelled():
@@ -529,6 +534,8 @@ class LiveConversation:
                 blob = part.inline_data
                 if blob is not None and blob.data:
                     self._queue_save(self.assembler.model_audio(len(blob.data)))
+                    ahead = self.speaker.ahead_s() if self.speaker is not None else 0.0
+                    self.latency.answer_audio(time.monotonic(), ahead)
                     if self.speaker is not None:
                         self.speaker.play(blob.data)
         if content.output_transcription is not None and content.output_transcription.text:

@@ -3,7 +3,6 @@ server's messages (a GoAway's time left, the usage report)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
 from google.genai import types
@@ -26,11 +25,26 @@ class ToolResult:
     connection: int
 
     def as_text(self) -> str:
+        """The result as conversation, in words: given JSON as conversation, the model reads it out
+        braces and quotes included."""
         r = self.response
         return (
-            f"[The {r.name} call (id {r.id}) you made before the connection was renewed returned: "
-            f"{json.dumps(r.response, ensure_ascii=False)}]"
+            f"(The {r.name} call you made before the connection was renewed has returned; say what it "
+            f"means in your own words, do not read it out.) {r.name} returned: {in_words(r.response)}."
         )
+
+
+def in_words(value: object) -> str:
+    """A tool's result as plain phrases: "key: value" pairs joined by semicolons, lists by commas."""
+    if isinstance(value, dict):
+        return "; ".join(f"{str(k).replace('_', ' ')}: {in_words(v)}" for k, v in value.items()) or "nothing"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(in_words(v) for v in value) or "nothing"
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value).replace('"', "")
 
 
 Outgoing = Text | ToolResult

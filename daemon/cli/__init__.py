@@ -17,6 +17,7 @@ import typer
 
 from parla.daemon.cli import chats, memory, profile, reminders, setup, supabase, ui, voice
 from parla.daemon.cli import daemon as daemon_commands
+from parla.daemon.cli.help import HelpGroup, registered
 from parla.daemon.cli.support import err, options, out
 from parla.daemon.logs import redact_output
 
@@ -25,6 +26,7 @@ from parla.daemon.logs import redact_output
 
 app = typer.Typer(
     no_args_is_help=True,
+    cls=HelpGroup,
     help="Parla: a voice assistant that remembers.",
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -65,7 +67,7 @@ for _module in (daemon_commands, voice, setup, supabase, chats, ui, memory, prof
         if isinstance(_target, typer.Typer):
             app.add_typer(_target, name=_name, rich_help_panel=_module.PANEL)
         else:
-            app.command(_name, rich_help_panel=_module.PANEL)(_target)
+            app.command(_name, rich_help_panel=_module.PANEL, **registered(_target))(_target)
 
 
 class _Never(Exception):

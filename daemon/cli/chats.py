@@ -30,6 +30,7 @@ from parla.daemon.cli.support import (
     store_and_summarise,
     when,
 )
+from parla.daemon.cli.tables import Column, fitted
 from parla.daemon.errors import CommandFailed
 from parla.daemon.private_files import write_private
 from parla.daemon.settings import Settings
@@ -73,7 +74,6 @@ async def import_chats(
     or OpenAI's chat messages:
       {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
 
-    \b
     Roles user, model and assistant are imported; system and tool messages are skipped (and counted);
     of an export's branches only the one shown last is kept. Files are read as they are stored, so a
     big export needs little memory; after Ctrl-C or a crash, running the same import again carries on.
@@ -188,12 +188,18 @@ async def list_chats(
     if not rows:
         out.print("No chats yet. Import some with `parla import FILE.jsonl`.")
         return
-    table = Table("id", "title", "last activity", "turns", "model sees")
-    for c, row in zip(chats, rows, strict=True):
-        table.add_row(
-            c.id[:8], escape(c.display_title), when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"])
-        )
-    out.print(table)
+    columns = [
+        Column("id"),
+        Column("title", text=True, least=30),
+        Column("last activity"),
+        Column("turns", justify="right"),
+        Column("model sees", drop=1, justify="right"),
+    ]
+    shown = [
+        [c.id[:8], c.display_title, when(c.last_activity_at), str(c.turn_count), str(row["assistant_turns"])]
+        for c, row in zip(chats, rows, strict=True)
+    ]
+    out.print(fitted(columns, shown, out.width))
 
 
 def _turn_json(t: Any) -> dict[str, Any]:
@@ -341,22 +347,33 @@ async def search(
     out.print(f"Why: {escape(result.reason)}")
     if not result.candidates:
         return
-    table = Table("id", "title", "score", "meaning", "words", "date", "last activity", "matched")
+    columns = [
+        Column("id"),
+        Column("title", text=True, least=16),
+        Column("score", justify="right"),
+        Column("meaning", drop=2, justify="right"),
+        Column("words", drop=3, justify="right"),
+        Column("date", drop=4, justify="right"),
+        Column("last activity", drop=1),
+        Column("matched", text=True, least=24),
+    ]
+    rows = []
     for c in result.candidates:
-        snippet = c.matched_text.replace("\n", " ")
         where = f"{c.matched_kind} {c.matched_range}" if c.matched_range else c.matched_kind
         held = f" (words: {', '.join(c.matched_words)})" if c.matched_words else ""
-        table.add_row(
-            c.chat_id[:8],
-            escape(c.title or "(untitled)"),
-            f"{c.score:.3f}",
-            f"{c.similarity:.3f}",
-            f"{c.words:.3f}",
-            f"+{c.date:.2f}" if c.date else "",
-            when(c.last_activity_at),
-            escape(f"{where}: {snippet[:80]}{held}"),
+        rows.append(
+            [
+                c.chat_id[:8],
+                c.title or "(untitled)",
+                f"{c.score:.3f}",
+                f"{c.similarity:.3f}",
+                f"{c.words:.3f}",
+                f"+{c.date:.2f}" if c.date else "",
+                when(c.last_activity_at),
+                f"{where}{held}: {' '.join(c.matched_text.split())}",
+            ]
         )
-    out.print(table)
+    out.print(fitted(columns, rows, out.width))
 
 
 # -- stats ------------------------------------------------------------------------------------

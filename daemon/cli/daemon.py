@@ -126,6 +126,14 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
             out.print(f"re-embed error: {escape(reembed['error'])}")
     if s["refused_turns"]:
         out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
+    for span, figures in s["voice_to_voice"].items():
+        if figures["turns"]:
+            out.print(
+                f"voice to voice ({span}, {figures['turns']} turns): p50 {figures['total_p50_ms']:.0f} ms, "
+                f"p95 {figures['total_p95_ms']:.0f} ms; Parla's part p50 {figures['parla_p50_ms']:.0f} / "
+                f"p95 {figures['parla_p95_ms']:.0f} ms, the service's p50 {figures['service_p50_ms']:.0f} / "
+                f"p95 {figures['service_p95_ms']:.0f} ms"
+            )
     if s["last_error"]:
         out.print(f"last error: {escape(s['last_error'])}")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from typing import Any
 
 import typer
 from rich.markup import escape
@@ -39,18 +40,23 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSO
     config file, .env or the environment."""
     settings = load_settings()
     origins = settings_sources.sources(settings_sources.overrides(options.log_level))
-    rows = {
-        name: {"value": settings_sources.shown(getattr(settings, name)), "source": origins[name].kind}
-        | ({"where": origins[name].where} if origins[name].where else {})
-        for name in Settings.model_fields
-    }
+    rows: dict[str, dict[str, Any]] = {}
+    said: dict[str, str] = {}  # the `# where from` of each text line
+    for name in Settings.model_fields:
+        value, origin = settings_sources.shown(getattr(settings, name)), origins[name]
+        rows[name] = {"value": value, "source": origin.kind} | ({"where": origin.where} if origin.where else {})
+        said[name] = str(origin)
+        # left unset: the value another setting gives it, or what its absence means
+        if value is None and (default := settings_sources.unset_default(settings, name)):
+            rows[name] |= {"value": default[0], "where": default[1]}
+            said[name] = f"{origin}: {default[1]}"
     if as_json:
         emit_json(rows)
         return
     # one `name = value  # where from` line per setting: as the config file spells it, ready to copy
     for name, row in rows.items():
         value = "(not set)" if row["value"] is None else json.dumps(row["value"], ensure_ascii=False)
-        out.print(f"{name} = {value}  # {origins[name]}", markup=False)
+        out.print(f"{name} = {value}  # {said[name]}", markup=False)
     out.print(f"config file: {escape(str(config_file()))}" + ("" if config_file().is_file() else " (not there)"))
 
 

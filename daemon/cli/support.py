@@ -101,9 +101,11 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def group(help_text: str, commands: dict[str, Callable[..., Any]]) -> typer.Typer:
     """A command with subcommands (`parla config show`), built from its table as the app is."""
-    sub = typer.Typer(no_args_is_help=True, help=help_text)
+    from parla.daemon.cli.help import HelpGroup, command_help, registered
+
+    sub = typer.Typer(no_args_is_help=True, help=command_help(help_text), cls=HelpGroup)
     for name, fn in commands.items():
-        sub.command(name)(fn)
+        sub.command(name, **registered(fn))(fn)
     return sub
 
 

@@ -22,6 +22,7 @@ import numpy as np
 from google import genai
 from google.genai import errors, types
 
+from parla.memory.embedders.calibration import GEMINI
 from parla.memory.embedding import TaskType, normalize_rows
 from parla.memory.errors import ModelError, ModelUnavailable
 from parla.memory.models import ModelRole, not_found_advice
@@ -90,17 +91,12 @@ _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRI
 
 
 class GeminiEmbedder:
-    default_min_similarity = 0.55
-    # Not calibrated on real data (no key reaches the service here): the similarity threshold the
-    # Gemini embedder had before (0.55), raised by 0.05 because a chat's many short windows make
-    # its best match with an unrelated request higher than its few summaries did; and no word
-    # stage, whose static word vectors are English-only while this embedder reads words in
-    # context, in any language.
-    default_min_match = 0.60
-    default_switch_score = 0.60
-    default_switch_margin = 0.03
-    default_words_weight = 0.0
-    default_title_drift_distance = 0.45
+    default_min_similarity = GEMINI.min_similarity
+    default_min_match = GEMINI.min_match
+    default_switch_score = GEMINI.switch_score
+    default_switch_margin = GEMINI.switch_margin
+    default_words_weight = GEMINI.words_weight
+    default_title_drift_distance = GEMINI.title_drift_distance
 
     def __init__(
         self,

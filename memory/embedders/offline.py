@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
+from parla.memory.embedders.calibration import OFFLINE
 from parla.memory.embedding import TaskType, normalize_rows
 from parla.memory.errors import ModelError
 from parla.memory.text import FRAMING, STOPWORDS, words
@@ -63,12 +64,12 @@ class OfflineEmbedder:
 
     name = f"wordllama-{_CONFIG}-{_DIM}"
     dim = _DIM
-    default_min_similarity = 0.12
-    default_min_match = 0.40
-    default_switch_score = 0.48
-    default_switch_margin = 0.04
-    default_words_weight = 0.5
-    default_title_drift_distance = 0.8
+    default_min_similarity = OFFLINE.min_similarity
+    default_min_match = OFFLINE.min_match
+    default_switch_score = OFFLINE.switch_score
+    default_switch_margin = OFFLINE.switch_margin
+    default_words_weight = OFFLINE.words_weight
+    default_title_drift_distance = OFFLINE.title_drift_distance
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
         # Static embeddings make no difference between documents and queries.

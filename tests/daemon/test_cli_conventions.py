@@ -154,3 +154,26 @@ def test_a_bug_shows_its_traceback_and_a_user_error_one_line(env):
         [sys.executable, "-c", script, "fails", "user"], capture_output=True, text=True, timeout=60, check=False
     )
     assert (done.returncode, done.stderr) == (1, "parla: error: what went wrong\n")
+
+
+def test_config_show_gives_the_value_used_where_the_default_comes_from_elsewhere(env, monkeypatch):
+    """A threshold left unset is the embedder's own calibration, a path follows another setting:
+    `config show` prints the value in use and whose it is, not "(not set)"."""
+    shown = json.loads(parla("config", "show", "--json").stdout)
+    assert shown["search_min_match"] == {"value": 0.4, "source": "default", "where": "the offline embedder's own"}
+    assert shown["search_switch_score"]["value"] == 0.48 and shown["title_drift_distance"]["value"] == 0.8
+    assert shown["supabase_copy_path"]["value"] == str(env / "supabase-copy.db")
+    assert shown["vad_silence_ms"] == {"value": None, "source": "default", "where": "the model's own"}
+    text = parla("config", "show").stdout
+    assert "search_min_match = 0.4  # the default: the offline embedder's own\n" in text
+    assert "vad_silence_ms = (not set)  # the default: the model's own\n" in text
+    assert "search_switch_margin = (not set)" not in text
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-a-key")  # `auto` is Gemini now, with its own calibration
+    with_key = json.loads(parla("config", "show", "--json").stdout)
+    assert with_key["search_min_match"] == {"value": 0.6, "source": "default", "where": "the Gemini embedder's own"}
+    monkeypatch.setenv("PARLA_SEARCH_MIN_MATCH", "0.5")
+    assert json.loads(parla("config", "show", "--json").stdout)["search_min_match"] == {
+        "value": 0.5,
+        "source": "environment",
+        "where": "PARLA_SEARCH_MIN_MATCH",
+    }

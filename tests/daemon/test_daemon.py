@@ -74,6 +74,8 @@ async def test_control_socket_commands(daemon_settings, live):
             status["outbox"] == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None, "offline": False}
             and status["session_age_s"] is None
         )
+        assert status["voice_to_voice"]["session"] == status["voice_to_voice"]["day"]
+        assert status["voice_to_voice"]["day"]["turns"] == 0 and status["voice_to_voice"]["day"]["total_p95_ms"] is None
 
         # two clients at once, one sending garbage first: both get answers, the daemon goes on
         r1, w1 = await asyncio.open_unix_connection(str(sock))

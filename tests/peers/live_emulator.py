@@ -52,6 +52,24 @@ a row) that cuts the generation under way, `interrupted` then turnComplete, as t
 when the user talks over the model, or when the model's own voice comes back through a
 microphone without echo cancellation. Each cut is timed in `barge_ins`.
 
+`pong_delay_s` answers the client's websocket pings that much late (None: never), as field
+reports of the real service describe (googleapis/python-genai#2935, google/adk-python#3067: the
+SDK's websockets client, with its default 20 s ping timeout, closes the session with 1011
+"keepalive ping timeout" while the service is still answering).
+
+With automatic activity detection disabled in the setup
+(`realtimeInputConfig.automaticActivityDetection.disabled`), the client marks the user's turns:
+`activityStart` / `activityEnd` in realtime input. The API reference says they "can only be sent
+if automatic (i.e. server-side) activity detection is disabled"
+(https://ai.google.dev/api/live#bidigeneratecontentrealtimeinput): a marker on a session with
+detection on is closed with 1007 (the wording is ours). With detection off, the voice detector
+is off too; an activityStart cuts the generation under way unless the setup's `activityHandling`
+is NO_INTERRUPTION (the default START_OF_ACTIVITY_INTERRUPTS is the barge-in), and the user's turn
+is the audio between the markers (the default turn coverage, TURN_INCLUDES_ONLY_ACTIVITY):
+`utterance()` then returns it at the activityEnd. `activity` records each marker with its time;
+audio outside an activity, and `audioStreamEnd` (documented for sessions with detection on),
+are not acted on.
+
 Tool calls are bound to the connection that issued them: a toolResponse whose id this connection
 did not issue (a call made before a reconnect) is not acted on, as field reports of the real
 service describe; it is recorded in `ignored` and never reaches `expect("tool_response")`.
@@ -80,6 +98,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
+from websockets.frames import OP_PONG, Frame
 
 from tests.peers.gemini_rest import CATALOGUE
 
@@ -225,6 +244,12 @@ class LiveConnection:
         self.cut_replies = 0  # replies cut off by the client's input (3.8's turn_complete rule)
         self._on_handle = on_handle
         # 3.1 with historyConfig: client content is the initial history until turn_complete=true.
+        realtime = setup.get("realtime_input_config") or {}
+        self.manual_activity = bool((realtime.get("automatic_activity_detection") or {}).get("disabled"))
+        self.activity_interrupts = realtime.get("activity_handling") != "NO_INTERRUPTION"
+        self.activity: list[tuple[str, float]] = []  # ("start" | "end", when the marker arrived)
+        self._in_activity = False
+        self._activities: list[bytes] = []  # the audio of each ended activity, not yet taken
         history = (setup.get("history_config") or {}).get("initial_history_in_client_content")
         self.history_open = self.family == "3.1" and bool(history)
         self._inbox: asyncio.Queue[ClientFrame | None] = asyncio.Queue()
@@ -272,10 +297,12 @@ class LiveConnection:
                     continue
                 if not await self._apply_rules(frame):
                     break
-                if frame.audio:
+                if frame.audio and not self.manual_activity:
                     self._unheard += frame.audio
                     self._audio_changed.set()
                     self._detect_voice(frame.audio)
+                elif frame.audio and self._in_activity:
+                    self._unheard += frame.audio
                 await self._inbox.put(frame)
         except ConnectionClosed:
             pass
@@ -299,10 +326,35 @@ class LiveConnection:
             return False
         elif frame.kind == "client_content" and self.family == "3.8" and frame.body.get("turn_complete"):
             await self._new_input()
+        elif frame.kind == "realtime_input" and ("activity_start" in frame.body or "activity_end" in frame.body):
+            if not self.manual_activity:
+                await self._refuse(
+                    "activityStart and activityEnd can only be sent when automatic activity detection is disabled"
+                )
+                return False
+            self._mark_activity("activity_start" in frame.body)
+        elif frame.kind == "realtime_input" and "audio_stream_end" in frame.body and self.manual_activity:
+            self.ignored.append(frame)
         elif frame.kind == "tool_response":
             for response in frame.body.get("function_responses") or []:
                 self.pending_calls.pop(response.get("id"), None)
         return True
+
+    def _mark_activity(self, start: bool) -> None:
+        """The client's marker of the user's turn: a start is a barge-in (unless the setup asked
+        for NO_INTERRUPTION) and opens a new turn; an end makes its audio an utterance."""
+        self.activity.append(("start" if start else "end", time.monotonic()))
+        if start:
+            self._in_activity = True
+            self._unheard.clear()
+            if self.activity_interrupts and not self.idle.is_set():
+                self.barge_ins.append(time.monotonic())
+                self._cut.set()
+        elif self._in_activity:
+            self._in_activity = False
+            self._activities.append(bytes(self._unheard))
+            self._unheard.clear()
+            self._audio_changed.set()
 
     def _detect_voice(self, pcm: bytes) -> None:
         """Speech while the model generates cuts it off (the service's automatic activity detection)."""
@@ -364,9 +416,15 @@ class LiveConnection:
 
     async def utterance(self, threshold: float = 300.0, silence_ms: int = 300, timeout: float = 15.0) -> bytes:
         """Audio from the first block louder than `threshold` until `silence_ms` of quiet: what a
-        service VAD would take as one utterance. Consumes it, so the next call waits for new speech."""
+        service VAD would take as one utterance. Consumes it, so the next call waits for new speech.
+        With automatic detection disabled: the audio of the next activity the client marked."""
         block = IN_RATE * 2 // 50  # 20 ms
         async with asyncio.timeout(timeout):
+            while self.manual_activity:
+                if self._activities:
+                    return self._activities.pop(0)
+                self._audio_changed.clear()
+                await self._audio_changed.wait()
             start = None
             quiet = 0
             pos = 0
@@ -529,6 +587,34 @@ class LiveConnection:
 Script = Callable[[LiveConnection], Awaitable[None]]
 
 
+def slow_pongs(delay: float | None) -> type[ServerConnection]:
+    """A server connection that answers pings `delay` seconds late (None: never)."""
+
+    class SlowPongs(ServerConnection):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            send_frame = self.protocol.send_frame
+            tasks: set[asyncio.Task[None]] = set()
+
+            async def later(frame: Frame) -> None:
+                assert delay is not None
+                await asyncio.sleep(delay)
+                async with self.send_context():
+                    send_frame(frame)
+
+            def delayed(frame: Frame) -> None:
+                if frame.opcode is not OP_PONG:
+                    send_frame(frame)
+                elif delay is not None:
+                    task = asyncio.get_running_loop().create_task(later(frame))
+                    tasks.add(task)
+                    task.add_done_callback(tasks.discard)
+
+            self.protocol.send_frame = delayed  # type: ignore[method-assign]
+
+    return SlowPongs
+
+
 def typed(frame: ClientFrame) -> str | None:
     """The text of a typed user turn in this frame, whichever way the client sent it (client
     content that asks for an answer, or realtime text); None for anything else."""
@@ -598,6 +684,7 @@ class LiveEmulator:
     time_scale: float = 1.0
     refuse_upgrades: list[int] = field(default_factory=list)
     voice_detector: VoiceDetector | None = None
+    pong_delay_s: float | None = 0.0
     connections: list[LiveConnection] = field(default_factory=list)
     handles: dict[str, float] = field(default_factory=dict)  # handle -> emulated time it was issued
     upgrades_refused: list[int] = field(default_factory=list)
@@ -626,7 +713,13 @@ class LiveEmulator:
         tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         tls.load_cert_chain(self.cert, self.key)
         self._server = await serve(
-            self._serve, "127.0.0.1", 0, ssl=tls, max_size=None, process_request=self._process_request
+            self._serve,
+            "127.0.0.1",
+            0,
+            ssl=tls,
+            max_size=None,
+            process_request=self._process_request,
+            create_connection=slow_pongs(self.pong_delay_s) if self.pong_delay_s != 0 else None,
         )
         return self
 

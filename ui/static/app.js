@@ -29,6 +29,8 @@
     label.textContent = state.state + (state.muted ? " (muted)" : "");
     link.textContent = state.title;
     link.dataset.chatId = state.chat_id;
+    const latency = document.getElementById("live-latency");
+    if (latency) latency.textContent = state.voice_to_voice;
   }
 
   function follow() {
