@@ -13,6 +13,7 @@ import platformdirs
 from pydantic import BaseModel, BeforeValidator, Field
 
 from parla.daemon.control import REQUEST_TIMEOUT_S
+from parla.memory.models import DEFAULT_LOOK_UP_MODEL
 from parla.tools.mcp_config import McpServerConfig
 from parla.ui import limits
 
@@ -135,6 +136,20 @@ class DaemonConfig(BaseModel):
     )
     mcp_ping_s: float = Field(
         30.0, gt=0, description="Seconds between pings that find an MCP server which died while idle."
+    )
+    look_up: bool = Field(
+        True,
+        description="Offer the live model `look_up`: questions about today's world answered from Google Search "
+        "by one grounded request on look_up_model (sources kept with the answer).",
+    )
+    look_up_model: str = Field(
+        DEFAULT_LOOK_UP_MODEL, description="Gemini text model that answers look-ups, grounded on Google Search."
+    )
+    look_up_timeout_s: float = Field(
+        8.0,
+        gt=0,
+        description="Seconds a look-up may take; past them (or with no key or network) the model says it cannot "
+        "look things up now.",
     )
     max_tool_declarations: int = Field(
         64,

@@ -17,8 +17,9 @@ from parla.daemon.chat_memory import ChatMemory
 from parla.daemon.memory_services import MemoryServices
 from parla.memory.compaction import CompactionWorker
 from parla.memory.local_time import LocalClock
-from parla.memory.turn import Turn
+from parla.memory.turn import Turn, WebSource
 from parla.tools.clock import clock_tools
+from parla.tools.look_up import GroundedSearch, look_up_tools
 from parla.tools.mcp_tools import McpTools
 from parla.tools.registry import ToolRegistry
 from parla.voice.audio import Microphone, Speaker
@@ -84,17 +85,28 @@ def live_conversation(
     on_event: Callable[[SessionEvent], None] | None = None,
     mcp: McpTools | None = None,
 ) -> LiveConversation:
-    """One session's conversation in the current chat, with the chat tools, the clock, reminders and the user's
-    MCP tools while their servers run (use with `async with`)."""
+    """One session's conversation in the current chat, with the chat tools, the clock, reminders, look-ups
+    (their sources kept with the turn that speaks the answer) and the user's MCP tools while their servers
+    run (use with `async with`)."""
     mem = current.mem
     clock = LocalClock(mem.settings.time_zone)
+    conversation: LiveConversation | None = None
+
+    def cite(sources: list[WebSource]) -> None:
+        if conversation is not None:
+            conversation.cite(sources)
+
     chat_tools = mem.chat_tools(current, clock)
+    own = chat_tools.tools() + clock_tools(clock) + mem.reminder_tools(current, clock, chat_tools).tools()
+    if mem.settings.look_up:
+        search = GroundedSearch(lambda: mem.client, mem.settings.look_up_model, mem.gemini_availability, clock)
+        own += look_up_tools(search, mem.settings.look_up_timeout_s, cite)
     tools = ToolRegistry(
-        chat_tools.tools() + clock_tools(clock) + mem.reminder_tools(current, clock, chat_tools).tools(),
+        own,
         more=mcp.tools if mcp is not None else None,
         limit=mem.settings.max_tool_declarations,
     )
-    return LiveConversation(
+    conversation = LiveConversation(
         client,
         mem.settings,
         current.memory(current.chat_id),
@@ -104,6 +116,7 @@ def live_conversation(
         on_event=on_event,
         clock=clock,
     )
+    return conversation
 
 
 @asynccontextmanager

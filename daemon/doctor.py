@@ -50,7 +50,12 @@ def _key(settings: Settings) -> Check:
     )
 
 
-_ROLE_NAMES: dict[ModelRole, str] = {"live": "Live model", "summary": "summary model", "embedding": "embedding model"}
+_ROLE_NAMES: dict[ModelRole, str] = {
+    "live": "Live model",
+    "summary": "summary model",
+    "embedding": "embedding model",
+    "look_up": "look-up model",
+}
 # How many fitting models a failed check names.
 _LISTED = 8
 
@@ -62,6 +67,8 @@ def _used_models(settings: Settings) -> list[tuple[ModelRole, str]]:
         used.append(("summary", settings.summary_model))
     if settings.embedder_in_use == "gemini":
         used.append(("embedding", settings.embedding_model))
+    if settings.look_up:
+        used.append(("look_up", settings.look_up_model))
     return used
 
 

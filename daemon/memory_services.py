@@ -17,6 +17,7 @@ from pydantic import SecretStr
 
 from parla.daemon.errors import ConfigError
 from parla.daemon.settings import Settings
+from parla.memory.absolute_dates import DateReading
 from parla.memory.compaction import CompactionWorker, Compactor
 from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from parla.memory.embedders.offline import OfflineEmbedder
@@ -115,8 +116,15 @@ class MemoryServices:
         return ExtractiveSummarizer()
 
     @cached_property
+    def dates(self) -> DateReading:
+        """Relative dates the user says are read in their zone, in the language they speak (the Live
+        language's, English unset) and in English."""
+        language = (self.settings.live_language or "en").split("-")[0].lower()
+        return DateReading(self.settings.time_zone, tuple(dict.fromkeys([language, "en"])))
+
+    @cached_property
     def compactor(self) -> Compactor:
-        return Compactor(self.store, self.summarizer, self.embedder, self.settings)
+        return Compactor(self.store, self.summarizer, self.embedder, self.settings, self.dates)
 
     @cached_property
     def refused(self) -> RefusedTurns:
@@ -150,20 +158,16 @@ class MemoryServices:
             session,
             chat_tools.switch_chat,
             clock,
-            [self.speech_language],
+            self.dates.languages,
             self.settings.device_name,
             self.reminder_wake.set,
         )
-
-    @property
-    def speech_language(self) -> str:
-        return (self.settings.live_language or "en").split("-")[0].lower()
 
     def chat_tools(self, session: ChatSession, clock: LocalClock | None = None) -> ChatTools:
         """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`; relative
         dates in a fact to remember are read with `clock` in the speech's language (English unset)."""
         clock = clock or LocalClock(self.settings.time_zone)
-        return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, [self.speech_language])
+        return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, self.dates.languages)
 
 
 def _secret(value: SecretStr | None) -> str | None:

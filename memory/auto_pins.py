@@ -91,6 +91,13 @@ def new_auto_pins(chat_id: str, candidates: Iterable[PinCandidate], existing: It
     ]
 
 
+def said_in(content: str, turns: list[Turn]) -> Turn:
+    """The turn of `turns` (not empty) a statement about them most likely comes from: the one
+    that says most of its words, the later on a tie (the user's last word on it), else the last."""
+    want = _fact_words(content)
+    return max(reversed(turns), key=lambda t: len(want & _fact_words(t.text)))
+
+
 def find_sources(pins: Iterable[Pin], turns: list[Turn]) -> list[Pin]:
     """Pins without a source turn (a `remember` whose asking turn was not yet stored when it was
     pinned) given the user's turn among `turns` that says most of their words, when one does."""

@@ -28,13 +28,14 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from typing import Self
 
 import numpy as np
 
-from parla.memory.auto_pins import PinCandidate, find_sources, new_auto_pins, offline_candidates
+from parla.memory.absolute_dates import DateReading
+from parla.memory.auto_pins import PinCandidate, find_sources, new_auto_pins, offline_candidates, said_in
 from parla.memory.chat import Chat
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
@@ -130,11 +131,20 @@ def needs_folding(chat: Chat, unsummarised: list[Turn], config: MemoryConfig) ->
 
 
 class Compactor:
-    def __init__(self, store: ChatStore, summarizer: Summarizer, embedder: Embedder, config: MemoryConfig) -> None:
+    def __init__(
+        self,
+        store: ChatStore,
+        summarizer: Summarizer,
+        embedder: Embedder,
+        config: MemoryConfig,
+        dates: DateReading | None = None,
+    ) -> None:
         self.store = store
         self.summarizer = summarizer
         self.embedder = embedder
         self.config = config
+        # relative dates in the facts and pins found, made absolute from when their turn was said
+        self.dates = dates
         self.windows = WindowIndexer(store, embedder, config.search_window_turns)
 
     async def compact(self, chat_id: str) -> CompactionReport:
@@ -312,6 +322,8 @@ class Compactor:
         with report.timed("chunks"):
             await _bounded(jobs, self.config.compaction_concurrency * 2)
         await self._pin(chat.id, found, read, report)
+        if said:
+            said = (await asyncio.to_thread(self._dated, None, said, []))[1]
         await self._profile(chat.id, found + (said or []), report)
         if not facts_only:
             with report.timed("metas"):
@@ -357,6 +369,8 @@ class Compactor:
         # the pins are detected with the facts: once per range, and again when it is regenerated
         pins_call = self.summarizer.pins(turns) if need_facts and self.config.auto_pins else _none()
         summary, facts, pins = await asyncio.gather(summary_call, facts_call, pins_call)
+        if facts or pins:
+            facts, pins = await asyncio.to_thread(self._dated, facts, pins, turns)
         found += pins or []
         read += turns
         if facts:
@@ -376,6 +390,20 @@ class Compactor:
         if facts is not None:
             await self.store.upsert_facts(chat_id, rng, facts, embedded[-1] if facts else None)
             report.fact_blocks += 1
+
+    def _dated(
+        self, facts: list[str] | None, pins: list[PinCandidate] | None, turns: list[Turn]
+    ) -> tuple[list[str] | None, list[PinCandidate] | None]:
+        """Facts and pin candidates with their relative dates made absolute: a pin's from its turn,
+        a fact's from the turn of the range it most likely comes from."""
+        if self.dates is None:
+            return facts, pins
+        dates = self.dates
+        if facts:
+            facts = [dates.dated(line, said_in(line, turns).created_at) for line in facts]
+        if pins:
+            pins = [replace(p, content=dates.dated(p.content, p.source.created_at)) for p in pins]
+        return facts, pins
 
     async def _pin(self, chat_id: str, found: list[PinCandidate], read: list[Turn], report: CompactionReport) -> None:
         """Pin what the detections found that no pin says yet (forgotten pins count: a fact the user

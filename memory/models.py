@@ -24,16 +24,21 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ModelRole = Literal["live", "summary", "embedding"]
+ModelRole = Literal["live", "summary", "embedding", "look_up"]
 
 DEFAULT_LIVE_MODEL = "gemini-3.8-live"
 DEFAULT_SUMMARY_MODEL = "gemini-3.5-flash-lite"
 DEFAULT_EMBEDDING_MODEL = "gemini-embedding-001"
+# Look-ups are one grounded generateContent on the cheap text model, which takes Google Search
+# grounding (https://firebase.google.com/docs/ai-logic/grounding-google-search lists
+# gemini-3.5-flash-lite among the models that support it).
+DEFAULT_LOOK_UP_MODEL = DEFAULT_SUMMARY_MODEL
 
 DEFAULTS: dict[ModelRole, str] = {
     "live": DEFAULT_LIVE_MODEL,
     "summary": DEFAULT_SUMMARY_MODEL,
     "embedding": DEFAULT_EMBEDDING_MODEL,
+    "look_up": DEFAULT_LOOK_UP_MODEL,
 }
 
 # The setting that holds each model, as the user writes it (environment or .env).
@@ -41,6 +46,7 @@ SETTINGS: dict[ModelRole, str] = {
     "live": "PARLA_LIVE_MODEL",
     "summary": "PARLA_SUMMARY_MODEL",
     "embedding": "PARLA_EMBEDDING_MODEL",
+    "look_up": "PARLA_LOOK_UP_MODEL",
 }
 
 # The REST method a model must offer for each role (the `supportedGenerationMethods` of models.list).
@@ -48,6 +54,7 @@ ACTIONS: dict[ModelRole, str] = {
     "live": "bidiGenerateContent",
     "summary": "generateContent",
     "embedding": "embedContent",
+    "look_up": "generateContent",
 }
 
 Status = Literal["shut down", "deprecated", "superseded"]

@@ -83,6 +83,20 @@ class TokenUsage(BaseModel):
     tool_use_prompt_tokens: int | None = Field(None, ge=0)
 
 
+class WebSource(BaseModel):
+    """A web page an answer was grounded on (a look-up's Google Search result): its title, as
+    the search gives it (often the site's name), and its address."""
+
+    model_config = ConfigDict(frozen=True)
+    title: str
+    uri: str
+
+    @field_validator("title", "uri")
+    @classmethod
+    def _storable(cls, text: str) -> str:
+        return storable_text(text, "a source of a turn")
+
+
 class Turn(BaseModel):
     """`{role, parts:[{text}], thinking?}` plus a stable id (for idempotent writes), the sequence
     number the store assigned (0 until stored), when it was said, whether the model was cut off
@@ -103,11 +117,18 @@ class Turn(BaseModel):
     # 0-10, how much the turn matters later (memory.importance); set by the store as it is appended
     importance: float | None = Field(default=None, ge=0, le=10)
     usage: TokenUsage | None = None  # model turns of a live session
+    # the web pages a model turn's answer came from (a look-up), in the order the search gave them
+    sources: list[WebSource] = Field(default_factory=list)
 
     @field_validator("thinking")
     @classmethod
     def _storable_thinking(cls, thinking: str | None, info: ValidationInfo) -> str | None:
         return thinking if thinking is None else storable_text(thinking, f"the thinking of turn {info.data.get('id')}")
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _no_sources(cls, value: object) -> object:
+        return [] if value is None else value  # a stored turn without any: NULL
 
     @field_validator("created_at")
     @classmethod

@@ -28,7 +28,7 @@ from parla.memory.facts import format_fact_lines
 from parla.memory.forgetting import MemoryItem, set_forgotten
 from parla.memory.local_time import LocalClock
 from parla.memory.pins import Pin
-from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn
+from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn, WebSource
 from parla.memory.turn_windows import rename_chat
 from parla.ui.forms import form_fields, number, one_line
 from parla.ui.gate import TokenGate
@@ -74,8 +74,24 @@ def _turns(turns: list[Turn], chat_url: str, whole: bool = False) -> Markup:
             )
             text = text[:TURN_TEXT_SHOWN]
         # the number comes from data-seq (CSS), the speaker in <b>: the least markup per turn
-        items.append(f'<li class="{t.role}" data-seq="{t.seq or ""}"><b>{who}</b> {escape(text)}{more}{cut}</li>')
+        items.append(
+            f'<li class="{t.role}" data-seq="{t.seq or ""}"><b>{who}</b> {escape(text)}{more}{cut}'
+            f"{_sources(t.sources)}</li>"
+        )
     return Markup("".join(items))
+
+
+def _sources(sources: list[WebSource]) -> str:
+    """The pages a look-up's answer came from, as links (an address that is not http(s) as text)."""
+    if not sources:
+        return ""
+    links = []
+    for s in sources:
+        if s.uri.startswith(("https://", "http://")):
+            links.append(f'<a href="{escape(s.uri)}" rel="noreferrer noopener" target="_blank">{escape(s.title)}</a>')
+        else:
+            links.append(escape(f"{s.title} ({s.uri})"))
+    return f'<span class="sources" data-testid="sources">Sources: {", ".join(links)}</span>'
 
 
 def _clip(text: str) -> str:

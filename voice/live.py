@@ -66,7 +66,7 @@ from google.genai.live import AsyncSession
 
 from parla.memory.local_time import LocalClock
 from parla.memory.tasks import cancel_and_wait, race
-from parla.memory.turn import Turn
+from parla.memory.turn import Turn, WebSource
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import MIC_RATE, VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
@@ -171,6 +171,11 @@ class LiveConversation:
         self._next_memory = memory
         if not self.assembler.model_speaking and not self._tool_calls.pending:
             self._reconnect.set()
+
+    def cite(self, sources: list[WebSource]) -> None:
+        """The web pages a tool's answer came from (a look-up): kept with the model turn that
+        speaks it, the one under way while the tool runs (a look-up blocks the model's turn)."""
+        self.assembler.cite(sources)
 
     @property
     def switching(self) -> bool:

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parla.memory.turn import Part, Source, TokenUsage, Turn
+from parla.memory.turn import Part, Source, TokenUsage, Turn, WebSource
 
 
 def _join(fragments: list[str]) -> str:
@@ -63,6 +63,7 @@ class Exchange:
     words_due: bool = False  # the answer completed before any word of the user was heard
     usage: TokenUsage | None = None  # what the service reported for the model's answer
     typed: Turn | None = None  # a typed turn the user's words (`user`) follow, kept exactly
+    sources: list[WebSource] = field(default_factory=list)  # pages the model's answer came from
 
     @property
     def said(self) -> bool:
@@ -125,6 +126,12 @@ class TranscriptAssembler:
             self.current.usage = usage
         else:
             self.closing.usage = usage
+
+    def cite(self, sources: list[WebSource]) -> None:
+        """Web pages a tool's answer came from, for the model turn under way (or about to begin:
+        the model waits for a blocking tool before it answers)."""
+        known = {s.uri for s in self.current.sources}
+        self.current.sources += [s for s in sources if s.uri not in known]
 
     def model_audio(self, nbytes: int) -> list[Turn]:
         """The model's voice; when it starts a new turn, the closing one can take no more
@@ -195,7 +202,13 @@ class TranscriptAssembler:
         if ex.played is not None:
             model = spoken_prefix(model, ex.played)
         return self._turns(
-            ex.user, ex.user_source, model, interrupted=ex.played is not None, usage=ex.usage, typed=ex.typed
+            ex.user,
+            ex.user_source,
+            model,
+            interrupted=ex.played is not None,
+            usage=ex.usage,
+            typed=ex.typed,
+            sources=ex.sources,
         )
 
     def flush(self, unplayed_bytes: int = 0) -> list[Turn]:
@@ -213,6 +226,7 @@ class TranscriptAssembler:
         interrupted: bool,
         usage: TokenUsage | None = None,
         typed: Turn | None = None,
+        sources: list[WebSource] | None = None,
     ) -> list[Turn]:
         turns = []
         said = _join(user)
@@ -222,6 +236,13 @@ class TranscriptAssembler:
             turns.append(Turn.of("user", said, source=source))
         if model:
             turns.append(
-                Turn.of("model", model, interrupted=interrupted, model_variant=self.model_variant, usage=usage)
+                Turn.of(
+                    "model",
+                    model,
+                    interrupted=interrupted,
+                    model_variant=self.model_variant,
+                    usage=usage,
+                    sources=sources or [],
+                )
             )
         return turns

@@ -211,6 +211,7 @@ def _turn_json(t: Any) -> dict[str, Any]:
         "interrupted": t.interrupted,
         "source": t.source,
         "model_variant": t.model_variant,
+        "sources": [s.model_dump() for s in t.sources],
     }
 
 
@@ -315,6 +316,8 @@ async def show(
         for t in history.full_history[-turns:]:
             mark = " (interrupted)" if t.interrupted else ""
             out.print(f"{t.seq:>5} {t.transcript_line()}{mark}", markup=False)
+            for s in t.sources:
+                out.print(f"      source: {s.title} {s.uri}", markup=False)
     for d in context.dropped:
         out.print(f"[dim]context dropped {d.section} {d.label}: {d.tokens} tokens, {d.reason}[/dim]")
 
@@ -498,6 +501,8 @@ def export_markdown(history: ChatHistory) -> str:
     for t in history.full_history:
         note = ", interrupted" if t.interrupted else ""
         lines += ["", f"**{_speaker(t)}** ({when(t.created_at)}{note})", "", t.text]
+        if t.sources:
+            lines += ["", "Sources: " + ", ".join(f"[{s.title}]({s.uri})" for s in t.sources)]
     return "\n".join(lines) + "\n"
 
 

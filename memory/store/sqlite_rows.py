@@ -20,7 +20,7 @@ from parla.memory.store.checks import (
     check_unique_turn_ids,
 )
 from parla.memory.summary import Summary, SummaryLevel
-from parla.memory.turn import MessageRange, Part, TokenUsage, Turn, utcnow
+from parla.memory.turn import MessageRange, Part, TokenUsage, Turn, WebSource, utcnow
 
 KIND_OF_LEVEL = {SummaryLevel.CHUNK: "chunk", SummaryLevel.META: "meta"}
 LEVEL_OF_KIND = {v: k for k, v in KIND_OF_LEVEL.items()}
@@ -74,6 +74,7 @@ def turn_of_row(row: sqlite3.Row) -> Turn:
         model_variant=row["model_variant"],
         importance=row["importance"],
         usage=TokenUsage.model_validate_json(row["usage"]) if row["usage"] else None,
+        sources=[WebSource(**s) for s in json.loads(row["sources"])] if row["sources"] else [],
     )
 
 
@@ -127,12 +128,13 @@ def append_rows(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> 
                 turn.model_variant,
                 turn.importance,
                 turn.usage.model_dump_json(exclude_none=True) if turn.usage else None,
+                json.dumps([s.model_dump() for s in turn.sources], ensure_ascii=False) if turn.sources else None,
             )
         )
     if fresh:
         db.executemany(
             "INSERT INTO turns (id, chat_id, seq, role, parts, thinking, created_at, interrupted, source, "
-            "model_variant, importance, usage) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "model_variant, importance, usage, sources) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             fresh,
         )
         db.execute(

@@ -172,6 +172,10 @@ CREATE TABLE vector_chats (number INTEGER PRIMARY KEY AUTOINCREMENT, chat_id TEX
 INSERT INTO vector_chats (chat_id) SELECT id FROM chats ORDER BY rowid;
 INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))
 """,
+    # the web pages a model turn's answer came from (a look-up), as a JSON list of {title, uri}
+    """
+ALTER TABLE turns ADD COLUMN sources TEXT
+""",
     # timers and reminders (memory.reminders): a reminder keeps its chat's id after that chat is
     # deleted (it is still said); the pending ones are read soonest first
     """

@@ -20,6 +20,8 @@ from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from parla.memory.forgetting import memory_items, set_forgotten
 from parla.memory.pins import Pin
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.turn import Turn, WebSource
 
 DATA = Path(__file__).parent.parent / "data"
 
@@ -365,3 +367,22 @@ def test_import_with_a_key_gemini_cannot_use_summarises_offline_at_once(parla, m
     assert all(c["title"] for c in chats) and len(chats) == 3
     found = json.loads(parla("search", "the bread with the starter", "--json").stdout)
     assert found["decision"] == "switch" and "starter" in found["candidates"][0]["matched_text"].lower()
+
+
+def test_show_names_the_pages_a_look_up_came_from(parla, tmp_path):
+    spoken = Turn.of(
+        "model",
+        "Light rain tomorrow in Turin.",
+        sources=[WebSource(title="meteo.it", uri="https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC")],
+    )
+
+    async def stored() -> str:
+        async with SQLiteChatStore(tmp_path / "parla.db") as store:
+            turns = [Turn.of("user", "Weather tomorrow in Turin?"), spoken]
+            return (await store.create_chat(title="Weather", turns=turns)).chat.id
+
+    chat = asyncio.run(stored())
+    text = parla("show", chat).stdout
+    assert "    2 Assistant: Light rain tomorrow in Turin.\n      source: meteo.it https://vertexaisearch" in text
+    shown = json.loads(parla("show", chat, "--json").stdout)
+    assert [t["sources"] for t in shown["full_history"]] == [[], [s.model_dump() for s in spoken.sources]]

@@ -51,6 +51,7 @@ def test_doctor_with_a_key_checks_the_models_and_never_prints_the_key(parla, pul
     assert result.exit_code == 0, result.stdout
     assert "Live model gemini-3.8-live: available" in result.stdout
     assert "summary model gemini-3.5-flash-lite: available" in result.stdout
+    assert "look-up model gemini-3.5-flash-lite: available" in result.stdout
     assert gemini.api_key not in result.stdout
     monkeypatch.setenv("PARLA_LIVE_MODEL", "gemini-no-such-model")
     checks = doctor_checks(parla)
@@ -96,8 +97,11 @@ def test_doctor_refuses_a_model_that_cannot_serve_its_role(parla, pulse, gemini,
     monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
     monkeypatch.setenv("PARLA_LIVE_MODEL", "gemini-3.5-flash-lite")
     monkeypatch.setenv("PARLA_SUMMARY_MODEL", "gemini-3.8-live")
+    monkeypatch.setenv("PARLA_LOOK_UP_MODEL", "gemini-3.8-live")
     checks = doctor_checks(parla)
     live, summary = checks["Live model gemini-3.5-flash-lite"], checks["summary model gemini-3.8-live"]
+    look_up = checks["look-up model gemini-3.8-live"]
+    assert look_up["outcome"] == "fail" and look_up["fix"].startswith("set PARLA_LOOK_UP_MODEL to a model")
     assert live["outcome"] == "fail" and live["detail"] == "the model does not offer bidiGenerateContent"
     assert summary["outcome"] == "fail" and summary["detail"] == "the model does not offer generateContent"
     assert "gemini-3.8-flash" in summary["fix"] and "gemini-3.8-live" not in summary["fix"].split("use:")[1]

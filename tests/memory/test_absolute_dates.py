@@ -22,6 +22,11 @@ SAID = datetime(2026, 11, 25, 10, 30)  # a Wednesday
             "dinner tomorrow (Thursday 26 November 2026) and lunch on Friday (Friday 27 November 2026)",
         ),
         ("cena con Marco domani sera", "it", "cena con Marco domani (Thursday 26 November 2026) sera"),
+        # number words before a unit of time, and "dopodomani", read in Italian too
+        ("parte tra due settimane", "it", "parte tra due settimane (Wednesday 9 December 2026)"),
+        ("esame dopodomani alle 9", "it", "esame dopodomani (Friday 27 November 2026) alle 9"),
+        ("sei libero domani?", "it", "sei libero domani (Thursday 26 November 2026)?"),
+        ("flying out in three days", "en", "flying out in three days (Saturday 28 November 2026)"),
         # absolute dates, the month "May", the word "may" and "now" are left as said
         ("the meeting was on 8 May 2023", "en", "the meeting was on 8 May 2023"),
         ("I may go in May", "en", "I may go in May"),

@@ -10,6 +10,7 @@ def test_the_defaults_are_current():
         "live": "gemini-3.8-live",
         "summary": "gemini-3.5-flash-lite",
         "embedding": "gemini-embedding-001",
+        "look_up": "gemini-3.5-flash-lite",
     }
     assert all(retirement(model) is None for model in DEFAULTS.values())
     # every replacement is itself current

@@ -27,11 +27,13 @@ or presence penalties (custom temperature/top-k/top-p are ignored, so accepted).
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import re
 import socket
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -120,6 +122,10 @@ def sentence_embeddings(texts: list[str]) -> np.ndarray:
     return full / norms
 
 
+def urlsafe(text: str) -> str:
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
 @dataclass
 class Request:
     method: str
@@ -134,6 +140,9 @@ class GeminiRestEmulator:
     requests: list[Request] = field(default_factory=list)
     faults: deque[tuple[int, str]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
+    grounded: deque[dict[str, Any]] = field(default_factory=deque)  # answers to requests with googleSearch
+    routed: list[tuple[str, str]] = field(default_factory=list)  # (words of the instruction, answer)
+    hang_s: float = 0.0  # generateContent answers after this many seconds (a service that does not answer)
     malformed_embeddings: int = 0
     dropped: int = 0  # the next requests read and then closed without an answer
     # model id -> its supportedGenerationMethods (what models.get / models.list answer)
@@ -156,6 +165,51 @@ class GeminiRestEmulator:
             self.replies.append(
                 {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}]}
             )
+
+    def ground(self, answer: str, pages: list[tuple[str, str]], queries: list[str] | None = None) -> None:
+        """The next grounded request (tools: googleSearch) is answered with `answer`, found on `pages`
+        (title, address), as the service answers: `groundingMetadata` with the queries it searched,
+        the search entry point's HTML, one `groundingChunks[].web{uri,title}` per page (the uri a
+        grounding-api-redirect address, the title the site's name) and `groundingSupports` tying
+        the answer's text to the chunks (https://ai.google.dev/gemini-api/docs/google-search)."""
+        chunks = [
+            {
+                "web": {
+                    "uri": f"https://vertexaisearch.cloud.google.com/grounding-api-redirect/{urlsafe(uri)}",
+                    "title": t,
+                }
+            }
+            for t, uri in pages
+        ]
+        searched = queries or [answer.split(".")[0]]
+        chips = "".join(f'<a class="chip" href="https://www.google.com/search?q={q}">{q}</a>' for q in searched)
+        metadata = {
+            "webSearchQueries": searched,
+            "searchEntryPoint": {"renderedContent": f'<style>.chip{{}}</style><div class="container">{chips}</div>'},
+            "groundingChunks": chunks,
+            "groundingSupports": [
+                {
+                    "segment": {"startIndex": 0, "endIndex": len(answer.encode()), "text": answer},
+                    "groundingChunkIndices": list(range(len(chunks))),
+                }
+            ],
+        }
+        self.grounded.append(
+            {
+                "candidates": [
+                    {
+                        "content": {"role": "model", "parts": [{"text": answer}]},
+                        "finishReason": "STOP",
+                        "groundingMetadata": metadata,
+                    }
+                ]
+            }
+        )
+
+    def reply_to(self, instruction: str, text: str) -> None:
+        """The next generateContent whose system instruction holds `instruction` is answered with
+        `text` (requests made together, as a compaction's summary, facts and pins, in any order)."""
+        self.routed.append((instruction, text))
 
     def reply_raw(self, body: dict[str, Any]) -> None:
         self.replies.append(body)
@@ -323,7 +377,18 @@ class GeminiRestEmulator:
             penalties = {"frequencyPenalty", "presencePenalty"} & set(body.get("generationConfig") or {})
             if penalties:
                 return 400, self._error(400, f"{', '.join(sorted(penalties))} is not supported by {model}.")
+        if self.hang_s:
+            time.sleep(self.hang_s)
+        searched = any("googleSearch" in t or "google_search" in t for t in body.get("tools") or [])
+        instruction = "".join(p.get("text", "") for p in (body.get("systemInstruction") or {}).get("parts", []))
         with self._lock:
+            if searched and self.grounded:
+                return 200, self.grounded.popleft()
+            for n, (words, text) in enumerate(self.routed):
+                if words in instruction:
+                    del self.routed[n]
+                    candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
+                    return 200, {"candidates": [candidate]}
             if self.replies:
                 return 200, self.replies.popleft()
         prompt = "".join(p.get("text", "") for c in body["contents"] for p in c.get("parts", []))

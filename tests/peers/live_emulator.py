@@ -18,9 +18,11 @@ version v1beta, or is not supported for bidiGenerateContent. Call ListModels ...
 123 bytes a close reason may hold, as the service cuts it), and a field the model refuses is
 closed with 1007: thinking config on gemini-3.8-live, affective dialog or `proactive_audio:
 false` on 3.8, a response modality other than audio on 3.8, affective dialog or proactivity on
-gemini-3.1-flash-live-preview, and a NON_BLOCKING function on it (its calls are synchronous only).
+gemini-3.1-flash-live-preview, a NON_BLOCKING function on it (its calls are synchronous only), and
+a google_search tool beside function declarations on any model.
 Sources: the Gemini 3.8 Live and 3.1 Flash Live model pages and the Live tools guide on
-ai.google.dev, read November 2026; the refusal wording of 1007 is ours (the pages give none).
+ai.google.dev, and Google Cloud's Live API capabilities page (search tools not combined with
+function calling), read November 2026; the refusal wording of 1007 is ours (the pages give none).
 
 `send_raw()` sends any frame at all (a message type the SDK does not know, broken JSON), and a
 script that never calls `complete_setup()` is a service that accepted the websocket and then
@@ -127,6 +129,11 @@ def setup_refusals(model: str, setup: dict[str, Any]) -> list[str]:
             refused.append("proactive_audio cannot be disabled for this model")
         if [str(m).upper() for m in generation.get("response_modalities") or ["AUDIO"]] != ["AUDIO"]:
             refused.append("only the AUDIO response modality is supported by this model")
+    tools = setup.get("tools") or []
+    if any("google_search" in t for t in tools) and any(t.get("function_declarations") for t in tools):
+        # "does not support combining search tools (googleSearch) with non-search tools (function
+        # calling ...) in the same setup request": the Live API capabilities page on Google Cloud
+        refused.append("google_search cannot be combined with function declarations in one setup")
     if model.startswith("gemini-3.1-flash-live"):
         if "enable_affective_dialog" in generation or proactivity is not None:
             refused.append("affective dialog and proactive audio are not supported by this model")

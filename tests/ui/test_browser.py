@@ -9,7 +9,7 @@ import re
 
 from playwright.sync_api import expect
 
-from parla.memory.turn import Turn
+from parla.memory.turn import Turn, WebSource
 from tests.ui.sample import XSS_TITLE
 
 
@@ -132,4 +132,39 @@ async def test_corrections_go_through_the_memory_api(browser, served):
 
     await browser.run(delete)
     assert served.ids["garden"] not in {c.id for c in await store.list_chats()}
+    await browser.close_page(page)
+
+
+async def test_a_look_ups_sources_are_shown_with_the_answer(browser, served):
+    spoken = Turn.of(
+        "model",
+        "Light rain tomorrow in Turin, 9 to 14 degrees.",
+        sources=[
+            WebSource(title="meteo.it", uri="https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC"),
+            WebSource(title='<img src=x onerror="alert(1)">', uri="https://example.org/?a=1&b=2"),
+            WebSource(title="not a web page", uri="javascript:alert(1)"),
+        ],
+    )
+    asked = Turn.of("user", "What's the weather tomorrow in Turin?")
+    chat = (await served.mem.store.create_chat(title="Weather", turns=[asked, spoken])).chat
+    page = await browser.page()
+
+    def chat_page() -> None:
+        page.goto(f"{served.url}chats/{chat.id}")
+        turns = page.get_by_test_id("full-history").locator("li")
+        expect(turns.first.get_by_test_id("sources")).to_have_count(0)  # the question has none
+        sources = turns.nth(1).get_by_test_id("sources")
+        expect(sources).to_contain_text("Sources: meteo.it")
+        expect(sources.get_by_role("link", name="meteo.it")).to_have_attribute(
+            "href", "https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC"
+        )
+        # a title with markup is text, and an address that is not a web page is no link
+        expect(sources.get_by_role("link", name='<img src=x onerror="alert(1)">')).to_have_attribute(
+            "href", "https://example.org/?a=1&b=2"
+        )
+        expect(sources.get_by_role("link")).to_have_count(2)
+        expect(sources).to_contain_text("not a web page (javascript:alert(1))")
+        assert page.locator("img").count() == 0 and page.problems == []
+
+    await browser.run(chat_page)
     await browser.close_page(page)

@@ -131,6 +131,13 @@ async def test_the_emulator_refuses_non_blocking_functions_on_gemini_3_1(receive
     assert close_code(error) == 1007 and "NON_BLOCKING function calls are not supported" in str(error)
 
 
+async def test_the_emulator_refuses_google_search_beside_functions(received):
+    functions = types.Tool(function_declarations=[types.FunctionDeclaration(name="recall")])
+    search = types.Tool(google_search=types.GoogleSearch())
+    error = await refused(received, "gemini-3.8-live", tools=[search, functions])
+    assert close_code(error) == 1007 and "google_search cannot be combined with function declarations" in str(error)
+
+
 async def test_transparent_resumption_is_not_offered_on_the_gemini_developer_api(live_client, voice_config):
     """Replaying only what the server did not consume needs `SessionResumptionConfig.transparent`
     (the server then reports lastConsumedClientMessageIndex). The SDK refuses it on the Gemini

@@ -17,7 +17,7 @@ from parla.memory.pins import Pin
 from parla.memory.store import ChatStore, CompactionCommit, EmbeddedWindow, PendingWrites, TextRef, WordCounts
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.summary import SummaryLevel
-from parla.memory.turn import MessageRange, TokenUsage, Turn
+from parla.memory.turn import MessageRange, TokenUsage, Turn, WebSource
 from tests.conftest import T0, make_turns, signed_in_store
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
@@ -70,12 +70,18 @@ async def test_turn_round_trip_keeps_every_field(any_store):
         source="voice",
         model_variant="live-x",
         usage=TokenUsage(prompt_tokens=812, response_tokens=64, total_tokens=876, cached_tokens=500),
+        sources=[
+            WebSource(title="meteo.it", uri="https://vertexaisearch.cloud.google.com/grounding-api-redirect/AbC"),
+            WebSource(title="Il Meteo — Torino", uri="https://example.org/torino?giorno=domani&x=1"),
+        ],
     )
     plain = Turn.of("user", "no usage on a user's turn")
     await any_store.append_turns(chat.id, [turn, plain])
     loaded, loaded_plain = await any_store.load_turns(chat.id)
     assert loaded == turn.model_copy(update={"seq": 1, "importance": turn_importance(turn)})
-    assert loaded_plain.usage is None
+    assert loaded_plain.usage is None and loaded_plain.sources == []
+    # the history the model and the inspector read carries them too
+    assert (await any_store.load_history(chat.id)).full_history[0].sources == turn.sources
     assert loaded.wire_shape() == {"role": "model", "parts": [{"text": "Hello — ça va? 日本"}], "thinking": "hm"}
 
 

@@ -111,4 +111,4 @@ grant execute on function public.add_reminder, public.list_reminders, public.can
     parla.reminder_json to authenticated, service_role;
 
 create or replace function public.parla_schema_version() returns integer
-language sql immutable as $$ select 11 $$;
+language sql immutable as $$ select 12 $$;
