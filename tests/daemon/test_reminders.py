@@ -75,3 +75,37 @@ async def test_a_reminder_set_on_another_device_waits_for_the_handoff(daemon_set
 
         await eventually(said, timeout=3, what="the desktop to take the reminder over")
         assert daemon.reminders is not None and daemon.reminders.said == 1
+
+
+async def test_a_timer_set_by_the_live_model_is_said_while_the_session_is_open(daemon_settings, live, pulse):
+    """Through the Live emulator and the real SDK: the model calls set_timer in the daemon's session;
+    the timer is kept in the session's chat and said at its time with the conversation still open."""
+    settings = daemon_settings.model_copy(update={"idle_timeout": 30.0, "device_name": "laptop"})
+    answers: list[dict] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.tool_call(
+            {"id": "t1", "name": "set_timer", "args": {"duration": "3 seconds", "label": "the tea is ready"}}
+        )
+        answers.append((await conn.expect("tool_response")).body["function_responses"][0]["response"])
+        await conn.closed.wait()
+
+    live.script = script
+    recorder = pulse.record_speaker()
+    try:
+        async with running(settings) as (daemon, mem, chat_id):
+            assert (await ctl(settings, "talk"))["result"] == "activating"
+            await eventually(lambda: answers, timeout=15, what="the model's set_timer call answered")
+            (timer,) = await mem.store.list_reminders()
+            due = monotonic_of(timer.due_at)
+            loud = await heard_after(recorder, due, seconds=0.8)
+            (said,) = await mem.store.list_reminders(history=True)
+            assert daemon.status.state == "active"
+    finally:
+        recorder.stop()
+    assert answers[0]["result"] == "set" and answers[0]["text"] == "the tea is ready" and answers[0]["kind"] == "timer"
+    assert timer.chat_id == chat_id and timer.device == "laptop"
+    assert said.state == "fired" and said.fired_at is not None
+    assert (said.fired_at - said.due_at).total_seconds() <= 1.0
+    assert due - 0.05 <= loud[0] <= due + 1.0
