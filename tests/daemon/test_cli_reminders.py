@@ -33,7 +33,7 @@ def test_reminders_list_add_and_cancel(parla, monkeypatch):
     everything = {r["text"]: r["state"] for r in json.loads(parla("reminders", "list", "--all", "--json").stdout)}
     assert everything == {"pasta": "cancelled", "call my sister": "pending", "the dentist appointment": "cancelled"}
     failed = parla("reminders", "add", "x", "--at", "whenever it suits", ok=False)
-    assert failed.exit_code == 1 and "cannot read" in failed.output
+    assert failed.exit_code == 1 and "could not read" in failed.output
     assert parla("reminders", "cancel", "taxes", ok=False).exit_code == 1
 
 
