@@ -9,7 +9,9 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from parla.daemon.reminders import ReminderScheduler
 from parla.memory.reminders import Reminder
+from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import running
@@ -109,3 +111,23 @@ async def test_a_timer_set_by_the_live_model_is_said_while_the_session_is_open(d
     assert said.state == "fired" and said.fired_at is not None
     assert (said.fired_at - said.due_at).total_seconds() <= 1.0
     assert due - 0.05 <= loud[0] <= due + 1.0
+
+
+async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in_turn(tmp_path):
+    """The scheduler on a real store, with words that take 1.5 s to say: the second reminder due at
+    the same moment is claimed at its time, not after the first one's words."""
+    said: list[str] = []
+
+    async def say(reminder: Reminder, words: str) -> None:
+        said.append(words)
+        await asyncio.sleep(1.5)
+
+    async with SQLiteChatStore(tmp_path / "parla.db") as store:
+        due = utcnow() + timedelta(seconds=1)
+        for text in ("first", "second", "third"):
+            await store.add_reminder(Reminder(text=text, due_at=due, device="laptop"))
+        async with ReminderScheduler(store, "laptop", say, asyncio.Event(), handoff_s=10, recheck_s=60):
+            await eventually(lambda: len(said) == 3, timeout=10, what="all three said")
+        stored = await store.list_reminders(history=True)
+    assert sorted(said) == ["Reminder: first", "Reminder: second", "Reminder: third"]
+    assert all(r.fired_at is not None and (r.fired_at - r.due_at).total_seconds() <= 1.0 for r in stored)
