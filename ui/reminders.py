@@ -41,7 +41,7 @@ class ReminderPages:
     async def add(self, request: Request) -> Response:
         form = await form_fields(request)
         try:
-            due = due_time(form.get("when", "").strip(), self.clock.now().at, ["en"])
+            due = due_time(form.get("when", "").strip(), self.clock.now().at, self.inspector.mem.dates.languages)
             stored = await self.inspector.mem.store.add_reminder(
                 Reminder(text=form.get("text", ""), due_at=due, time_zone=self.clock.zone or "UTC")
             )
