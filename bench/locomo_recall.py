@@ -84,7 +84,7 @@ async def measure(history: History, across: Tally, inside: Tally) -> None:
     with environment(PARLA_STORE_PATH=str(history.store_path)):
         settings = load_settings()
     async with open_memory(settings) as mem:
-        recall = Recall(mem.store, mem.embedder, settings.recall_results, settings.recall_words_weight)
+        recall = Recall(mem.store, mem.embedder, settings)
         for q in questions_of(history.conversation):
             chat_id = history.chat_ids[q.session]
             for tally, scope in ((across, None), (inside, chat_id)):

@@ -32,7 +32,7 @@ async def main(chats: int, turns: int, queries: int) -> None:
             await indexer.index_every_chat()
             built = time.perf_counter() - started
             texts = (await store.stats()).embedded_texts
-            recall = Recall(store, EMBEDDER, CONFIG.recall_results, CONFIG.recall_words_weight)
+            recall = Recall(store, EMBEDDER, CONFIG)
             one = (await store.list_chats(limit=1))[0].id
             await recall.recall(REQUESTS[0], None)  # the first loads the vector index
             print(f"recall latency: {chats} chats x {turns} turns, {texts} embedded texts (built in {built:.0f} s)")

@@ -25,6 +25,7 @@ from bench.memory import percentile
 from bench.scale_probe import embedder_of, requests
 from parla.memory.embedding import EmbeddedText
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_rows import vector_matrix
 
 TOP = 10
 CANDIDATES = 100  # chats rescored exactly, as sqlite_vector_file does for a search of 20
@@ -43,7 +44,7 @@ def load(path: Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     ids = sorted({r[0] for r in rows})
     number = {chat_id: n for n, chat_id in enumerate(ids)}
     chat = np.array([number[r[0]] for r in rows])
-    matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    matrix = vector_matrix([r[1] for r in rows])
     return ids, chat, matrix
 
 

@@ -70,7 +70,7 @@ async def probe(path: Path, dim: int, runs: int) -> dict[str, object]:
     await embedder.embed(["warm the embedder's tables"], "query")  # not the store's cost
     async with SQLiteChatStore(path) as store:
         search = ChatSearch(store, embedder, config)
-        recall = Recall(store, embedder, config.recall_results, config.recall_fusion_k)
+        recall = Recall(store, embedder, config)
         started = time.perf_counter()
         await search.search(switches[0])
         first = time.perf_counter() - started

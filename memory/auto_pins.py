@@ -30,6 +30,10 @@ class PinCandidate:
     content: str
     importance: float
     source: Turn
+    # about the user in any chat (the profile takes it) or about this chat's topic only (a pin)
+    about_user: bool = True
+    # what it is about, when the detector named it: a newer entry of the same subject supersedes it
+    subject: str | None = None
 
 
 def offline_candidates(turns: Iterable[Turn]) -> list[PinCandidate]:

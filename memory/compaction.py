@@ -14,7 +14,9 @@ One run of `Compactor.compact(chat_id)`:
    pin whose asking turn was not stored yet when it was pinned gets its source turn here.
 3. Profile. The user's durable statements found by the chunks' detection, and by the rules in the
    unsummarised turns (so a short chat counts too), join the user's profile across chats
-   (`memory.profile`), each once (its id derives from its turn and fact).
+   (`memory.profile`), each once (its id derives from its turn and fact). The summary model says
+   of each whether it is about the user or about this chat only (that one stays a pin), and what
+   it is about (its subject).
 
 Each write is atomic on its own, so a failure part-way (a model error, a crash) leaves every
 stored item either as it was or complete; the next run picks up what is missing.

@@ -103,8 +103,28 @@ class MemoryConfig(BaseModel):
     recall_words_weight: float = Field(
         0.5,
         ge=0,
-        description="Across chats, what `recall` adds to a text's similarity for the request's words it holds "
+        description="What `recall` adds to a text's similarity for the request's words it holds "
         "(times its best turn's bm25 relative to the best turn found).",
+    )
+    recall_date_weight: float = Field(
+        0.3,
+        ge=0,
+        description="Across chats, what `recall` adds to what was said in a chat active on the day, week or month "
+        "the request names ('on 8 May', 'last week').",
+    )
+    recall_neighbour_weight: float = Field(
+        0.3,
+        ge=0,
+        le=1,
+        description="Share of the better score of the windows just before and after it that a window of what "
+        "was said gains in `recall` (what answers a request often sits beside the turn that names it).",
+    )
+    recall_span_turns: int = Field(
+        4,
+        ge=1,
+        le=10,
+        description="Longest run of consecutive turns one `recall` result holds: results next to each other in a "
+        "chat are joined up to it.",
     )
     delete_confirm_s: float = Field(
         300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."

@@ -129,22 +129,25 @@ def profile_entry_id(source_turn_id: str, content: str) -> str:
 def new_profile_entries(
     chat_id: str, candidates: Iterable[PinCandidate], existing: Iterable[ProfileEntry]
 ) -> list[ProfileEntry]:
-    """Entries for the candidates (durable statements of the user) that say something no current
-    or forgotten entry says (a superseded one may be said again: "I live in Turin" once more)."""
+    """Entries for the candidates about the user (a detector's statements about this chat's topic
+    only stay pins) that say something no current or forgotten entry says (a superseded one may
+    be said again: "I live in Turin" once more)."""
     return [
         ProfileEntry(
             id=profile_entry_id(c.source.id, c.content),
             # the section's heading says whose words they are
             content=unframed(c.content),
             importance=c.importance,
-            subject=subject_of(c.content),
+            subject=c.subject or subject_of(c.content),
             origin="auto",
             chat_id=chat_id,
             source_turn_id=c.source.id,
             source_seq=c.source.seq,
             said_at=c.source.created_at,
         )
-        for c in unsaid(candidates, (e.content for e in existing if e.superseded_by is None))
+        for c in unsaid(
+            (c for c in candidates if c.about_user), (e.content for e in existing if e.superseded_by is None)
+        )
     ]
 
 

@@ -46,5 +46,11 @@ PINS = f"""Find the durable, important statements the user makes about themselve
 excerpt: health and allergies, family and the people close to them, names, dates that matter to them,
 decisions, lasting preferences, codes and numbers they will need again. Skip passing moods, questions,
 hypotheticals and what the assistant says. Each turn starts with its number in brackets. Write each
-statement as one line: "- [turn number] importance 0-10 | the fact in the third person". {_LANGUAGE}
+statement as one line:
+"- [turn number] importance 0-10 | user or chat | subject | the fact in the third person"
+where "user" means a fact about the user that matters in any conversation (who they are, the people in
+their life, places, health, preferences, possessions, routines, plans with dates) and "chat" means it
+matters only to what this conversation is about; the subject names in English, lower case and in a few
+words what the fact is about ("home city", "daughter name", "wifi password"), so that a later statement
+about the same thing replaces it, or is "-" when the fact is not one that changes. {_LANGUAGE}
 If there is none, answer only "{NO_FACTS}", in English."""

@@ -26,7 +26,7 @@ from parla.memory.absolute_dates import with_absolute_dates
 from parla.memory.chat import storable_title
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, similarities
-from parla.memory.errors import ChatNotFound, StoreOffline, WriteQueued
+from parla.memory.errors import ChatNotFound, WriteQueued
 from parla.memory.forgetting import MemoryItem, memory_items, profile_items, set_forgotten
 from parla.memory.local_time import LocalClock
 from parla.memory.pins import Pin
@@ -180,7 +180,7 @@ class ChatTools:
         self.search = search
         self.embedder = embedder
         self.session = session
-        self.recaller = Recall(store, embedder, config.recall_results, config.recall_words_weight)
+        self.recaller = Recall(store, embedder, config)
         self._confirmations = Confirmations(config.delete_confirm_s)
 
     def tools(self) -> list[Tool]:
@@ -321,17 +321,23 @@ class ChatTools:
                 origin="remember",
                 chat_id=self.session.chat_id,
             )
-            try:
-                (entry,) = await self.store.save_profile([asked_entry])
-                return {"result": "remembered", "profile_id": entry.id, "fact": entry.content, "known_in": "every chat"}
-            except StoreOffline:  # the profile waits for the store; meanwhile the fact is kept in this chat
-                pass
+            # while the store is away the entry is on this device and waits in the outbox
+            (entry,), queued = await _kept(self.store.save_profile([asked_entry]), [asked_entry])
+            return {
+                "result": "remembered",
+                "profile_id": entry.id,
+                "fact": entry.content,
+                "known_in": "every chat",
+                **queued,
+            }
         asked = Pin(chat_id=self.session.chat_id, content=fact, importance=args.importance)
         pin, queued = await _kept(self.store.add_pin(asked), asked)
         return {"result": "remembered", "pin_id": pin.id, "fact": pin.content, **queued}
 
     async def recall(self, args: RecallArgs) -> dict[str, Any]:
-        found = await self.recaller.recall(args.query, None if args.all_chats else self.session.chat_id)
+        # "last Tuesday" is the user's Tuesday
+        scope = None if args.all_chats else self.session.chat_id
+        found = await self.recaller.recall(args.query, scope, self.clock.now().at)
         if not found:
             return {"matches": [], "say": f"Nothing was said or kept about {args.query!r}.", **await self._from_copy()}
         matches = []

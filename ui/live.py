@@ -38,7 +38,14 @@ class LiveEvent:
 def turn_event(chat_id: str, turn: Turn) -> LiveEvent:
     return LiveEvent(
         "turn",
-        {"chat_id": chat_id, "seq": turn.seq, "role": turn.role, "text": turn.text, "interrupted": turn.interrupted},
+        {
+            "chat_id": chat_id,
+            "seq": turn.seq,
+            "role": turn.role,
+            "text": turn.text,
+            "interrupted": turn.interrupted,
+            "sources": [s.model_dump() for s in turn.sources],
+        },
     )
 
 

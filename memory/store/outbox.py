@@ -54,22 +54,25 @@ OutboxOp = Literal[
     "set_fact_lines",
     "add_reminder",
     "cancel_reminder",
+    "save_profile",
+    "set_profile_forgotten",
 ]
 _OPS = ", ".join(f"'{op}'" for op in get_args(OutboxOp))
 _TURN_OPS = ("create_chat", "append_turns")
+# An outbox file made by an earlier version lists fewer ops here: it is rebuilt (`_widen_ops`).
+_CHECK = f"CHECK (op IN ({_OPS}))"
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     remote TEXT NOT NULL,
-    op TEXT NOT NULL CHECK (op IN ({_OPS})),
+    op TEXT NOT NULL {_CHECK},
     chat_id TEXT NOT NULL,
     payload TEXT NOT NULL,
     queued_at TEXT NOT NULL,
     failed TEXT
 )
 """
-_CHECK = f"CHECK (op IN ({_OPS}))"
 _COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed"
 _SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
 _SET_ASIDE_MARK = ".damaged-"
@@ -102,8 +105,8 @@ async def _to_the_end(work: Awaitable[T]) -> T:
 
 
 async def _widen_ops(db: aiosqlite.Connection) -> None:
-    """An outbox table of an earlier version (its CHECK allows fewer ops) rebuilt to accept every op,
-    its entries and ids kept."""
+    """An outbox table of an earlier version (its CHECK lists fewer ops) rebuilt to accept every
+    op, its entries and ids kept."""
     row = await (await db.execute("SELECT sql FROM sqlite_master WHERE name = 'outbox'")).fetchone()
     if row is None or _CHECK in row[0]:
         return

@@ -10,6 +10,7 @@ from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import EmbedderMismatch
 from parla.memory.store import TextMatch
 from parla.memory.store.sqlite_connection import SQLiteConnection
+from parla.memory.store.sqlite_rows import vector_matrix
 from parla.memory.store.sqlite_vectors import embedder_info_of, texts_of, vector_rows
 
 
@@ -28,7 +29,7 @@ class SQLiteChatTexts(SQLiteConnection):
             rows = vector_rows(db, [chat_id])
             if not rows:
                 return []
-            matrix = np.frombuffer(b"".join(blob for _, blob in rows), dtype=np.float32).reshape(len(rows), -1)
+            matrix = vector_matrix([blob for _, blob in rows])
             sims = matrix @ np.asarray(query.vector, dtype=np.float32)
             order = np.argsort(-sims, kind="stable")[:match_count]
             refs = [rows[int(i)][0] for i in order]

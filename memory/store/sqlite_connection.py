@@ -15,7 +15,7 @@ from typing import Self, TypeVar
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_identity import FileWatch
-from parla.memory.store.sqlite_rows import stored_turn_importance
+from parla.memory.store.sqlite_rows import half_vector, stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
 from parla.memory.store.sqlite_vector_file import VectorFile
 
@@ -95,6 +95,7 @@ class SQLiteConnection:
             ):
                 db.execute(f"PRAGMA {pragma}")
             db.create_function("parla_turn_importance", 2, stored_turn_importance, deterministic=True)
+            db.create_function("parla_half_vector", 1, half_vector, deterministic=True)
             transaction(db, "BEGIN IMMEDIATE", self._migrate, threading.Event())
             tighten(self.path)
             self._watch.opened()

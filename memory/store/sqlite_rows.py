@@ -34,8 +34,24 @@ def parse_ts(value: str) -> datetime:
     return datetime.fromisoformat(value)
 
 
+# Vectors are kept at half precision: half the bytes of float32 (the largest part of a heavy
+# history's file), and the chats a search ranks first agree with float32's (0.999 top-10 agreement,
+# bench.scale). Little-endian whatever the machine, so a file can move between machines.
+VECTOR_DTYPE = np.dtype("<f2")
+
+
 def vector_blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
+    return np.asarray(vector, dtype=VECTOR_DTYPE).tobytes()
+
+
+def vector_matrix(blobs: Sequence[bytes]) -> np.ndarray:
+    """Stored vectors (vector_blob's) as the rows of a float32 matrix."""
+    return np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(blobs), -1).astype(np.float32)
+
+
+def half_vector(blob: bytes | None) -> bytes | None:
+    """A float32 vector of an older file at half precision (its migration)."""
+    return None if blob is None else vector_blob(np.frombuffer(blob, dtype="<f4"))
 
 
 # A generated title (two parameters, both the new title or NULL) replaces no title or an earlier

@@ -170,13 +170,24 @@ class SQLiteSearch(SQLiteConnection):
                 return []
             # each word quoted: FTS5 query syntax (AND, NEAR, *, ^) never comes from the user
             query = " OR ".join('"' + w.replace('"', '""') + '"' for w in telling)
+            # Across chats a word may be in thousands of turns. Scoring them all is cheap next to
+            # reading each one's text, turn and chat, so the match_count-th best score comes first
+            # (FTS5 ranks from its index alone), then only turns scoring at least that are read:
+            # ties at the cut included, so the answer is the same.
+            cut = None
+            if chat_id is None:
+                nth = db.execute(
+                    "SELECT rank FROM turn_words WHERE turn_words MATCH ? ORDER BY rank LIMIT 1 OFFSET ?",
+                    (query, match_count - 1),
+                ).fetchone()
+                cut = None if nth is None else nth[0]
             rows = db.execute(
                 "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
                 "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
                 "JOIN chats c ON c.id = w.chat_id "
-                "WHERE turn_words MATCH ? AND (? IS NULL OR w.chat_id = ?) "
+                "WHERE turn_words MATCH ? AND (? IS NULL OR w.chat_id = ?) AND (? IS NULL OR bm25(turn_words) <= ?) "
                 "ORDER BY bm25(turn_words), w.chat_id, w.seq LIMIT ?",
-                (query, chat_id, chat_id, match_count),
+                (query, chat_id, chat_id, cut, cut, match_count),
             ).fetchall()
             return [turn_match(r) for r in rows]
 

@@ -1,6 +1,6 @@
 """What takes the SQLite store's bytes (`parla stats`): its file and the vector index files beside
 it, and inside the file the turns, their word index, the windows of what was said, summaries and
-facts, and the float32 vectors within those rows."""
+facts, and the vectors within those rows."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from parla.memory.store.sqlite_rows import VECTOR_DTYPE
 from parla.memory.store.sqlite_vectors import vector_count
 
 # dbstat's table and index names, by what they hold
@@ -27,7 +28,7 @@ class StoreSize(BaseModel):
     bytes_per_1000_turns: int | None
     # inside the file, when this SQLite reports its pages (the dbstat table); else None
     parts: dict[str, int] | None
-    vectors: int  # the float32 vectors within those rows
+    vectors: int  # the vectors within those rows (half precision)
 
 
 def store_size(path: Path) -> StoreSize:
@@ -36,7 +37,7 @@ def store_size(path: Path) -> StoreSize:
     try:
         turns = int(db.execute("SELECT count(*) FROM turns").fetchone()[0])
         dim = db.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
-        vectors = vector_count(db) * int(dim[0]) * 4 if dim else 0
+        vectors = vector_count(db) * int(dim[0]) * VECTOR_DTYPE.itemsize if dim else 0
         try:
             pages = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
         except sqlite3.OperationalError:  # built without SQLITE_ENABLE_DBSTAT_VTAB

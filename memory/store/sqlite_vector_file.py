@@ -38,6 +38,7 @@ import numpy as np
 from parla.memory.errors import StoreError
 from parla.memory.store import TextRef
 from parla.memory.store.checks import text_ref
+from parla.memory.store.sqlite_rows import vector_matrix
 from parla.memory.store.sqlite_vectors import raw_vector_rows, vector_blobs
 
 _MAGIC = b"PARLAVX2"
@@ -340,9 +341,9 @@ class VectorFile:
 def _encoded(
     rows: Iterator[tuple[str, bytes]], numbers: dict[str, int], dim: int, size: int = 4096
 ) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-    """The files' rows for `rows` (chat id, float32 vector), `size` at a time."""
+    """The files' rows for `rows` (chat id, stored vector), `size` at a time."""
     while batch := list(itertools.islice(rows, size)):
-        vectors = np.frombuffer(b"".join(blob for _, blob in batch), dtype=np.float32).reshape(len(batch), dim)
+        vectors = vector_matrix([blob for _, blob in batch]).reshape(len(batch), dim)
         records = np.zeros(len(batch), dtype=_record(dim))
         records["chat"] = [numbers[chat_id] for chat_id, _ in batch]
         records["bits"] = sign_bits(vectors)
@@ -379,7 +380,7 @@ def _exact(
     rows = raw_vector_rows(db, chat_ids)
     if not rows:
         return []
-    sims = np.frombuffer(b"".join(row[4] for row in rows), dtype=np.float32).reshape(len(rows), -1) @ query
+    sims = vector_matrix([row[4] for row in rows]) @ query
     by_chat: dict[str, list[int]] = {}
     for i, row in enumerate(rows):
         by_chat.setdefault(row[0], []).append(i)

@@ -99,6 +99,9 @@ _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_te
 # inside the statement timeout (8 s for signed-in users), whatever the chat's length.
 _TURN_PAGE = 500
 _VECTOR_PAGE = 250  # new vectors per request when re-embedding (768 floats each)
+# staged vectors written per request: each written vector also updates an HNSW index, and a
+# request must end within PostgREST's statement timeout (8 s for signed-in users)
+_COMMIT_PAGE = 1000
 
 
 async def _signed_in(client: AsyncClient, url: str) -> None:
@@ -477,13 +480,13 @@ class SupabaseChatStore(SupabaseReminders):
     # -- the user's profile ----------------------------------------------------------------
 
     async def save_profile(self, entries: Sequence[ProfileEntry], *, edit: bool = False) -> list[ProfileEntry]:
-        return await supabase_profile.save_profile(self._rpc, entries, edit)
+        return await supabase_profile.save_profile(self._replay, entries, edit)
 
     async def list_profile(self, *, history: bool = False) -> list[ProfileEntry]:
         return await supabase_profile.list_profile(self._rpc, history)
 
     async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:
-        return await supabase_profile.set_profile_forgotten(self._rpc, entry_id, forgotten)
+        return await supabase_profile.set_profile_forgotten(self._replay, entry_id, forgotten)
 
     # -- embeddings and search -------------------------------------------------------------
 
@@ -631,12 +634,14 @@ class SupabaseChatStore(SupabaseReminders):
             }
             for ref, vector in items
         ]
-        # staged in pages, then written in one transaction: the store never mixes two embedders
+        # staged in pages, then written in pages; searches keep to the old vectors until the last
+        # page is written, so they never compare vectors of two embedders
         for number, page in enumerate(chunks(payload, _VECTOR_PAGE)):
             await self._rpc(
                 "stage_embeddings", "stage the new embeddings", p_items=page, p_embedder=embedder, p_reset=number == 0
             )
-        await self._rpc("commit_embeddings", "replace the embeddings", p_embedder=embedder)
+        while await self._rpc("commit_embeddings", "replace the embeddings", p_embedder=embedder, p_page=_COMMIT_PAGE):
+            pass
 
     async def schema_version(self) -> int:
         """The remote schema's version (`parla db check`); raises with what to apply when absent."""

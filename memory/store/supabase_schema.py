@@ -6,6 +6,7 @@ Supabase CLI uses, so `parla db migrate` and `supabase db push` agree on what is
 
 from __future__ import annotations
 
+import re
 import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,7 +16,7 @@ import psycopg
 from parla.memory.errors import StoreError
 
 # what public.parla_schema_version() returns once every shipped migration is applied
-SCHEMA_VERSION = 12
+SCHEMA_VERSION = 13
 
 _SOURCE_DIR = Path(__file__).resolve().parents[2] / "supabase" / "migrations"
 _INSTALLED_DIR = Path(sysconfig.get_path("data")) / "share" / "parla" / "supabase" / "migrations"
@@ -30,6 +31,27 @@ class Migration:
     @property
     def sql(self) -> str:
         return self.path.read_text(encoding="utf-8")
+
+    def parts(self) -> tuple[list[tuple[str, str]], str]:
+        """The statements that cannot run in a transaction (each with the index it creates),
+        and the rest of the file."""
+        sql = self.sql
+        alone = [(m.group(0), m.group("name")) for m in _CONCURRENT.finditer(sql)]
+        rest = _CONCURRENT.sub("", sql)
+        if re.search(r"\bconcurrently\b", re.sub(r"--[^\n]*", "", rest), re.IGNORECASE):
+            raise StoreError(
+                f"{self.path.name}: write each concurrent statement as "
+                "`create index concurrently if not exists <name> ...;` at the start of a line"
+            )
+        return alone, rest
+
+
+# CREATE INDEX CONCURRENTLY cannot run in a transaction; the Supabase CLI (since 2.109) likewise runs
+# such statements alone, outside the migration's transaction. `if not exists` makes them repeatable.
+_CONCURRENT = re.compile(
+    r"^create\s+index\s+concurrently\s+if\s+not\s+exists\s+(?P<name>\w+)\b[^;]*;",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def migrations_dir() -> Path:
@@ -56,8 +78,28 @@ CREATE TABLE IF NOT EXISTS supabase_migrations.schema_migrations (
 """
 
 
+def _build_alone(conn: psycopg.Connection, migration: Migration, statement: str, name: str) -> None:
+    """Runs one concurrent index build outside any transaction. A build that failed earlier leaves
+    an invalid index of that name, which `if not exists` would keep: it is dropped first."""
+    invalid = conn.execute(
+        "SELECT i.indexrelid::regclass::text FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "WHERE c.relname = %s AND NOT i.indisvalid",
+        (name,),
+    ).fetchone()
+    try:
+        if invalid is not None:
+            conn.execute(f"DROP INDEX CONCURRENTLY IF EXISTS {invalid[0]}")
+        conn.execute(statement)
+    except psycopg.Error as e:
+        raise StoreError(
+            f"migration {migration.path.name} failed building index {name} (nothing else of it is applied; "
+            f"run it again): {e}".strip()
+        ) from e
+
+
 def apply_migrations(db_url: str) -> list[Migration]:
-    """Apply the migrations not yet recorded, each in its own transaction; returns those applied."""
+    """Apply the migrations not yet recorded, each in its own transaction (its concurrent index
+    builds first, each alone); returns those applied."""
     try:
         conn = psycopg.connect(db_url, connect_timeout=10, autocommit=True)
     except psycopg.Error as e:
@@ -69,9 +111,12 @@ def apply_migrations(db_url: str) -> list[Migration]:
         for migration in migrations():
             if migration.version in done:
                 continue
+            alone, rest = migration.parts()
+            for statement, name in alone:
+                _build_alone(conn, migration, statement, name)
             try:
                 with conn.transaction():
-                    conn.execute(migration.sql)
+                    conn.execute(rest)
                     conn.execute(
                         "INSERT INTO supabase_migrations.schema_migrations (version, statements, name) "
                         "VALUES (%s, %s, %s)",

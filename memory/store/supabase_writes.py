@@ -1,5 +1,5 @@
 """The Supabase store's writes the user asks for: rename or delete a chat, pin, forget or restore a
-pin or a fact line, delete a pin. Like turns, each is queued in the outbox first and sent from
+pin or a fact line, delete a pin, and the profile's writes (`supabase_profile`). Like turns, each is queued in the outbox first and sent from
 there in order, so one made while Supabase is away waits (`WriteQueued`) instead of being lost,
 and a forget never reaches the server before its pin.
 
@@ -18,6 +18,7 @@ from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
+from parla.memory.store import supabase_profile
 from parla.memory.store.checks import pin_not_found
 from parla.memory.store.outbox import OutboxEntry
 from parla.memory.store.supabase_calls import SupabaseCalls
@@ -25,7 +26,10 @@ from parla.memory.store.supabase_replay import OutboxReplay
 from parla.memory.store.supabase_rows import chat_of, fact_params, facts_of, is_uuid
 from parla.memory.turn import MessageRange, utcnow
 
-USER_WRITES = frozenset({"add_pin", "rename_chat", "set_pin_forgotten", "delete_pin", "delete_chat", "set_fact_lines"})
+USER_WRITES = (
+    frozenset({"add_pin", "rename_chat", "set_pin_forgotten", "delete_pin", "delete_chat", "set_fact_lines"})
+    | supabase_profile.PROFILE_WRITES
+)
 
 
 class SupabaseWrites(SupabaseCalls):
@@ -92,6 +96,8 @@ class SupabaseWrites(SupabaseCalls):
             return True
         if entry.op == "set_fact_lines":
             return facts_of(await self._rpc("set_fact_lines", "change facts", **p))
+        if entry.op in supabase_profile.PROFILE_WRITES:
+            return await supabase_profile.send(self._rpc, entry)
         forgetting = entry.op == "set_pin_forgotten"
         doing = ("forget a pin" if p["forgotten_at"] else "restore a pin") if forgetting else "delete a pin"
 

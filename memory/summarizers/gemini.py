@@ -28,7 +28,14 @@ from parla.memory.tokens import truncate_to_tokens
 from parla.memory.turn import Turn
 
 _IMPORTANCE = re.compile(r"^\s*\**importance\**\s*:\s*(\d+(?:\.\d+)?)\s*\**\s*$", re.IGNORECASE | re.MULTILINE)
-_PIN_LINE = re.compile(r"^\[(\d+)\]\s*(\d+(?:\.\d+)?)\s*\|\s*(.+)$")
+# "[turn] importance | user or chat | subject | fact"; a line without the scope and subject (the
+# older format, or a model that left them out) is taken as about the user, as the rules' are.
+_PIN_LINE = re.compile(
+    r"^\[(\d+)\]\s*(?:importance\s*)?(\d+(?:\.\d+)?)\s*\|"
+    r"(?:\s*(user|chat)\s*\|(?:\s*([^|]*?)\s*\|)?)?\s*(.+)$",
+    re.IGNORECASE,
+)
+_NO_SUBJECT = frozenset({"", "-", "none", "n/a"})
 
 
 class GeminiSummarizer:
@@ -92,9 +99,17 @@ class GeminiSummarizer:
         found = []
         for line in parse_fact_lines(await self._ask(prompts.PINS, numbered)):
             match = _PIN_LINE.match(line)
-            if match and int(match.group(1)) in by_seq and match.group(3).strip():
-                importance = min(float(match.group(2)), 10.0)
-                found.append(PinCandidate(match.group(3).strip(), importance, by_seq[int(match.group(1))]))
+            if match and int(match.group(1)) in by_seq and match.group(5).strip():
+                turn, rated, scope, subject, fact = match.groups()
+                found.append(
+                    PinCandidate(
+                        fact.strip(),
+                        min(float(rated), 10.0),
+                        by_seq[int(turn)],
+                        about_user=(scope or "user").casefold() == "user",
+                        subject=None if (subject or "").casefold() in _NO_SUBJECT else subject,
+                    )
+                )
         return found
 
     async def facts(self, turns: list[Turn]) -> list[str]:

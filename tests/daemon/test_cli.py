@@ -386,3 +386,5 @@ def test_show_names_the_pages_a_look_up_came_from(parla, tmp_path):
     assert "    2 Assistant: Light rain tomorrow in Turin.\n      source: meteo.it https://vertexaisearch" in text
     shown = json.loads(parla("show", chat, "--json").stdout)
     assert [t["sources"] for t in shown["full_history"]] == [[], [s.model_dump() for s in spoken.sources]]
+    exported = parla("export", chat).stdout
+    assert "Light rain tomorrow in Turin.\n\nSources: [meteo.it](https://vertexaisearch.cloud.google.com/" in exported

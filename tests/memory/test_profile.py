@@ -135,3 +135,34 @@ async def test_the_gemini_path_fills_the_profile_too(store, config, gemini):
     fresh = (await store.create_chat(turns=[Turn.of("user", "Plan a birthday party.")])).chat
     assert "My daughter is called Sofia." in (await load_context(store, fresh.id, config)).render()
     assert gemini.calls(":generateContent")  # the chat was described and titled by the model
+
+
+async def test_the_summary_model_says_which_statements_are_about_the_user_and_which_about_the_chat(
+    store, config, gemini
+):
+    """With a Gemini key the compaction's pin detection is the summary model's (the REST
+    emulator): a statement it marks as about the user joins the profile with the subject it named;
+    one it marks as about this chat only stays a pin of the chat."""
+    gemini.instructed["durable, important statements"] = (
+        "- [3] 8 | user | daughter school | The user's daughter Sofia goes to Maple Grove school.\n"
+        "- [5] 6 | chat | - | The cabin is booked for three nights.\n"
+    )
+    client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
+    compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
+    said = [SMALL_TALK[0], "Sofia likes her school, Maple Grove.", "Book the cabin for three nights.", *SMALL_TALK[1:]]
+    trip = await _talk(store, compactor, said, day=0)
+
+    (entry,) = await store.list_profile()
+    assert (entry.content, entry.subject, entry.source_seq, entry.chat_id) == (
+        "The user's daughter Sofia goes to Maple Grove school.",
+        "daughter school",
+        3,
+        trip,
+    )
+    pinned = {p.content for p in await store.list_pins(trip)}
+    assert pinned == {entry.content, "The cabin is booked for three nights."}
+    dinner = (await store.create_chat(turns=[Turn.of("user", "Let's plan a dinner.")])).chat
+    shown = (await load_context(store, dinner.id, config)).render()
+    assert "Maple Grove" in shown and "three nights" not in shown
+    asked = [c for c in gemini.calls(":generateContent") if "durable" in str(c.body.get("systemInstruction"))]
+    assert asked and "user or chat | subject" in str(asked[0].body["systemInstruction"])

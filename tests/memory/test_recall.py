@@ -41,7 +41,7 @@ async def test_recall_returns_what_was_said_in_every_chat_that_holds_it_with_its
         chat = (await any_store.create_chat(turns=_chat(said, day * 10))).chat
         await compactor.compact(chat.id)
         ids.append(chat.id)
-    recall = Recall(any_store, embedder, 5, config.recall_words_weight)
+    recall = Recall(any_store, embedder, config)
 
     found = await recall.recall("when is the ferry to Hydra", None)
     said = [r for r in found if r.kind in ("turn", "turns") and "ferry to Hydra" in r.text]
@@ -56,3 +56,49 @@ async def test_recall_returns_what_was_said_in_every_chat_that_holds_it_with_its
     windows = await any_store.search_chat(query, ids[0], 3)
     assert windows and all(t.ref.chat_id == ids[0] for t in windows)
     assert [t.similarity for t in windows] == sorted((t.similarity for t in windows), reverse=True)
+
+
+RIVER = [
+    ("user", "We walked along the river to the old stone bridge."),
+    ("model", "The stone bridge is lovely at dusk."),
+]
+
+
+async def test_a_date_the_request_names_puts_what_was_said_that_day_first(any_store, summarizer, embedder, config):
+    compactor = Compactor(any_store, summarizer, embedder, config)
+    ids = []
+    for day in (0, 14, 30):  # the same walk told three times: 5, 19 January and 4 February
+        chat = (await any_store.create_chat(created_at=T0 + timedelta(days=day), turns=_chat(RIVER, day))).chat
+        await compactor.compact(chat.id)
+        ids.append(chat.id)
+    recall = Recall(any_store, embedder, config)
+    found = await recall.recall("the walk to the stone bridge on 19 January 2026", None, now=T0 + timedelta(days=60))
+    assert found[0].chat_id == ids[1] and found[0].said_at.date() == (T0 + timedelta(days=14)).date()
+    undated = Recall(any_store, embedder, config.model_copy(update={"recall_date_weight": 0.0}))
+    assert (await undated.recall("the walk to the stone bridge on 19 January 2026", None))[0].chat_id != ids[1]
+
+
+async def test_what_was_said_side_by_side_comes_as_one_run_of_turns(any_store, summarizer, embedder, config):
+    """Windows next to each other are one answer, not two places spent on one exchange; the run
+    says who said each turn."""
+    said = [
+        ("user", "Our cat Miso hates the vet."),
+        ("model", "Many cats do; a towel in the carrier helps Miso."),
+        ("user", "Miso hid under the bed when she saw the carrier."),
+        ("model", "Leave the carrier open at home so Miso gets used to it."),
+        ("user", "Anyway, what is the weather tomorrow?"),
+        ("model", "Sunny and mild."),
+    ]
+    compactor = Compactor(any_store, summarizer, embedder, config)
+    chat = (await any_store.create_chat(turns=_chat(said, 0))).chat
+    await compactor.compact(chat.id)
+    found = await Recall(any_store, embedder, config).recall("Miso and the carrier at the vet", chat.id)
+    runs = [r for r in found if r.kind in ("turn", "turns")]
+    assert runs[0].range is not None and runs[0].range.end - runs[0].range.start + 1 == config.recall_span_turns
+    assert runs[0].text.startswith("User: ") and "\nAssistant: " in runs[0].text
+    said = [seq for r in runs for seq in range(r.range.start, r.range.end + 1)]
+    assert len(said) == len(set(said))  # no turn twice
+    single = Recall(any_store, embedder, config.model_copy(update={"recall_span_turns": 1}))
+    assert all(
+        r.range.end - r.range.start + 1 <= 2 for r in await single.recall("Miso and the carrier", chat.id) if r.range
+    )

@@ -143,6 +143,9 @@ class GeminiRestEmulator:
     grounded: deque[dict[str, Any]] = field(default_factory=deque)  # answers to requests with googleSearch
     routed: list[tuple[str, str]] = field(default_factory=list)  # (words of the instruction, answer)
     hang_s: float = 0.0  # generateContent answers after this many seconds (a service that does not answer)
+    # a text that answers every generateContent whose system instruction holds the key: calls made
+    # at once (a compaction's summary, facts and pins) each get theirs whatever their order
+    instructed: dict[str, str] = field(default_factory=dict)
     malformed_embeddings: int = 0
     dropped: int = 0  # the next requests read and then closed without an answer
     # model id -> its supportedGenerationMethods (what models.get / models.list answer)
@@ -391,6 +394,10 @@ class GeminiRestEmulator:
                     return 200, {"candidates": [candidate]}
             if self.replies:
                 return 200, self.replies.popleft()
+        if answer := next((text for key, text in self.instructed.items() if key in instruction), None):
+            return 200, {
+                "candidates": [{"content": {"role": "model", "parts": [{"text": answer}]}, "finishReason": "STOP"}]
+            }
         prompt = "".join(p.get("text", "") for c in body["contents"] for p in c.get("parts", []))
         text = "Summary: " + " ".join(prompt.split()[:40])
         return 200, {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}]}

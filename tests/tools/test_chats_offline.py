@@ -61,6 +61,8 @@ async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arr
         assert renamed == {**renamed, "result": "renamed", "title": "Passport and visas", "queued": True}
         forgot = await tools.forget(ForgetArgs(item="My passport expires in May"))
         assert (forgot["result"], forgot["queued"], forgot["offline"]) == ("forgotten", True, True)
+        known = await tools.remember(RememberArgs(fact="I am allergic to penicillin", about_user=True, about="allergy"))
+        assert (known["known_in"], known["queued"]) == ("every chat", True)  # in the profile, not a pin
         switched = await tools.switch_chat(SwitchArgs(query="the tomato seedlings with yellow leaves"))
         assert (switched["result"], switched["chat_id"], session.chat_id) == ("switching", garden, garden)
         new = await tools.new_chat(NewChatArgs(topic="Birthday party"))
@@ -73,7 +75,7 @@ async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arr
         deleted = await tools.delete_chat(DeleteChatArgs(chat_id=garden, confirmation=asked["confirmation"]))
         assert (deleted["result"], deleted["queued"]) == ("deleted", True)
         assert garden not in {c["chat_id"] for c in (await tools.list_chats(ListChatsArgs(limit=5)))["chats"]}
-        assert (await store.pending_writes()).waiting == 6
+        assert (await store.pending_writes()).waiting == 7
 
         supabase.shim.recover()
         await store.flush()
@@ -82,6 +84,7 @@ async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arr
         assert [p.content for p in await remote.list_pins(papers, forgotten=True)] == ["My passport expires in May"]
         created = await remote.load_history(new["chat_id"])
         assert created.chat.title == "Birthday party" and [t.id for t in created.full_history] == [t.id for t in said]
+        assert (known["profile_id"], known["fact"]) in [(e.id, e.content) for e in await remote.list_profile()]
         with pytest.raises(ChatNotFound):
             await remote.get_chat(garden)
         assert await store.pending_writes() == (await remote.pending_writes()) and not store.offline

@@ -14,6 +14,8 @@ from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from parla.memory.turn import WebSource
 from tests.conftest import eventually
+from tests.daemon.test_switch import response_of
+from tests.daemon.test_switch import settings_for as spoken_settings
 from tests.peers.gemini_rest import urlsafe
 from tests.peers.live_emulator import tone
 
@@ -22,20 +24,8 @@ ANSWER = "Tomorrow in Turin: light rain in the morning, 9 to 14 degrees, dry fro
 
 
 def settings_for(live, gemini, tmp_path, **kw) -> Settings:
-    return Settings(
-        store_path=tmp_path / "parla.db",
-        gemini_api_key=live.api_key,
-        gemini_base_url=gemini.base_url,
-        live_url=live.url,
-        summarizer="offline",
-        embedder="offline",
-        time_zone="Europe/Rome",
-        **kw,
-    )
-
-
-def response_of(frame) -> dict:
-    return frame.body["function_responses"][0]["response"]
+    update = {"embedder": "offline", "time_zone": "Europe/Rome", **kw}
+    return Settings.model_validate(spoken_settings(live, gemini, tmp_path).model_dump() | update)
 
 
 def asking(question: str, answers: list[dict], spoken: str | None = None):

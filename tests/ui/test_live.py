@@ -19,8 +19,9 @@ from tests.daemon.conftest import daemon_settings, running  # noqa: F401 - the d
 from tests.peers.live_emulator import tone, typed_turn
 
 
-async def test_a_live_turn_and_a_spoken_switch_appear_on_the_page(browser, daemon_settings, live, caplog):  # noqa: F811
+async def test_a_live_turn_and_a_spoken_switch_appear_on_the_page(browser, daemon_settings, live, gemini, caplog):  # noqa: F811
     caplog.set_level("INFO")
+    gemini.ground("Light rain in Turin.", [("meteo.it", "https://www.meteo.it/torino")])
     switched: list[str] = []
 
     async def script(conn):
@@ -30,7 +31,11 @@ async def test_a_live_turn_and_a_spoken_switch_appear_on_the_page(browser, daemo
                 text = await typed_turn(conn, timeout=3600)
             except AssertionError:
                 return
-            if "sourdough" in text:  # the model switches with its tool, as after a spoken request
+            if "weather" in text:  # the model looks it up, then says the answer
+                await conn.tool_call({"id": f"w{conn.index}", "name": "look_up", "args": {"question": text}})
+                answer = (await conn.expect("tool_response")).body["function_responses"][0]["response"]
+                await conn.reply(answer["answer"], tone(0.05))
+            elif "sourdough" in text:  # the model switches with its tool, as after a spoken request
                 await conn.tool_call({"id": f"s{conn.index}", "name": "switch_chat", "args": {"chat_id": switched[0]}})
                 await conn.expect("tool_response")
                 await conn.reply("Switching to the sourdough chat.", tone(0.05))
@@ -56,6 +61,16 @@ async def test_a_live_turn_and_a_spoken_switch_appear_on_the_page(browser, daemo
         history = page.get_by_test_id("full-history")
         await browser.run(lambda: expect(history).to_contain_text("You said hello there."))
         await browser.run(lambda: expect(history.locator("li")).to_have_count(2))  # stored turns only, once each
+        await send_command(daemon_settings.control_socket, "say", text="what's the weather in Turin?")
+
+        def sourced() -> None:
+            answer = history.locator("li").nth(3)
+            expect(answer).to_contain_text("Light rain in Turin.")
+            expect(answer.get_by_test_id("sources").get_by_role("link", name="meteo.it")).to_have_attribute(
+                "href", re.compile(r"^https://vertexaisearch\.cloud\.google\.com/grounding-api-redirect/")
+            )
+
+        await browser.run(sourced)
 
         await send_command(daemon_settings.control_socket, "say", text="take me to the sourdough chat")
 

@@ -41,6 +41,29 @@
     }
   }
 
+  // the pages a look-up's answer came from, as the server renders them (a non-web address as text)
+  function addSources(item, sources) {
+    if (!sources.length) return;
+    const span = document.createElement("span");
+    span.className = "sources";
+    span.dataset.testid = "sources";
+    span.appendChild(document.createTextNode("Sources: "));
+    sources.forEach(function (source, i) {
+      if (i) span.appendChild(document.createTextNode(", "));
+      if (/^https?:\/\//.test(source.uri)) {
+        const link = document.createElement("a");
+        link.href = source.uri;
+        link.rel = "noreferrer noopener";
+        link.target = "_blank";
+        link.textContent = source.title;
+        span.appendChild(link);
+      } else {
+        span.appendChild(document.createTextNode(source.title + " (" + source.uri + ")"));
+      }
+    });
+    item.appendChild(span);
+  }
+
   function addTurn(turn) {
     const list = document.getElementById("full-history");
     if (!list || pageChat() !== turn.chat_id) return;
@@ -52,6 +75,7 @@
     who.textContent = turn.role === "user" ? "You" : "Parla";
     item.appendChild(who);
     item.appendChild(document.createTextNode(" " + turn.text));
+    addSources(item, turn.sources || []);
     const atEnd = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
     list.appendChild(item);
     if (atEnd) list.scrollTop = list.scrollHeight;

@@ -188,12 +188,22 @@ async def test_a_cancelled_operation_leaves_no_transaction_open(tmp_path, steps,
         await outbox.close()
 
 
-async def test_an_outbox_of_the_previous_version_keeps_its_entries_and_takes_every_write(tmp_path):
+@pytest.mark.parametrize(
+    "ops",
+    [
+        "'create_chat', 'append_turns'",  # before the user's writes were queued
+        (  # before the profile's
+            "'create_chat', 'append_turns', 'add_pin', 'rename_chat', 'set_pin_forgotten', 'delete_pin', "
+            "'delete_chat', 'set_fact_lines'"
+        ),
+    ],
+)
+async def test_an_outbox_of_an_earlier_version_keeps_its_entries_and_takes_every_write(tmp_path, ops):
     path = tmp_path / "outbox.db"
-    with contextlib.closing(sqlite3.connect(path)) as db:  # the table as the previous version made it
+    with contextlib.closing(sqlite3.connect(path)) as db:  # the table as that version made it
         db.execute(
             "CREATE TABLE outbox (id INTEGER PRIMARY KEY AUTOINCREMENT, remote TEXT NOT NULL, op TEXT NOT NULL "
-            "CHECK (op IN ('create_chat', 'append_turns')), chat_id TEXT NOT NULL, payload TEXT NOT NULL, "
+            f"CHECK (op IN ({ops})), chat_id TEXT NOT NULL, payload TEXT NOT NULL, "
             "queued_at TEXT NOT NULL, failed TEXT)"
         )
         db.execute(
@@ -205,7 +215,13 @@ async def test_an_outbox_of_the_previous_version_keeps_its_entries_and_takes_eve
     await outbox.open()
     try:
         pin = await outbox.put("add_pin", "c", {"pin": {"content": "kept"}})
-        assert [(e.id, e.op) for e in await outbox.pending()] == [(7, "append_turns"), (pin, "add_pin")] and pin > 7
+        entry = await outbox.put("save_profile", "", {"entries": [], "edit": False})
+        assert [(e.id, e.op) for e in await outbox.pending()] == [
+            (7, "append_turns"),
+            (pin, "add_pin"),
+            (entry, "save_profile"),
+        ]
+        assert pin > 7
     finally:
         await outbox.close()
 

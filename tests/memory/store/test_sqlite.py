@@ -175,3 +175,25 @@ async def test_a_file_of_the_previous_schema_gets_its_turns_scored(tmp_path):
             turn_importance(t.model_copy(update={"importance": None})) for t in turns
         ]
         assert turns[0].importance == 8.0 and (await store.stats("c")).important_turns == 1
+
+
+async def test_a_word_search_across_chats_keeps_every_tie_at_the_cut(store):
+    """The search reads only the turns scoring at least the last one returned: turns tied with
+    it are still ordered by chat and turn, as if every match had been read."""
+    said = []
+    for i in range(6):
+        turns = [
+            Turn.of(role, text)
+            for _ in range(2)
+            for role, text in (
+                ("user", "the heron flew over the lake"),
+                ("model", f"unrelated {i}"),
+                ("user", "something else"),
+                ("model", "and more"),
+            )
+        ]
+        chat = (await store.create_chat(turns=turns)).chat
+        said += [(chat.id, 1), (chat.id, 5)]
+    for count in (1, 4, 5, 12, 20):
+        found = await store.search_words(["heron"], count)
+        assert [(m.chat_id, m.seq) for m in found] == sorted(said)[:count]

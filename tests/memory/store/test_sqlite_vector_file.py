@@ -15,6 +15,7 @@ from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import StoreError
 from parla.memory.store import EmbeddedWindow
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_rows import VECTOR_DTYPE
 from parla.memory.store.sqlite_vector_file import sign_bits
 from parla.memory.turn import MessageRange
 from tests.conftest import make_turns
@@ -31,10 +32,12 @@ def unit(v: np.ndarray) -> np.ndarray:
 
 
 def chat_vectors(seed: int, windows: int) -> np.ndarray:
-    """A chat's windows: about one of a dozen subjects, in its own way, as conversations are."""
+    """A chat's windows: about one of a dozen subjects, in its own way, as conversations are; at
+    the store's precision, so the exact search by hand sees the vectors the store holds."""
     subject = np.random.default_rng(seed % 12).standard_normal(DIM)
     rng = np.random.default_rng(seed)
-    return unit(subject + 0.7 * rng.standard_normal(DIM) + 0.7 * rng.standard_normal((windows, DIM)))
+    v = unit(subject + 0.7 * rng.standard_normal(DIM) + 0.7 * rng.standard_normal((windows, DIM)))
+    return v.astype(VECTOR_DTYPE).astype(np.float32)
 
 
 async def add_chat(store: SQLiteChatStore, vectors: np.ndarray) -> str:

@@ -25,7 +25,7 @@ from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
 from parla.memory.store.supabase_rows import parse_vector
 from parla.memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
 from parla.memory.summary import SummaryLevel
-from parla.memory.turn import MessageRange
+from parla.memory.turn import MessageRange, WebSource
 from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.test_contract import emb
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, TEMPORARY_FAULTS
@@ -131,6 +131,9 @@ async def test_an_outage_loses_no_turn_and_replay_stores_each_once(supabase, tmp
         chat = (await store.create_chat(turns=first)).chat
         supabase.shim.refuse()
         waiting = make_turns(6, start=2)
+        # a look-up's answer waits with the pages it came from
+        cited = [WebSource(title="meteo.it", uri="https://vertexaisearch.cloud.google.com/grounding-api-redirect/x")]
+        waiting[1] = waiting[1].model_copy(update={"sources": cited})
         for turn in waiting[:3]:
             with pytest.raises(StoreOffline, match="outbox"):
                 await store.append_turns(chat.id, [turn])
@@ -144,6 +147,7 @@ async def test_an_outage_loses_no_turn_and_replay_stores_each_once(supabase, tmp
         assert [t.seq for t in result.turns] == [8]
         history = await store.load_history(chat.id)
         assert [t.id for t in history.full_history] == [t.id for t in first + waiting]
+        assert [t.sources for t in history.full_history] == [[], [], [], cited, [], [], [], []]
         assert (await store.stats()).outbox_depth == 0
 
 

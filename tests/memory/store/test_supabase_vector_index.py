@@ -1,0 +1,212 @@
+"""The Supabase store's vector indexes (pgvector HNSW at half precision, one per dimension) on the
+Postgres peer: a search uses them, returns what an exact scan returns, keeps to the caller's rows
+even when they are rare, and a re-embed commits in pages."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+
+from parla.memory.store.supabase_schema import apply_migrations, migrations
+from tests.conftest import signed_in_store
+from tests.memory.store.test_contract import emb
+from tests.memory.store.test_supabase import user_id
+
+DIM = 256
+EMBEDDER = "test-embedder"
+
+
+def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
+    v = rng.standard_normal((n, dim)).astype(np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+def literal(v: np.ndarray) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in v) + "]"
+
+
+def near(rng: np.random.Generator, centers: np.ndarray, n: int) -> np.ndarray:
+    """`n` unit vectors, each near one of the centers (texts fall into topics, as real ones do)."""
+    picked = centers[rng.integers(len(centers), size=n)]
+    v = picked + unit(rng, n)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+TOPICS = unit(np.random.default_rng(0), 40)
+
+
+def fill(
+    conn: psycopg.Connection, uid: str, chats: int, windows: int, rng: np.random.Generator
+) -> dict[str, np.ndarray]:
+    """`chats` chats of the user, each with `windows` windows about a few topics; returns each
+    chat's vectors as stored (float32)."""
+    out = {str(uuid.uuid4()): near(rng, TOPICS[rng.choice(len(TOPICS), 3)], windows) for _ in range(chats)}
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO public.chats (id, user_id, turn_count) VALUES (%s, %s, %s)",
+            [(chat, uid, windows) for chat in out],
+        )
+        cur.executemany(
+            "INSERT INTO public.chat_windows (chat_id, user_id, start_seq, end_seq, body, words, embedding, embedder)"
+            " VALUES (%s, %s, %s, %s, %s, '{}', %s::extensions.vector, %s)",
+            [
+                (chat, uid, i + 1, i + 1, f"window {i}", literal(v), EMBEDDER)
+                for chat, vectors in out.items()
+                for i, v in enumerate(vectors)
+            ],
+        )
+        cur.execute(
+            "INSERT INTO public.memory_embedders (user_id, embedder, dim) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING",
+            (uid, EMBEDDER, DIM),
+        )
+    return out
+
+
+def exact_top(vectors: dict[str, np.ndarray], query: np.ndarray, k: int) -> list[str]:
+    best = {chat: float((v @ query).max()) for chat, v in vectors.items()}
+    return sorted(best, key=lambda c: -best[c])[:k]
+
+
+@pytest.fixture
+def db(supabase) -> Iterator[psycopg.Connection]:
+    """A superuser session (it may act for a user id) that prints each nested statement's plan."""
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        conn.execute("LOAD 'auto_explain'")
+        conn.execute("SET auto_explain.log_min_duration = 0")
+        conn.execute("SET auto_explain.log_nested_statements = on")
+        conn.execute("SET auto_explain.log_level = notice")
+        conn.execute("SET client_min_messages = notice")
+        yield conn
+
+
+def search(conn: psycopg.Connection, uid: str, query: np.ndarray, k: int) -> tuple[list[str], list[str]]:
+    """The chats search_chats_semantic returns, and the plans of the statements it ran."""
+    plans: list[str] = []
+
+    def keep(d: psycopg.errors.Diagnostic) -> None:
+        plans.append(d.message_primary or "")
+
+    conn.add_notice_handler(keep)
+    try:
+        rows = conn.execute(
+            "SELECT chat_id FROM public.search_chats_semantic(%s::extensions.vector, %s, p_user_id => %s)",
+            (literal(query), k, uid),
+        ).fetchall()
+    finally:
+        conn.remove_notice_handler(keep)
+    return [str(r[0]) for r in rows], plans
+
+
+def uses_index(plans: list[str], name: str) -> bool:
+    return any(f"Index Scan using {name}" in p for p in plans)
+
+
+def test_the_search_uses_the_index_and_equals_an_exact_search(supabase, db):
+    rng = np.random.default_rng(7)
+    uid = supabase.shim.create_user("heavy@example.com")
+    vectors = fill(db, uid, chats=300, windows=8, rng=rng)
+    db.execute("ANALYZE public.chat_windows")
+    for query in near(rng, TOPICS, 20):
+        found, plans = search(db, uid, query, 10)
+        assert found == exact_top(vectors, query, 10)
+        assert uses_index(plans, "chat_windows_hnsw_256"), "\n".join(plans)
+
+
+def test_a_user_whose_rows_are_rare_still_gets_k_chats(supabase, db):
+    """Another user holds 96% of the index; with the index forced (as when the planner picks it)
+    the iterative scan reads on until the caller's rows are found, and the results are exact."""
+    rng = np.random.default_rng(11)
+    other = supabase.shim.create_user("other@example.com")
+    rare = supabase.shim.create_user("rare@example.com")
+    fill(db, other, chats=300, windows=8, rng=rng)
+    mine = fill(db, rare, chats=12, windows=8, rng=rng)
+    db.execute("ANALYZE")
+    db.execute("SET enable_sort = off")  # no btree-and-sort plan: the HNSW index or nothing
+    for query in near(rng, TOPICS, 5):
+        found, plans = search(db, rare, query, 10)
+        assert uses_index(plans, "chat_windows_hnsw_256"), "\n".join(plans)
+        assert found == exact_top(mine, query, 10)
+
+
+def test_a_search_of_another_dimension_has_no_index_but_the_same_results(supabase, db):
+    rng = np.random.default_rng(3)
+    uid = supabase.shim.create_user("odd@example.com")
+    chat = str(uuid.uuid4())
+    db.execute("INSERT INTO public.chats (id, user_id) VALUES (%s, %s)", (chat, uid))
+    v = unit(rng, 1, dim=200)[0]
+    db.execute(
+        "INSERT INTO public.chat_windows (chat_id, user_id, start_seq, end_seq, body, words, embedding, embedder)"
+        " VALUES (%s, %s, 1, 1, 'x', '{}', %s::extensions.vector, 'odd')",
+        (chat, uid, literal(v)),
+    )
+    db.execute("INSERT INTO public.memory_embedders (user_id, embedder, dim) VALUES (%s, 'odd', 200)", (uid,))
+    found, _ = search(db, uid, v, 5)
+    assert found == [chat]
+
+
+async def test_a_reembed_commits_in_pages_and_switches_at_the_last(supabase, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        chats = []
+        for i in range(6):
+            chat = (await store.create_chat(title=f"chat {i}")).chat
+            await store.set_summary_text(chat.id, emb(f"about {i}", i), 0)
+            chats.append(chat.id)
+        old = await store.embedder_info()
+        assert old is not None
+        payload = [
+            {
+                "chat_id": t.ref.chat_id,
+                "kind": "summary",
+                "start_seq": 0,
+                "end_seq": 0,
+                "embedding": emb(t.text, 100 + n).vector.tolist(),
+            }
+            for n, t in enumerate(await store.embedded_texts())
+        ]
+        uid = await user_id(store)
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+
+            def call(sql: str, *args: object) -> int:
+                row = conn.execute(sql, (*args, uid)).fetchone()
+                assert row is not None
+                return int(row[0])
+
+            assert (
+                call("SELECT public.stage_embeddings(%s::jsonb, 'new', true, p_user_id => %s)", json.dumps(payload))
+                == 6
+            )
+            assert call("SELECT public.commit_embeddings('new', 4, p_user_id => %s)") == 2
+            # midway the store still answers, from the two texts that keep the old embedder's vectors
+            assert len(await store.search(emb("about 1", 1), 10)) == 2
+            inside = [len(await store.search_chat(emb("about 1", 1), chat, 10)) for chat in chats]
+            assert sorted(inside) == [0, 0, 0, 0, 1, 1]
+            assert await store.embedder_info() == old
+            assert call("SELECT public.commit_embeddings('new', 4, p_user_id => %s)") == 0
+        assert await store.embedder_info() == ("new", old[1])
+        assert len(await store.search(emb("about 1", 1, name="new"), 10)) == 6
+
+
+def test_a_failed_concurrent_build_is_built_again(supabase, pg_cluster):
+    """A build that failed leaves an invalid index and the migration unrecorded: the next
+    `parla db migrate` drops the index, builds it again and applies the rest of the file."""
+    name = psycopg.conninfo.conninfo_to_dict(supabase.dsn)["dbname"]
+    latest = migrations()[-1]
+    alone, rest = latest.parts()
+    assert "chat_windows_hnsw_768" in [n for _, n in alone]
+    assert not any(line.lower().startswith("create index") for line in rest.splitlines())
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'public.chat_windows_hnsw_768'::regclass"
+        )
+        conn.execute("DELETE FROM supabase_migrations.schema_migrations WHERE version = %s", (latest.version,))
+    assert apply_migrations(pg_cluster.owner_dsn(name)) == [latest]
+    with psycopg.connect(supabase.dsn) as conn:
+        row = conn.execute(
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.chat_windows_hnsw_768'::regclass"
+        ).fetchone()
+        assert row == (True,)
