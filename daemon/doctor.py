@@ -21,7 +21,8 @@ from parla.memory.refused import RefusedTurns
 from parla.tools.mcp_client import McpServer
 from parla.tools.mcp_tools import McpTools
 from parla.voice.audio import describe_devices, list_devices, resolve_device
-from parla.voice.errors import AudioDeviceError
+from parla.voice.errors import AudioDeviceError, SpeechFailed
+from parla.voice.speech import spoken
 
 Outcome = Literal["ok", "warn", "fail"]
 
@@ -228,9 +229,25 @@ async def _mcp(settings: Settings) -> list[Check]:
         return [_mcp_check(server) for server in mcp.servers]
 
 
+async def _speech(settings: Settings) -> Check:
+    """The offline speech command reminders are said with, tried on one word."""
+    try:
+        pcm = await spoken("Parla", settings.reminder_speech_command)
+    except SpeechFailed as e:
+        return Check(
+            "reminder speech",
+            "warn",
+            f"{e}: reminders are heard as a tone only",
+            "install flite (apt install flite), or set PARLA_REMINDER_SPEECH_COMMAND",
+        )
+    return Check(
+        "reminder speech", "ok", f"{settings.reminder_speech_command.split()[0]} ({len(pcm) // 48} ms for one word)"
+    )
+
+
 async def diagnose(settings: Settings) -> list[Check]:
     checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
     checks += [await _store(settings), await asyncio.to_thread(_refused, settings)]
-    checks += [await asyncio.to_thread(_wake, settings), await _daemon(settings)]
+    checks += [await asyncio.to_thread(_wake, settings), await _speech(settings), await _daemon(settings)]
     return checks + await _mcp(settings)

@@ -7,9 +7,10 @@ after the machine slept), then claims each one whose turn has come and says the 
 claim is atomic in the store, so of several devices of one account exactly one says a reminder;
 the device it was set on has its turn at the due time, any other `handoff_s` later (so a reminder
 set on a laptop that is closed is still said, by the desktop). A reminder due while the daemon was
-stopped has had its turn: it is said at the next start, with the time it was due.
+stopped has had its turn: it is said at the next start, with the time it was due (when that is a
+minute or more ago).
 
-A store that fails a read or a claim is tried again at the next turn; nothing is marked said that
+A store that fails a read or a claim is asked again `_RETRY_S` later; nothing is marked said that
 was not claimed, and a reminder is said at most once by this process (a claim made in the local
 copy while Supabase was away is not said again when the server answers).
 """
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 
 # said "late" (with the time it was due) past this
 _LATE = timedelta(minutes=1)
+# a store that failed is asked again this soon: a reminder due meanwhile is late by at most this
+_RETRY_S = 5.0
 
 Say = Callable[[Reminder, str], Awaitable[None]]
 
@@ -96,7 +99,7 @@ class ReminderScheduler:
                 wait = await self.tick()
             except StoreError as e:
                 log.warning("reminders not read: %s; trying again", e, extra={"event": "reminders_unread"})
-                wait = self.recheck_s
+                wait = min(self.recheck_s, _RETRY_S)
             except Exception:  # a bug here must not end the reminders for the daemon's life
                 log.exception("the reminder scheduler failed; trying again", extra={"event": "reminders_failed"})
                 wait = self.recheck_s
@@ -104,36 +107,38 @@ class ReminderScheduler:
                 await asyncio.wait_for(self._wake.wait(), wait)
 
     async def tick(self) -> float:
-        """Say the reminders whose turn has come; the seconds until the next turn (at most `recheck_s`)."""
+        """Say the reminders whose turn has come; the seconds until the next turn (at most `recheck_s`).
+        All of them are claimed first, then said one after the other: a second reminder due with the
+        first is claimed at its time, not after the first one's words."""
         pending = [r for r in await self.store.list_reminders() if r.id not in self._said]
         now = self.clock.now_utc()
-        later = []
-        for reminder in pending:
-            if self.turn_at(reminder) <= now:
-                await self._claim_and_say(reminder)
-            else:
-                later.append(self.turn_at(reminder))
+        claimed = [c for r in pending if self.turn_at(r) <= now and (c := await self._claim(r)) is not None]
+        for reminder in claimed:
+            await self._say_one(reminder)
+        later = [self.turn_at(r) for r in pending if self.turn_at(r) > now]
         if not later:
             return self.recheck_s
         return min(self.recheck_s, max(0.0, (min(later) - self.clock.now_utc()).total_seconds()))
 
-    async def _claim_and_say(self, reminder: Reminder) -> None:
+    async def _claim(self, reminder: Reminder) -> Reminder | None:
+        """The reminder claimed by this device, None when another device had it or it was cancelled."""
         claimed = await self.store.claim_reminder(reminder.id, self.device)
-        if claimed is None:  # said by another device, or cancelled meanwhile
-            return
-        self._said.add(claimed.id)
-        now = self.clock.now()
-        log.info(
-            "reminder due %s said %.3f s after",
-            claimed.due_at.isoformat(),
-            (now.at - claimed.due_at).total_seconds(),
-            extra={"event": "reminder_said", "reminder_id": claimed.id, "kind": claimed.kind},
-        )
+        if claimed is not None:
+            self._said.add(claimed.id)
+            log.info(
+                "reminder due %s claimed %.3f s after",
+                claimed.due_at.isoformat(),
+                (self.clock.now_utc() - claimed.due_at).total_seconds(),
+                extra={"event": "reminder_claimed", "reminder_id": claimed.id, "kind": claimed.kind},
+            )
+        return claimed
+
+    async def _say_one(self, reminder: Reminder) -> None:
         self.said += 1
         try:
-            await self._say(claimed, words_for(claimed, now))
-        except Exception:
-            log.exception("reminder %s could not be said", claimed.id, extra={"event": "reminder_unsaid"})
+            await self._say(reminder, words_for(reminder, self.clock.now()))
+        except Exception:  # a broken speaker must not stop the reminders after it
+            log.exception("reminder %s could not be said", reminder.id, extra={"event": "reminder_unsaid"})
 
 
 async def say_aloud(speaker: Speaker, words: str, speech_command: str, keep_open: Callable[[], bool]) -> None:

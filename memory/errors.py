@@ -87,3 +87,7 @@ class ImportLineError(ParlaError):
 
 class ImportFormatError(ParlaError):
     """The file is in no format `parla import` reads, or stops being valid JSON partway."""
+
+
+class UnreadableTime(ParlaError):
+    """A reminder's time reads as no moment, or as one already past; says how to put it."""

@@ -22,7 +22,6 @@ from parla.memory.reminders import Reminder, ReminderKind, due_time
 from parla.memory.store import ChatStore
 from parla.memory.text import content_words
 from parla.tools.chats import ChatSession, SwitchArgs
-from parla.tools.errors import ToolError
 from parla.tools.registry import Tool
 
 _QUEUED = {
@@ -156,16 +155,7 @@ class ReminderTools:
         return {"result": "set", **self._card(stored), **queued}
 
     def _due(self, when: str) -> datetime:
-        now = self.clock.now().at
-        due = due_time(when, now, self.languages)
-        if due is None:
-            raise ToolError(
-                f"could not read {when!r} as a time; ask the user again and pass it as 'in 10 minutes', "
-                "'at 17:00' or 'tomorrow at 09:00'"
-            )
-        if due <= now:
-            raise ToolError(f"{when!r} is already past (it is {now:%H:%M} now); ask the user for a time to come")
-        return due
+        return due_time(when, self.clock.now().at, self.languages)
 
     async def set_timer(self, args: TimerArgs) -> dict[str, Any]:
         duration = args.duration.strip()

@@ -6,6 +6,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import Protocol
 
+from parla.memory.absolute_dates import DateReading
 from parla.memory.chat import ChatHistory
 from parla.memory.compaction import Compactor
 from parla.memory.config import MemoryConfig
@@ -33,6 +34,8 @@ class InspectorMemory(Protocol):
     def compactor(self) -> Compactor: ...
     @property
     def settings(self) -> MemoryConfig: ...
+    @property
+    def dates(self) -> DateReading: ...
     @property
     def reminder_wake(self) -> asyncio.Event:
         """Set after a reminder is set or cancelled: the daemon's scheduler, when it runs in this

@@ -41,11 +41,7 @@ class ReminderPages:
     async def add(self, request: Request) -> Response:
         form = await form_fields(request)
         try:
-            now = self.clock.now().at
-            when = form.get("when", "").strip()
-            due = due_time(when, now, ["en"])
-            if due is None or due <= now:
-                raise ParlaError(f"cannot read {when!r} as a time to come: try 'at 17:00' or 'in 10 minutes'")
+            due = due_time(form.get("when", "").strip(), self.clock.now().at, self.inspector.mem.dates.languages)
             stored = await self.inspector.mem.store.add_reminder(
                 Reminder(text=form.get("text", ""), due_at=due, time_zone=self.clock.zone or "UTC")
             )

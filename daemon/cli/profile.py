@@ -14,6 +14,7 @@ from rich.table import Table
 
 from parla.daemon.cli.support import (
     MEMORY,
+    by_number_or_id,
     command,
     emit_json,
     group,
@@ -55,10 +56,8 @@ def _entry_json(number: int | None, entry: ProfileEntry) -> dict[str, Any]:
 
 async def _find(store: ChatStore, ref: str) -> ProfileEntry:
     """The entry numbered `ref` in `parla profile list`, or the one whose id starts with it."""
-    current = await store.list_profile()
-    if ref.isdigit() and 1 <= int(ref) <= len(current):
-        return current[int(ref) - 1]
-    found = [e for e in await store.list_profile(history=True) if e.id.startswith(ref.strip().lower())]
+    history = await store.list_profile(history=True)
+    found = by_number_or_id(await store.list_profile(), ref, history, lambda e: e.id)
     if len(found) != 1:
         what = "no entry" if not found else f"{len(found)} entries"
         raise CommandFailed(f"{what} of the profile match {ref!r}: `parla profile list --all` shows numbers and ids")

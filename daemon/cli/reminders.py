@@ -10,7 +10,17 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from parla.daemon.cli.support import MEMORY, command, emit_json, group, iso, load_settings, open_memory, out
+from parla.daemon.cli.support import (
+    MEMORY,
+    by_number_or_id,
+    command,
+    emit_json,
+    group,
+    iso,
+    load_settings,
+    open_memory,
+    out,
+)
 from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
@@ -59,9 +69,7 @@ async def _find(store: ChatStore, ref: str) -> Reminder:
     from parla.tools.reminders import best_matches
 
     pending = await store.list_reminders()
-    if ref.isdigit() and 1 <= int(ref) <= len(pending):
-        return pending[int(ref) - 1]
-    found = [r for r in pending if r.id.startswith(ref.strip().lower())] or best_matches(pending, ref)
+    found = by_number_or_id(pending, ref, pending, lambda r: r.id) or best_matches(pending, ref)
     if len(found) != 1:
         what = "no reminder" if not found else f"{len(found)} reminders"
         raise CommandFailed(f"{what} to come match {ref!r}: `parla reminders list` shows numbers and ids")
@@ -103,21 +111,15 @@ async def add(
     from parla.memory.reminders import Reminder, due_time
 
     settings = load_settings()
-    clock = LocalClock(settings.time_zone)
-    now = clock.now().at
-    due = due_time(at, now, [(settings.live_language or "en").split("-")[0].lower()])
-    if due is None:
-        raise CommandFailed(f"cannot read {at!r} as a time: try 'at 17:00', 'tomorrow at 09:00' or 'in 10 minutes'")
-    if due <= now:
-        raise CommandFailed(f"{at!r} is already past (it is {now:%H:%M})")
-    reminder = Reminder(
-        text=text,
-        due_at=due,
-        time_zone=settings.time_zone or "UTC",
-        kind="timer" if timer else "reminder",
-        device=settings.device_name,
-    )
     async with open_memory(settings) as mem:
+        now = LocalClock(settings.time_zone).now().at
+        reminder = Reminder(
+            text=text,
+            due_at=due_time(at, now, mem.dates.languages),
+            time_zone=settings.time_zone or "UTC",
+            kind="timer" if timer else "reminder",
+            device=settings.device_name,
+        )
         try:
             stored = await mem.store.add_reminder(reminder)
         finally:

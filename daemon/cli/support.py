@@ -109,6 +109,14 @@ def group(help_text: str, commands: dict[str, Callable[..., Any]]) -> typer.Type
     return sub
 
 
+def by_number_or_id(listed: Sequence[T], ref: str, candidates: Iterable[T], id_of: Callable[[T], str]) -> list[T]:
+    """What `ref` names: the item numbered so in `listed` (as a list command shows it), else those
+    of `candidates` whose id starts with it."""
+    if ref.isdigit() and 1 <= int(ref) <= len(listed):
+        return [listed[int(ref) - 1]]
+    return [c for c in candidates if id_of(c).startswith(ref.strip().lower())]
+
+
 def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryServices]:
     """The memory services (daemon.memory_services.open_memory), imported when a command needs them."""
     from parla.daemon.memory_services import open_memory as open_services

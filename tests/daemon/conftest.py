@@ -4,6 +4,7 @@ SQLite store in the test's folder, and the daemon running as a task."""
 from __future__ import annotations
 
 import asyncio
+import os
 from contextlib import asynccontextmanager
 
 import pytest
@@ -34,6 +35,27 @@ def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch
         ui_token_file=tmp_path / "ui-token",
         search_embed_timeout_s=SEARCH_EMBED_TIMEOUT_S,
     )
+
+
+def process_env(pulse, live, gemini, live_certificate, tmp_path, **more: str) -> dict[str, str]:
+    """The environment of `parla run` as its own process: the peers of `daemon_settings`, a SQLite
+    store, control socket and config of the test's folder; `more` adds or replaces variables."""
+    return {
+        **os.environ,
+        "PULSE_SERVER": pulse.env["PULSE_SERVER"],
+        "SSL_CERT_FILE": str(live_certificate[0]),
+        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
+        "PARLA_STORE_PATH": str(tmp_path / "parla.db"),
+        "PARLA_ACTIVATION": "push_to_talk",
+        "PARLA_CONTROL_SOCKET": str(tmp_path / "ctl.sock"),
+        "PARLA_LIVE_URL": live.url,
+        "GEMINI_API_KEY": live.api_key,
+        "PARLA_GEMINI_BASE_URL": gemini.base_url,
+        "PARLA_SUMMARIZER": "offline",
+        "PARLA_UI_PORT": "0",
+        "PARLA_UI_TOKEN_FILE": str(tmp_path / "ui-token"),
+        **more,
+    }
 
 
 @asynccontextmanager

@@ -33,7 +33,7 @@ def test_reminders_list_add_and_cancel(parla, monkeypatch):
     everything = {r["text"]: r["state"] for r in json.loads(parla("reminders", "list", "--all", "--json").stdout)}
     assert everything == {"pasta": "cancelled", "call my sister": "pending", "the dentist appointment": "cancelled"}
     failed = parla("reminders", "add", "x", "--at", "whenever it suits", ok=False)
-    assert failed.exit_code == 1 and "cannot read" in failed.output
+    assert failed.exit_code == 1 and "could not read" in failed.output
     assert parla("reminders", "cancel", "taxes", ok=False).exit_code == 1
 
 
@@ -51,3 +51,15 @@ async def test_a_reminder_added_from_the_cli_is_said_by_the_running_daemon(daemo
         reminder = await eventually(said, timeout=10, what="the daemon to say the CLI's reminder")
     assert reminder.fired_at is not None and (reminder.fired_at - reminder.due_at).total_seconds() <= 1.0
     assert reminder.due_at < utcnow()
+
+
+def test_doctor_tries_the_reminder_speech_command(parla, pulse, monkeypatch):
+    def speech_check() -> dict[str, str]:
+        checks = json.loads(parla("doctor", "--json", ok=False).stdout)  # no key here: doctor exits 1
+        return next(c for c in checks if c["name"] == "reminder speech")
+
+    speech = speech_check()
+    assert speech["outcome"] == "ok" and speech["detail"].startswith("flite (")
+    monkeypatch.setenv("PARLA_REMINDER_SPEECH_COMMAND", "/nonexistent/say {text} {wav}")
+    speech = speech_check()
+    assert speech["outcome"] == "warn" and "tone only" in speech["detail"] and "flite" in speech["fix"]

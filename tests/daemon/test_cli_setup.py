@@ -19,6 +19,7 @@ from parla.daemon import service
 from parla.daemon.cli import app
 from parla.daemon.control import send_command
 from parla.daemon.settings import Settings
+from tests.daemon.conftest import process_env
 
 
 @pytest.fixture
@@ -200,22 +201,15 @@ async def test_the_daemon_says_ready_only_when_it_is(pulse, live, gemini, live_c
     receiver.bind(str(notify_path))
     receiver.setblocking(False)
     control = tmp_path / "ctl.sock"
-    env = {
-        **os.environ,
-        "NOTIFY_SOCKET": str(notify_path),
-        "PULSE_SERVER": pulse.env["PULSE_SERVER"],
-        "SSL_CERT_FILE": str(live_certificate[0]),
-        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
-        "PARLA_STORE_PATH": str(tmp_path / "parla.db"),
-        "PARLA_ACTIVATION": "push_to_talk",
-        "PARLA_CONTROL_SOCKET": str(control),
-        "PARLA_LIVE_URL": live.url,
-        "GEMINI_API_KEY": live.api_key,
-        "PARLA_GEMINI_BASE_URL": gemini.base_url,
-        "PARLA_SUMMARIZER": "offline",
-        "PARLA_UI_PORT": "0",
-        "PARLA_UI_TOKEN_FILE": str(tmp_path / "ui-token"),
-    }
+    env = process_env(
+        pulse,
+        live,
+        gemini,
+        live_certificate,
+        tmp_path,
+        NOTIFY_SOCKET=str(notify_path),
+        PARLA_CONTROL_SOCKET=str(control),
+    )
     loop = asyncio.get_running_loop()
     run = [sys.executable, "-m", "parla.daemon", "run"]
     proc = await asyncio.create_subprocess_exec(*run, env=env, stderr=asyncio.subprocess.PIPE)

@@ -7,7 +7,6 @@ stops it, and exits 0."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from parla.daemon.control import DaemonNotRunning, send_command
 from parla.memory.store.supabase import SupabaseChatStore
 from parla.memory.store.supabase_session import sign_in
 from tests.conftest import eventually
+from tests.daemon.conftest import process_env
 from tests.peers.live_emulator import tone
 
 
@@ -45,25 +45,19 @@ async def test_kill_9_then_restart_replays_the_outbox_without_duplicates(
     session = tmp_path / "session.json"
     await sign_in(supabase.url, supabase.anon_key, "ada@example.com", "correct horse", session)
     socket = tmp_path / "ctl.sock"
-    env = {
-        **os.environ,
-        "PULSE_SERVER": pulse.env["PULSE_SERVER"],
-        "SSL_CERT_FILE": str(live_certificate[0]),
-        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
-        "PARLA_STORE": "supabase",
-        "PARLA_SUPABASE_URL": supabase.url,
-        "PARLA_SUPABASE_KEY": supabase.anon_key,
-        "PARLA_SUPABASE_SESSION_FILE": str(session),
-        "PARLA_STORE_PATH": str(tmp_path / "outbox.db"),
-        "PARLA_ACTIVATION": "push_to_talk",
-        "PARLA_CONTROL_SOCKET": str(socket),
-        "PARLA_LIVE_URL": live.url,
-        "GEMINI_API_KEY": live.api_key,
-        "PARLA_GEMINI_BASE_URL": gemini.base_url,
-        "PARLA_SUMMARIZER": "offline",
-        "PARLA_UI_PORT": "0",
-        "PARLA_UI_TOKEN_FILE": str(tmp_path / "ui-token"),
-    }
+    env = process_env(
+        pulse,
+        live,
+        gemini,
+        live_certificate,
+        tmp_path,
+        PARLA_STORE="supabase",
+        PARLA_SUPABASE_URL=supabase.url,
+        PARLA_SUPABASE_KEY=supabase.anon_key,
+        PARLA_SUPABASE_SESSION_FILE=str(session),
+        PARLA_STORE_PATH=str(tmp_path / "outbox.db"),
+        PARLA_CONTROL_SOCKET=str(socket),
+    )
 
     async def script(conn):
         await conn.complete_setup()

@@ -9,7 +9,9 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
+from parla.daemon.reminders import ReminderScheduler
 from parla.memory.reminders import Reminder
+from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import running
@@ -75,3 +77,57 @@ async def test_a_reminder_set_on_another_device_waits_for_the_handoff(daemon_set
 
         await eventually(said, timeout=3, what="the desktop to take the reminder over")
         assert daemon.reminders is not None and daemon.reminders.said == 1
+
+
+async def test_a_timer_set_by_the_live_model_is_said_while_the_session_is_open(daemon_settings, live, pulse):
+    """Through the Live emulator and the real SDK: the model calls set_timer in the daemon's session;
+    the timer is kept in the session's chat and said at its time with the conversation still open."""
+    settings = daemon_settings.model_copy(update={"idle_timeout": 30.0, "device_name": "laptop"})
+    answers: list[dict] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        await conn.tool_call(
+            {"id": "t1", "name": "set_timer", "args": {"duration": "3 seconds", "label": "the tea is ready"}}
+        )
+        answers.append((await conn.expect("tool_response")).body["function_responses"][0]["response"])
+        await conn.closed.wait()
+
+    live.script = script
+    recorder = pulse.record_speaker()
+    try:
+        async with running(settings) as (daemon, mem, chat_id):
+            assert (await ctl(settings, "talk"))["result"] == "activating"
+            await eventually(lambda: answers, timeout=15, what="the model's set_timer call answered")
+            (timer,) = await mem.store.list_reminders()
+            due = monotonic_of(timer.due_at)
+            loud = await heard_after(recorder, due, seconds=0.8)
+            (said,) = await mem.store.list_reminders(history=True)
+            assert daemon.status.state == "active"
+    finally:
+        recorder.stop()
+    assert answers[0]["result"] == "set" and answers[0]["text"] == "the tea is ready" and answers[0]["kind"] == "timer"
+    assert timer.chat_id == chat_id and timer.device == "laptop"
+    assert said.state == "fired" and said.fired_at is not None
+    assert (said.fired_at - said.due_at).total_seconds() <= 1.0
+    assert due - 0.05 <= loud[0] <= due + 1.0
+
+
+async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in_turn(tmp_path):
+    """The scheduler on a real store, with words that take 1.5 s to say: the second reminder due at
+    the same moment is claimed at its time, not after the first one's words."""
+    said: list[str] = []
+
+    async def say(reminder: Reminder, words: str) -> None:
+        said.append(words)
+        await asyncio.sleep(1.5)
+
+    async with SQLiteChatStore(tmp_path / "parla.db") as store:
+        due = utcnow() + timedelta(seconds=1)
+        for text in ("first", "second", "third"):
+            await store.add_reminder(Reminder(text=text, due_at=due, device="laptop"))
+        async with ReminderScheduler(store, "laptop", say, asyncio.Event(), handoff_s=10, recheck_s=60):
+            await eventually(lambda: len(said) == 3, timeout=10, what="all three said")
+        stored = await store.list_reminders(history=True)
+    assert sorted(said) == ["Reminder: first", "Reminder: second", "Reminder: third"]
+    assert all(r.fired_at is not None and (r.fired_at - r.due_at).total_seconds() <= 1.0 for r in stored)

@@ -6,7 +6,6 @@ stops it) is said at the next start. Each is said once."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import subprocess
 from datetime import timedelta
@@ -16,27 +15,9 @@ from parla.memory.reminders import Reminder
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.turn import utcnow
 from tests.conftest import eventually
+from tests.daemon.conftest import process_env
 from tests.daemon.test_daemon_crash import _start
 from tests.daemon.test_reminders import heard_after, monotonic_of
-
-
-def _env(pulse, live, gemini, live_certificate, tmp_path) -> dict[str, str]:
-    return {
-        **os.environ,
-        "PULSE_SERVER": pulse.env["PULSE_SERVER"],
-        "SSL_CERT_FILE": str(live_certificate[0]),
-        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
-        "PARLA_STORE_PATH": str(tmp_path / "parla.db"),
-        "PARLA_ACTIVATION": "push_to_talk",
-        "PARLA_CONTROL_SOCKET": str(tmp_path / "ctl.sock"),
-        "PARLA_LIVE_URL": live.url,
-        "GEMINI_API_KEY": live.api_key,
-        "PARLA_GEMINI_BASE_URL": gemini.base_url,
-        "PARLA_SUMMARIZER": "offline",
-        "PARLA_UI_PORT": "0",
-        "PARLA_UI_TOKEN_FILE": str(tmp_path / "ui-token"),
-        "PARLA_DEVICE_NAME": "laptop",
-    }
 
 
 async def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> int:
@@ -47,7 +28,7 @@ async def _stop(proc: subprocess.Popen[bytes], sig: signal.Signals) -> int:
 async def test_reminders_survive_kill_9_and_a_stop_and_each_is_said_once(
     pulse, live, gemini, live_certificate, tmp_path
 ):
-    env = _env(pulse, live, gemini, live_certificate, tmp_path)
+    env = process_env(pulse, live, gemini, live_certificate, tmp_path, PARLA_DEVICE_NAME="laptop")
     socket = tmp_path / "ctl.sock"
     store_path = tmp_path / "parla.db"
     recorder = pulse.record_speaker()
@@ -55,7 +36,7 @@ async def test_reminders_survive_kill_9_and_a_stop_and_each_is_said_once(
     try:
         now = utcnow()
         missed = Reminder(text="missed while killed", due_at=now + timedelta(seconds=2), device="laptop")
-        later = Reminder(text="said after the restart", due_at=now + timedelta(seconds=15), device="laptop")
+        later = Reminder(text="said after the restart", due_at=now + timedelta(seconds=25), device="laptop")
         async with SQLiteChatStore(store_path) as store:
             for r in (missed, later):
                 await store.add_reminder(r)
@@ -65,7 +46,8 @@ async def test_reminders_survive_kill_9_and_a_stop_and_each_is_said_once(
 
         proc = await _start(env, socket)
         started = utcnow()
-        assert started < later.due_at - timedelta(seconds=2), "the restart took too long for this test"
+        # the missed one is said at the start, for about 2 s: over well before the next is due
+        assert started < later.due_at - timedelta(seconds=8), f"the restart took too long: {utcnow() - now}"
 
         async def fired(reminder: Reminder) -> Reminder | None:
             async with SQLiteChatStore(store_path) as store:
