@@ -94,7 +94,20 @@ class MemoryServices:
             s.reembed_batch,
             retries=s.model_retries,
             retry_delay=s.model_retry_delay,
+            previous=self.embedder_of,
         )
+
+    def embedder_of(self, name: str, dim: int) -> Embedder | None:
+        """The embedder that makes vectors named `name` of `dim` dimensions, when it can be used here
+        (the offline one always, a Gemini model with a key); else None."""
+        offline = OfflineEmbedder()
+        if (name, dim) == (offline.name, offline.dim):
+            return offline
+        model = name.removeprefix("gemini-").removesuffix(f"-{dim}")
+        if not self.settings.has_gemini_key:
+            return None
+        gemini = GeminiEmbedder(self.client, model, dim, availability=self.gemini_availability)
+        return gemini if gemini.name == name else None
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -122,7 +135,7 @@ class MemoryServices:
 
     @cached_property
     def search(self) -> ChatSearch:
-        return ChatSearch(self.store, self.embedder, self.settings)
+        return ChatSearch(self.store, self.embedder, self.settings, serving=self.reembedder.serving)
 
     def compaction_worker(self, on_done: Callable[[str, bool], None] | None = None) -> CompactionWorker:
         """A background compaction worker with the settings' concurrency and retries (use with `async with`)."""
