@@ -172,4 +172,17 @@ CREATE TABLE vector_chats (number INTEGER PRIMARY KEY AUTOINCREMENT, chat_id TEX
 INSERT INTO vector_chats (chat_id) SELECT id FROM chats ORDER BY rowid;
 INSERT INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))
 """,
+    # chats waiting for their summaries (memory.summary_queue): due from not_before (seconds since
+    # the epoch), which a worker that takes one pushes past its lease, so a worker that dies
+    # leaves it due again; a deleted chat leaves the queue with it
+    """
+CREATE TABLE summary_queue (
+    chat_id TEXT PRIMARY KEY REFERENCES chats (id) ON DELETE CASCADE,
+    queued_at REAL NOT NULL,
+    not_before REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT
+);
+CREATE INDEX summary_queue_due ON summary_queue (not_before, queued_at)
+""",
 ]
