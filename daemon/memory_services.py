@@ -22,6 +22,7 @@ from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.embedding import Embedder
 from parla.memory.local_time import LocalClock
+from parla.memory.rate import CallSpacing
 from parla.memory.reembed import BackgroundReembed
 from parla.memory.refused import RefusedTurns
 from parla.memory.search import ChatSearch
@@ -33,6 +34,7 @@ from parla.memory.summarizers import Summarizer
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.memory.summarizers.fallback import FallbackSummarizer
 from parla.memory.summarizers.gemini import GeminiSummarizer
+from parla.memory.summary_queue import SummaryWorker
 from parla.tools.chats import ChatSession, ChatTools
 
 if TYPE_CHECKING:
@@ -116,10 +118,9 @@ class MemoryServices:
 
     @cached_property
     def summarizer(self) -> Summarizer:
-        choice = self.settings.summarizer
-        if choice == "gemini" and not self.settings.has_gemini_key:
+        if self.settings.summarizer == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
-        if choice == "gemini" or (choice == "auto" and self.settings.has_gemini_key):
+        if self.summarises_with_gemini:
             gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability, self.settings)
             return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()
@@ -127,6 +128,28 @@ class MemoryServices:
     @cached_property
     def compactor(self) -> Compactor:
         return Compactor(self.store, self.summarizer, self.embedder, self.settings)
+
+    @property
+    def summarises_with_gemini(self) -> bool:
+        return self.settings.summarizer == "gemini" or (
+            self.settings.summarizer == "auto" and self.settings.has_gemini_key
+        )
+
+    @cached_property
+    def summary_worker(self) -> SummaryWorker:
+        """Works the store's summary queue in the background (the daemon runs it, `async with`):
+        with Gemini, its calls spaced to `summary_calls_per_minute` and no offline stand-in, so a
+        rate limit or an outage makes a chat wait, not lose its Gemini summaries; on its own
+        availability, so its rate limits do not stop the live chat's embeddings."""
+        s = self.settings
+        if self.summarises_with_gemini:
+            availability = GeminiAvailability(cooldown_s=s.model_offline_cooldown_s)
+            spacing = CallSpacing(s.summary_calls_per_minute)
+            summarizer: Summarizer = GeminiSummarizer(self.client, s.summary_model, availability, s, spacing)
+        else:
+            summarizer = ExtractiveSummarizer()
+        compactor = Compactor(self.store, summarizer, self.embedder, s)
+        return SummaryWorker(self.store, compactor, s.summary_lease_s, s.model_offline_cooldown_s)
 
     @cached_property
     def refused(self) -> RefusedTurns:
