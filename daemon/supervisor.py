@@ -44,6 +44,7 @@ from parla.daemon.memory_services import MemoryServices
 from parla.daemon.wake import WakePhrase
 from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
+from parla.memory.summary_queue import queue_status
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
 from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
@@ -178,6 +179,7 @@ class Daemon:
         await self._replay_kept()
         async with (
             self.mem.reembedder,
+            self.mem.summary_worker,
             ControlServer(s.control_socket, self._command, s.control_request_timeout_s),
             voice_services(self.mem) as voice,
         ):
@@ -482,6 +484,7 @@ class Daemon:
             "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
             "refused_turns": await asyncio.to_thread(self.mem.refused.count),
             "reembed": dataclasses.asdict(reembed) if (reembed := self.mem.reembedder.progress) else None,
+            "summaries": await queue_status(self.mem.store, self.mem.summary_worker.progress),
             "last_error": self.status.last_error,
         }
 

@@ -93,6 +93,21 @@ class QueueProgress:
         }
 
 
+async def queue_status(store: ChatStore, progress: QueueProgress) -> dict[str, object] | None:
+    """The queue as `parla status` and the inspector show it (None when the store cannot say):
+    chats waiting, and what the worker did and does."""
+    try:
+        queue = await store.summary_queue()
+    except StoreError:
+        return None
+    return {
+        "waiting": queue.waiting,
+        "next_due_in_s": None if queue.next_due_in_s is None else round(queue.next_due_in_s, 1),
+        **progress.shown(),
+        "last_error": progress.last_error or queue.last_error,
+    }
+
+
 class SummaryWorker:
     """Works the store's summary queue with `compactor` (whose summarizer spaces its calls to the
     rate limit) until it is left (`async with`; leaving puts a chat being summarised back, due at
@@ -146,23 +161,28 @@ class SummaryWorker:
             with suppress(StoreError):  # stopped: due again at once, for the next worker
                 await self.store.settle_summary(chat_id, 0.0, "the worker stopped")
             raise
-        except ChatNotFound:
-            await self._settle(chat_id, None, None)  # deleted meanwhile: nothing to summarise
-        except RateLimited as e:
-            wait = self.pause_s if e.retry_after_s is None else e.retry_after_s
-            log.warning("summary queue: rate limited (%s); chat %s again in %.0f s", e, chat_id[:8], wait)
-            await self._settle(chat_id, wait, str(e))
-            await self._pause(wait)
-        except ModelUnavailable as e:
-            log.warning("summary queue: %s; chat %s again in %.0f s", e, chat_id[:8], self.pause_s)
-            await self._settle(chat_id, self.pause_s, str(e))
-            await self._pause(self.pause_s)
-        except Exception as e:  # noqa: BLE001 - the chat stays queued with why; the others go on
-            error = f"{type(e).__name__}: {e}"
-            log.error(
-                "summary queue: chat %s could not be summarised (%s); again in %.0f s", chat_id, error, self.pause_s
-            )
-            await self._settle(chat_id, self.pause_s, error)
+        except Exception as failure:  # noqa: BLE001 - the chat stays queued with why; the others go on
+            e = _cause(failure)  # a chunk's call fails inside the task group of its compaction
+            if isinstance(e, ChatNotFound):
+                await self._settle(chat_id, None, None)  # deleted meanwhile: nothing to summarise
+            elif isinstance(e, RateLimited):
+                wait = self.pause_s if e.retry_after_s is None else e.retry_after_s
+                log.warning("summary queue: rate limited (%s); chat %s again in %.0f s", e, chat_id[:8], wait)
+                await self._settle(chat_id, wait, str(e))
+                await self._pause(wait)
+            elif isinstance(e, ModelUnavailable):
+                log.warning("summary queue: %s; chat %s again in %.0f s", e, chat_id[:8], self.pause_s)
+                await self._settle(chat_id, self.pause_s, str(e))
+                await self._pause(self.pause_s)
+            else:
+                error = f"{type(e).__name__}: {e}"
+                log.error(
+                    "summary queue: chat %s could not be summarised (%s); again in %.0f s",
+                    chat_id,
+                    error,
+                    self.pause_s,
+                )
+                await self._settle(chat_id, self.pause_s, error)
         else:
             await self._settle(chat_id, None, None)
             self.progress.done += 1
@@ -182,3 +202,15 @@ class SummaryWorker:
             await asyncio.sleep(seconds)
         finally:
             self.progress.paused_until = None
+
+
+def _cause(e: BaseException) -> BaseException:
+    """The failure that decides what happens to the chat: in a group of them, a deleted chat, then
+    a rate limit, then Gemini away, else the first."""
+    if not isinstance(e, BaseExceptionGroup):
+        return e
+    found = [_cause(inner) for inner in e.exceptions]
+    for kind in (ChatNotFound, RateLimited, ModelUnavailable):
+        if match := next((f for f in found if isinstance(f, kind)), None):
+            return match
+    return found[0]
