@@ -16,6 +16,7 @@ from parla.memory.pins import Pin
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.summary import Summary
+from parla.memory.summary_queue import SummaryWorker
 from parla.memory.tokens import estimate_tokens
 from parla.memory.turn import Turn
 
@@ -33,6 +34,8 @@ class InspectorMemory(Protocol):
     def compactor(self) -> Compactor: ...
     @property
     def settings(self) -> MemoryConfig: ...
+    @property
+    def summary_worker(self) -> SummaryWorker: ...
 
 
 @dataclass(frozen=True)
