@@ -34,7 +34,7 @@ from parla.memory.summarizers import Summarizer
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.memory.summarizers.fallback import FallbackSummarizer
 from parla.memory.summarizers.gemini import GeminiSummarizer
-from parla.memory.summary_queue import SummaryWorker
+from parla.memory.summary_queue import QueueProgress, SummaryWorker
 from parla.tools.chats import ChatSession, ChatTools
 
 if TYPE_CHECKING:
@@ -134,6 +134,13 @@ class MemoryServices:
         return self.settings.summarizer == "gemini" or (
             self.settings.summarizer == "auto" and self.settings.has_gemini_key
         )
+
+    @property
+    def summary_progress(self) -> QueueProgress:
+        """What this process's summary worker did and does (the daemon's); nothing when none was
+        made here: making one for a look (`parla ui`) would need the embedder and summarizer."""
+        worker = self.__dict__.get("summary_worker")  # made once by the cached property below
+        return worker.progress if isinstance(worker, SummaryWorker) else QueueProgress()
 
     @cached_property
     def summary_worker(self) -> SummaryWorker:

@@ -484,7 +484,7 @@ class Daemon:
             "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
             "refused_turns": await asyncio.to_thread(self.mem.refused.count),
             "reembed": dataclasses.asdict(reembed) if (reembed := self.mem.reembedder.progress) else None,
-            "summaries": await queue_status(self.mem.store, self.mem.summary_worker.progress),
+            "summaries": await queue_status(self.mem.store, self.mem.summary_progress),
             "last_error": self.status.last_error,
         }
 

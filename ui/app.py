@@ -149,7 +149,7 @@ class Inspector:
         result = await self.mem.search.search(query, limit=10) if query else None
         chats = await self.mem.store.list_chats(limit=_CHATS_LISTED)
         # an import's chats waiting for their summaries (the daemon's worker, or none running)
-        summaries = await queue_status(self.mem.store, self.mem.summary_worker.progress)
+        summaries = await queue_status(self.mem.store, self.mem.summary_progress)
         return await self.page(
             request, "chats.html", chats=chats, query=query, result=result, listed=_CHATS_LISTED, summaries=summaries
         )

@@ -16,7 +16,7 @@ from parla.memory.pins import Pin
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.summary import Summary
-from parla.memory.summary_queue import SummaryWorker
+from parla.memory.summary_queue import QueueProgress
 from parla.memory.tokens import estimate_tokens
 from parla.memory.turn import Turn
 
@@ -35,7 +35,7 @@ class InspectorMemory(Protocol):
     @property
     def settings(self) -> MemoryConfig: ...
     @property
-    def summary_worker(self) -> SummaryWorker: ...
+    def summary_progress(self) -> QueueProgress: ...
 
 
 @dataclass(frozen=True)
