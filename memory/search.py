@@ -115,12 +115,12 @@ class Thresholds(BaseModel):
             return default if value is None else value
 
         return cls(
-            min_similarity=own(config.search_min_similarity, embedder.default_min_similarity),
-            min_score=own(config.search_min_match, embedder.default_min_match),
-            switch_score=own(config.search_switch_score, embedder.default_switch_score),
-            switch_margin=own(config.search_switch_margin, embedder.default_switch_margin),
+            min_similarity=own(config.search_min_similarity, embedder.calibration.min_similarity),
+            min_score=own(config.search_min_match, embedder.calibration.min_match),
+            switch_score=own(config.search_switch_score, embedder.calibration.switch_score),
+            switch_margin=own(config.search_switch_margin, embedder.calibration.switch_margin),
             max_candidates=config.search_max_candidates,
-            words_weight=own(config.search_words_weight, embedder.default_words_weight),
+            words_weight=own(config.search_words_weight, embedder.calibration.words_weight),
             date_weight=config.search_date_weight,
             recency_weight=config.search_recency_weight,
             half_life_days=config.search_recency_half_life_days,

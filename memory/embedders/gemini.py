@@ -114,12 +114,7 @@ _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRI
 
 
 class GeminiEmbedder:
-    default_min_similarity = GEMINI.min_similarity
-    default_min_match = GEMINI.min_match
-    default_switch_score = GEMINI.switch_score
-    default_switch_margin = GEMINI.switch_margin
-    default_words_weight = GEMINI.words_weight
-    default_title_drift_distance = GEMINI.title_drift_distance
+    calibration = GEMINI
 
     def __init__(
         self,
