@@ -7,8 +7,9 @@ user is told how many calls and tokens it takes (`summary_cost`, an estimate fro
 settings compaction follows). The queue lives in the store (`ChatStore.queue_summaries`), so the
 work survives restarts; `SummaryWorker` takes one chat at a time with a lease, compacts it, and
 settles it. A rate limit (429) puts the chat back with the delay the API asked for and pauses the
-worker that long; Gemini away pauses it too; no chat ever leaves the queue unsummarised or loses
-what was stored. Each compaction step commits on its own, so a chat taken again carries on."""
+worker that long; Gemini away, or the vectors being rebuilt for another embedder, pauses it too;
+no chat ever leaves the queue unsummarised or loses what was stored. Each compaction step commits
+on its own, so a chat taken again carries on."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ from typing import Self
 
 from parla.memory.compaction import Compactor
 from parla.memory.config import MemoryConfig
-from parla.memory.errors import ChatNotFound, ModelUnavailable, RateLimited, StoreError
+from parla.memory.errors import ChatNotFound, ModelUnavailable, RateLimited, Reembedding, StoreError
 from parla.memory.store import ChatStore
 from parla.memory.tasks import cancel_and_wait
 
@@ -170,7 +171,7 @@ class SummaryWorker:
                 log.warning("summary queue: rate limited (%s); chat %s again in %.0f s", e, chat_id[:8], wait)
                 await self._settle(chat_id, wait, str(e))
                 await self._pause(wait)
-            elif isinstance(e, ModelUnavailable):
+            elif isinstance(e, (ModelUnavailable, Reembedding)):  # for a while: the chats after it too
                 log.warning("summary queue: %s; chat %s again in %.0f s", e, chat_id[:8], self.pause_s)
                 await self._settle(chat_id, self.pause_s, str(e))
                 await self._pause(self.pause_s)
@@ -206,11 +207,11 @@ class SummaryWorker:
 
 def _cause(e: BaseException) -> BaseException:
     """The failure that decides what happens to the chat: in a group of them, a deleted chat, then
-    a rate limit, then Gemini away, else the first."""
+    a rate limit, then Gemini away or a re-embed running, else the first."""
     if not isinstance(e, BaseExceptionGroup):
         return e
     found = [_cause(inner) for inner in e.exceptions]
-    for kind in (ChatNotFound, RateLimited, ModelUnavailable):
+    for kind in (ChatNotFound, RateLimited, ModelUnavailable, Reembedding):
         if match := next((f for f in found if isinstance(f, kind)), None):
             return match
     return found[0]
