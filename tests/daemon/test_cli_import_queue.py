@@ -7,6 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import pty
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -74,3 +79,19 @@ def test_a_small_import_is_summarised_at_once(with_gemini, export, gemini, monke
     report = json.loads(with_gemini("import", str(export), "--json").stdout)
     assert report["summaries"]["state"] == "done" and report["summaries"]["calls"] == 30
     assert len(gemini.calls(":generateContent")) == 30
+
+
+def test_on_a_terminal_the_import_asks_before_queueing(with_gemini, export, gemini, tmp_path):
+    """A pseudo-terminal answers the question: `y` queues the summaries, none made here."""
+    main, terminal = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])}
+    with open(main, "wb", buffering=0) as keyboard:
+        keyboard.write(b"y\n")
+        command = [sys.executable, "-m", "parla.daemon", "import", str(export)]
+        done = subprocess.run(
+            command, stdin=terminal, capture_output=True, text=True, env=env, timeout=120, check=False
+        )
+    os.close(terminal)
+    assert done.returncode == 0, done.stderr
+    assert "takes about 30 Gemini calls" in done.stderr and "Queue them?" in done.stderr and ": queued." in done.stderr
+    assert _queued(tmp_path) == 5 and gemini.calls(":generateContent") == []
