@@ -194,17 +194,29 @@ LEGEND = (
 )
 
 
-def measure(conversations: list[Conversation], workdir: Path, seed: int, verbose: bool) -> tuple[Tally, Tally]:
-    """Prints the figures per conversation and overall; returns the overall own and foreign tallies."""
+def measure(
+    conversations: list[Conversation],
+    workdir: Path,
+    seed: int,
+    verbose: bool,
+    requests: dict[str, list[Request]] | None = None,
+) -> tuple[Tally, Tally]:
+    """Prints the figures per conversation and overall; returns the overall own and foreign tallies.
+    The requests are `requests_for` each conversation's, unless given (by conversation id)."""
     selections = {c.id: requests_for(c, seed) for c in conversations}
+    asked = requests or {cid: selection.requests for cid, selection in selections.items()}
     histories = []
     for c in conversations:
         history = import_history(c, workdir)
         turns = sum(len(s.turns) for s in c.sessions)
+        left_out = (
+            ""
+            if requests
+            else f" ({selections[c.id].adversarial} adversarial and {selections[c.id].spread} multi-session "
+            "questions left out)"
+        )
         print(
-            f"imported {c.id}: {len(c.sessions)} chats, {turns} turns in {history.import_seconds:.1f} s "
-            f"({selections[c.id].adversarial} adversarial and {selections[c.id].spread} multi-session "
-            f"questions left out)",
+            f"imported {c.id}: {len(c.sessions)} chats, {turns} turns in {history.import_seconds:.1f} s{left_out}",
             flush=True,
         )
         histories.append(history)
@@ -212,9 +224,8 @@ def measure(conversations: list[Conversation], workdir: Path, seed: int, verbose
     print(HEADER)
     total_own, total_foreign, millis = Tally(), Tally(), []
     for i, history in enumerate(histories):
-        own_requests = selections[history.conversation.id].requests
-        own = asyncio.run(ask(history, own_requests))
-        foreign_requests = selections[histories[(i + 1) % len(histories)].conversation.id].requests
+        own = asyncio.run(ask(history, asked[history.conversation.id]))
+        foreign_requests = asked[histories[(i + 1) % len(histories)].conversation.id]
         others = asyncio.run(ask(history, foreign_requests)) if len(histories) > 1 else []
         own_tally, foreign_tally = Tally(), Tally()
         for o in own:

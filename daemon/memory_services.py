@@ -23,6 +23,7 @@ from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.embedding import Embedder
 from parla.memory.local_time import LocalClock
+from parla.memory.rate import CallSpacing
 from parla.memory.reembed import BackgroundReembed
 from parla.memory.refused import RefusedTurns
 from parla.memory.search import ChatSearch
@@ -34,6 +35,7 @@ from parla.memory.summarizers import Summarizer
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.memory.summarizers.fallback import FallbackSummarizer
 from parla.memory.summarizers.gemini import GeminiSummarizer
+from parla.memory.summary_queue import QueueProgress, SummaryWorker
 from parla.tools.chats import ChatSession, ChatTools
 from parla.tools.reminders import ReminderTools
 
@@ -98,7 +100,20 @@ class MemoryServices:
             s.reembed_batch,
             retries=s.model_retries,
             retry_delay=s.model_retry_delay,
+            previous=self.embedder_of,
         )
+
+    def embedder_of(self, name: str, dim: int) -> Embedder | None:
+        """The embedder that makes vectors named `name` of `dim` dimensions, when it can be used here
+        (the offline one always, a Gemini model with a key); else None."""
+        offline = OfflineEmbedder()
+        if (name, dim) == (offline.name, offline.dim):
+            return offline
+        model = name.removeprefix("gemini-").removesuffix(f"-{dim}")
+        if not self.settings.has_gemini_key:
+            return None
+        gemini = GeminiEmbedder(self.client, model, dim, availability=self.gemini_availability)
+        return gemini if gemini.name == name else None
 
     @cached_property
     def embedder(self) -> Embedder:
@@ -107,10 +122,9 @@ class MemoryServices:
 
     @cached_property
     def summarizer(self) -> Summarizer:
-        choice = self.settings.summarizer
-        if choice == "gemini" and not self.settings.has_gemini_key:
+        if self.settings.summarizer == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
-        if choice == "gemini" or (choice == "auto" and self.settings.has_gemini_key):
+        if self.summarises_with_gemini:
             gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability, self.settings)
             return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()
@@ -126,6 +140,35 @@ class MemoryServices:
     def compactor(self) -> Compactor:
         return Compactor(self.store, self.summarizer, self.embedder, self.settings, self.dates)
 
+    @property
+    def summarises_with_gemini(self) -> bool:
+        return self.settings.summarizer == "gemini" or (
+            self.settings.summarizer == "auto" and self.settings.has_gemini_key
+        )
+
+    @property
+    def summary_progress(self) -> QueueProgress:
+        """What this process's summary worker did and does (the daemon's); nothing when none was
+        made here: making one for a look (`parla ui`) would need the embedder and summarizer."""
+        worker = self.__dict__.get("summary_worker")  # made once by the cached property below
+        return worker.progress if isinstance(worker, SummaryWorker) else QueueProgress()
+
+    @cached_property
+    def summary_worker(self) -> SummaryWorker:
+        """Works the store's summary queue in the background (the daemon runs it, `async with`):
+        with Gemini, its calls spaced to `summary_calls_per_minute` and no offline stand-in, so a
+        rate limit or an outage makes a chat wait, not lose its Gemini summaries; on its own
+        availability, so its rate limits do not stop the live chat's embeddings."""
+        s = self.settings
+        if self.summarises_with_gemini:
+            availability = GeminiAvailability(cooldown_s=s.model_offline_cooldown_s)
+            spacing = CallSpacing(s.summary_calls_per_minute)
+            summarizer: Summarizer = GeminiSummarizer(self.client, s.summary_model, availability, s, spacing)
+        else:
+            summarizer = ExtractiveSummarizer()
+        compactor = Compactor(self.store, summarizer, self.embedder, s)
+        return SummaryWorker(self.store, compactor, s.summary_lease_s, s.model_offline_cooldown_s)
+
     @cached_property
     def refused(self) -> RefusedTurns:
         """Turns the store refused for good, kept beside the store's file."""
@@ -133,7 +176,7 @@ class MemoryServices:
 
     @cached_property
     def search(self) -> ChatSearch:
-        return ChatSearch(self.store, self.embedder, self.settings)
+        return ChatSearch(self.store, self.embedder, self.settings, serving=self.reembedder.serving)
 
     def compaction_worker(self, on_done: Callable[[str, bool], None] | None = None) -> CompactionWorker:
         """A background compaction worker with the settings' concurrency and retries (use with `async with`)."""

@@ -47,6 +47,7 @@ from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
 from parla.memory.local_time import LocalClock
 from parla.memory.reminders import Reminder
+from parla.memory.summary_queue import queue_status
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
 from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
@@ -157,6 +158,7 @@ class Daemon:
         await self._replay_kept()
         async with (
             self.mem.reembedder,
+            self.mem.summary_worker,
             ControlServer(s.control_socket, self._command, s.control_request_timeout_s),
             voice_services(self.mem) as voice,
         ):
@@ -489,6 +491,7 @@ class Daemon:
                 "day": summary(self._latency_day.today(session_turns)),
             },
             "reminders_said": self.reminders.said if self.reminders is not None else 0,
+            "summaries": await queue_status(self.mem.store, self.mem.summary_progress),
             "last_error": self.status.last_error,
         }
 

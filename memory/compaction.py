@@ -271,7 +271,7 @@ class Compactor:
             return await self.summarizer.title(text) if turns >= self.config.title_min_turns else None
         limit = self.config.title_drift_distance
         if limit is None:
-            limit = self.embedder.default_title_drift_distance
+            limit = self.embedder.calibration.title_drift_distance
         if title_drift(normalize_rows(await self.embedder.embed([chat.title], "query"))[0], summary_text) <= limit:
             return None
         title = await self.summarizer.title(text)

@@ -130,6 +130,25 @@ class MemoryConfig(BaseModel):
         300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."
     )
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
+    # The free tier of a flash-lite model allows about 10-15 requests a minute
+    # (https://ai.google.dev/gemini-api/docs/rate-limits, per project and model; AI Studio shows yours).
+    summary_calls_per_minute: float = Field(
+        10.0,
+        gt=0,
+        description="Gemini calls a minute the background summary queue (a big import) makes at most.",
+    )
+    summary_lease_s: float = Field(
+        300.0,
+        gt=0,
+        description="Seconds a queued chat being summarised is kept from other workers; after a crash it is "
+        "taken again then.",
+    )
+    import_confirm_calls: int = Field(
+        200,
+        ge=0,
+        description="Gemini calls above which `parla import` asks (or needs --yes) and leaves the summaries to "
+        "the background queue; below, it summarises at once.",
+    )
     rolling_summary_prompt: str = Field(
         prompts.ROLLING_SUMMARY,
         min_length=1,

@@ -7,6 +7,8 @@ from typing import Literal, Protocol
 
 import numpy as np
 
+from parla.memory.embedders.calibration import Calibration
+
 TaskType = Literal["document", "query"]
 
 
@@ -30,16 +32,11 @@ class EmbeddedText:
 class Embedder(Protocol):
     """Turns texts into unit vectors. `name` identifies the model and dimension so a store can
     refuse to mix vectors from different embedders. The search thresholds are the embedder's own
-    calibration, used unless settings override them (similarity scales differ between models)."""
+    `calibration`, used unless settings override them (similarity scales differ between models)."""
 
     name: str
     dim: int
-    default_min_similarity: float  # embedding similarity alone (forgetting an item by description)
-    default_min_match: float  # a search match (similarity and words)
-    default_switch_score: float
-    default_switch_margin: float
-    default_words_weight: float  # share of a search match given by the request's words
-    default_title_drift_distance: float
+    calibration: Calibration
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray: ...
 
@@ -52,12 +49,7 @@ class WrappedEmbedder:
         self.inner = inner
         self.name = inner.name
         self.dim = inner.dim
-        self.default_min_similarity = inner.default_min_similarity
-        self.default_min_match = inner.default_min_match
-        self.default_switch_score = inner.default_switch_score
-        self.default_switch_margin = inner.default_switch_margin
-        self.default_words_weight = inner.default_words_weight
-        self.default_title_drift_distance = inner.default_title_drift_distance
+        self.calibration = inner.calibration
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
         return await self.inner.embed(texts, task)

@@ -63,6 +63,15 @@ class ModelUnavailable(ModelError):
     or the key was refused. Retrying at once cannot help; work may go to an offline model."""
 
 
+class RateLimited(ModelUnavailable):
+    """The API answered 429: a rate limit or quota is used up. `retry_after_s` is when it says to
+    try again (its Retry-After header, or the RetryInfo delay of its error), None when it does not."""
+
+    def __init__(self, message: str, retry_after_s: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
 class RangeError(ParlaError):
     """A range given for regeneration does not name whole chunks of the chat."""
 

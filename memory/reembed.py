@@ -4,12 +4,13 @@ replacement so the store never holds the vectors of two.
 `BackgroundReembed` is what the daemon runs when the configured embedder is not the one that made
 the store's vectors (a key was added, so `auto` became Gemini; or the setting changed): one task,
 owned by its `async with`, embedding `batch` texts a call with the new embedder and then switching
-the vectors in one replacement. Until it finishes, the store's vectors are the old embedder's, so a
-search with the new one cannot be answered: `WhileReembedding` wraps the new embedder and refuses
-every embedding with a `Reembedding` error that says how far the re-embed is (the switch tool and
-compactions fail with that message, their data untouched; a compaction missed meanwhile runs again
-at the chat's next turn). Searching with the old embedder instead is not possible in general (it
-may be Gemini without a key), so the answer is the same whichever way the change went."""
+the vectors in one replacement. Until it finishes, the store's vectors are the old embedder's, so
+they keep serving: `serving()` gives the old embedder when it can be used here (the offline one
+always; Gemini with a key), and search embeds requests with it. A vector of the new embedder can
+neither be compared with the old ones nor stored beside them, so `WhileReembedding` wraps the new
+embedder and refuses every embedding with a `Reembedding` error that says how far the re-embed is
+(compactions fail with that message, their data untouched, and run again at the chat's next turn;
+a search whose old embedder cannot be used answers by words and titles)."""
 
 from __future__ import annotations
 
@@ -67,7 +68,10 @@ class ReembedProgress:
         if self.state == "failed":
             return f"re-embedding the chats with {self.embedder} failed ({self.error}); it is tried again at restart"
         share = f"{self.done} of {self.total} texts" if self.total else "starting"
-        return f"the chats are being re-embedded with {self.embedder} ({share}); search works again when it is done"
+        return (
+            f"the chats are being re-embedded with {self.embedder} ({share}); until it is done, search goes by "
+            "the vectors made before (or by words and titles)"
+        )
 
 
 class BackgroundReembed:
@@ -76,7 +80,13 @@ class BackgroundReembed:
     A failure is retried `retries` times, the delay doubling from `retry_delay`, then reported."""
 
     def __init__(
-        self, store: ChatStore, embedder: Embedder, batch: int = 64, retries: int = 3, retry_delay: float = 1.0
+        self,
+        store: ChatStore,
+        embedder: Embedder,
+        batch: int = 64,
+        retries: int = 3,
+        retry_delay: float = 1.0,
+        previous: Callable[[str, int], Embedder | None] | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -85,6 +95,8 @@ class BackgroundReembed:
         self.retry_delay = retry_delay
         self.progress: ReembedProgress | None = None
         self._task: asyncio.Task[None] | None = None
+        self._previous = previous  # the embedder of a stored name and dimension, if it can be used here
+        self._serving: Embedder | None = None
 
     async def __aenter__(self) -> Self:
         # The store is asked in the task: a store that cannot answer now must not stop its owner.
@@ -102,6 +114,11 @@ class BackgroundReembed:
         """Until the re-embed (if any) has finished or failed."""
         if self._task is not None:
             await asyncio.shield(self._task)
+
+    def serving(self) -> Embedder | None:
+        """While the vectors are rebuilt: the embedder that made the ones still stored, when it can
+        be used here; else None."""
+        return self._serving if self.running else None
 
     def embedder_while_running(self) -> Embedder:
         """The embedder search and compaction use: `embedder`, refusing while the vectors are rebuilt."""
@@ -141,6 +158,7 @@ class BackgroundReembed:
 
     def _started(self, info: tuple[str, int]) -> ReembedProgress:
         if self.progress is None:
+            self._serving = self._previous(*info) if self._previous is not None else None
             self.progress = ReembedProgress(self.embedder.name, f"{info[0]} ({info[1]} dims)")
             log.info(
                 "re-embedding the chats: vectors by %s, the embedder is %s",

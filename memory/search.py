@@ -20,9 +20,11 @@ from yesterday", "on 8 May, 2023") and a small recency bonus that halves every
 No keyword rule takes part: every comparison is between vectors; exact words only weigh more
 because the same word has the same vector.
 
-When the request cannot be embedded within `search_embed_timeout_s` (a key set and no network, the
-embedder refusing while a re-embed runs), the search does not wait or fail: it answers by words
-and titles. The chats come from the word index of what was said (the one recall uses) and from
+While the store's vectors are rebuilt for another embedder, the request is embedded by the one
+that made the vectors still stored, when it can be used here (`serving`), and scored with its
+thresholds. When the request cannot be embedded within `search_embed_timeout_s` (a key set and no
+network, a re-embed running whose old embedder cannot be used), the search does not wait or fail:
+it answers by words and titles. The chats come from the word index of what was said (the one recall uses) and from
 every chat's title, each text scored by the request's words as in the second stage, with no
 embedding similarity; the result says so (`by_words`) and the decision follows the same rules.
 """
@@ -33,6 +35,7 @@ import asyncio
 import functools
 import logging
 import math
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Literal
 
@@ -44,7 +47,7 @@ from parla.memory.config import MemoryConfig
 from parla.memory.dates import DateSpan, mentioned_date
 from parla.memory.embedders.offline import WordTable
 from parla.memory.embedding import Embedder, embed_texts
-from parla.memory.errors import EmptyRequest, ModelError, Reembedding
+from parla.memory.errors import EmbedderMismatch, EmptyRequest, ModelError, Reembedding
 from parla.memory.store import ChatMatch, ChatStore, TextMatch, TextRef, WordCounts
 from parla.memory.tasks import cancel_and_wait
 from parla.memory.text import FRAMING, STOPWORDS, content_words
@@ -112,12 +115,12 @@ class Thresholds(BaseModel):
             return default if value is None else value
 
         return cls(
-            min_similarity=own(config.search_min_similarity, embedder.default_min_similarity),
-            min_score=own(config.search_min_match, embedder.default_min_match),
-            switch_score=own(config.search_switch_score, embedder.default_switch_score),
-            switch_margin=own(config.search_switch_margin, embedder.default_switch_margin),
+            min_similarity=own(config.search_min_similarity, embedder.calibration.min_similarity),
+            min_score=own(config.search_min_match, embedder.calibration.min_match),
+            switch_score=own(config.search_switch_score, embedder.calibration.switch_score),
+            switch_margin=own(config.search_switch_margin, embedder.calibration.switch_margin),
             max_candidates=config.search_max_candidates,
-            words_weight=own(config.search_words_weight, embedder.default_words_weight),
+            words_weight=own(config.search_words_weight, embedder.calibration.words_weight),
             date_weight=config.search_date_weight,
             recency_weight=config.search_recency_weight,
             half_life_days=config.search_recency_half_life_days,
@@ -262,12 +265,24 @@ def _decide(query: str, candidates: list[Candidate], t: Thresholds) -> SearchRes
 
 
 class ChatSearch:
-    def __init__(self, store: ChatStore, embedder: Embedder, config: MemoryConfig) -> None:
+    """`serving`, when given, names the embedder whose vectors the store holds while they are being
+    rebuilt for `embedder` (None when there is none, or it cannot be used here): requests are
+    embedded with it, and scored with its thresholds, so search keeps its meaning meanwhile."""
+
+    def __init__(
+        self,
+        store: ChatStore,
+        embedder: Embedder,
+        config: MemoryConfig,
+        serving: Callable[[], Embedder | None] | None = None,
+    ) -> None:
         self.store = store
         self.embedder = embedder
+        self.config = config
         self.thresholds = Thresholds.of(config, embedder)
         self.embed_timeout_s = config.search_embed_timeout_s
         self.words = WordTable()
+        self.serving = serving
 
     async def search(self, request: str, limit: int = 10, now: datetime | None = None) -> SearchResult:
         request = request.strip()
@@ -279,8 +294,7 @@ class ChatSearch:
         counts = asyncio.create_task(self.store.word_counts(wanted))
         try:
             try:
-                (query,) = await asyncio.wait_for(embed_texts(self.embedder, [request], "query"), self.embed_timeout_s)
-                matches = await self.store.search(query, max(limit, _FETCH), _TEXTS_PER_CHAT)
+                embedder, matches = await asyncio.wait_for(self._matches(request, limit), self.embed_timeout_s)
             except TimeoutError:
                 failed: str | None = f"the request could not be embedded within {self.embed_timeout_s:g} s"
             except (ModelError, Reembedding) as e:
@@ -291,11 +305,24 @@ class ChatSearch:
         finally:
             await cancel_and_wait(counts)
         if failed is None:
-            result = rank(request, matches, words, self.thresholds, now)
+            thresholds = self.thresholds if embedder is self.embedder else Thresholds.of(self.config, embedder)
+            result = rank(request, matches, words, thresholds, now)
         else:
             log.warning("search by words and titles: %s", failed, extra={"event": "search_by_words"})
             result = await self._by_words(request, words, now, failed)
         return result.model_copy(update={"candidates": result.candidates[:limit]})
+
+    async def _matches(self, request: str, limit: int) -> tuple[Embedder, list[ChatMatch]]:
+        """The request's best chats by meaning, and the embedder that read it."""
+        old = self.serving() if self.serving is not None else None
+        if old is not None:
+            try:
+                (query,) = await embed_texts(old, [request], "query")
+                return old, await self.store.search(query, max(limit, _FETCH), _TEXTS_PER_CHAT)
+            except EmbedderMismatch:
+                pass  # the new vectors took the old ones' place meanwhile: the configured embedder's turn
+        (query,) = await embed_texts(self.embedder, [request], "query")
+        return self.embedder, await self.store.search(query, max(limit, _FETCH), _TEXTS_PER_CHAT)
 
     async def _by_words(self, request: str, words: RequestWords, now: datetime, failed: str) -> SearchResult:
         """The chats whose turns hold the request's words (the word index) or whose title does,

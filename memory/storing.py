@@ -1,13 +1,13 @@
-"""Storing many chats at once (`parla import`, `parla sync`): each chat stored by the caller's rule,
-then every chat that needs it compacted (summaries, facts, summary text, embeddings) by one
-bounded worker. A chat whose compaction fails keeps its turns; running the same command again
-finishes it."""
+"""Storing many chats at once (`parla import`, `parla sync`): each chat stored by the caller's rule
+(`store_only`), then every chat that needs it compacted (summaries, facts, summary text,
+embeddings) by one bounded worker (`compact_chats`), or queued for the background
+(memory.summary_queue). A chat whose compaction fails keeps its turns; running the same command
+again finishes it."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from parla.memory.chat import Chat
 from parla.memory.compaction import CompactionWorker
@@ -17,21 +17,12 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-@dataclass(frozen=True)
-class StoredChats(Generic[R]):
-    results: list[R]
-    not_compacted: dict[str, str]  # chat id: why its compaction failed
-    offline: dict[str, str]  # chat id: why it was summarised offline
-
-
-async def store_chats(
+async def store_only(
     items: Iterable[T],
     store_one: Callable[[T], Awaitable[tuple[R, str | None]]],
-    compaction_worker: Callable[[int], CompactionWorker],
     on_stored: Callable[[R], None] = lambda _result: None,
-) -> StoredChats[R]:
-    """Store each item with `store_one` (its result, and the id of a chat to compact or None),
-    then compact those chats, each once, with the worker `compaction_worker(count)` makes."""
+) -> tuple[list[R], list[str]]:
+    """Store each item with `store_one`: the results, and the chats to compact, each once."""
     results: list[R] = []
     ids: list[str] = []
     for item in items:
@@ -40,12 +31,19 @@ async def store_chats(
         on_stored(result)
         if compact is not None:
             ids.append(compact)
-    unique = list(dict.fromkeys(ids))
-    async with compaction_worker(len(unique)) as worker:
-        for cid in unique:
+    return results, list(dict.fromkeys(ids))
+
+
+async def compact_chats(
+    ids: list[str], compaction_worker: Callable[[int], CompactionWorker]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Compact these chats with the worker `compaction_worker(count)` makes: the chats whose
+    compaction failed, and those summarised offline, each with why."""
+    async with compaction_worker(len(ids)) as worker:
+        for cid in ids:
             worker.schedule(cid)
         await worker.drain()
-    return StoredChats(results, dict(worker.last_errors), dict(worker.offline))
+    return dict(worker.last_errors), dict(worker.offline)
 
 
 async def copy_chat(source: ChatStore, target: ChatStore, chat: Chat) -> AppendResult:

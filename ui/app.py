@@ -28,6 +28,7 @@ from parla.memory.facts import format_fact_lines
 from parla.memory.forgetting import MemoryItem, set_forgotten
 from parla.memory.local_time import LocalClock
 from parla.memory.pins import Pin
+from parla.memory.summary_queue import queue_status
 from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn, WebSource
 from parla.memory.turn_windows import rename_chat
 from parla.ui.forms import form_fields, number, one_line
@@ -168,7 +169,11 @@ class Inspector:
         query = request.query_params.get("q", "").strip()
         result = await self.mem.search.search(query, limit=10) if query else None
         chats = await self.mem.store.list_chats(limit=_CHATS_LISTED)
-        return await self.page(request, "chats.html", chats=chats, query=query, result=result, listed=_CHATS_LISTED)
+        # an import's chats waiting for their summaries (the daemon's worker, or none running)
+        summaries = await queue_status(self.mem.store, self.mem.summary_progress)
+        return await self.page(
+            request, "chats.html", chats=chats, query=query, result=result, listed=_CHATS_LISTED, summaries=summaries
+        )
 
     async def failed(self, request: Request, exc: Exception) -> Response:
         """A failure Parla explains (the store is away, the embedder cannot be used): its one line

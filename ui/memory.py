@@ -17,6 +17,7 @@ from parla.memory.pins import Pin
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
 from parla.memory.summary import Summary
+from parla.memory.summary_queue import QueueProgress
 from parla.memory.tokens import estimate_tokens
 from parla.memory.turn import Turn
 
@@ -41,6 +42,9 @@ class InspectorMemory(Protocol):
         """Set after a reminder is set or cancelled: the daemon's scheduler, when it runs in this
         process, reads the reminders again."""
         ...
+
+    @property
+    def summary_progress(self) -> QueueProgress: ...
 
 
 @dataclass(frozen=True)

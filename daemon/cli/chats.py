@@ -1,12 +1,9 @@
-"""The chats in the memory from the command line: `parla import`, `chats`, `show`, `search`, `stats`,
-`rm`, `rename`, `export` and `forget`."""
+"""The chats in the memory from the command line: `parla chats`, `show`, `search`, `stats`, `rm`,
+`rename`, `export` and `forget` (and `import`, in daemon.cli.importing)."""
 
 from __future__ import annotations
 
-import itertools
 import sys
-from collections import Counter
-from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -14,6 +11,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from parla.daemon.cli.importing import import_chats
 from parla.daemon.cli.support import (
     CHATS,
     command,
@@ -24,139 +22,19 @@ from parla.daemon.cli.support import (
     load_settings,
     open_memory,
     out,
-    progress_bar,
     resolve_chat,
     running_daemon_chat,
-    store_and_summarise,
     when,
 )
 from parla.daemon.cli.tables import Column, fitted
 from parla.daemon.errors import CommandFailed
 from parla.daemon.private_files import write_private
-from parla.daemon.settings import Settings
 from parla.daemon.terminal_text import json_text, visible
 from parla.memory.errors import WriteQueued
 
 if TYPE_CHECKING:
     from parla.memory.chat import ChatHistory
-    from parla.memory.errors import ImportLineError
-    from parla.memory.importer import ImportChat, ImportResult
     from parla.memory.turn import Turn
-
-
-def _store_name(settings: Settings) -> str:
-    return f"Supabase {settings.supabase_url}" if settings.store == "supabase" else str(settings.store_path)
-
-
-# -- import -----------------------------------------------------------------------------------
-
-
-@command
-async def import_chats(
-    file: str = typer.Argument(..., help="An export (.zip or .json) or a JSONL file; - reads stdin."),
-    replace: bool = typer.Option(
-        False,
-        "--replace",
-        help="Replace stored chats whose turns differ from the file's (their summaries and pins go).",
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the outcome as JSON."),
-) -> None:
-    """Import chats from ChatGPT's, Claude's or Open WebUI's export, or from a JSONL file (one chat
-    per line, UTF-8), or from stdin with `-`; then summarise, extract facts and embed them.
-
-    \b
-    The format is told from the content and named. Exports:
-      ChatGPT: the .zip it mails, or its conversations.json
-      Claude: the .zip it mails, or its conversations.json
-      Open WebUI: a chat export (.json)
-    A JSONL line is Parla's shape:
-      {"id": "trip", "title": "Japan", "turns": [{"role": "user", "text": "..."}, {"role": "model", "text": "..."}]}
-    or OpenAI's chat messages:
-      {"messages": [{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}]}
-
-    Roles user, model and assistant are imported; system and tool messages are skipped (and counted);
-    of an export's branches only the one shown last is kept. Files are read as they are stored, so a
-    big export needs little memory; after Ctrl-C or a crash, running the same import again carries on.
-    Importing again adds only new chats and the turns a chat gained; a chat whose turns were edited
-    is reported and left as stored unless --replace is given. A bad line or conversation is skipped
-    with its number and reason; when every one is skipped the command fails."""
-    from parla.memory.importer import id_scope, import_chat
-    from parla.memory.imports.reading import Export
-
-    settings = load_settings()
-    if file != "-" and not Path(file).is_file():
-        raise CommandFailed(f"no file {file!r} to import (use - to read stdin)")
-    errors: list[ImportLineError] = []
-
-    def chats(entries: Iterable[tuple[int, ImportChat] | ImportLineError]) -> Iterator[tuple[int, ImportChat]]:
-        for entry in entries:
-            if isinstance(entry, tuple):
-                yield entry
-            else:
-                errors.append(entry)
-                err.print(f"parla: skipped {entry}", markup=False)
-
-    with Export(file) as export:
-        entries = export.chats()
-        first = next(entries, None)  # names the format before anything is stored
-        if first is None:
-            raise CommandFailed(f"nothing imported: {export.where} holds no chat")
-        err.print(f"parla: reading {export.where}: {export.format_name}", markup=False)
-        async with open_memory(settings) as mem:
-            scope = await id_scope(mem.store)
-
-            async def store_one(item: tuple[int, ImportChat]) -> tuple[tuple[int, ImportResult], str]:
-                number, chat = item
-                # A turn must fit one bounded summarising step with room for the turns around it.
-                result = await import_chat(
-                    mem.store,
-                    chat,
-                    scope=scope,
-                    replace=replace,
-                    max_turn_tokens=settings.chunk_summarize_threshold // 2,
-                )
-                # unchanged chats too: a run that could not summarise them is finished by the next one
-                return (number, result), result.chat_id
-
-            with progress_bar() as progress:
-                results, failed = await store_and_summarise(
-                    mem,
-                    chats(itertools.chain([first], entries)),
-                    store_one,
-                    progress,
-                    "run the same import again to retry",
-                    size=(export.size / 1e6 if export.size else None, lambda: export.read / 1e6),
-                )
-    if not results:
-        raise CommandFailed(f"nothing imported: every {export.what} of {export.where} was skipped")
-    what = export.what
-    count = Counter(r.outcome for _, r in results)
-    report = {
-        "format": export.format_name,
-        "imported": count["imported"],
-        "added_to": count["added"],
-        "replaced": count["replaced"],
-        "unchanged": count["unchanged"],
-        "turns_added": sum(r.turns_added for _, r in results),
-        "differs": [{what: n, "chat_id": r.chat_id, "detail": r.detail} for n, r in results if r.outcome == "differs"],
-        "notes": [{what: n, "note": note} for n, r in results for note in r.notes],
-        "skipped": [{what: e.line_no, "reason": e.reason} for e in errors],
-        "not_summarised": failed,
-    }
-    for n, r in results:
-        for note in r.notes:
-            err.print(f"parla: {what} {n}: {note}", markup=False)
-        if r.outcome == "differs":
-            how = "" if replace else "; `parla import --replace` replaces it with the file's version"
-            err.print(f"parla: {what} {n}: chat {r.chat_id[:8]} not changed: {r.detail}{how}", markup=False)
-    if as_json:
-        emit_json(report)
-        return
-    out.print(
-        f"Imported {report['imported']} chats ({report['turns_added']} turns in all; {export.format_name}); "
-        f"{report['added_to']} gained turns; {report['replaced']} replaced; {report['unchanged']} already there; "
-        f"{len(report['differs'])} differ; {len(errors)} {what}s skipped. Store: {_store_name(settings)}"
-    )
 
 
 # -- chats, show ------------------------------------------------------------------------------

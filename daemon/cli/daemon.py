@@ -124,6 +124,11 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
         out.print(f"re-embedding with {escape(reembed['embedder'])}: {reembed['state']}, {share}")
         if reembed["error"]:
             out.print(f"re-embed error: {escape(reembed['error'])}")
+    queue = s.get("summaries")
+    if queue and (queue["waiting"] or queue["done"]):
+        paused = f"; paused {queue['paused_for_s']:.0f} s" if queue["paused_for_s"] else ""
+        error = f" ({escape(queue['last_error'])})" if queue["last_error"] and queue["waiting"] else ""
+        out.print(f"summaries: {queue['waiting']} chats waiting, {queue['done']} done since the start{paused}{error}")
     if s["refused_turns"]:
         out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
     for span, figures in s["voice_to_voice"].items():

@@ -186,11 +186,22 @@ async def store_and_summarise(
     retry: str,
     size: tuple[float | None, Callable[[], float]] | None = None,
 ) -> tuple[list[R], list[str]]:
-    """Store the chats (`memory.storing.store_chats`), then compact the ones `store_one` names
-    (summaries, facts, summary text, embeddings); the results, and the chats whose compaction failed.
-    The storing bar counts `items` (a sequence), or with `size` (the total, and how much is done) the
-    megabytes of a file read as it is stored."""
-    from parla.memory.storing import store_chats
+    """Store the chats (`store_with_progress`), then compact the ones `store_one` names
+    (`summarise_now`); the results, and the chats whose compaction failed."""
+    results, ids = await store_with_progress(items, store_one, progress, size)
+    return results, await summarise_now(mem, ids, progress, retry)
+
+
+async def store_with_progress(
+    items: Iterable[T],
+    store_one: Callable[[T], Awaitable[tuple[R, str | None]]],
+    progress: Progress,
+    size: tuple[float | None, Callable[[], float]] | None = None,
+) -> tuple[list[R], list[str]]:
+    """Store the chats (`memory.storing.store_only`): the results, and the chats `store_one`
+    names to compact. The bar counts `items` (a sequence), or with `size` (the total, and how much
+    is done) the megabytes of a file read as it is stored."""
+    from parla.memory.storing import store_only
 
     total, done = size or (len(items) if isinstance(items, Sequence) else None, None)
     storing = progress.add_task("storing chats" if size is None else "storing chats (MB read)", total=total)
@@ -201,18 +212,26 @@ async def store_and_summarise(
         else:
             progress.update(storing, completed=done())
 
+    return await store_only(items, store_one, on_stored=on_stored)
+
+
+async def summarise_now(mem: MemoryServices, ids: list[str], progress: Progress, retry: str) -> list[str]:
+    """Compact these chats (summaries, facts, summary text, embeddings) with a progress bar; the
+    chats whose compaction failed, each said on stderr with `retry` (what to do)."""
+    from parla.memory.storing import compact_chats
+
     def worker(count: int) -> CompactionWorker:
         summarising = progress.add_task("summarising, extracting facts, embedding", total=count)
         return mem.compaction_worker(on_done=lambda _chat, _ok: progress.advance(summarising))
 
-    stored = await store_chats(items, store_one, worker, on_stored=on_stored)
-    for cid, error in stored.not_compacted.items():
+    not_compacted, offline = await compact_chats(ids, worker)
+    for cid, error in not_compacted.items():
         err.print(f"parla: could not summarise chat {cid[:8]} ({error}); its turns are stored, {retry}", markup=False)
-    if stored.offline:
+    if offline:
         err.print(
-            f"parla: {len(stored.offline)} chats were summarised offline because Gemini could not be used "
-            f"({next(iter(stored.offline.values()))}); Gemini rewrites their summary at their next fold, "
+            f"parla: {len(offline)} chats were summarised offline because Gemini could not be used "
+            f"({next(iter(offline.values()))}); Gemini rewrites their summary at their next fold, "
             "`parla memory regenerate CHAT` redoes the rest",
             markup=False,
         )
-    return stored.results, sorted(stored.not_compacted)
+    return sorted(not_compacted)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import re
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
@@ -24,7 +25,7 @@ from google.genai import errors, types
 
 from parla.memory.embedders.calibration import GEMINI
 from parla.memory.embedding import TaskType, normalize_rows
-from parla.memory.errors import ModelError, ModelUnavailable
+from parla.memory.errors import ModelError, ModelUnavailable, RateLimited
 from parla.memory.models import ModelRole, not_found_advice
 
 log = logging.getLogger(__name__)
@@ -50,11 +51,29 @@ _TRANSPORT = _transport_errors()
 _FAILURES: tuple[type[Exception], ...] = (errors.APIError, *_TRANSPORT)
 
 
+def retry_after(e: errors.APIError) -> float | None:
+    """When a 429 says to try again, in seconds: its Retry-After header, else the `retryDelay` of
+    the RetryInfo in its error details ("46s"), as the API gives it on a used-up quota
+    (https://ai.google.dev/gemini-api/docs/rate-limits); None when it says nothing."""
+    header = (getattr(e.response, "headers", None) or {}).get("retry-after")
+    if header is not None:
+        with suppress(TypeError, ValueError):  # an HTTP date: the details below say it in seconds too
+            return max(0.0, float(header))
+    details = e.details.get("error", {}).get("details", []) if isinstance(e.details, dict) else []
+    for detail in details if isinstance(details, list) else []:
+        delay = detail.get("retryDelay") if isinstance(detail, dict) else None
+        if isinstance(delay, str) and (seconds := re.fullmatch(r"(\d+(?:\.\d+)?)s", delay)):
+            return float(seconds.group(1))
+    return None
+
+
 def model_failure(e: Exception, what: str, role: ModelRole, model: str) -> ModelError:
     """`e`, an APIError or a transport failure of a Gemini call, as the ModelError callers handle;
     a model the API does not know comes with the setting to change and its replacement."""
     if isinstance(e, errors.APIError):
         detail = f"Gemini {what} failed ({e.code}): {e.message}"
+        if e.code == 429:
+            return RateLimited(detail, retry_after(e))
         if e.code in _REFUSED or (e.code == 400 and "API key" in (e.message or "")):
             return ModelUnavailable(f"{detail}; check GEMINI_API_KEY")
         if e.code in _UNREACHABLE:
@@ -81,9 +100,13 @@ class GeminiAvailability:
         except _FAILURES as e:
             failure = model_failure(e, what, role, model)
             if isinstance(failure, ModelUnavailable):
+                # a rate limit that says when to come back is waited for that long, no longer
+                pause = self.cooldown_s
+                if isinstance(failure, RateLimited) and failure.retry_after_s is not None:
+                    pause = failure.retry_after_s
                 if self.clock() >= self._until:
-                    log.warning("%s; using offline models for %.0f s", failure, self.cooldown_s)
-                self._until, self._reason = self.clock() + self.cooldown_s, str(failure)
+                    log.warning("%s; using offline models for %.0f s", failure, pause)
+                self._until, self._reason = self.clock() + pause, str(failure)
             raise failure from e
 
 
@@ -91,12 +114,7 @@ _TASKS: dict[TaskType, str] = {"document": "RETRIEVAL_DOCUMENT", "query": "RETRI
 
 
 class GeminiEmbedder:
-    default_min_similarity = GEMINI.min_similarity
-    default_min_match = GEMINI.min_match
-    default_switch_score = GEMINI.switch_score
-    default_switch_margin = GEMINI.switch_margin
-    default_words_weight = GEMINI.words_weight
-    default_title_drift_distance = GEMINI.title_drift_distance
+    calibration = GEMINI
 
     def __init__(
         self,

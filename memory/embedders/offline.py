@@ -64,12 +64,7 @@ class OfflineEmbedder:
 
     name = f"wordllama-{_CONFIG}-{_DIM}"
     dim = _DIM
-    default_min_similarity = OFFLINE.min_similarity
-    default_min_match = OFFLINE.min_match
-    default_switch_score = OFFLINE.switch_score
-    default_switch_margin = OFFLINE.switch_margin
-    default_words_weight = OFFLINE.words_weight
-    default_title_drift_distance = OFFLINE.title_drift_distance
+    calibration = OFFLINE
 
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
         # Static embeddings make no difference between documents and queries.

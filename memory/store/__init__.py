@@ -349,6 +349,37 @@ class ReminderRecords(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class QueueState:
+    """The queue of chats waiting for their summaries: how many, when the next is due (None: none
+    waits), and the last error a postponed one met."""
+
+    waiting: int = 0
+    next_due_in_s: float | None = None
+    last_error: str | None = None
+
+
+class SummaryQueue(Protocol):
+    """Chats waiting for their summaries (memory.summary_queue): kept in the store, so the work
+    survives a restart, and handed out with a lease, so two workers never take the same chat and
+    a worker that dies leaves it due again when the lease ends."""
+
+    async def queue_summaries(self, chat_ids: Sequence[str]) -> None:
+        """Queue these chats (in this order, after those already waiting); a chat already queued
+        keeps its place; an unknown id is ignored."""
+        ...
+
+    async def take_summary(self, lease_s: float) -> str | None:
+        """The chat due first, now leased for `lease_s` seconds; None when none is due."""
+        ...
+
+    async def settle_summary(self, chat_id: str, retry_in_s: float | None = None, error: str | None = None) -> None:
+        """Done (`retry_in_s` None: it leaves the queue), or due again in `retry_in_s` seconds, with why."""
+        ...
+
+    async def summary_queue(self) -> QueueState: ...
+
+
 class StoreState(Protocol):
     """The store as a whole: its figures, the writes still queued, its schema."""
 
@@ -369,6 +400,6 @@ class StoreState(Protocol):
         ...
 
 
-class ChatStore(ChatRecords, MemoryRecords, SearchIndex, ReminderRecords, StoreState, Protocol):
+class ChatStore(ChatRecords, MemoryRecords, SearchIndex, ReminderRecords, SummaryQueue, StoreState, Protocol):
     """What both stores (SQLite and Supabase) and the Supabase store's local copy answer, by
     concern; a part that needs one concern only can ask for that protocol."""

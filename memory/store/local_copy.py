@@ -51,6 +51,7 @@ from parla.memory.store import (
     EmbeddedWindow,
     MemorySnapshot,
     PendingWrites,
+    QueueState,
     StoredText,
     TextMatch,
     TextRef,
@@ -469,6 +470,21 @@ class LocalCopyStore:
 
     async def schema_version(self) -> int | None:
         return await self.remote.schema_version()
+
+    # -- chats waiting for summaries: Supabase's queue, which any of the user's devices works; a
+    # device that cannot reach it summarises nothing meanwhile (the summaries go there too)
+
+    async def queue_summaries(self, chat_ids: Sequence[str]) -> None:
+        await self.remote.queue_summaries(chat_ids)
+
+    async def take_summary(self, lease_s: float) -> str | None:
+        return await self.remote.take_summary(lease_s)
+
+    async def settle_summary(self, chat_id: str, retry_in_s: float | None = None, error: str | None = None) -> None:
+        await self.remote.settle_summary(chat_id, retry_in_s, error)
+
+    async def summary_queue(self) -> QueueState:
+        return await self.remote.summary_queue()
 
     async def embedded_texts(self) -> list[StoredText]:
         return await self.remote.embedded_texts()

@@ -19,19 +19,23 @@ from parla.memory.store.sqlite_chat_texts import SQLiteChatTexts
 from parla.memory.store.sqlite_chats import SQLiteChats
 from parla.memory.store.sqlite_memory import SQLiteMemory
 from parla.memory.store.sqlite_profile import SQLiteProfile
+from parla.memory.store.sqlite_queue import SQLiteQueue
 from parla.memory.store.sqlite_reminders import SQLiteReminders
 from parla.memory.store.sqlite_rows import get_chat_row, parse_ts
 from parla.memory.store.sqlite_search import SQLiteSearch
 from parla.memory.store.sqlite_vectors import embedder_info_of
 
 
-class SQLiteChatStore(SQLiteChats, SQLiteMemory, SQLiteProfile, SQLiteReminders, SQLiteSearch, SQLiteChatTexts):
+class SQLiteChatStore(
+    SQLiteChats, SQLiteMemory, SQLiteProfile, SQLiteReminders, SQLiteSearch, SQLiteChatTexts, SQLiteQueue
+):
     """`ChatStore` on one SQLite file. Use as `async with SQLiteChatStore(path) as store:`.
 
     The operations are split by concern over one connection (`SQLiteConnection`): chats, turns and
     compaction (`SQLiteChats`), summaries, facts and pins (`SQLiteMemory`), the user's profile
-    (`SQLiteProfile`), timers and reminders (`SQLiteReminders`), search and vectors (`SQLiteSearch`), search inside one chat
-    (`SQLiteChatTexts`); this class adds what concerns the whole file."""
+    (`SQLiteProfile`), timers and reminders (`SQLiteReminders`), search and vectors (`SQLiteSearch`),
+    search inside one chat (`SQLiteChatTexts`), chats waiting for summaries (`SQLiteQueue`); this class
+    adds what concerns the whole file."""
 
     # -- stats -----------------------------------------------------------------------------
 

@@ -205,4 +205,17 @@ UPDATE summaries SET embedding = parla_half_vector(embedding);
 UPDATE facts SET embedding = parla_half_vector(embedding) WHERE embedding IS NOT NULL;
 UPDATE turn_windows SET embedding = parla_half_vector(embedding)
 """,
+    # chats waiting for their summaries (memory.summary_queue): due from not_before (seconds since
+    # the epoch), which a worker that takes one pushes past its lease, so a worker that dies
+    # leaves it due again; a deleted chat leaves the queue with it
+    """
+CREATE TABLE summary_queue (
+    chat_id TEXT PRIMARY KEY REFERENCES chats (id) ON DELETE CASCADE,
+    queued_at REAL NOT NULL,
+    not_before REAL NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    last_error TEXT
+);
+CREATE INDEX summary_queue_due ON summary_queue (not_before, queued_at)
+""",
 ]

@@ -70,6 +70,7 @@ from parla.memory.store.checks import (
 )
 from parla.memory.store.outbox import Outbox, OutboxEntry
 from parla.memory.store.supabase_errors import MIGRATE_HINT, check_gateway, supabase_error
+from parla.memory.store.supabase_queue import SupabaseQueue
 from parla.memory.store.supabase_reminders import REMINDER_WRITES, SupabaseReminders
 from parla.memory.store.supabase_replay import OutboxReplay, RetryPolicy
 from parla.memory.store.supabase_rows import (
@@ -117,7 +118,7 @@ async def _signed_in(client: AsyncClient, url: str) -> None:
         raise StoreError(f"not signed in to Supabase at {url}: run `parla login`")
 
 
-class SupabaseChatStore(SupabaseReminders):
+class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
     """`ChatStore` on a Supabase project. Open with `SupabaseChatStore.connect(...)` and use as
     `async with store:`; the context owns the outbox replay task."""
 

@@ -22,6 +22,7 @@ from parla.memory.embedders.gemini import GeminiAvailability
 from parla.memory.errors import ModelError
 from parla.memory.facts import parse_fact_lines
 from parla.memory.importance import turn_importance
+from parla.memory.rate import CallSpacing
 from parla.memory.summarizers import transcript
 from parla.memory.summary import ChunkSummary
 from parla.memory.tokens import truncate_to_tokens
@@ -45,9 +46,11 @@ class GeminiSummarizer:
         model: str,
         availability: GeminiAvailability | None = None,
         config: MemoryConfig | None = None,
+        spacing: CallSpacing | None = None,
     ) -> None:
         self._client = client
         self.availability = availability or GeminiAvailability()
+        self.spacing = spacing  # calls spaced to stay under a rate limit (background work only)
         self.config = config or MemoryConfig.model_validate({})
         self.model = model
         self.name = f"gemini-{model}"
@@ -58,6 +61,8 @@ class GeminiSummarizer:
         # knobs: gemini-3.5-flash-lite ignores temperature/top-k/top-p and refuses frequency and
         # presence penalties; the one content is the user's (it refuses a request ending on a model
         # turn). https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/gemini/3-5-flash-lite
+        if self.spacing is not None:
+            await self.spacing.wait()
         response = await self.availability.call(
             self.model,
             "summary",

@@ -1,6 +1,7 @@
 """Re-embedding in the background (memory/reembed.py): offline vectors rebuilt with the Gemini
-embedder through the REST emulator, with progress; searches and new vectors refused meanwhile
-with how far it is; a failure leaves the old vectors whole."""
+embedder through the REST emulator, with progress; meanwhile searches go by the old vectors (or by
+words when their embedder cannot be used) and new vectors are refused with how far it is; a
+failure leaves the old vectors whole."""
 
 from __future__ import annotations
 
@@ -44,16 +45,27 @@ async def offline_store(store, compactor) -> int:
     return (await store.stats()).embedded_texts
 
 
-async def test_offline_vectors_are_rebuilt_in_the_background_with_progress(store, compactor, gemini, config, caplog):
+async def test_offline_vectors_are_rebuilt_in_the_background_with_progress(
+    store, compactor, gemini, config, caplog, embedder
+):
     caplog.set_level(logging.INFO, logger="parla.memory.reembed")
     texts = await offline_store(store, compactor)
     new = Held(gemini_embedder(gemini))
-    async with BackgroundReembed(store, new, batch=3) as background:
+
+    def previous(name: str, dim: int) -> Embedder | None:
+        return embedder if (name, dim) == (embedder.name, embedder.dim) else None
+
+    async with BackgroundReembed(store, new, batch=3, previous=previous) as background:
         guarded = background.embedder_while_running()
         await eventually(lambda: background.running, what="the re-embed to start")
-        # meanwhile a search answers by words and titles, and says why
-        during = await ChatSearch(store, guarded, config).search("laptops for software development")
-        assert during.by_words is not None and f"being re-embedded with {new.name}" in during.by_words
+        # meanwhile the old vectors serve: the request is embedded by the embedder that made them
+        search = ChatSearch(store, guarded, config, serving=background.serving)
+        during = await search.search("the wedding speech for my sister in Lisbon")
+        assert during.by_words is None and during.candidates and during.candidates[0].similarity > 0
+        assert gemini.calls("batchEmbedContents") == []  # the new embedder is held: nothing went to it
+        # where the old embedder cannot be used (Gemini's vectors, no key), by words and titles, saying why
+        by_words = await ChatSearch(store, guarded, config).search("laptops for software development")
+        assert by_words.by_words is not None and f"being re-embedded with {new.name}" in by_words.by_words
         new.go.set()
         await background.wait()
         assert background.progress.state == "done" and background.progress.done == texts
@@ -94,3 +106,18 @@ async def test_nothing_is_reembedded_when_the_vectors_are_the_embedders_own_or_n
         await background.wait()
         assert background.progress is None and not background.running
     assert gemini.calls("batchEmbedContents") == []
+
+
+async def test_the_old_vectors_embedder_is_found_when_it_can_be_used_here(store, gemini, embedder):
+    """What the daemon gives the re-embed to keep the old vectors serving: the offline embedder
+    always, a Gemini model only with a key."""
+    from parla.daemon.memory_services import MemoryServices
+
+    with_key = MemoryServices(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url), store)
+    assert with_key.embedder_of(embedder.name, embedder.dim).name == embedder.name
+    old = with_key.embedder_of("gemini-gemini-embedding-001-768", 768)
+    assert isinstance(old, GeminiEmbedder) and (old.model, old.dim) == ("gemini-embedding-001", 768)
+    assert with_key.embedder_of("someone-else-768", 768) is None
+    without = MemoryServices(Settings(gemini_api_key=""), store)
+    assert without.embedder_of("gemini-gemini-embedding-001-768", 768) is None
+    assert without.search.serving == without.reembedder.serving

@@ -6,7 +6,7 @@ from __future__ import annotations
 from parla.memory.compaction import CompactionWorker
 from parla.memory.pins import Pin
 from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.storing import copy_chat, store_chats
+from parla.memory.storing import compact_chats, copy_chat, store_only
 from tests.conftest import make_turns
 
 
@@ -36,8 +36,9 @@ async def test_store_chats_compacts_each_named_chat_once(store, compactor):
         chat = (await store.create_chat(title=f"chat {n}", turns=make_turns(3, prefix=f"c{n}"))).chat
         return chat.id, (chat.id if n != 2 else None)
 
-    stored = await store_chats([0, 1, 2], store_one, worker)
-    assert len(stored.results) == 3 and counts == [2]
-    assert sorted(done) == sorted(stored.results[:2]) and stored.not_compacted == {}
-    for cid in stored.results[:2]:
+    results, ids = await store_only([0, 1, 2], store_one)
+    assert len(results) == 3 and ids == results[:2]
+    not_compacted, offline = await compact_chats(ids, worker)
+    assert counts == [2] and sorted(done) == sorted(results[:2]) and (not_compacted, offline) == ({}, {})
+    for cid in results[:2]:
         assert (await store.get_chat(cid)).summary_text

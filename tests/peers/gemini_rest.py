@@ -132,13 +132,14 @@ class Request:
     path: str
     headers: dict[str, str]
     body: dict[str, Any]
+    at: float = field(default_factory=time.monotonic)  # when it arrived
 
 
 @dataclass
 class GeminiRestEmulator:
     api_key: str = "test-key"
     requests: list[Request] = field(default_factory=list)
-    faults: deque[tuple[int, str]] = field(default_factory=deque)
+    faults: deque[tuple[int, str, float | None]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
     grounded: deque[dict[str, Any]] = field(default_factory=deque)  # answers to requests with googleSearch
     routed: list[tuple[str, str]] = field(default_factory=list)  # (words of the instruction, answer)
@@ -155,9 +156,13 @@ class GeminiRestEmulator:
 
     # -- scripting ---------------------------------------------------------------------------
 
-    def fail_next(self, status: int, times: int = 1, message: str = "scripted fault") -> None:
+    def fail_next(
+        self, status: int, times: int = 1, message: str = "scripted fault", retry_after: float | None = None
+    ) -> None:
+        """The next `times` requests answer `status`; a 429 with `retry_after` says when to come
+        back as the API does: a Retry-After header and a RetryInfo detail with its retryDelay."""
         for _ in range(times):
-            self.faults.append((status, message))
+            self.faults.append((status, message, retry_after))
 
     def drop_next(self, times: int = 1) -> None:
         with self._lock:
@@ -249,6 +254,9 @@ class GeminiRestEmulator:
                 status, body = answer
                 data = json.dumps(body).encode()
                 self.send_response(status)
+                delay = next((d.get("retryDelay") for d in body.get("error", {}).get("details", [])), None)
+                if delay:
+                    self.send_header("retry-after", delay.removesuffix("s"))
                 self.send_header("content-type", "application/json; charset=UTF-8")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
@@ -273,8 +281,13 @@ class GeminiRestEmulator:
                 self.dropped -= 1
                 return None
             if self.faults:
-                status, message = self.faults.popleft()
-                return status, self._error(status, message)
+                status, message, retry_after = self.faults.popleft()
+                error = self._error(status, message)
+                if retry_after is not None:
+                    error["error"]["details"] = [
+                        {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{retry_after:g}s"}
+                    ]
+                return status, error
         key = {k.lower(): v for k, v in headers.items()}.get("x-goog-api-key")
         if not key:
             return 403, self._error(403, "Method doesn't allow unregistered callers. Please use an API key.")

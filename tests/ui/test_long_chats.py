@@ -49,3 +49,13 @@ async def test_turn_numbers_no_store_holds_are_refused(served):
         assert (await http.get(f"{japan}/turns/99999999999999999999999")).status_code == 400
         assert (await http.get(f"{japan}/turns/999999")).status_code == 404
         assert (await http.get(f"{japan}/turns?before=3")).status_code == 200
+
+
+async def test_the_chats_page_says_how_many_chats_wait_for_their_summaries(served):
+    async with httpx.AsyncClient(timeout=60) as http:
+        assert 'data-testid="summary-queue"' not in (await http.get(served.url)).text
+        await served.mem.store.queue_summaries([served.ids["japan"]])
+        await served.mem.store.settle_summary(served.ids["japan"], 60, "429 RESOURCE_EXHAUSTED")
+        page = (await http.get(served.url)).text
+    (line,) = re.findall(r'data-testid="summary-queue">([^<]*)<', page)
+    assert line.startswith("Summaries: 1 chats waiting") and "(last: 429 RESOURCE_EXHAUSTED)" in line

@@ -14,7 +14,15 @@ from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from parla.memory.importance import turn_importance
 from parla.memory.pins import Pin
-from parla.memory.store import ChatStore, CompactionCommit, EmbeddedWindow, PendingWrites, TextRef, WordCounts
+from parla.memory.store import (
+    ChatStore,
+    CompactionCommit,
+    EmbeddedWindow,
+    PendingWrites,
+    QueueState,
+    TextRef,
+    WordCounts,
+)
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.summary import SummaryLevel
 from parla.memory.turn import MessageRange, TokenUsage, Turn, WebSource
@@ -522,3 +530,24 @@ TOPICS_TEXT = [
     "That was the nocturne I practise, the one in E flat.",
     "What was the weather like? The rain of that week was heavy.",
 ]
+
+
+async def test_the_summary_queue_hands_each_chat_out_once_until_it_is_settled(any_store):
+    a, b, c = [(await any_store.create_chat(title=t, created_at=T0)).chat for t in "abc"]
+    await any_store.queue_summaries([b.id, a.id, b.id, "not-a-chat"])
+    await any_store.queue_summaries([c.id, a.id])  # a keeps its place
+    assert (await any_store.summary_queue()).waiting == 3
+    assert [await any_store.take_summary(60) for _ in range(3)] == [b.id, a.id, c.id]  # queued order
+    assert await any_store.take_summary(60) is None  # every one is leased
+    await any_store.settle_summary(b.id)  # done: it leaves the queue
+    await any_store.settle_summary(a.id, retry_in_s=0, error="429 RESOURCE_EXHAUSTED")  # due again now
+    await any_store.settle_summary(c.id, retry_in_s=3600, error="later")
+    state = await any_store.summary_queue()
+    assert state.waiting == 2 and state.next_due_in_s is not None and state.next_due_in_s < 5
+    assert state.last_error in ("429 RESOURCE_EXHAUSTED", "later")
+    assert await any_store.take_summary(0) == a.id  # a lease of 0: due again at once, as after a crash
+    assert await any_store.take_summary(60) == a.id
+    assert await any_store.take_summary(60) is None
+    await any_store.delete_chat(c.id)  # a deleted chat leaves the queue with it
+    await any_store.settle_summary(a.id)
+    assert await any_store.summary_queue() == QueueState()

@@ -60,6 +60,7 @@ async def test_a_store_made_before_the_word_index_gets_its_turns_indexed(tmp_pat
             "DROP TRIGGER turn_words_insert; DROP TRIGGER turn_words_delete; DROP TABLE turn_vocab; "
             "DROP TABLE turn_words; ALTER TABLE turns DROP COLUMN usage; DROP TRIGGER title_window_stale; "
             "DROP TABLE profile; DROP TABLE vector_chats; ALTER TABLE turns DROP COLUMN sources; DROP TABLE reminders; "
+            "DROP TABLE summary_queue; "
             "DELETE FROM meta WHERE key = 'store_id'; "
             f"PRAGMA user_version = {MIGRATIONS.index(WORD_INDEX)};"
         )
