@@ -94,6 +94,7 @@ class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
     def ahead_s(self) -> float: ...
+    def overlay(self, pcm: bytes) -> None: ...
 
 
 @dataclass
@@ -113,6 +114,7 @@ class LiveConversation:
     on_event: Callable[[SessionEvent], None] | None = None
     status: LiveStatus = field(default_factory=LiveStatus)
     clock: LocalClock | None = None  # None: the system clock in config.time_zone
+    switch_cue: bytes | None = None  # played over whatever plays the moment a switch is decided
 
     def __post_init__(self) -> None:
         self._clock = self.clock or LocalClock(self.config.time_zone)
@@ -169,6 +171,8 @@ class LiveConversation:
         chat, the session closes, and a fresh one opens seeded with `memory`. With no turn under
         way the switch happens at once."""
         self._next_memory = memory
+        if self.speaker is not None and self.switch_cue:
+            self.speaker.overlay(self.switch_cue)  # the user is not left in silence while it happens
         if not self.assembler.model_speaking and not self._tool_calls.pending:
             self._reconnect.set()
 
