@@ -421,9 +421,16 @@ class LiveConversation:
         """The next queued item that may go now. Tools' answers go first, always (the model may
         be waiting on them); conversation turns go in order, one answer at a time: they wait
         while the model speaks, until the model's turn about the last one sent (or a BLOCKING
-        call's result) has ended, and while a completed client turn would cut the model off."""
+        call's result) has ended, while a switch is under way, and while a completed client turn
+        would cut the model off."""
         items = [i for i, item in enumerate(self._outgoing) if not self._is_conversation(item)]
-        waits = self.assembler.model_speaking or self._answer_due or self._turn_would_interrupt()
+        # A turn that comes once a switch is decided belongs to the chat moved to: it waits for that session.
+        waits = (
+            self.assembler.model_speaking
+            or self._answer_due
+            or self._next_memory is not None
+            or self._turn_would_interrupt()
+        )
         if not items and self._outgoing and not waits:
             items = [0]
         if not items:
