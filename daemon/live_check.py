@@ -35,6 +35,7 @@ from parla.memory.tasks import cancel_and_wait
 from parla.voice.close_codes import close_code, failure_reason
 from parla.voice.config import MIC_RATE
 from parla.voice.live_config import connect_config
+from parla.voice.live_send import send_audio, send_text
 from parla.voice.profiles import profile_for
 
 TRACE_FORMAT = "parla-live-trace"
@@ -140,17 +141,16 @@ class _Connection:
         block = int(MIC_RATE * BLOCK_S) * 2
         for i in range(0, len(pcm), block):
             piece = pcm[i : i + block]
-            await self.session.send_realtime_input(audio=types.Blob(data=piece, mime_type=f"audio/pcm;rate={MIC_RATE}"))
+            await send_audio(self.session, piece)
             self.trace.record(self.index, "out", {"realtimeInput": {"audio": {"bytes": len(piece)}}})
             await asyncio.sleep(BLOCK_S * pace)
 
     async def text(self, settings: Settings, text: str) -> None:
-        if profile_for(settings.live_model).typed_turns_via == "client_content":
-            turn = types.Content(role="user", parts=[types.Part(text=text)])
-            await self.session.send_client_content(turns=turn, turn_complete=True)
+        profile = profile_for(settings.live_model)
+        await send_text(self.session, profile, text)
+        if profile.typed_turns_via == "client_content":
             self.trace.record(self.index, "out", {"clientContent": {"turns": [text], "turnComplete": True}})
         else:
-            await self.session.send_realtime_input(text=text)
             self.trace.record(self.index, "out", {"realtimeInput": {"text": text}})
 
 

@@ -32,13 +32,13 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from google import genai
 
 from parla.daemon.control import ControlServer
 from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from parla.daemon.daemon_status import DaemonStatus, TypedTurn
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.wake import WakePhrase
@@ -59,7 +59,6 @@ from parla.voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 
-State = Literal["starting", "idle", "active", "stopping"]
 CommandHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 
 # How often an open session checks for silence (the timeout itself is a setting).
@@ -69,33 +68,6 @@ _IDLE_POLL_S = 0.25
 _RESTART_DELAY_S = 1.0
 _RESTART_MAX_DELAY_S = 60.0
 _CRASH_RESET_S = 300.0
-
-
-@dataclass
-class TypedTurn:
-    """A `parla say` waiting for what became of it: answered (and stored, or kept aside), or
-    failed (and then whether the text is stored in the chat)."""
-
-    turn: Turn  # the user turn it is stored as (by id)
-    outcome: asyncio.Future[dict[str, Any]]
-    sent: bool = False  # said in a session: the session stores it
-    answer: Turn | None = None  # the model's answer, on its way to the store
-
-    def settle(self, result: dict[str, Any]) -> None:
-        if not self.outcome.done():
-            self.outcome.set_result(result)
-
-
-@dataclass
-class DaemonStatus:
-    state: State = "starting"
-    session_started: float | None = None
-    sessions: int = 0
-    wake_detections: int = 0
-    restarts: int = 0  # unexpected failures the daemon went on after
-    last_error: str | None = None
-    kept_turns: int = 0  # turns not stored in time, kept aside for the next start
-    lost_turns: int = 0  # turns neither stored nor kept aside (the local file failed too)
 
 
 class Daemon:

@@ -68,11 +68,12 @@ from parla.memory.local_time import LocalClock
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
 from parla.voice.close_codes import classify, failure_reason
-from parla.voice.config import MIC_RATE, VoiceConfig
+from parla.voice.config import VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from parla.voice.latency import VoiceToVoice
 from parla.voice.live_config import connect_config, system_instruction
 from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
+from parla.voice.live_send import send_audio, send_seed, send_text
 from parla.voice.profiles import profile_for
 from parla.voice.reconnect import GiveUp, ReconnectPolicy
 from parla.voice.session_memory import Seed, SessionMemory
@@ -82,8 +83,6 @@ from parla.voice.transcript import TranscriptAssembler
 from parla.voice.turn_saver import TurnSaver
 
 log = logging.getLogger(__name__)
-
-MIC_MIME = f"audio/pcm;rate={MIC_RATE}"
 
 
 class AudioSource(Protocol):
@@ -278,7 +277,7 @@ class LiveConversation:
                     started = time.monotonic()
                     if seeding:
                         assert seed is not None
-                        await self._send_seed(session, seed)
+                        await send_seed(session, self.profile, seed)
                     self._connected(resumed=seed is None)
                     await self._serve(session)
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
@@ -386,7 +385,7 @@ class LiveConversation:
         control: asyncio.Task[bool] | None = None
         try:
             if self._held_block is not None:
-                await self._send_audio(session, self._held_block)
+                await send_audio(session, self._held_block)
                 self._held_block = None
             while True:
                 while (item := self._next_outgoing()) is not None:
@@ -409,7 +408,7 @@ class LiveConversation:
                     mic_read = None
                     self._held_block = block
                     read_at = time.monotonic()
-                    await self._send_audio(session, block)
+                    await send_audio(session, block)
                     self.latency.sent(block, read_at, time.monotonic())
                     self._held_block = None
         finally:
@@ -450,28 +449,9 @@ class LiveConversation:
         blocking = types.Behavior.BLOCKING
         return any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
 
-    async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
-        await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
-
-    async def _send_seed(self, session: AsyncSession, seed: Seed) -> None:
-        """The tail turns, with their roles, before any realtime input: left open where a
-        completed turn would ask for an answer, closed where it ends the initial history."""
-        history: list[types.Content | types.ContentDict] = [
-            types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history
-        ]
-        await session.send_client_content(turns=history, turn_complete=self.profile.seed_turn_complete)
-
-    async def _send_text(self, session: AsyncSession, text: str) -> None:
-        """A user turn in words, the way the model takes one mid-session."""
-        if self.profile.typed_turns_via == "client_content":
-            turn = types.Content(role="user", parts=[types.Part(text=text)])
-            await session.send_client_content(turns=turn, turn_complete=True)
-        else:
-            await session.send_realtime_input(text=text)
-
     async def _send(self, session: AsyncSession, item: Outgoing) -> None:
         if isinstance(item, Text):
-            await self._send_text(session, item.turn.text)
+            await send_text(session, self.profile, item.turn.text)
             self._queue_save(self.assembler.typed(item.turn))
             self.status.last_activity = time.monotonic()
             self._answer_due = True  # until the model's turn about it ends, or it says nothing
@@ -485,7 +465,7 @@ class LiveConversation:
         else:
             # The server does not act on an answer to a call another connection issued (even a
             # resumed one): the model hears the result as conversation instead.
-            await self._send_text(session, item.as_text())
+            await send_text(session, self.profile, item.as_text())
 
     # receiving
 
