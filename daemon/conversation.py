@@ -23,6 +23,7 @@ from parla.tools.look_up import GroundedSearch, look_up_tools
 from parla.tools.mcp_tools import McpTools
 from parla.tools.registry import ToolRegistry
 from parla.voice.audio import Microphone, Speaker
+from parla.voice.cues import switch_cue
 from parla.voice.echo import EchoCanceller, PlayedAudio
 from parla.voice.live import AudioSource, LiveConversation, SessionEvent
 
@@ -115,6 +116,7 @@ def live_conversation(
         speaker=speaker,
         on_event=on_event,
         clock=clock,
+        switch_cue=switch_cue() if mem.settings.cues else None,
     )
     return conversation
 

@@ -59,3 +59,7 @@ class DaemonBusy(CommandError):
 
 class CommandFailed(ParlaError):
     """A `parla` command could not do what was asked (the daemon could not answer, the input holds nothing)."""
+
+
+class LiveCheckFailed(ParlaError):
+    """A step of `parla doctor --live` did not get what the Live API should send."""

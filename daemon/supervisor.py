@@ -38,7 +38,7 @@ from google import genai
 
 from parla.daemon.control import ControlServer
 from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
-from parla.daemon.daemon_state import DaemonStatus, TypedTurn
+from parla.daemon.daemon_status import DaemonStatus, TypedTurn
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.reminders import ReminderScheduler, say_aloud

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, Literal, Self
 
+import numpy as np
+
 from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
 from parla.voice.echo import EchoCanceller, PlayedAudio
 from parla.voice.errors import AudioDeviceError
@@ -278,6 +280,19 @@ class Speaker(_AudioStream):
                 self.dropped_bytes += len(pcm) - room
                 pcm = pcm[:room]
             self._buffer += pcm
+            if self._buffer:
+                self._idle.clear()
+
+    def overlay(self, pcm: bytes) -> None:
+        """Mix `pcm` into what plays next (clipped), so it is heard within the device's latency even
+        while a reply plays; past the queued audio it plays alone."""
+        with self._lock:
+            head = min(len(self._buffer), len(pcm)) // SAMPLE_BYTES * SAMPLE_BYTES
+            if head:
+                mixed = np.frombuffer(self._buffer[:head], "<i2").astype(np.int32)
+                mixed += np.frombuffer(pcm[:head], "<i2")
+                self._buffer[:head] = np.clip(mixed, -32768, 32767).astype("<i2").tobytes()
+            self._buffer += pcm[head:]
             if self._buffer:
                 self._idle.clear()
 

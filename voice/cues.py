@@ -1,4 +1,5 @@
-"""The short tones that tell the user a session opened or closed, with no words to wait for."""
+"""The short tones that tell the user a session opened or closed, or that the conversation is moving
+to another chat, with no words to wait for."""
 
 from __future__ import annotations
 
@@ -17,3 +18,14 @@ def cue(rising: bool) -> bytes:
     envelope = np.sin(np.pi * np.arange(n) / n)  # no clicks at the edges
     tone = np.concatenate([np.sin(2 * math.pi * f * t) * envelope for f in notes])
     return (tone * 0.25 * 32767).astype("<i2").tobytes()
+
+
+SWITCH_CUE_HZ = 1175.0  # above the voices' fundamentals and the session chimes
+
+
+def switch_cue() -> bytes:
+    """A 120 ms single note at the speaker's rate: the conversation is moving to another chat."""
+    n = int(SPEAKER_RATE * 0.12)
+    envelope = np.sin(np.pi * np.arange(n) / n)
+    tone = np.sin(2 * math.pi * SWITCH_CUE_HZ * np.arange(n) / SPEAKER_RATE) * envelope
+    return (tone * 0.2 * 32767).astype("<i2").tobytes()

@@ -68,11 +68,12 @@ from parla.memory.local_time import LocalClock
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn, WebSource
 from parla.voice.close_codes import classify, failure_reason
-from parla.voice.config import MIC_RATE, VoiceConfig
+from parla.voice.config import VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
 from parla.voice.latency import VoiceToVoice
 from parla.voice.live_config import connect_config, system_instruction
 from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
+from parla.voice.live_send import send_audio, send_seed, send_text
 from parla.voice.profiles import profile_for
 from parla.voice.reconnect import GiveUp, ReconnectPolicy
 from parla.voice.session_memory import Seed, SessionMemory
@@ -83,8 +84,6 @@ from parla.voice.turn_saver import TurnSaver
 
 log = logging.getLogger(__name__)
 
-MIC_MIME = f"audio/pcm;rate={MIC_RATE}"
-
 
 class AudioSource(Protocol):
     async def read(self) -> bytes: ...
@@ -94,6 +93,7 @@ class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
     def ahead_s(self) -> float: ...
+    def overlay(self, pcm: bytes) -> None: ...
 
 
 @dataclass
@@ -113,6 +113,7 @@ class LiveConversation:
     on_event: Callable[[SessionEvent], None] | None = None
     status: LiveStatus = field(default_factory=LiveStatus)
     clock: LocalClock | None = None  # None: the system clock in config.time_zone
+    switch_cue: bytes | None = None  # played over whatever plays the moment a switch is decided
 
     def __post_init__(self) -> None:
         self._clock = self.clock or LocalClock(self.config.time_zone)
@@ -169,6 +170,8 @@ class LiveConversation:
         chat, the session closes, and a fresh one opens seeded with `memory`. With no turn under
         way the switch happens at once."""
         self._next_memory = memory
+        if self.speaker is not None and self.switch_cue:
+            self.speaker.overlay(self.switch_cue)  # the user is not left in silence while it happens
         if not self.assembler.model_speaking and not self._tool_calls.pending:
             self._reconnect.set()
 
@@ -279,7 +282,7 @@ class LiveConversation:
                     started = time.monotonic()
                     if seeding:
                         assert seed is not None
-                        await self._send_seed(session, seed)
+                        await send_seed(session, self.profile, seed)
                     self._connected(resumed=seed is None)
                     await self._serve(session)
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
@@ -387,7 +390,7 @@ class LiveConversation:
         control: asyncio.Task[bool] | None = None
         try:
             if self._held_block is not None:
-                await self._send_audio(session, self._held_block)
+                await send_audio(session, self._held_block)
                 self._held_block = None
             while True:
                 while (item := self._next_outgoing()) is not None:
@@ -410,7 +413,7 @@ class LiveConversation:
                     mic_read = None
                     self._held_block = block
                     read_at = time.monotonic()
-                    await self._send_audio(session, block)
+                    await send_audio(session, block)
                     self.latency.sent(block, read_at, time.monotonic())
                     self._held_block = None
         finally:
@@ -422,9 +425,16 @@ class LiveConversation:
         """The next queued item that may go now. Tools' answers go first, always (the model may
         be waiting on them); conversation turns go in order, one answer at a time: they wait
         while the model speaks, until the model's turn about the last one sent (or a BLOCKING
-        call's result) has ended, and while a completed client turn would cut the model off."""
+        call's result) has ended, while a switch is under way, and while a completed client turn
+        would cut the model off."""
         items = [i for i, item in enumerate(self._outgoing) if not self._is_conversation(item)]
-        waits = self.assembler.model_speaking or self._answer_due or self._turn_would_interrupt()
+        # A turn that comes once a switch is decided belongs to the chat moved to: it waits for that session.
+        waits = (
+            self.assembler.model_speaking
+            or self._answer_due
+            or self._next_memory is not None
+            or self._turn_would_interrupt()
+        )
         if not items and self._outgoing and not waits:
             items = [0]
         if not items:
@@ -444,28 +454,9 @@ class LiveConversation:
         blocking = types.Behavior.BLOCKING
         return any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
 
-    async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
-        await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
-
-    async def _send_seed(self, session: AsyncSession, seed: Seed) -> None:
-        """The tail turns, with their roles, before any realtime input: left open where a
-        completed turn would ask for an answer, closed where it ends the initial history."""
-        history: list[types.Content | types.ContentDict] = [
-            types.Content(role=t.role, parts=[types.Part(text=t.text)]) for t in seed.history
-        ]
-        await session.send_client_content(turns=history, turn_complete=self.profile.seed_turn_complete)
-
-    async def _send_text(self, session: AsyncSession, text: str) -> None:
-        """A user turn in words, the way the model takes one mid-session."""
-        if self.profile.typed_turns_via == "client_content":
-            turn = types.Content(role="user", parts=[types.Part(text=text)])
-            await session.send_client_content(turns=turn, turn_complete=True)
-        else:
-            await session.send_realtime_input(text=text)
-
     async def _send(self, session: AsyncSession, item: Outgoing) -> None:
         if isinstance(item, Text):
-            await self._send_text(session, item.turn.text)
+            await send_text(session, self.profile, item.turn.text)
             self._queue_save(self.assembler.typed(item.turn))
             self.status.last_activity = time.monotonic()
             self._answer_due = True  # until the model's turn about it ends, or it says nothing
@@ -479,7 +470,7 @@ class LiveConversation:
         else:
             # The server does not act on an answer to a call another connection issued (even a
             # resumed one): the model hears the result as conversation instead.
-            await self._send_text(session, item.as_text())
+            await send_text(session, self.profile, item.as_text())
 
     # receiving
 

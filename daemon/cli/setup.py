@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -18,8 +19,18 @@ _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "
 
 
 @command
-async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
-    """Check the key, the Gemini models in use, the audio devices, the store, the wake phrase and the daemon."""
+async def doctor(
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+    live: bool = typer.Option(False, "--live", help="Open a short real Live session and check it step by step."),
+    speech: Path | None = typer.Option(None, help="With --live: a 16 kHz mono 16-bit WAV of a short question."),
+    trace: Path | None = typer.Option(None, help="With --live: where the trace goes (default: in this folder)."),
+) -> None:
+    """Check the key, the Gemini models in use, the audio devices, the store, the wake phrase and the
+    daemon; with --live, a real Live session (setup, a spoken turn, a tool call, an interruption, a
+    resumption), traced to a file to send when something differs."""
+    if live:
+        await _live_check(as_json, speech, trace)
+        return
     from parla.daemon.doctor import diagnose
 
     checks = await diagnose(load_settings())
@@ -31,6 +42,27 @@ async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JS
             if c.fix and c.outcome != "ok":
                 out.print(f"       fix: {escape(c.fix)}")
     if any(c.outcome == "fail" for c in checks):
+        raise typer.Exit(1)
+
+
+async def _live_check(as_json: bool, speech: Path | None, trace: Path | None) -> None:
+    from parla.daemon.live_check import default_trace_path, live_check, read_speech
+    from parla.daemon.memory_services import gemini_client
+
+    if speech is None:
+        raise fail("--live needs --speech: a WAV file (16 kHz, mono, 16-bit) of a short spoken question")
+    settings = load_settings()
+    pcm = read_speech(speech)
+    path = trace or default_trace_path()
+    with path.open("w", encoding="utf-8") as out_file:
+        steps = await live_check(settings, gemini_client(settings), pcm, out_file)
+    if as_json:
+        emit_json({"steps": [s.__dict__ for s in steps], "trace": str(path)})
+    else:
+        for s in steps:
+            out.print(f"{_MARK['ok' if s.ok else 'fail']} {escape(s.name)}: {escape(s.detail)}")
+        out.print(f"trace: {escape(str(path))} (attach it to an issue when a step failed or differs)")
+    if len(steps) < 5 or not all(s.ok for s in steps):
         raise typer.Exit(1)
 
 

@@ -4,6 +4,8 @@ seeded with the target chat's memory, and later turns are stored in that chat.""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from pathlib import Path
 
 from parla.daemon.conversation import spoken_conversation
@@ -12,7 +14,7 @@ from parla.daemon.settings import Settings
 from parla.memory.importer import chat_id_of, parse_line, turns_of
 from parla.memory.turn import Turn
 from tests.conftest import eventually
-from tests.peers.live_emulator import tone
+from tests.peers.live_emulator import tone, typed_turn
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 
@@ -135,3 +137,45 @@ async def test_ambiguous_then_chat_id_and_tool_errors(pulse, live, gemini, live_
 
 async def _turns(mem, chat_id, n):
     return (await mem.store.get_chat(chat_id)).turn_count >= n
+
+
+async def test_what_is_typed_during_a_switch_goes_to_the_new_chat(
+    pulse, live, gemini, live_certificate, tmp_path, monkeypatch
+):
+    """A turn typed after the switch was decided, while the model still announces it, belongs to
+    the chat the conversation moves to: it is sent to the new session and stored there, never to
+    the session about to close."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    called = asyncio.Event()
+    old_session_heard: list[str] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.tool_call({"id": "s1", "name": "new_chat", "args": {"topic": "Kyoto"}})
+            called.set()
+            answer = response_of(await conn.expect("tool_response"))
+            await conn.reply(answer["say"], tone(0.3), paced=True)
+            with contextlib.suppress(AssertionError, TimeoutError):
+                old_session_heard.append(await typed_turn(conn, timeout=2))
+        else:
+            question = await typed_turn(conn)
+            await conn.reply(f"About {question}: three days.", tone(0.1))
+        await conn.closed.wait()
+
+    live.script = script
+    async with open_memory(settings_for(live, gemini, tmp_path)) as mem:
+        first = (await mem.store.create_chat(title="Sourdough")).chat.id
+        async with spoken_conversation(mem, first) as conversation:
+            await called.wait()
+            await eventually(lambda: conversation.switching, what="the switch decided")
+            conversation.say("How long in Kyoto?")
+            second = await live.wait_connections(2)
+            await eventually(lambda: second.sent[-1:] == [{"serverContent": {"turnComplete": True}}], what="the answer")
+            new = conversation.memory.chat_id
+            await eventually(lambda: _turns(mem, new, 2), what="the exchange stored in the new chat")
+        first_history = [t.text for t in (await mem.store.load_history(first)).full_history]
+        new_history = [t.text for t in (await mem.store.load_history(new)).full_history]
+    assert old_session_heard == []
+    assert first_history == ["A new chat is open."]
+    assert new_history == ["How long in Kyoto?", "About How long in Kyoto?: three days."]

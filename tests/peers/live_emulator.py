@@ -100,9 +100,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 from websockets.asyncio.server import Server, ServerConnection, serve
 from websockets.exceptions import ConnectionClosed
-from websockets.frames import OP_PONG, Frame
 
 from tests.peers.gemini_rest import CATALOGUE
+from tests.peers.live_keepalive import slow_pongs
 
 PATH = re.compile(r"/ws/google\.ai\.generativelanguage\.v1(alpha|beta)?\.GenerativeService\.BidiGenerateContent")
 IN_RATE = 16_000
@@ -592,34 +592,6 @@ class LiveConnection:
 
 
 Script = Callable[[LiveConnection], Awaitable[None]]
-
-
-def slow_pongs(delay: float | None) -> type[ServerConnection]:
-    """A server connection that answers pings `delay` seconds late (None: never)."""
-
-    class SlowPongs(ServerConnection):
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            send_frame = self.protocol.send_frame
-            tasks: set[asyncio.Task[None]] = set()
-
-            async def later(frame: Frame) -> None:
-                assert delay is not None
-                await asyncio.sleep(delay)
-                async with self.send_context():
-                    send_frame(frame)
-
-            def delayed(frame: Frame) -> None:
-                if frame.opcode is not OP_PONG:
-                    send_frame(frame)
-                elif delay is not None:
-                    task = asyncio.get_running_loop().create_task(later(frame))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-
-            self.protocol.send_frame = delayed  # type: ignore[method-assign]
-
-    return SlowPongs
 
 
 def typed(frame: ClientFrame) -> str | None:

@@ -88,8 +88,9 @@ async def test_a_resumption_refused_after_the_connection_ends_starts_fresh_from_
     live, live_client, voice_config, store, model
 ):
     """The service ends each connection (GoAway, then 1011 "Deadline expired"); the resumption that
-    follows can be refused (1007: it lost the session). Nothing said before may be lost: the fresh
-    session is seeded from the store with every turn, the unanswered last words included."""
+    follows can be refused with 1007, as users report (https://discuss.ai.google.dev/t/186392).
+    Nothing said before may be lost: the fresh session is seeded from the store with every turn,
+    the unanswered last words included."""
     chat = (await store.create_chat(title="hotel")).chat
 
     async def script(conn):

@@ -1,4 +1,5 @@
-"""What the daemon reports of itself (`parla status`) and the typed turns waiting for their outcome."""
+"""What the daemon keeps about itself for `parla status`, and the typed turns waiting for what
+became of them."""
 
 from __future__ import annotations
 

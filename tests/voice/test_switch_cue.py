@@ -1,0 +1,76 @@
+"""The cue of a switch, through PulseAudio: decided while a reply plays, it is heard within 200 ms
+(mixed into what plays next, not queued behind the reply), and the reply still plays out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import numpy as np
+
+from parla.daemon.chat_memory import ChatMemory
+from parla.memory.config import MemoryConfig
+from parla.memory.refused import RefusedTurns
+from parla.voice.audio import Speaker
+from parla.voice.cues import SWITCH_CUE_HZ, switch_cue
+from parla.voice.live import LiveConversation
+from tests.conftest import eventually
+from tests.peers.live_emulator import OUT_RATE, tone
+
+REPLY_HZ = 440.0
+
+
+def tone_level(pcm: np.ndarray, frequency: float) -> float:
+    """The amplitude of `frequency` in `pcm` (a single-bin DFT)."""
+    t = np.arange(pcm.size) / OUT_RATE
+    return float(2 * abs(np.dot(pcm, np.exp(-2j * np.pi * frequency * t))) / pcm.size)
+
+
+def first_heard(chunks: list[tuple[float, bytes]], frequency: float, after: float, level: float = 1000.0) -> float:
+    """When `frequency` was first heard at the monitor after `after` (20 ms windows)."""
+    window: list[np.ndarray] = []
+    for at, piece in chunks:
+        window.append(np.frombuffer(piece, "<i2").astype(np.float64))
+        samples = np.concatenate(window)
+        if samples.size < OUT_RATE // 50:
+            continue
+        window = []
+        if at >= after and tone_level(samples, frequency) > level:
+            return at
+    raise AssertionError(f"{frequency} Hz was never heard after the decision")
+
+
+async def test_the_switch_cue_is_heard_within_200_ms_over_a_playing_reply(
+    pulse, live, live_client, voice_config, store
+):
+    chat = (await store.create_chat(title="sourdough")).chat
+    other = (await store.create_chat(title="Japan")).chat
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.expect("client_content")
+            await conn.reply("Here is a long answer.", tone(2.0, REPLY_HZ))  # all of it buffered at once
+        await conn.closed.wait()
+
+    def memory(chat_id: str) -> ChatMemory:
+        return ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path)))
+
+    live.script = script
+    recorder = pulse.record_speaker()
+    async with (
+        Speaker(block_ms=20) as speaker,
+        LiveConversation(live_client, voice_config, memory(chat.id), speaker=speaker, switch_cue=switch_cue()) as conv,
+    ):
+        conv.say("tell me everything")
+        await eventually(lambda: speaker.ahead_s() > 1.0, what="the reply in the speaker")
+        await asyncio.sleep(0.3)
+        decided = time.monotonic()
+        conv.switch_to(memory(other.id))
+        await live.wait_connections(2)
+        assert await speaker.drained(5)
+        await asyncio.sleep(0.2)
+    recorder.stop()
+    heard = first_heard(recorder.chunks, SWITCH_CUE_HZ, decided)
+    assert heard - decided < 0.2, f"the cue came {heard - decided:.3f} s after the decision"
+    assert first_heard(recorder.chunks, REPLY_HZ, heard) - heard < 0.2  # the reply goes on under it
