@@ -10,8 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema
 
-from parla.memory.reembed import ReembedProgress
-from parla.memory.store import PendingWrites
+from parla.memory.progress import PendingWrites, ReembedProgress
 
 
 def _string(value: Any) -> str:

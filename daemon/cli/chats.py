@@ -150,7 +150,7 @@ async def import_chats(
             how = "" if replace else "; `parla import --replace` replaces it with the file's version"
             err.print(f"parla: {what} {n}: chat {r.chat_id[:8]} not changed: {r.detail}{how}", markup=False)
     if as_json:
-        emit_json(report)
+        emit_json(report, "import")
         return
     out.print(
         f"Imported {report['imported']} chats ({report['turns_added']} turns in all; {export.format_name}); "
@@ -183,7 +183,7 @@ async def list_chats(
         for c in chats
     ]
     if as_json:
-        emit_json(rows)
+        emit_json(rows, "chats")
         return
     if not rows:
         out.print("No chats yet. Import some with `parla import FILE.jsonl`.")
@@ -271,7 +271,7 @@ async def show(
         ],
     }
     if as_json:
-        emit_json(data)
+        emit_json(data, "show")
         return
     out.print(f"[bold]{escape(c.display_title)}[/bold]  {c.id}")
     out.print(f"created {when(c.created_at)}, last activity {when(c.last_activity_at)}")
@@ -330,7 +330,7 @@ async def search(
     async with open_memory(load_settings()) as mem:
         result = await mem.search.search(request, limit=limit)
     if as_json:
-        emit_json(result.model_dump(mode="json"))
+        emit_json(result.model_dump(mode="json"), "search")
         return
     verdict = {
         "switch": f"switch to {result.candidates[0].title!r}" if result.candidates else "",
@@ -381,7 +381,7 @@ async def stats(
 
         data["store_size"] = store_size(settings.store_path).model_dump(mode="json")
     if as_json:
-        emit_json(data)
+        emit_json(data, "stats")
         return
     table = Table("", "", show_header=False)
     for key, value in _flat(data).items():

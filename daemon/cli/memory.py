@@ -75,7 +75,7 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
         "failed": failed,
     }
     if as_json:
-        emit_json(counts)
+        emit_json(counts, "memory backfill")
     else:
         out.print(
             f"Backfilled {counts['chats']} chats: {counts['described']} described, {counts['turns_folded']} turns "
@@ -133,7 +133,8 @@ async def forgotten(
             [
                 {"number": n, "kind": i.kind, "text": i.content, "forgotten_at": iso(i.forgotten_at)}
                 for n, i in enumerate(items, start=1)
-            ]
+            ],
+            "memory forgotten",
         )
         return
     _print_forgotten(items)

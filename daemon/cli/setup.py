@@ -23,7 +23,7 @@ async def doctor(as_json: bool = typer.Option(False, "--json", help="Print as JS
 
     checks = await diagnose(load_settings())
     if as_json:
-        emit_json([c.__dict__ for c in checks])
+        emit_json([c.__dict__ for c in checks], "doctor")
     else:
         for c in checks:
             out.print(f"{_MARK[c.outcome]} {escape(c.name)}: {escape(c.detail)}")
@@ -45,7 +45,7 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSO
         for name in Settings.model_fields
     }
     if as_json:
-        emit_json(rows)
+        emit_json(rows, "config show")
         return
     # one `name = value  # where from` line per setting: as the config file spells it, ready to copy
     for name, row in rows.items():
@@ -153,7 +153,7 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")
         for d in found
     ]
     if as_json:
-        emit_json(rows)
+        emit_json(rows, "devices")
         return
     if not rows:
         raise fail("no audio devices exist (is a sound server running?)")

@@ -96,7 +96,7 @@ async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSO
         "outbox_depth": stats.outbox_depth,
     }
     if as_json:
-        emit_json(data)
+        emit_json(data, "db check")
         return
     out.print(f"Supabase schema version {version} (Parla needs {SCHEMA_VERSION}): ok; {stats.total_chats} chats.")
 
@@ -142,7 +142,7 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
         "not_summarised": failed,
     }
     if as_json:
-        emit_json(report)
+        emit_json(report, "sync")
         return
     table = Table("", "", show_header=False)
     for key, value in report.items():

@@ -164,7 +164,12 @@ def when(value: datetime) -> str:
     return f"{moment.year:04d}-{moment:%m-%d %H:%M}"  # strftime's %Y gives year 1 as "1"
 
 
-def emit_json(data: Any) -> None:
+def emit_json(data: Any, command: str) -> None:
+    """Print the command's `--json` document, once it is checked to be the shape the reference
+    documents (daemon/cli/json_shapes.py): an undeclared field is a bug, not an output."""
+    from parla.daemon.cli.json_shapes import check
+
+    check(command, data)
     sys.stdout.write(json_text(data, indent=2) + "\n")
 
 
