@@ -33,7 +33,7 @@ from parla.memory.errors import StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
 from parla.memory.profile import ProfileEntry
-from parla.memory.progress import PendingWrites
+from parla.memory.progress import PendingWrites as PendingWrites  # part of the store protocol's API
 from parla.memory.stats import MemoryStats
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.text import window_words
