@@ -23,6 +23,7 @@ from parla.daemon.cli.support import (
     iso,
     load_settings,
     open_memory,
+    open_store,
     out,
     progress_bar,
     resolve_chat,
@@ -168,8 +169,8 @@ async def list_chats(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List chats: title, last activity, turn counts."""
-    async with open_memory(load_settings()) as mem:
-        chats = await mem.store.list_chats(limit)
+    async with open_store(load_settings()) as store:
+        chats = await store.list_chats(limit)
     rows = [
         {
             "id": c.id,
@@ -221,13 +222,13 @@ async def show(
     from parla.memory.tokens import estimate_tokens
 
     settings = load_settings()
-    async with open_memory(settings) as mem:
-        cid = await resolve_chat(mem, chat)
-        history = await mem.store.load_history(cid)
-        summaries = await mem.store.list_summaries(cid)
-        facts = await mem.store.list_facts(cid)
-        pins = await mem.store.list_pins(cid)
-        context = await load_context(mem.store, cid, settings)
+    async with open_store(settings) as store:
+        cid = await resolve_chat(store, chat)
+        history = await store.load_history(cid)
+        summaries = await store.list_summaries(cid)
+        facts = await store.list_facts(cid)
+        pins = await store.list_pins(cid)
+        context = await load_context(store, cid, settings)
     c = history.chat
     full_tokens = sum(estimate_tokens(t.transcript_line()) for t in history.full_history)
     assistant_tokens = sum(estimate_tokens(t.transcript_line()) for t in history.assistant_history)
@@ -371,9 +372,9 @@ async def stats(
 ) -> None:
     """Totals of what the memory holds, or of one chat (--chat)."""
     settings = load_settings()
-    async with open_memory(settings) as mem:
-        cid = await resolve_chat(mem, chat) if chat else None
-        s = await mem.store.stats(cid)
+    async with open_store(settings) as store:
+        cid = await resolve_chat(store, chat) if chat else None
+        s = await store.stats(cid)
     where = {"url": settings.supabase_url} if settings.store == "supabase" else {"path": str(settings.store_path)}
     data = {"store": settings.store, **where, **({"chat": cid} if cid else {}), **s.model_dump(mode="json")}
     if settings.store == "sqlite" and cid is None:
@@ -414,7 +415,7 @@ async def rm(
     """Delete chats with everything in them (turns, summaries, facts, pins). Asks first."""
     settings = load_settings()
     async with open_memory(settings) as mem:
-        ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
+        ids = list(dict.fromkeys([await resolve_chat(mem.store, ref) for ref in chats]))
         found = [await mem.store.get_chat(cid) for cid in ids]
         current = await running_daemon_chat(settings.control_socket)
         if current in ids:
@@ -447,7 +448,7 @@ async def rename(
     from parla.memory.turn_windows import rename_chat
 
     async with open_memory(load_settings()) as mem:
-        renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem, chat), title)
+        renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem.store, chat), title)
     out.print(f"Renamed {renamed.id[:8]} to {escape(renamed.display_title)}.")
 
 
@@ -497,13 +498,13 @@ async def export(
     if bool(chats) == all_chats:
         raise fail("name the chats to export, or give --all")
     chosen: ExportFormat = fmt or ("jsonl" if output and output.suffix in (".jsonl", ".json") else "md")
-    async with open_memory(load_settings()) as mem:
+    async with open_store(load_settings()) as store:
         if all_chats:
-            listed = await mem.store.list_chats(limit=1_000_000)
+            listed = await store.list_chats(limit=1_000_000)
             ids = [c.id for c in sorted(listed, key=lambda c: c.created_at)]
         else:
-            ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
-        histories = [await mem.store.load_history(cid) for cid in ids]
+            ids = list(dict.fromkeys([await resolve_chat(store, ref) for ref in chats]))
+        histories = [await store.load_history(cid) for cid in ids]
     if chosen == "jsonl":
         text = "".join(json_text(export_line(h)) + "\n" for h in histories)
     else:
@@ -534,7 +535,7 @@ async def forget(
     if not wanted:
         raise fail("say what to forget")
     async with open_memory(load_settings()) as mem:
-        items = await memory_items(mem.store, await resolve_chat(mem, chat))
+        items = await memory_items(mem.store, await resolve_chat(mem.store, chat))
         exact = [i for i in items if i.content.casefold() == wanted]
         matches = exact or [i for i in items if wanted in i.content.casefold()]
         if not matches:

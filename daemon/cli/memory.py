@@ -35,7 +35,7 @@ async def regenerate(
 
     rng = MessageRange.parse(range_) if range_ else None
     async with open_memory(load_settings()) as mem:
-        cid = await resolve_chat(mem, chat)
+        cid = await resolve_chat(mem.store, chat)
         report = await mem.compactor.regenerate(cid, rng, facts_only=facts_only)
     if facts_only:
         out.print(f"Regenerated {report.fact_blocks} fact blocks in {report.duration_ms:.0f} ms.")
@@ -127,7 +127,7 @@ async def forgotten(
     from parla.memory.forgetting import memory_items
 
     async with open_memory(load_settings()) as mem:
-        items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
+        items = await memory_items(mem.store, await resolve_chat(mem.store, chat), forgotten=True)
     if as_json:
         emit_json(
             [
@@ -150,7 +150,7 @@ async def restore(
     from parla.memory.forgetting import memory_items, set_forgotten
 
     async with open_memory(load_settings()) as mem:
-        cid = await resolve_chat(mem, chat)
+        cid = await resolve_chat(mem.store, chat)
         items = await memory_items(mem.store, cid, forgotten=True)
         if wrong := [n for n in numbers if n > len(items)]:
             raise CommandFailed(

@@ -159,7 +159,7 @@ async def recall(
 
     settings = load_settings()
     async with open_memory(settings) as mem:
-        scope = await resolve_chat(mem, chat) if chat else None
+        scope = await resolve_chat(mem.store, chat) if chat else None
         recaller = Recall(mem.store, mem.embedder, settings.recall_results, settings.recall_words_weight)
         found = await recaller.recall(request, scope)
     rows = [

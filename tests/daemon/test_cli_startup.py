@@ -1,0 +1,61 @@
+"""The commands that only read the store start without the model SDKs or an embedder on the SQLite
+store (their figures: bench/cli_startup.py): the module lists are checked in a fresh process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("google.genai", "supabase", "parla.memory.embedders.offline", "wordllama", "parla.daemon.memory_services")
+# runs `parla ARGS` in this process, then names the heavy modules it loaded
+PROBE = f"""
+import json, sys
+from parla.daemon.cli import main
+sys.argv = ["parla", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+print(json.dumps({{"code": code, "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}), file=sys.stderr)
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("startup")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PARLA_") and "API_KEY" not in k},
+        "PARLA_STORE_PATH": str(folder / "parla.db"),
+        "PARLA_CONFIG_FILE": str(folder / "none.toml"),
+        "PARLA_CONTROL_SOCKET": str(folder / "ctl.sock"),
+    }
+    fixture = ROOT / "tests/data/imports/chatgpt_conversations.json"
+    subprocess.run([sys.executable, "-m", "parla.daemon", "import", str(fixture)], env=env, check=True, timeout=300)
+    return env
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["chats"],
+        ["chats", "--json"],
+        ["stats", "--json"],
+        ["show", "Sourdough timing", "--json"],
+        ["export", "--all", "--format", "jsonl"],
+        ["config", "show"],
+        ["status"],
+    ],
+)
+def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], env=store, capture_output=True, text=True, check=False, timeout=120
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None) or args == ["status"], done.stderr  # no daemon: status exits 1
+    assert report["loaded"] == []
