@@ -307,7 +307,8 @@ def protocol_page() -> str:
             parts.append(f"\n### {request.__name__}\n\n{_fields(request)}")
     parts.append("\n## Answers\n\nA field that is not required is sent only when it applies.\n")
     printed: list[type[Any]] = []
-    parts.append(_models(list(dict.fromkeys(reply for _, reply in protocol.COMMANDS.values())), printed))
+    replies = dict.fromkeys(reply for _, reply in protocol.COMMANDS.values())
+    parts.append(_models(list(replies), printed))
     parts.append(
         "\n## `--json` output\n\n"
         "What each command prints with `--json`, from `daemon/cli/json_shapes.py` (each document is "

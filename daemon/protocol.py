@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema
 
 from parla.memory.progress import PendingWrites, ReembedProgress
+from parla.memory.search_result import SearchResult
 
 
 def _string(value: Any) -> str:
@@ -68,6 +69,13 @@ class SayRequest(Request):
     wait: Seconds = Field(
         0, description="a number of seconds to wait for the answer; 0 answers at once (`sent` or `activating`)"
     )
+
+
+class SearchRequest(Request):
+    """Which chat a request means and why, by the daemon's warm embedder and index; nothing moves."""
+
+    query: Text = Field(description="a non-empty string: the request, as it would be said")
+    limit: Annotated[int, Field(ge=1, le=50, strict=True)] = Field(5, description="an integer from 1 to 50: candidates")
 
 
 class UiRequest(Request):
@@ -163,6 +171,10 @@ class ResultAnswer(Answer):
     last_error: str | None = Field(None, description="past the wait: the daemon's last error")
 
 
+class SearchAnswer(Answer):
+    search: SearchResult = Field(description="what `parla search --json` prints")
+
+
 class UiAnswer(Answer):
     url: str = Field(description="the inspector's address with its token")
     address: str = Field(description="the same without the token")
@@ -175,6 +187,7 @@ COMMANDS: dict[str, tuple[type[Request], type[Answer]]] = {
     "new": (NewRequest, NewAnswer),
     "talk": (TalkRequest, ResultAnswer),
     "say": (SayRequest, ResultAnswer),
+    "search": (SearchRequest, SearchAnswer),
     "ui": (UiRequest, UiAnswer),
     "mute": (MuteRequest, ResultAnswer),
     "unmute": (UnmuteRequest, ResultAnswer),

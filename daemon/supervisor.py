@@ -41,7 +41,15 @@ from parla.daemon.control import ControlServer
 from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
-from parla.daemon.protocol import NewRequest, SayRequest, SwitchRequest, TalkRequest, answer, read_request
+from parla.daemon.protocol import (
+    NewRequest,
+    SayRequest,
+    SearchRequest,
+    SwitchRequest,
+    TalkRequest,
+    answer,
+    read_request,
+)
 from parla.daemon.wake import WakePhrase
 from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
@@ -133,6 +141,7 @@ class Daemon:
             "new": self._cmd_new,
             "talk": self._cmd_talk,
             "say": self._cmd_say,
+            "search": self._cmd_search,
             "ui": self._cmd_ui,
             "mute": self._cmd_mute,
             "unmute": self._cmd_unmute,
@@ -584,6 +593,11 @@ class Daemon:
         if not await conversation.keep_now({typed.turn.id, answer.id}, reason):
             return None
         return {"result": "answered", "answer": answer.text, "stored": False, "kept": str(self.mem.refused.path)}
+
+    async def _cmd_search(self, request: SearchRequest) -> dict[str, Any]:
+        """`parla search` asked here: the embedder and the index are warm in the daemon."""
+        result = await self.mem.search.search(request.query, limit=request.limit)
+        return {"search": result.model_dump(mode="json")}
 
     async def _cmd_ui(self, request: object) -> dict[str, Any]:
         if self.inspector is None:

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from parla.memory.chat import ChatHistory
     from parla.memory.errors import ImportLineError
     from parla.memory.importer import ImportChat, ImportResult
+    from parla.memory.search_result import SearchResult
     from parla.memory.turn import Turn
 
 
@@ -317,6 +318,22 @@ async def show(
 # -- search -----------------------------------------------------------------------------------
 
 
+async def _search_in_daemon(settings: Settings, request: str, limit: int) -> SearchResult | None:
+    """The running daemon's answer (its embedder and index are loaded), or None when no daemon
+    can answer: then the command searches the store itself."""
+    from parla.daemon.control import send_command
+    from parla.daemon.errors import ControlError
+    from parla.memory.search_result import SearchResult
+
+    try:
+        answer = await send_command(
+            settings.control_socket, "search", timeout=settings.search_embed_timeout_s + 10, query=request, limit=limit
+        )
+    except ControlError:  # none runs, or one that cannot search (an older daemon, still starting)
+        return None
+    return SearchResult.model_validate(answer["search"])
+
+
 @command
 async def search(
     request: str = typer.Argument(..., help='What you would say, e.g. "the chat about the Japan trip".'),
@@ -328,8 +345,11 @@ async def search(
         from parla.memory.errors import EmptyRequest
 
         raise EmptyRequest()
-    async with open_memory(load_settings()) as mem:
-        result = await mem.search.search(request, limit=limit)
+    settings = load_settings()
+    result = await _search_in_daemon(settings, request, limit)
+    if result is None:
+        async with open_memory(settings) as mem:
+            result = await mem.search.search(request, limit=limit)
     if as_json:
         emit_json(result.model_dump(mode="json"), "search")
         return

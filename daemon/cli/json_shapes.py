@@ -12,10 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
 from parla.daemon.protocol import StatusAnswer
 from parla.memory.pins import Pin
+from parla.memory.search_result import SearchResult
 from parla.memory.stats import MemoryStats
 
-if TYPE_CHECKING:  # they load numpy: imported by `_heavy` for the commands that print them
-    from parla.memory.search import SearchResult
+if TYPE_CHECKING:  # it loads numpy: `_store_stats` resolves it for `parla stats`, which has loaded it
     from parla.memory.store.sqlite_size import StoreSize
 
 
@@ -224,12 +224,6 @@ class SyncReport(Shape):
     not_summarised: list[str]
 
 
-def _search_result() -> type[SearchResult]:
-    from parla.memory.search import SearchResult
-
-    return SearchResult
-
-
 def _store_stats() -> type[StoreStats]:
     from parla.memory.store.sqlite_size import StoreSize
 
@@ -238,11 +232,11 @@ def _store_stats() -> type[StoreStats]:
 
 
 # Each command's `--json` document: a model, or a list or mapping of one (made when asked for: the
-# models of search and stats need the memory, which the commands that print them have loaded).
+# model of stats needs the store's modules, which `parla stats` has loaded).
 SHAPES: dict[str, Callable[[], Any]] = {
     "chats": lambda: list[ChatRow],
     "show": lambda: ShowReport,
-    "search": _search_result,
+    "search": lambda: SearchResult,
     "recall": lambda: list[RecallRow],
     "import": lambda: ImportReport,
     "stats": _store_stats,

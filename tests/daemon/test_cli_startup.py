@@ -1,15 +1,21 @@
 """The commands that only read the store start without the model SDKs or an embedder on the SQLite
-store (their figures: bench/cli_startup.py): the module lists are checked in a fresh process."""
+store, and `parla search` asks a running daemon instead of loading them (their figures:
+bench/cli_startup.py): the module lists are checked in a fresh process."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
 import sys
+from asyncio.subprocess import PIPE
 from pathlib import Path
 
 import pytest
+
+from parla.memory.turn import Turn
+from tests.daemon.conftest import running
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = ("google.genai", "supabase", "parla.memory.embedders.offline", "wordllama", "parla.daemon.memory_services")
@@ -59,3 +65,24 @@ def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None) or args == ["status"], done.stderr  # no daemon: status exits 1
     assert report["loaded"] == []
+
+
+async def test_search_asks_the_running_daemon_and_loads_no_embedder(daemon_settings, tmp_path):
+    async with running(daemon_settings) as (_, mem, chat_id):
+        await mem.store.append_turns(chat_id, [Turn.of("user", "Planning the trip to Japan: Kyoto temples, a ryokan.")])
+        await mem.compactor.compact(chat_id)
+        expected = await mem.search.search("the Japan trip", limit=5)
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("PARLA_") and "API_KEY" not in k},
+            "PARLA_STORE_PATH": str(daemon_settings.store_path),
+            "PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket),
+            "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
+        }
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", PROBE, "search", "the Japan trip", "--json", env=env, stdout=PIPE, stderr=PIPE
+        )
+        out, err = await asyncio.wait_for(child.communicate(), 120)
+    assert json.loads(err.decode().strip().splitlines()[-1]) == {"code": 0, "loaded": []}, err.decode()
+    found = json.loads(out)
+    assert found["decision"] == expected.decision
+    assert [c["chat_id"] for c in found["candidates"]] == [c.chat_id for c in expected.candidates]
