@@ -63,3 +63,12 @@ def test_each_error_the_troubleshooting_page_quotes_is_printed_by_the_code():
     code = _code()
     missing = [line for line in quoted if not all(piece in code for piece in line.split("…"))]
     assert not missing, f"the page quotes lines the code no longer prints: {missing}"
+
+
+def test_the_readme_links_only_to_files_that_exist():
+    readme = (ROOT / "README.md").read_text()
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme)
+    assert targets, "the README links into docs/"
+    missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
+    assert not missing, missing
+    assert len(readme.splitlines()) <= 200
