@@ -67,6 +67,15 @@ def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
     assert report["loaded"] == []
 
 
+@pytest.mark.parametrize("args", [["status", "--json"], ["config", "show", "--json"], ["--version"]])
+def test_a_command_that_needs_no_memory_loads_no_numpy_either(store, args):
+    probe = PROBE.replace(repr(HEAVY), repr((*HEAVY, "numpy", "parla.memory.store")))
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], env=store, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert json.loads(done.stderr.strip().splitlines()[-1])["loaded"] == [], done.stderr
+
+
 async def test_search_asks_the_running_daemon_and_loads_no_embedder(daemon_settings, tmp_path):
     async with running(daemon_settings) as (_, mem, chat_id):
         await mem.store.append_turns(chat_id, [Turn.of("user", "Planning the trip to Japan: Kyoto temples, a ryokan.")])
