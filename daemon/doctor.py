@@ -12,8 +12,9 @@ from google.genai import errors
 
 from parla.daemon.control import send_command
 from parla.daemon.errors import ConfigError, ControlError, DaemonNotRunning, WakeWordError
-from parla.daemon.memory_services import NO_KEY, gemini_client, open_store
+from parla.daemon.memory_services import NO_KEY, gemini_client
 from parla.daemon.settings import Settings
+from parla.daemon.stores import open_store
 from parla.daemon.wake import WakePhrase
 from parla.memory.errors import StoreError
 from parla.memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement

@@ -4,19 +4,17 @@ and chat search, opened and closed together."""
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from google import genai
 from google.genai import types
-from pydantic import SecretStr
 
 from parla.daemon.errors import ConfigError
 from parla.daemon.settings import Settings
+from parla.daemon.stores import open_store
 from parla.memory.absolute_dates import DateReading
 from parla.memory.compaction import CompactionWorker, Compactor
 from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
@@ -28,9 +26,6 @@ from parla.memory.reembed import BackgroundReembed
 from parla.memory.refused import RefusedTurns
 from parla.memory.search import ChatSearch
 from parla.memory.store import ChatStore
-from parla.memory.store.local_copy import LocalCopyStore
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.store.sqlite_file import create_private, tighten
 from parla.memory.summarizers import Summarizer
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.memory.summarizers.fallback import FallbackSummarizer
@@ -38,9 +33,6 @@ from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.memory.summary_queue import QueueProgress, SummaryWorker
 from parla.tools.chats import ChatSession, ChatTools
 from parla.tools.reminders import ReminderTools
-
-if TYPE_CHECKING:
-    from parla.memory.store.supabase import SupabaseChatStore
 
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "
@@ -211,74 +203,6 @@ class MemoryServices:
         dates in a fact to remember are read with `clock` in the speech's language (English unset)."""
         clock = clock or LocalClock(self.settings.time_zone)
         return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, self.dates.languages)
-
-
-def _secret(value: SecretStr | None) -> str | None:
-    return value.get_secret_value() if value is not None and value.get_secret_value() else None
-
-
-def supabase_url(settings: Settings) -> str:
-    if not settings.supabase_url:
-        raise ConfigError(
-            "PARLA_STORE=supabase needs PARLA_SUPABASE_URL (the project URL, Settings → API in the Supabase dashboard)"
-        )
-    return settings.supabase_url
-
-
-def supabase_anon_key(settings: Settings) -> str:
-    key = _secret(settings.supabase_key)
-    if key is None:
-        raise ConfigError("set PARLA_SUPABASE_KEY to the project's anon (publishable) key, then run `parla login`")
-    return key
-
-
-async def connect_supabase(settings: Settings) -> SupabaseChatStore:
-    """The Supabase store the settings describe: the service-role key with a user id, or the anon
-    key with the session `parla login` saved."""
-    # imported here: supabase-py and psycopg add about 20 MB to a daemon on the SQLite store
-    from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
-
-    url = supabase_url(settings)
-    retry = RetryPolicy(
-        settings.supabase_retry_attempts, settings.supabase_retry_delay, settings.supabase_retry_max_delay
-    )
-    # the outbox holds turns not yet sent, in the store's file: as private as the SQLite store
-    await asyncio.to_thread(create_private, settings.store_path)
-    await asyncio.to_thread(tighten, settings.store_path)
-    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout, "retry": retry}
-    service_key = _secret(settings.supabase_service_key)
-    if service_key is not None or settings.supabase_user_id:
-        if service_key is None or not settings.supabase_user_id:
-            raise ConfigError(
-                "the service-role mode needs both PARLA_SUPABASE_SERVICE_KEY and PARLA_SUPABASE_USER_ID "
-                "(or unset both and sign in with `parla login`)"
-            )
-        try:
-            uuid.UUID(settings.supabase_user_id)
-        except ValueError:
-            raise ConfigError(
-                f"PARLA_SUPABASE_USER_ID must be the user's UUID (Authentication → Users), not "
-                f"{settings.supabase_user_id!r}"
-            ) from None
-        return await SupabaseChatStore.connect(url, service_key, user_id=settings.supabase_user_id, **common)
-    return await SupabaseChatStore.connect(
-        url, supabase_anon_key(settings), session_file=settings.supabase_session_file, **common
-    )
-
-
-@asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
-    """The store the settings name; Supabase with this device's copy, which answers while it is away."""
-    if settings.store != "supabase":
-        async with SQLiteChatStore(settings.store_path) as store:
-            yield store
-        return
-    remote = await connect_supabase(settings)
-    # the copy holds the user's chats: as private as the SQLite store
-    await asyncio.to_thread(create_private, settings.copy_path)
-    await asyncio.to_thread(tighten, settings.copy_path)
-    async with remote, SQLiteChatStore(settings.copy_path) as copy:
-        yield LocalCopyStore(remote, copy, settings.supabase_recheck_s)
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ virtualenv when scripts/run.sh installed it) and reads the key from an environme
 `Type=notify`: the daemon tells systemd it is ready (socket listening, devices open) with one
 datagram on $NOTIFY_SOCKET, so `systemctl start` returns when Parla can be talked to, or fails.
 It restarts on failure, at most a few times in a row, so a missing microphone or a bad key does
-not restart it every few seconds forever. macOS (launchd) is described in the README."""
+not restart it every few seconds forever. macOS (launchd) is described in docs/guides/service.md."""
 
 from __future__ import annotations
 
@@ -46,9 +46,9 @@ def env_file() -> Path:
 
 
 def _documentation() -> str:
-    """The README this Parla was installed from, when it is on disk (a source checkout)."""
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    return f"Documentation=file://{readme}\n" if readme.is_file() else ""
+    """The service's guide in the checkout this Parla was installed from, when it is on disk."""
+    guide = Path(__file__).resolve().parents[1] / "docs" / "guides" / "service.md"
+    return f"Documentation=file://{guide}\n" if guide.is_file() else ""
 
 
 def unit_text(settings: Settings) -> str:

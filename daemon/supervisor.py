@@ -41,6 +41,15 @@ from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversat
 from parla.daemon.daemon_status import DaemonStatus, TypedTurn
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
+from parla.daemon.protocol import (
+    NewRequest,
+    SayRequest,
+    SearchRequest,
+    SwitchRequest,
+    TalkRequest,
+    answer,
+    read_request,
+)
 from parla.daemon.reminders import ReminderScheduler, say_aloud
 from parla.daemon.wake import WakePhrase
 from parla.memory.errors import ParlaError, StoreError, StoreOffline
@@ -63,7 +72,7 @@ from parla.voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 
-CommandHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
+CommandHandler = Callable[[Any], Awaitable[dict[str, Any]]]
 
 # How often an open session checks for silence (the timeout itself is a setting).
 _IDLE_POLL_S = 0.25
@@ -112,6 +121,7 @@ class Daemon:
             "talk": self._cmd_talk,
             "say": self._cmd_say,
             "reminders": self._cmd_reminders,
+            "search": self._cmd_search,
             "ui": self._cmd_ui,
             "mute": self._cmd_mute,
             "unmute": self._cmd_unmute,
@@ -451,16 +461,13 @@ class Daemon:
             raise CommandError(f"unknown command {cmd!r}; the daemon knows {known}")
         if self._current is None:
             raise CommandError("the daemon is still starting; try again in a moment")
-        result: dict[str, Any] = await handler(request)
-        return result
+        try:
+            typed = read_request(cmd, request)
+        except ValueError as e:
+            raise CommandError(str(e)) from None
+        return answer(cmd, await handler(typed))
 
-    def _text(self, request: dict[str, Any], key: str) -> str:
-        value = request.get(key)
-        if not isinstance(value, str) or not value.strip():
-            raise CommandError(f"{request['cmd']} needs a non-empty string `{key}`")
-        return value.strip()
-
-    async def _cmd_status(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_status(self, request: object) -> dict[str, Any]:
         assert self._current is not None and self._gate is not None
         chat_id = self._current.chat_id
         try:
@@ -497,30 +504,25 @@ class Daemon:
 
     # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
 
-    async def _cmd_switch(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_switch(self, request: SwitchRequest) -> dict[str, Any]:
         """A chat id, the start of one, an exact title or an imported chat's id goes to that chat
         (the ambiguous answer tells the user to give the id); anything else is searched for by
         meaning."""
         assert self._tools is not None
-        ref = self._text(request, "query")
+        ref = request.query
         named = await find_chats_named(self.mem.store, ref)
         if len(named) == 1:
             return await self._tools.switch_chat(SwitchArgs(chat_id=named[0].id))
         return await self._tools.switch_chat(SwitchArgs(query=ref))
 
-    async def _cmd_new(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_new(self, request: NewRequest) -> dict[str, Any]:
         assert self._tools is not None
-        title = request.get("title")
-        if title is not None and not isinstance(title, str):
-            raise CommandError("new's `title` is a string")
-        return await self._tools.new_chat(NewChatArgs(topic=title))
+        return await self._tools.new_chat(NewChatArgs(topic=request.title))
 
-    async def _cmd_talk(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_talk(self, request: TalkRequest) -> dict[str, Any]:
         """With `wait` (seconds), answers once the session is open (`listening`) or could not
         open (`failed`, with the reason), or past the wait `activating` with the last error."""
-        wait = request.get("wait", 0)
-        if not isinstance(wait, int | float) or wait < 0:
-            raise CommandError("talk's `wait` is a number of seconds")
+        wait = request.wait
         if self._conversation is not None:
             return {"result": "already_active"}
         self._activate.set()
@@ -562,14 +564,11 @@ class Daemon:
                     continue  # stored unanswered: `_store_typed` tells why
                 self._typed.remove(typed)
 
-    async def _cmd_say(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_say(self, request: SayRequest) -> dict[str, Any]:
         """With `wait` (seconds), answers what became of the text: `answered` (with the answer),
         `failed` (with the reason and whether the text is stored) or, past the wait, `queued`."""
-        text = self._text(request, "text")
-        wait = request.get("wait", 0)
-        if not isinstance(wait, int | float) or wait < 0:
-            raise CommandError("say's `wait` is a number of seconds")
-        turn = Turn.of("user", text, source="text")
+        wait = request.wait
+        turn = Turn.of("user", request.text, source="text")
         typed = TypedTurn(turn, asyncio.get_running_loop().create_future())
         if wait:
             self._typed.append(typed)
@@ -605,26 +604,31 @@ class Daemon:
             return None
         return {"result": "answered", "answer": answer.text, "stored": False, "kept": str(self.mem.refused.path)}
 
-    async def _cmd_ui(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_search(self, request: SearchRequest) -> dict[str, Any]:
+        """`parla search` asked here: the embedder and the index are warm in the daemon."""
+        result = await self.mem.search.search(request.query, limit=request.limit)
+        return {"search": result.model_dump(mode="json")}
+
+    async def _cmd_ui(self, request: object) -> dict[str, Any]:
         if self.inspector is None:
             raise CommandError(self._inspector_problem or "the memory inspector is not running")
         return {"url": self.inspector.url, "address": self.inspector.address}
 
-    async def _cmd_reminders(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_reminders(self, request: object) -> dict[str, Any]:
         """Reminders were set or cancelled elsewhere on this machine (`parla reminders`): read them again."""
         self.mem.reminder_wake.set()
         return {"result": "ok"}
 
-    async def _cmd_mute(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_mute(self, request: object) -> dict[str, Any]:
         assert self._gate is not None
         self._gate.mute(True)
         return {"result": "muted"}
 
-    async def _cmd_unmute(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_unmute(self, request: object) -> dict[str, Any]:
         assert self._gate is not None
         self._gate.mute(False)
         return {"result": "unmuted"}
 
-    async def _cmd_stop(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_stop(self, request: object) -> dict[str, Any]:
         self.stop()
         return {"result": "stopping"}

@@ -17,13 +17,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal, Self
+from typing import Self
 
 import numpy as np
 
 from parla.memory.embedding import Embedder, TaskType, WrappedEmbedder
 from parla.memory.errors import Reembedding
+from parla.memory.progress import ReembedProgress
 from parla.memory.store import ChatStore
 from parla.memory.tasks import cancel_and_wait
 
@@ -44,34 +44,6 @@ async def reembed(
             on_progress(start + len(chunk), len(texts))
     await store.replace_embeddings([(t.ref, v) for t, v in zip(texts, vectors, strict=True)], embedder.name)
     return len(texts)
-
-
-ReembedState = Literal["running", "done", "failed"]
-
-
-@dataclass
-class ReembedProgress:
-    """How far a background re-embed is (`parla status` shows it)."""
-
-    embedder: str
-    previous: str
-    state: ReembedState = "running"
-    done: int = 0
-    total: int = 0
-    error: str | None = None
-
-    def step(self, done: int, total: int) -> None:
-        self.done, self.total = done, total
-        log.info("re-embedding %d/%d", done, total, extra={"event": "reembed_progress", "done": done, "total": total})
-
-    def describe(self) -> str:
-        if self.state == "failed":
-            return f"re-embedding the chats with {self.embedder} failed ({self.error}); it is tried again at restart"
-        share = f"{self.done} of {self.total} texts" if self.total else "starting"
-        return (
-            f"the chats are being re-embedded with {self.embedder} ({share}); until it is done, search goes by "
-            "the vectors made before (or by words and titles)"
-        )
 
 
 class BackgroundReembed:

@@ -37,7 +37,6 @@ import logging
 import math
 from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -48,6 +47,7 @@ from parla.memory.dates import DateSpan, mentioned_date
 from parla.memory.embedders.offline import WordTable
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.errors import EmbedderMismatch, EmptyRequest, ModelError, Reembedding
+from parla.memory.search_result import Candidate, SearchResult
 from parla.memory.store import ChatMatch, ChatStore, TextMatch, TextRef, WordCounts
 from parla.memory.tasks import cancel_and_wait
 from parla.memory.text import FRAMING, STOPWORDS, content_words
@@ -55,8 +55,6 @@ from parla.memory.turn import MessageRange, utcnow
 from parla.memory.turn_windows import TITLE
 
 log = logging.getLogger("parla.memory")
-
-Decision = Literal["switch", "ambiguous", "none"]
 
 # Chats the first stage hands to the second, and texts per chat it rescores.
 _FETCH = 40
@@ -67,35 +65,6 @@ _DATE_SLACK = timedelta(days=1)
 _MATCHED = 0.85
 # Chats listed per call while reading every title (a search by words).
 _TITLE_PAGE = 500
-
-
-class Candidate(BaseModel):
-    chat_id: str
-    title: str | None
-    score: float
-    match: float  # the best text's similarity and word score, averaged
-    similarity: float  # that text's embedding similarity
-    words: float  # that text's word score
-    date: float
-    recency: float
-    last_activity_at: datetime
-    matched_kind: str
-    matched_range: str | None
-    matched_text: str
-    matched_words: list[str]
-
-
-class SearchResult(BaseModel):
-    query: str
-    decision: Decision
-    reason: str
-    candidates: list[Candidate]
-    # why the request was answered by words and titles alone (it could not be embedded), or None
-    by_words: str | None = None
-
-    @property
-    def winner(self) -> Candidate | None:
-        return self.candidates[0] if self.decision == "switch" else None
 
 
 class Thresholds(BaseModel):

@@ -3,7 +3,7 @@ of this package holds one group of commands and exposes them the same way: COMMA
 function, or a group of subcommands) and PANEL (the help section they are listed under).
 
 Output for people goes through rich; `--json` prints one stable JSON document on stdout
-(documented in the README) and progress goes to stderr. Any failure exits non-zero with one
+(its shape in daemon/cli/json_shapes.py, documented in docs/reference/protocol.md) and progress goes to stderr. Any failure exits non-zero with one
 line on stderr saying what went wrong and what to do.
 """
 

@@ -21,6 +21,7 @@ from parla.daemon.cli.support import (
     iso,
     load_settings,
     open_memory,
+    open_store,
     out,
     resolve_chat,
     running_daemon_chat,
@@ -33,7 +34,9 @@ from parla.daemon.terminal_text import json_text, visible
 from parla.memory.errors import WriteQueued
 
 if TYPE_CHECKING:
+    from parla.daemon.settings import Settings
     from parla.memory.chat import ChatHistory
+    from parla.memory.search_result import SearchResult
     from parla.memory.turn import Turn
 
 
@@ -46,8 +49,8 @@ async def list_chats(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """List chats: title, last activity, turn counts."""
-    async with open_memory(load_settings()) as mem:
-        chats = await mem.store.list_chats(limit)
+    async with open_store(load_settings()) as store:
+        chats = await store.list_chats(limit)
     rows = [
         {
             "id": c.id,
@@ -61,7 +64,7 @@ async def list_chats(
         for c in chats
     ]
     if as_json:
-        emit_json(rows)
+        emit_json(rows, "chats")
         return
     if not rows:
         out.print("No chats yet. Import some with `parla import FILE.jsonl`.")
@@ -106,13 +109,13 @@ async def show(
     from parla.memory.tokens import estimate_tokens
 
     settings = load_settings()
-    async with open_memory(settings) as mem:
-        cid = await resolve_chat(mem, chat)
-        history = await mem.store.load_history(cid)
-        summaries = await mem.store.list_summaries(cid)
-        facts = await mem.store.list_facts(cid)
-        pins = await mem.store.list_pins(cid)
-        context = await load_context(mem.store, cid, settings)
+    async with open_store(settings) as store:
+        cid = await resolve_chat(store, chat)
+        history = await store.load_history(cid)
+        summaries = await store.list_summaries(cid)
+        facts = await store.list_facts(cid)
+        pins = await store.list_pins(cid)
+        context = await load_context(store, cid, settings)
     c = history.chat
     full_tokens = sum(estimate_tokens(t.transcript_line()) for t in history.full_history)
     assistant_tokens = sum(estimate_tokens(t.transcript_line()) for t in history.assistant_history)
@@ -156,7 +159,7 @@ async def show(
         ],
     }
     if as_json:
-        emit_json(data)
+        emit_json(data, "show")
         return
     out.print(f"[bold]{escape(c.display_title)}[/bold]  {c.id}")
     out.print(f"created {when(c.created_at)}, last activity {when(c.last_activity_at)}")
@@ -203,6 +206,22 @@ async def show(
 # -- search -----------------------------------------------------------------------------------
 
 
+async def _search_in_daemon(settings: Settings, request: str, limit: int) -> SearchResult | None:
+    """The running daemon's answer (its embedder and index are loaded), or None when no daemon
+    can answer: then the command searches the store itself."""
+    from parla.daemon.control import send_command
+    from parla.daemon.errors import ControlError
+    from parla.memory.search_result import SearchResult
+
+    try:
+        answer = await send_command(
+            settings.control_socket, "search", timeout=settings.search_embed_timeout_s + 10, query=request, limit=limit
+        )
+    except ControlError:  # none runs, or one that cannot search (an older daemon, still starting)
+        return None
+    return SearchResult.model_validate(answer["search"])
+
+
 @command
 async def search(
     request: str = typer.Argument(..., help='What you would say, e.g. "the chat about the Japan trip".'),
@@ -214,10 +233,13 @@ async def search(
         from parla.memory.errors import EmptyRequest
 
         raise EmptyRequest()
-    async with open_memory(load_settings()) as mem:
-        result = await mem.search.search(request, limit=limit)
+    settings = load_settings()
+    result = await _search_in_daemon(settings, request, limit)
+    if result is None:
+        async with open_memory(settings) as mem:
+            result = await mem.search.search(request, limit=limit)
     if as_json:
-        emit_json(result.model_dump(mode="json"))
+        emit_json(result.model_dump(mode="json"), "search")
         return
     verdict = {
         "switch": f"switch to {result.candidates[0].title!r}" if result.candidates else "",
@@ -269,9 +291,9 @@ async def stats(
 ) -> None:
     """Totals of what the memory holds, or of one chat (--chat)."""
     settings = load_settings()
-    async with open_memory(settings) as mem:
-        cid = await resolve_chat(mem, chat) if chat else None
-        s = await mem.store.stats(cid)
+    async with open_store(settings) as store:
+        cid = await resolve_chat(store, chat) if chat else None
+        s = await store.stats(cid)
     where = {"url": settings.supabase_url} if settings.store == "supabase" else {"path": str(settings.store_path)}
     data = {"store": settings.store, **where, **({"chat": cid} if cid else {}), **s.model_dump(mode="json")}
     if settings.store == "sqlite" and cid is None:
@@ -279,7 +301,7 @@ async def stats(
 
         data["store_size"] = store_size(settings.store_path).model_dump(mode="json")
     if as_json:
-        emit_json(data)
+        emit_json(data, "stats")
         return
     table = Table("", "", show_header=False)
     for key, value in _flat(data).items():
@@ -312,7 +334,7 @@ async def rm(
     """Delete chats with everything in them (turns, summaries, facts, pins). Asks first."""
     settings = load_settings()
     async with open_memory(settings) as mem:
-        ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
+        ids = list(dict.fromkeys([await resolve_chat(mem.store, ref) for ref in chats]))
         found = [await mem.store.get_chat(cid) for cid in ids]
         current = await running_daemon_chat(settings.control_socket)
         if current in ids:
@@ -345,7 +367,7 @@ async def rename(
     from parla.memory.turn_windows import rename_chat
 
     async with open_memory(load_settings()) as mem:
-        renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem, chat), title)
+        renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem.store, chat), title)
     out.print(f"Renamed {renamed.id[:8]} to {escape(renamed.display_title)}.")
 
 
@@ -397,13 +419,13 @@ async def export(
     if bool(chats) == all_chats:
         raise fail("name the chats to export, or give --all")
     chosen: ExportFormat = fmt or ("jsonl" if output and output.suffix in (".jsonl", ".json") else "md")
-    async with open_memory(load_settings()) as mem:
+    async with open_store(load_settings()) as store:
         if all_chats:
-            listed = await mem.store.list_chats(limit=1_000_000)
+            listed = await store.list_chats(limit=1_000_000)
             ids = [c.id for c in sorted(listed, key=lambda c: c.created_at)]
         else:
-            ids = list(dict.fromkeys([await resolve_chat(mem, ref) for ref in chats]))
-        histories = [await mem.store.load_history(cid) for cid in ids]
+            ids = list(dict.fromkeys([await resolve_chat(store, ref) for ref in chats]))
+        histories = [await store.load_history(cid) for cid in ids]
     if chosen == "jsonl":
         text = "".join(json_text(export_line(h)) + "\n" for h in histories)
     else:
@@ -434,7 +456,7 @@ async def forget(
     if not wanted:
         raise fail("say what to forget")
     async with open_memory(load_settings()) as mem:
-        items = await memory_items(mem.store, await resolve_chat(mem, chat))
+        items = await memory_items(mem.store, await resolve_chat(mem.store, chat))
         exact = [i for i in items if i.content.casefold() == wanted]
         matches = exact or [i for i in items if wanted in i.content.casefold()]
         if not matches:

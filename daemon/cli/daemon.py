@@ -102,10 +102,10 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
     except DaemonNotRunning:
         if not as_json:
             raise
-        emit_json({"running": False})  # scripts read the answer, the exit code says the same
+        emit_json({"running": False}, "status")  # scripts read the answer, the exit code says the same
         raise typer.Exit(1) from None
     if as_json:
-        emit_json({"running": True, **s})
+        emit_json({"running": True, **s}, "status")
         return
     age = f", session {s['session_age_s']:.0f}s old" if s["session_age_s"] is not None else ""
     out.print(f"{s['state']}{' (muted)' if s['muted'] else ''}{age}; activation {s['activation']}")

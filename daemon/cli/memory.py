@@ -35,7 +35,7 @@ async def regenerate(
 
     rng = MessageRange.parse(range_) if range_ else None
     async with open_memory(load_settings()) as mem:
-        cid = await resolve_chat(mem, chat)
+        cid = await resolve_chat(mem.store, chat)
         report = await mem.compactor.regenerate(cid, rng, facts_only=facts_only)
     if facts_only:
         out.print(f"Regenerated {report.fact_blocks} fact blocks in {report.duration_ms:.0f} ms.")
@@ -75,7 +75,7 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
         "failed": failed,
     }
     if as_json:
-        emit_json(counts)
+        emit_json(counts, "memory backfill")
     else:
         out.print(
             f"Backfilled {counts['chats']} chats: {counts['described']} described, {counts['turns_folded']} turns "
@@ -127,13 +127,14 @@ async def forgotten(
     from parla.memory.forgetting import memory_items
 
     async with open_memory(load_settings()) as mem:
-        items = await memory_items(mem.store, await resolve_chat(mem, chat), forgotten=True)
+        items = await memory_items(mem.store, await resolve_chat(mem.store, chat), forgotten=True)
     if as_json:
         emit_json(
             [
                 {"number": n, "kind": i.kind, "text": i.content, "forgotten_at": iso(i.forgotten_at)}
                 for n, i in enumerate(items, start=1)
-            ]
+            ],
+            "memory forgotten",
         )
         return
     _print_forgotten(items)
@@ -149,7 +150,7 @@ async def restore(
     from parla.memory.forgetting import memory_items, set_forgotten
 
     async with open_memory(load_settings()) as mem:
-        cid = await resolve_chat(mem, chat)
+        cid = await resolve_chat(mem.store, chat)
         items = await memory_items(mem.store, cid, forgotten=True)
         if wrong := [n for n in numbers if n > len(items)]:
             raise CommandFailed(

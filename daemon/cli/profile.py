@@ -74,7 +74,7 @@ async def list_(
         entries = await mem.store.list_profile(history=everything)
     numbered = [(None if everything else n, e) for n, e in enumerate(entries, start=1)]
     if as_json:
-        emit_json([_entry_json(n, e) for n, e in numbered])
+        emit_json([_entry_json(n, e) for n, e in numbered], "profile list")
         return
     if not entries:
         out.print("Parla knows nothing about you yet: facts you mention in any chat come here.")
@@ -158,7 +158,7 @@ async def recall(
 
     settings = load_settings()
     async with open_memory(settings) as mem:
-        scope = await resolve_chat(mem, chat) if chat else None
+        scope = await resolve_chat(mem.store, chat) if chat else None
         recaller = Recall(mem.store, mem.embedder, settings)
         found = await recaller.recall(request, scope)
     rows = [
@@ -173,7 +173,7 @@ async def recall(
         for r in found
     ]
     if as_json:
-        emit_json(rows)
+        emit_json(rows, "recall")
         return
     if not rows:
         out.print(f"Nothing was said or kept about {escape(request)!r}.")

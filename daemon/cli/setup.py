@@ -35,7 +35,7 @@ async def doctor(
 
     checks = await diagnose(load_settings())
     if as_json:
-        emit_json([c.__dict__ for c in checks])
+        emit_json([c.__dict__ for c in checks], "doctor")
     else:
         for c in checks:
             out.print(f"{_MARK[c.outcome]} {escape(c.name)}: {escape(c.detail)}")
@@ -83,7 +83,7 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSO
             rows[name] |= {"value": default[0], "where": default[1]}
             said[name] = f"{origin}: {default[1]}"
     if as_json:
-        emit_json(rows)
+        emit_json(rows, "config show")
         return
     # one `name = value  # where from` line per setting: as the config file spells it, ready to copy
     for name, row in rows.items():
@@ -191,7 +191,7 @@ def devices(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")
         for d in found
     ]
     if as_json:
-        emit_json(rows)
+        emit_json(rows, "devices")
         return
     if not rows:
         raise fail("no audio devices exist (is a sound server running?)")

@@ -44,7 +44,7 @@ async def login(
     password: str = typer.Option(..., prompt=True, hide_input=True, help="The password (asked for when omitted)."),
 ) -> None:
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
-    from parla.daemon.memory_services import supabase_anon_key, supabase_url
+    from parla.daemon.stores import supabase_anon_key, supabase_url
     from parla.memory.store.supabase_session import sign_in
 
     settings = load_settings()
@@ -81,7 +81,7 @@ async def migrate() -> None:
 @command
 async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Verify the project has Parla's schema and that the credentials reach it."""
-    from parla.daemon.memory_services import connect_supabase
+    from parla.daemon.stores import connect_supabase
     from parla.memory.store.supabase_schema import SCHEMA_VERSION
 
     settings = load_settings()
@@ -96,7 +96,7 @@ async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSO
         "outbox_depth": stats.outbox_depth,
     }
     if as_json:
-        emit_json(data)
+        emit_json(data, "db check")
         return
     out.print(f"Supabase schema version {version} (Parla needs {SCHEMA_VERSION}): ok; {stats.total_chats} chats.")
 
@@ -113,7 +113,8 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
     """Copy every chat of the local SQLite store to Supabase (turns, titles, pins) and what Parla
     knows about the user (the profile's current entries), then summarise the chats there. Safe to
     repeat: what is already there is not copied twice."""
-    from parla.daemon.memory_services import MemoryServices, connect_supabase
+    from parla.daemon.memory_services import MemoryServices
+    from parla.daemon.stores import connect_supabase
     from parla.memory.store.sqlite import SQLiteChatStore
     from parla.memory.storing import copy_chat
 
@@ -142,7 +143,7 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
         "not_summarised": failed,
     }
     if as_json:
-        emit_json(report)
+        emit_json(report, "sync")
         return
     table = Table("", "", show_header=False)
     for key, value in report.items():

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
     from parla.daemon.memory_services import MemoryServices
     from parla.memory.compaction import CompactionWorker
+    from parla.memory.store import ChatStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -124,6 +125,14 @@ def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryService
     return open_services(settings)
 
 
+def open_store(settings: Settings) -> AbstractAsyncContextManager[ChatStore]:
+    """The store alone (daemon.stores.open_store), for the commands that only read it: no model
+    SDK, no embedder."""
+    from parla.daemon.stores import open_store as open_chats
+
+    return open_chats(settings)
+
+
 async def running_daemon_chat(socket: Path) -> str | None:
     """The chat a running daemon is in, or None when none runs."""
     from parla.daemon.control import DaemonNotRunning, send_command
@@ -135,12 +144,12 @@ async def running_daemon_chat(socket: Path) -> str | None:
     return str(status["chat"]["id"])
 
 
-async def resolve_chat(mem: MemoryServices, ref: str) -> str:
+async def resolve_chat(store: ChatStore, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
     from parla.memory.errors import ChatNotFound, StoreError
     from parla.memory.importer import find_chats_named
 
-    chats = await find_chats_named(mem.store, ref)
+    chats = await find_chats_named(store, ref)
     if not chats:
         raise ChatNotFound(ref)
     if len(chats) > 1:
@@ -174,7 +183,12 @@ def when(value: datetime) -> str:
     return f"{moment.year:04d}-{moment:%m-%d %H:%M}"  # strftime's %Y gives year 1 as "1"
 
 
-def emit_json(data: Any) -> None:
+def emit_json(data: Any, command: str) -> None:
+    """Print the command's `--json` document, once it is checked to be the shape the reference
+    documents (daemon/cli/json_shapes.py): an undeclared field is a bug, not an output."""
+    from parla.daemon.cli.json_shapes import check
+
+    check(command, data)
     sys.stdout.write(json_text(data, indent=2) + "\n")
 
 

@@ -33,7 +33,7 @@ async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str
     them serves when a new chat is needed, and the others are deleted on the way, except the one a
     running daemon is in."""
     if ref is not None and not new:
-        chat_id = await resolve_chat(mem, ref)
+        chat_id = await resolve_chat(mem.store, ref)
         return chat_id, (await mem.store.get_chat(chat_id)).display_title
     in_use = await running_daemon_chat(mem.settings.control_socket)
     recent = spare = None

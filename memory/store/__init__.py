@@ -35,6 +35,7 @@ from parla.memory.errors import StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
 from parla.memory.profile import ProfileEntry
+from parla.memory.progress import PendingWrites as PendingWrites  # part of the store protocol's API
 from parla.memory.reminders import Reminder
 from parla.memory.stats import MemoryStats
 from parla.memory.summary import Summary, SummaryLevel
@@ -146,20 +147,6 @@ def facts_text(lines: list[str], embedded: EmbeddedText | None) -> str:
     if lines and (embedded is None or embedded.text != text):
         raise StoreError("facts with lines need the embedding of exactly their text")
     return text
-
-
-@dataclass(frozen=True)
-class PendingWrites:
-    """Writes accepted but not yet on the store's server: waiting to be sent, refused for good
-    (kept, marked failed), damaged queue files set aside, the latest problem with the queue, and
-    whether the server did not answer the last request (reads then come from this device's copy).
-    A store that writes through has none."""
-
-    waiting: int = 0
-    refused: int = 0
-    set_aside: int = 0
-    problem: str | None = None
-    offline: bool = False
 
 
 @dataclass(frozen=True)

@@ -95,10 +95,12 @@ async def test_control_socket_commands(daemon_settings, live):
 
         with pytest.raises(CommandError, match="unknown command 'dance'.*status"):
             await ctl(daemon_settings, "dance")
-        with pytest.raises(CommandError, match="say needs a non-empty string `text`"):
+        with pytest.raises(CommandError, match="say's `text` must be a non-empty string"):
             await ctl(daemon_settings, "say", text="  ")
+        with pytest.raises(CommandError, match="talk's `wait` must be a number of seconds"):
+            await ctl(daemon_settings, "talk", wait="soon")
 
-        with pytest.raises(CommandError, match="new's `title` is a string"):  # was ignored (issue 25, item 17)
+        with pytest.raises(CommandError, match="new's `title` must be a string"):  # was ignored (issue 25, item 17)
             await ctl(daemon_settings, "new", title=5)
         new = await ctl(daemon_settings, "new", title="Kitchen renovation")
         assert new["result"] == "switching" and (await ctl(daemon_settings, "status"))["chat"]["id"] == new["chat_id"]

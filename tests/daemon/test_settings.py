@@ -70,12 +70,6 @@ def test_inconsistent_knobs_are_refused(clean, monkeypatch):
         Settings()
 
 
-def test_every_setting_is_in_the_readme():
-    readme = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
-    missing = [name for name in Settings.model_fields if f"`PARLA_{name.upper()}`" not in readme]
-    assert missing == []
-
-
 def _error() -> str:
     with pytest.raises(SettingsError) as caught:
         settings_sources.load()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import stat
 
-from parla.daemon.memory_services import open_store
 from parla.daemon.settings import Settings
+from parla.daemon.stores import open_store
 from tests.conftest import make_turns
 
 

@@ -42,7 +42,7 @@ async def test_paraphrased_switch_requests_find_their_chat(store, embedder, conf
             print(f"  {q!r}: {result.decision} {[ids[c.chat_id] for c in result.candidates]}")
     assert len(ids) >= 40 and n >= 100
     assert top1 >= 0.8
-    # Two chats on one subject: both are the top two, whatever the decision (see the README: the
+    # Two chats on one subject: both are the top two, whatever the decision (see docs/design/figures.md: the
     # offline embedder's margin often calls them a switch).
     for q, pair in SET["ambiguous"]:
         assert {ids[c.chat_id] for c in others[q].candidates[:2]} == set(pair)

@@ -1,6 +1,6 @@
 """Two devices of one user on one Supabase database (two PostgREST shims over it, so one device's
 network can be cut while the other's stays), each with its local copy: what one did offline meets
-what the other did meanwhile by the rules the README's offline section states. Nothing said is
+what the other did meanwhile by the rules docs/guides/supabase.md states. Nothing said is
 dropped by a rule."""
 
 from __future__ import annotations

@@ -1,0 +1,92 @@
+"""The store the settings name, opened without the rest of the memory: the commands that only
+read it (`parla chats`, `stats`, `show`, `export`) load neither google-genai nor supabase-py nor
+an embedder on the SQLite store, and start in a fraction of the time (bench/cli_startup.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from pydantic import SecretStr
+
+from parla.daemon.errors import ConfigError
+from parla.daemon.settings import Settings
+from parla.memory.store import ChatStore
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_file import create_private, tighten
+
+if TYPE_CHECKING:
+    from parla.memory.store.supabase import SupabaseChatStore
+
+
+def _secret(value: SecretStr | None) -> str | None:
+    return value.get_secret_value() if value is not None and value.get_secret_value() else None
+
+
+def supabase_url(settings: Settings) -> str:
+    if not settings.supabase_url:
+        raise ConfigError(
+            "PARLA_STORE=supabase needs PARLA_SUPABASE_URL (the project URL, Settings → API in the Supabase dashboard)"
+        )
+    return settings.supabase_url
+
+
+def supabase_anon_key(settings: Settings) -> str:
+    key = _secret(settings.supabase_key)
+    if key is None:
+        raise ConfigError("set PARLA_SUPABASE_KEY to the project's anon (publishable) key, then run `parla login`")
+    return key
+
+
+async def connect_supabase(settings: Settings) -> SupabaseChatStore:
+    """The Supabase store the settings describe: the service-role key with a user id, or the anon
+    key with the session `parla login` saved."""
+    # imported here: supabase-py and psycopg add about 20 MB to a daemon on the SQLite store
+    from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+
+    url = supabase_url(settings)
+    retry = RetryPolicy(
+        settings.supabase_retry_attempts, settings.supabase_retry_delay, settings.supabase_retry_max_delay
+    )
+    # the outbox holds turns not yet sent, in the store's file: as private as the SQLite store
+    await asyncio.to_thread(create_private, settings.store_path)
+    await asyncio.to_thread(tighten, settings.store_path)
+    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout, "retry": retry}
+    service_key = _secret(settings.supabase_service_key)
+    if service_key is not None or settings.supabase_user_id:
+        if service_key is None or not settings.supabase_user_id:
+            raise ConfigError(
+                "the service-role mode needs both PARLA_SUPABASE_SERVICE_KEY and PARLA_SUPABASE_USER_ID "
+                "(or unset both and sign in with `parla login`)"
+            )
+        try:
+            uuid.UUID(settings.supabase_user_id)
+        except ValueError:
+            raise ConfigError(
+                f"PARLA_SUPABASE_USER_ID must be the user's UUID (Authentication → Users), not "
+                f"{settings.supabase_user_id!r}"
+            ) from None
+        return await SupabaseChatStore.connect(url, service_key, user_id=settings.supabase_user_id, **common)
+    return await SupabaseChatStore.connect(
+        url, supabase_anon_key(settings), session_file=settings.supabase_session_file, **common
+    )
+
+
+@asynccontextmanager
+async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
+    """The store the settings name; Supabase with this device's copy, which answers while it is away."""
+    if settings.store != "supabase":
+        async with SQLiteChatStore(settings.store_path) as store:
+            yield store
+        return
+    from parla.memory.store.local_copy import LocalCopyStore
+
+    remote = await connect_supabase(settings)
+    # the copy holds the user's chats: as private as the SQLite store
+    await asyncio.to_thread(create_private, settings.copy_path)
+    await asyncio.to_thread(tighten, settings.copy_path)
+    async with remote, SQLiteChatStore(settings.copy_path) as copy:
+        yield LocalCopyStore(remote, copy, settings.supabase_recheck_s)

@@ -1,0 +1,97 @@
+"""The commands that only read the store start without the model SDKs or an embedder on the SQLite
+store, and `parla search` asks a running daemon instead of loading them (their figures:
+bench/cli_startup.py): the module lists are checked in a fresh process."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from asyncio.subprocess import PIPE
+from pathlib import Path
+
+import pytest
+
+from parla.memory.turn import Turn
+from tests.daemon.conftest import running
+
+ROOT = Path(__file__).resolve().parents[2]
+HEAVY = ("google.genai", "supabase", "parla.memory.embedders.offline", "wordllama", "parla.daemon.memory_services")
+# runs `parla ARGS` in this process, then names the heavy modules it loaded
+PROBE = f"""
+import json, sys
+from parla.daemon.cli import main
+sys.argv = ["parla", *sys.argv[1:]]
+try:
+    main()
+except SystemExit as e:
+    code = e.code
+print(json.dumps({{"code": code, "loaded": [m for m in {HEAVY!r} if m in sys.modules]}}), file=sys.stderr)
+"""
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("startup")
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("PARLA_") and "API_KEY" not in k},
+        "PARLA_STORE_PATH": str(folder / "parla.db"),
+        "PARLA_CONFIG_FILE": str(folder / "none.toml"),
+        "PARLA_CONTROL_SOCKET": str(folder / "ctl.sock"),
+    }
+    fixture = ROOT / "tests/data/imports/chatgpt_conversations.json"
+    subprocess.run([sys.executable, "-m", "parla.daemon", "import", str(fixture)], env=env, check=True, timeout=300)
+    return env
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["chats"],
+        ["chats", "--json"],
+        ["stats", "--json"],
+        ["show", "Sourdough timing", "--json"],
+        ["export", "--all", "--format", "jsonl"],
+        ["config", "show"],
+        ["status"],
+    ],
+)
+def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], env=store, capture_output=True, text=True, check=False, timeout=120
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None) or args == ["status"], done.stderr  # no daemon: status exits 1
+    assert report["loaded"] == []
+
+
+@pytest.mark.parametrize("args", [["status", "--json"], ["config", "show", "--json"], ["--version"]])
+def test_a_command_that_needs_no_memory_loads_no_numpy_either(store, args):
+    probe = PROBE.replace(repr(HEAVY), repr((*HEAVY, "numpy", "parla.memory.store")))
+    done = subprocess.run(
+        [sys.executable, "-c", probe, *args], env=store, capture_output=True, text=True, check=False, timeout=120
+    )
+    assert json.loads(done.stderr.strip().splitlines()[-1])["loaded"] == [], done.stderr
+
+
+async def test_search_asks_the_running_daemon_and_loads_no_embedder(daemon_settings, tmp_path):
+    async with running(daemon_settings) as (_, mem, chat_id):
+        await mem.store.append_turns(chat_id, [Turn.of("user", "Planning the trip to Japan: Kyoto temples, a ryokan.")])
+        await mem.compactor.compact(chat_id)
+        expected = await mem.search.search("the Japan trip", limit=5)
+        env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("PARLA_") and "API_KEY" not in k},
+            "PARLA_STORE_PATH": str(daemon_settings.store_path),
+            "PARLA_CONTROL_SOCKET": str(daemon_settings.control_socket),
+            "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
+        }
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", PROBE, "search", "the Japan trip", "--json", env=env, stdout=PIPE, stderr=PIPE
+        )
+        out, err = await asyncio.wait_for(child.communicate(), 120)
+    assert json.loads(err.decode().strip().splitlines()[-1]) == {"code": 0, "loaded": []}, err.decode()
+    found = json.loads(out)
+    assert found["decision"] == expected.decision
+    assert [c["chat_id"] for c in found["candidates"]] == [c.chat_id for c in expected.candidates]
