@@ -104,6 +104,35 @@ class ChatRef(Answer):
     title: str | None
 
 
+class LatencyFigures(Answer):
+    """Voice to voice (end of the user's speech at the microphone to the answer's first sound), in ms:
+    the whole time and Parla's and the service's parts; null with no timed turn."""
+
+    turns: int
+    total_p50_ms: float | None
+    total_p95_ms: float | None
+    parla_p50_ms: float | None
+    parla_p95_ms: float | None
+    service_p50_ms: float | None
+    service_p95_ms: float | None
+
+
+class VoiceToVoice(Answer):
+    session: LatencyFigures = Field(description="the open (or last) session's turns")
+    day: LatencyFigures = Field(description="today's turns, sessions before this one included")
+
+
+class SummaryQueueStatus(Answer):
+    """Chats waiting for their summaries (an import's), and what the background worker does."""
+
+    waiting: int
+    next_due_in_s: float | None = Field(description="when the next waiting chat is due; null when none waits")
+    done: int = Field(description="chats summarised since the daemon started")
+    current: str | None = Field(description="the chat being summarised")
+    paused_for_s: float | None = Field(description="how long the worker still waits (a rate limit, Gemini away)")
+    last_error: str | None
+
+
 class StatusAnswer(Answer):
     state: str = Field(description="`idle`, `starting`, `active` or `stopping`")
     activation: str = Field(description="the `activation` setting")
@@ -119,6 +148,9 @@ class StatusAnswer(Answer):
     unsaved_turns: int = Field(description="turns of the open session not stored yet")
     refused_turns: int = Field(description="turns the store refused for good, kept in `parla.refused.jsonl`")
     reembed: ReembedProgress | None = Field(description="a background re-embedding, if one ran since the start")
+    voice_to_voice: VoiceToVoice
+    reminders_said: int = Field(description="reminders this daemon has said since it started")
+    summaries: SummaryQueueStatus | None = Field(description="the summary queue; null when the store cannot say")
     last_error: str | None
 
 

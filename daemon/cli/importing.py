@@ -158,7 +158,7 @@ async def import_chats(
             how = "" if replace else "; `parla import --replace` replaces it with the file's version"
             err.print(f"parla: {what} {n}: chat {r.chat_id[:8]} not changed: {r.detail}{how}", markup=False)
     if as_json:
-        emit_json(report)
+        emit_json(report, "import")
         return
     out.print(
         f"Imported {report['imported']} chats ({report['turns_added']} turns in all; {export.format_name}); "

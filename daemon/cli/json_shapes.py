@@ -44,6 +44,17 @@ class ImportLine(Shape):
     reason: str | None = Field(None, description="`skipped`: why")
 
 
+class ImportSummaries(Shape):
+    """How the imported chats get their summaries: made here (`done`), in the daemon's background
+    queue (`queued`), or not yet because the user did not agree to Gemini's cost (`not queued`)."""
+
+    by: str = Field(description="`offline` or the Gemini summary model")
+    state: Literal["done", "queued", "not queued"]
+    chats: int | None = Field(None, description="chats that need summaries (Gemini)")
+    calls: int | None = Field(None, description="Gemini calls they take, estimated")
+    tokens: int | None = Field(None, description="input tokens they take, estimated")
+
+
 class ImportReport(Shape):
     format: str = Field(description="the format told from the content")
     imported: int
@@ -55,6 +66,7 @@ class ImportReport(Shape):
     notes: list[ImportLine]
     skipped: list[ImportLine]
     not_summarised: list[str] = Field(description="chat ids left unsummarised; importing again finishes them")
+    summaries: ImportSummaries
 
 
 class TurnShape(Shape):
@@ -67,6 +79,9 @@ class TurnShape(Shape):
     interrupted: bool
     source: str
     model_variant: str | None
+    sources: list[dict[str, str]] = Field(
+        description='the pages a look-up\'s answer came from: `[{"title": ..., "uri": ...}]`'
+    )
 
 
 class ShownChat(Shape):
@@ -186,6 +201,34 @@ class NotRunning(Shape):
     running: Literal[False]
 
 
+class ReminderRow(Shape):
+    number: int | None = Field(description="the number `parla reminders cancel` takes; null once said or cancelled")
+    id: str
+    kind: Literal["timer", "reminder"]
+    text: str
+    due_at: str
+    due_local: str = Field(description="the due time in the reminder's zone, in words")
+    time_zone: str
+    state: Literal["pending", "fired", "cancelled"]
+    chat_id: str | None = Field(description="the chat it was set in")
+    device: str | None = Field(description="the device it was set on")
+    said_by: str | None = Field(description="the device that said it")
+    said_at: str | None
+
+
+class LiveStep(Shape):
+    name: str
+    ok: bool
+    detail: str
+
+
+class LiveCheck(Shape):
+    """`parla doctor --live`: each step of the short real session, and the trace file written."""
+
+    steps: list[LiveStep]
+    trace: str
+
+
 class ConfigRow(Shape):
     value: JsonValue = Field(description="the value in effect, secrets masked")
     source: Literal["default", "file", ".env", "environment", "command line"]
@@ -247,6 +290,8 @@ SHAPES: dict[str, Callable[[], Any]] = {
     "config show": lambda: dict[str, ConfigRow],
     "devices": lambda: list[DeviceRow],
     "doctor": lambda: list[Check],
+    "doctor --live": lambda: LiveCheck,
+    "reminders list": lambda: list[ReminderRow],
     "db check": lambda: DbCheck,
     "sync": lambda: SyncReport,
 }

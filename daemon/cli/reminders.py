@@ -87,7 +87,7 @@ async def list_(
         reminders = await mem.store.list_reminders(history=everything)
     numbered = [(None if everything else n, r) for n, r in enumerate(reminders, start=1)]
     if as_json:
-        emit_json([_json(settings, n, r) for n, r in numbered])
+        emit_json([_json(settings, n, r) for n, r in numbered], "reminders list")
         return
     if not reminders:
         out.print("No reminders to come." if not everything else "No reminders yet.")

@@ -57,7 +57,7 @@ async def _live_check(as_json: bool, speech: Path | None, trace: Path | None) ->
     with path.open("w", encoding="utf-8") as out_file:
         steps = await live_check(settings, gemini_client(settings), pcm, out_file)
     if as_json:
-        emit_json({"steps": [s.__dict__ for s in steps], "trace": str(path)})
+        emit_json({"steps": [s.__dict__ for s in steps], "trace": str(path)}, "doctor --live")
     else:
         for s in steps:
             out.print(f"{_MARK['ok' if s.ok else 'fail']} {escape(s.name)}: {escape(s.detail)}")
