@@ -133,6 +133,7 @@ class SupabaseChatStore(SupabaseWrites):
     ) -> None:
         super().__init__(client, http, user_id, user_session)
         self._replay = OutboxReplay(outbox, self._send, retry)
+        self.commit_page = _COMMIT_PAGE  # a project with a shorter statement timeout needs fewer
 
     @property
     def outbox(self) -> Outbox:
@@ -638,7 +639,9 @@ class SupabaseChatStore(SupabaseWrites):
             await self._rpc(
                 "stage_embeddings", "stage the new embeddings", p_items=page, p_embedder=embedder, p_reset=number == 0
             )
-        while await self._rpc("commit_embeddings", "replace the embeddings", p_embedder=embedder, p_page=_COMMIT_PAGE):
+        while await self._rpc(
+            "commit_embeddings", "replace the embeddings", p_embedder=embedder, p_page=self.commit_page
+        ):
             pass
 
     async def schema_version(self) -> int:
