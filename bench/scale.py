@@ -50,12 +50,12 @@ def env_for(store: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def run_import(jsonl: Path, store: Path, home: Path) -> tuple[float, float]:
-    """`parla import` in a process of its own: seconds, and its peak RSS in MB."""
+def run_import(jsonl: Path, env: dict[str, str]) -> tuple[float, float]:
+    """`parla import` in a process of its own (its settings in `env`): seconds, and its peak RSS in MB."""
     started = time.perf_counter()
     child = subprocess.Popen(
         [str(Path(sys.executable).with_name("parla")), "import", str(jsonl)],
-        env=env_for(store, home),
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -158,7 +158,7 @@ def main(chat_counts: list[int], with_usearch: bool) -> None:
             jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
             turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
             store = folder / f"store-{chats}.db"
-            seconds, peak = run_import(jsonl, store, folder / "home")
+            seconds, peak = run_import(jsonl, env_for(store, folder / "home"))
             print(f"== {chats:,} chats, {turns:,} turns")
             print(f"  parla import (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB")
             report("offline embedder, 256 dims", probe(store, 256), options(store, 256, with_usearch))

@@ -18,8 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,10 +27,10 @@ import psycopg
 
 from bench.corpus import write_jsonl
 from bench.memory import percentile
-from bench.scale_probe import embedder_of, requests
+from bench.scale import run_import
+from bench.scale_probe import embedder_of, requests, searches
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, embed_texts
-from parla.memory.recall import Recall
 from parla.memory.reembed import reembed
 from parla.memory.search import ChatSearch
 from parla.memory.store.supabase import SupabaseChatStore
@@ -60,21 +58,6 @@ select t.chat_id::text, min(t.d) from texts t group by t.chat_id order by min(t.
 """
 
 
-def run_import(jsonl: Path, env: dict[str, str]) -> tuple[float, float]:
-    started = time.perf_counter()
-    child = subprocess.Popen(
-        [str(Path(sys.executable).with_name("parla")), "import", str(jsonl)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - started
-    if status:
-        raise SystemExit(f"parla import failed: {child.stderr.read().decode() if child.stderr else status}")
-    return elapsed, usage.ru_maxrss / 1024
-
-
 async def connect(url: str, user: str, folder: Path) -> SupabaseChatStore:
     return await SupabaseChatStore.connect(url, SERVICE_KEY, user_id=user, outbox_path=folder / "outbox.db")
 
@@ -90,17 +73,8 @@ async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psy
             await ChatSearch(store, embedder, config).search(switches[0])
             first.append(time.perf_counter() - started)
     async with await connect(url, user, folder) as store:
-        search = ChatSearch(store, embedder, config)
-        recall = Recall(store, embedder, config.recall_results, config.recall_words_weight)
-        switch_ms, recall_ms, agreement = [], [], []
-        for i in range(RUNS):
-            started = time.perf_counter()
-            await search.search(switches[(i * 7 + 1) % len(switches)])
-            switch_ms.append((time.perf_counter() - started) * 1000)
-        for i in range(RUNS):
-            started = time.perf_counter()
-            await recall.recall(questions[(i * 5) % len(questions)], None)
-            recall_ms.append((time.perf_counter() - started) * 1000)
+        switch_ms, recall_ms = await searches(store, embedder, RUNS)
+        agreement = []
         for text in switches[:: max(1, len(switches) // 40)] + questions[:: max(1, len(questions) // 40)]:
             query = (await embed_texts(embedder, [text], "query"))[0]
             found = [m.chat_id for m in await store.search(query, 10)]
