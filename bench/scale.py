@@ -1,5 +1,5 @@
-"""A heavy user's history: `python -m bench.scale [--quick | --big]`. Prints its figures; asserts
-nothing.
+"""A heavy user's history: `python -m bench.scale [--quick | --big] [--store supabase]`. Prints its
+figures; asserts nothing (`--store supabase`: the same on the Postgres peer, `bench.scale_supabase`).
 
 Builds 500 and 5,000 chats of `bench.corpus` (`--quick`: 500 only; `--big` adds 20,000) through
 `parla import` (offline embedder and summarizer, a process of its own: turns/s and its peak RSS),
@@ -32,6 +32,7 @@ from bench.memory import percentile
 from bench.scale_probe import Wide
 from parla.memory.reembed import reembed
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_rows import VECTOR_DTYPE
 
 OPENINGS = 5
 
@@ -49,12 +50,12 @@ def env_for(store: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def run_import(jsonl: Path, store: Path, home: Path) -> tuple[float, float]:
-    """`parla import` in a process of its own: seconds, and its peak RSS in MB."""
+def run_import(jsonl: Path, env: dict[str, str]) -> tuple[float, float]:
+    """`parla import` in a process of its own (its settings in `env`): seconds, and its peak RSS in MB."""
     started = time.perf_counter()
     child = subprocess.Popen(
         [str(Path(sys.executable).with_name("parla")), "import", str(jsonl)],
-        env=env_for(store, home),
+        env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -106,7 +107,7 @@ def sizes(store: Path, turns: int, dim: int) -> None:
     def mb(n: float) -> str:
         return f"{n * per:5.2f} MB"
 
-    vector_bytes = vectors * dim * 4
+    vector_bytes = vectors * dim * VECTOR_DTYPE.itemsize
     fts = sum(v for k, v in tables.items() if k.startswith("turn_words"))
     windows = tables.get("turn_windows", 0) + tables.get("sqlite_autoindex_turn_windows_1", 0)
     turns_b = sum(v for k, v in tables.items() if k.startswith(("turns", "sqlite_autoindex_turns")))
@@ -116,7 +117,7 @@ def sizes(store: Path, turns: int, dim: int) -> None:
     )
     print(
         f"    turns {mb(turns_b)}, FTS {mb(fts)}, windows {mb(windows)}, summaries and facts "
-        f"{mb(tables.get('summaries', 0) + tables.get('facts', 0))}; the float32 vectors inside those "
+        f"{mb(tables.get('summaries', 0) + tables.get('facts', 0))}; the vectors (half precision) inside those "
         f"rows {mb(vector_bytes)}"
     )
 
@@ -157,7 +158,7 @@ def main(chat_counts: list[int], with_usearch: bool) -> None:
             jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
             turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
             store = folder / f"store-{chats}.db"
-            seconds, peak = run_import(jsonl, store, folder / "home")
+            seconds, peak = run_import(jsonl, env_for(store, folder / "home"))
             print(f"== {chats:,} chats, {turns:,} turns")
             print(f"  parla import (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB")
             report("offline embedder, 256 dims", probe(store, 256), options(store, 256, with_usearch))
@@ -176,6 +177,18 @@ if __name__ == "__main__":
     size.add_argument("--quick", action="store_true", help="500 chats only")
     size.add_argument("--big", action="store_true", help="20,000 chats too")
     parser.add_argument("--no-usearch", action="store_true", help="leave usearch out of the options")
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "supabase"),
+        default="sqlite",
+        help="supabase: the Postgres peer (bench.scale_supabase)",
+    )
     args = parser.parse_args()
     counts = [500] if args.quick else [500, 5000, 20000] if args.big else [500, 5000]
-    main(counts, not args.no_usearch)
+    if args.store == "supabase":
+        from bench.scale_supabase import run
+
+        for chats in counts:
+            asyncio.run(run(chats))
+    else:
+        main(counts, not args.no_usearch)

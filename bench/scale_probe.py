@@ -23,6 +23,7 @@ from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.embedding import Embedder, TaskType, WrappedEmbedder, normalize_rows
 from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
+from parla.memory.store import ChatStore
 from parla.memory.store.sqlite import SQLiteChatStore
 
 
@@ -63,26 +64,32 @@ def rss_mb() -> float:
     return float("nan")
 
 
-async def probe(path: Path, dim: int, runs: int) -> dict[str, object]:
+async def searches(store: ChatStore, embedder: Embedder, runs: int) -> tuple[list[float], list[float]]:
+    """`runs` switch searches, then `runs` recall questions across chats: each one's milliseconds."""
     config = MemoryConfig()
-    embedder = embedder_of(dim)
     switches, questions = requests()
+    search = ChatSearch(store, embedder, config)
+    recall = Recall(store, embedder, config)
+    switch_ms, recall_ms = [], []
+    for i in range(runs):
+        started = time.perf_counter()
+        await search.search(switches[(i * 7 + 1) % len(switches)])
+        switch_ms.append((time.perf_counter() - started) * 1000)
+    for i in range(runs):
+        started = time.perf_counter()
+        await recall.recall(questions[(i * 5) % len(questions)], None)
+        recall_ms.append((time.perf_counter() - started) * 1000)
+    return switch_ms, recall_ms
+
+
+async def probe(path: Path, dim: int, runs: int) -> dict[str, object]:
+    embedder = embedder_of(dim)
     await embedder.embed(["warm the embedder's tables"], "query")  # not the store's cost
     async with SQLiteChatStore(path) as store:
-        search = ChatSearch(store, embedder, config)
-        recall = Recall(store, embedder, config)
         started = time.perf_counter()
-        await search.search(switches[0])
+        await ChatSearch(store, embedder, MemoryConfig()).search(requests()[0][0])
         first = time.perf_counter() - started
-        switch_ms, recall_ms = [], []
-        for i in range(runs):
-            started = time.perf_counter()
-            await search.search(switches[(i * 7 + 1) % len(switches)])
-            switch_ms.append((time.perf_counter() - started) * 1000)
-        for i in range(runs):
-            started = time.perf_counter()
-            await recall.recall(questions[(i * 5) % len(questions)], None)
-            recall_ms.append((time.perf_counter() - started) * 1000)
+        switch_ms, recall_ms = await searches(store, embedder, runs)
         return {"first_s": first, "switch_ms": switch_ms, "recall_ms": recall_ms, "rss_mb": rss_mb()}
 
 

@@ -101,8 +101,9 @@ _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_te
 _TURN_PAGE = 500
 _VECTOR_PAGE = 250  # new vectors per request when re-embedding (768 floats each)
 # staged vectors written per request: each written vector also updates an HNSW index, and a
-# request must end within PostgREST's statement timeout (8 s for signed-in users)
-_COMMIT_PAGE = 1000
+# request must end within PostgREST's statement timeout (8 s for signed-in users); 1,000 vectors
+# of 768 dims overran it on the busy test machine (bench.scale_supabase)
+_COMMIT_PAGE = 250
 
 
 async def _signed_in(client: AsyncClient, url: str) -> None:
@@ -134,6 +135,7 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
     ) -> None:
         super().__init__(client, http, user_id, user_session)
         self._replay = OutboxReplay(outbox, self._send, retry)
+        self.commit_page = _COMMIT_PAGE  # a project with a shorter statement timeout needs fewer
 
     @property
     def outbox(self) -> Outbox:
@@ -642,7 +644,9 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
             await self._rpc(
                 "stage_embeddings", "stage the new embeddings", p_items=page, p_embedder=embedder, p_reset=number == 0
             )
-        while await self._rpc("commit_embeddings", "replace the embeddings", p_embedder=embedder, p_page=_COMMIT_PAGE):
+        while await self._rpc(
+            "commit_embeddings", "replace the embeddings", p_embedder=embedder, p_page=self.commit_page
+        ):
             pass
 
     async def schema_version(self) -> int:

@@ -545,8 +545,9 @@ async def test_reads_of_more_than_max_rows_come_back_whole(supabase, tmp_path):
 
 
 async def test_reembedding_a_large_store_stays_inside_the_statement_timeout(supabase, tmp_path):
-    """Re-embedding writes every vector in pages and commits them together: one request with all
-    of them ran past the statement timeout (here 1 s for this project, to keep the store small)."""
+    """Re-embedding stages and commits the vectors in pages: one request with all of them ran past
+    the statement timeout, and so did one commit of them all once each updates an HNSW index (here
+    1 s for this project, to keep the store small, so the pages are smaller than by default)."""
     with psycopg.connect(supabase.dsn, autocommit=True) as conn:
         name = conn.execute("SELECT current_database()").fetchone()[0]
         conn.execute(f"ALTER ROLE authenticated IN DATABASE {name} SET statement_timeout = '1s'")
@@ -554,7 +555,11 @@ async def test_reembedding_a_large_store_stays_inside_the_statement_timeout(supa
         chat = _chat_with_rows(supabase, await user_id(store), texts=600)
         texts = await store.embedded_texts()
         rng = np.random.default_rng(5)
+        store.commit_page = 50
+        supabase.shim.log.clear()
         await store.replace_embeddings([(t.ref, rng.normal(size=768)) for t in texts], "test-768")
+        commits = [path for _, path, _ in supabase.shim.log if path.endswith("/rpc/commit_embeddings")]
+        assert len(commits) == -(-len(texts) // 50)  # the call that writes the last page switches
         assert await store.embedder_info() == ("test-768", 768)
         found = await store.search(EmbeddedText("q", rng.normal(size=768), "test-768"), 5)
         assert [m.chat_id for m in found] == [chat]

