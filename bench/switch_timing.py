@@ -26,14 +26,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from bench.memory import percentile
 from tests.peers.pulse import PulseServer
 
 ANNOUNCEMENT_S = 0.3
 ANSWER_HZ = 587.0
-CUE_LEVEL = 1000.0
 
 
 def _emulator_main(cert: str, key: str, rounds: int, out: Any) -> None:
@@ -74,24 +71,6 @@ def _emulator_main(cert: str, key: str, rounds: int, out: Any) -> None:
     asyncio.run(main())
 
 
-def _level(pcm: np.ndarray, frequency: float, rate: int) -> float:
-    t = np.arange(pcm.size) / rate
-    return float(2 * abs(np.dot(pcm, np.exp(-2j * np.pi * frequency * t))) / pcm.size)
-
-
-def _first_heard(chunks: list[tuple[float, bytes]], frequency: float, after: float, rate: int) -> float | None:
-    window: list[np.ndarray] = []
-    for at, piece in chunks:
-        window.append(np.frombuffer(piece, "<i2").astype(np.float64))
-        samples = np.concatenate(window)
-        if samples.size < rate // 50:
-            continue
-        window = []
-        if at >= after and _level(samples, frequency, rate) > CUE_LEVEL:
-            return at
-    return None
-
-
 def _ms(values: list[float]) -> str:
     if not values:
         return "no samples"
@@ -105,7 +84,6 @@ async def run(pulse: PulseServer, rounds: int) -> None:
     from parla.daemon.conversation import spoken_conversation
     from parla.daemon.memory_services import open_memory
     from parla.daemon.settings import Settings
-    from parla.voice.config import SPEAKER_RATE
     from parla.voice.cues import SWITCH_CUE_HZ
     from tests.peers.gemini_rest import GeminiRestEmulator
     from tests.peers.live_emulator import make_certificate
@@ -161,8 +139,8 @@ async def run(pulse: PulseServer, rounds: int) -> None:
     for n in range(rounds):
         old, new = marks[n], marks[n + 1]
         call = old["call"]
-        cue = _first_heard(recorder.chunks, SWITCH_CUE_HZ, call, SPEAKER_RATE)
-        answer = _first_heard(recorder.chunks, ANSWER_HZ, new["setup"], SPEAKER_RATE)
+        cue = recorder.first_tone(SWITCH_CUE_HZ, call)
+        answer = recorder.first_tone(ANSWER_HZ, new["setup"])
         if cue is not None:
             cue_ms.append((cue - call) * 1000)
             decided_ms.append((cue - switched_at[n]) * 1000)

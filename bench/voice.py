@@ -186,18 +186,17 @@ async def run(pulse: PulseServer, quick: bool) -> None:
     recorder = pulse.record_speaker()
     async with SQLiteChatStore(tmp / "parla.db") as store:
         chat_id = (await store.create_chat(title="bench")).chat.id
+
+        def conversation(microphone: Microphone, speaker: Speaker) -> LiveConversation:
+            memory = ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path)))
+            return LiveConversation(client, config, memory, microphone=microphone, speaker=speaker)
+
         mic = TimedMicrophone()
         mic.captured_at = {}
         async with (
             mic,
             Speaker() as speaker,
-            LiveConversation(
-                client,
-                config,
-                ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path))),
-                microphone=mic,
-                speaker=speaker,
-            ),
+            conversation(mic, speaker),
         ):
             cpu0, wall0 = time.process_time(), time.monotonic()
             player = asyncio.create_task(pulse.play_into_mic(said))
@@ -236,13 +235,7 @@ async def run(pulse: PulseServer, quick: bool) -> None:
         async with (
             Microphone() as mic2,
             Speaker() as speaker,
-            LiveConversation(
-                client,
-                config,
-                ChatMemory(store, MemoryConfig(), chat_id, RefusedTurns(RefusedTurns.beside(store.path))),
-                microphone=mic2,
-                speaker=speaker,
-            ) as timed,
+            conversation(mic2, speaker) as timed,
         ):
             for n in range(1, questions + 1):
                 await pulse.play_into_mic(question)

@@ -173,6 +173,23 @@ class MonitorRecorder:
     def audio(self) -> bytes:
         return b"".join(piece for _, piece in self.chunks)
 
+    def first_tone(self, frequency: float, after: float, level: float = 1000.0) -> float | None:
+        """When `frequency` was first heard louder than `level` (amplitude) after `after`, in
+        20 ms windows (a single-bin DFT each): a cue or a reply told apart by its pitch."""
+        rate = 24000
+        window: list[np.ndarray] = []
+        for at, piece in self.chunks:
+            window.append(np.frombuffer(piece, "<i2").astype(np.float64))
+            samples = np.concatenate(window)
+            if samples.size < rate // 50:
+                continue
+            window = []
+            t = np.arange(samples.size) / rate
+            amplitude = 2 * abs(np.dot(samples, np.exp(-2j * np.pi * frequency * t))) / samples.size
+            if at >= after and amplitude > level:
+                return at
+        return None
+
     def last_sound_at(self, threshold: int = 200) -> float | None:
         loud = [t for t, piece in self.chunks if np.abs(np.frombuffer(piece, "<i2")).max(initial=0) > threshold]
         return loud[-1] if loud else None

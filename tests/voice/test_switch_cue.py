@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-import numpy as np
-
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.refused import RefusedTurns
@@ -15,29 +13,9 @@ from parla.voice.audio import Speaker
 from parla.voice.cues import SWITCH_CUE_HZ, switch_cue
 from parla.voice.live import LiveConversation
 from tests.conftest import eventually
-from tests.peers.live_emulator import OUT_RATE, tone
+from tests.peers.live_emulator import tone
 
 REPLY_HZ = 440.0
-
-
-def tone_level(pcm: np.ndarray, frequency: float) -> float:
-    """The amplitude of `frequency` in `pcm` (a single-bin DFT)."""
-    t = np.arange(pcm.size) / OUT_RATE
-    return float(2 * abs(np.dot(pcm, np.exp(-2j * np.pi * frequency * t))) / pcm.size)
-
-
-def first_heard(chunks: list[tuple[float, bytes]], frequency: float, after: float, level: float = 1000.0) -> float:
-    """When `frequency` was first heard at the monitor after `after` (20 ms windows)."""
-    window: list[np.ndarray] = []
-    for at, piece in chunks:
-        window.append(np.frombuffer(piece, "<i2").astype(np.float64))
-        samples = np.concatenate(window)
-        if samples.size < OUT_RATE // 50:
-            continue
-        window = []
-        if at >= after and tone_level(samples, frequency) > level:
-            return at
-    raise AssertionError(f"{frequency} Hz was never heard after the decision")
 
 
 async def test_the_switch_cue_is_heard_within_200_ms_over_a_playing_reply(
@@ -71,6 +49,7 @@ async def test_the_switch_cue_is_heard_within_200_ms_over_a_playing_reply(
         assert await speaker.drained(5)
         await asyncio.sleep(0.2)
     recorder.stop()
-    heard = first_heard(recorder.chunks, SWITCH_CUE_HZ, decided)
-    assert heard - decided < 0.2, f"the cue came {heard - decided:.3f} s after the decision"
-    assert first_heard(recorder.chunks, REPLY_HZ, heard) - heard < 0.2  # the reply goes on under it
+    heard = recorder.first_tone(SWITCH_CUE_HZ, decided)
+    assert heard is not None and heard - decided < 0.2, f"the cue came {heard and heard - decided} s after the decision"
+    under = recorder.first_tone(REPLY_HZ, heard)
+    assert under is not None and under - heard < 0.2  # the reply goes on under it
