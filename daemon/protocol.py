@@ -78,6 +78,10 @@ class SearchRequest(Request):
     limit: Annotated[int, Field(ge=1, le=50, strict=True)] = Field(5, description="an integer from 1 to 50: candidates")
 
 
+class RemindersRequest(Request):
+    """Reminders were set or cancelled elsewhere on this machine (`parla reminders`): read them again."""
+
+
 class UiRequest(Request):
     """The memory inspector's address."""
 
@@ -181,7 +185,7 @@ class NewAnswer(Answer):
 
 
 class ResultAnswer(Answer):
-    """The outcome of `talk`, `say`, `mute`, `unmute` and `stop`."""
+    """The outcome of `talk`, `say`, `reminders`, `mute`, `unmute` and `stop`."""
 
     result: Literal[
         "activating",
@@ -194,6 +198,7 @@ class ResultAnswer(Answer):
         "muted",
         "unmuted",
         "stopping",
+        "ok",
     ]
     answer: str | None = Field(None, description="`answered`: the model's answer")
     error: str | None = Field(None, description="`failed`: why")
@@ -220,6 +225,7 @@ COMMANDS: dict[str, tuple[type[Request], type[Answer]]] = {
     "talk": (TalkRequest, ResultAnswer),
     "say": (SayRequest, ResultAnswer),
     "search": (SearchRequest, SearchAnswer),
+    "reminders": (RemindersRequest, ResultAnswer),
     "ui": (UiRequest, UiAnswer),
     "mute": (MuteRequest, ResultAnswer),
     "unmute": (UnmuteRequest, ResultAnswer),

@@ -92,6 +92,7 @@ async def test_control_socket_commands(daemon_settings, live):
             w.close()
         assert (await ctl(daemon_settings, "status"))["muted"] is True
         assert (await ctl(daemon_settings, "unmute"))["result"] == "unmuted"
+        assert await ctl(daemon_settings, "reminders") == {"result": "ok"}  # `parla reminders` telling it
 
         with pytest.raises(CommandError, match="unknown command 'dance'.*status"):
             await ctl(daemon_settings, "dance")
