@@ -70,6 +70,7 @@ from parla.memory.turn import Turn
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import MIC_RATE, VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
+from parla.voice.floor import Floor, Marker, local_floor
 from parla.voice.live_config import connect_config, system_instruction
 from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
 from parla.voice.profiles import profile_for
@@ -92,6 +93,8 @@ class AudioSource(Protocol):
 class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
 
 
 @dataclass
@@ -134,6 +137,7 @@ class LiveConversation:
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
+        self._floor: Floor | None = local_floor(self.config) if self.config.turn_detection == "local" else None
 
     # lifecycle
 
@@ -145,6 +149,8 @@ class LiveConversation:
     async def __aexit__(self, *exc: object) -> None:
         run = self._run_task
         await cancel_and_wait(run)
+        if self.speaker is not None and self._floor is not None and self._floor.holding:
+            self.speaker.resume()  # an answer paused for a sound is not left silent
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
         await self._saver.close()
@@ -378,6 +384,8 @@ class LiveConversation:
         mic_read: asyncio.Task[bytes] | None = None
         control: asyncio.Task[bool] | None = None
         try:
+            if self._floor is not None and self._floor.talking:  # the user was talking when the last one ended
+                await session.send_realtime_input(activity_start=types.ActivityStart())
             if self._held_block is not None:
                 await self._send_audio(session, self._held_block)
                 self._held_block = None
@@ -435,7 +443,18 @@ class LiveConversation:
         return any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
 
     async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
-        await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
+        if self._floor is None:
+            await session.send_realtime_input(audio=types.Blob(data=block, mime_type=MIC_MIME))
+            return
+        for item in self._floor.feed(block, self.assembler.model_speaking):
+            if isinstance(item, bytes):
+                await session.send_realtime_input(audio=types.Blob(data=item, mime_type=MIC_MIME))
+            elif item is Marker.START:
+                await session.send_realtime_input(activity_start=types.ActivityStart())
+            elif item is Marker.END:
+                await session.send_realtime_input(activity_end=types.ActivityEnd())
+            elif self.speaker is not None:
+                self.speaker.pause() if item is Marker.HOLD else self.speaker.resume()
 
     async def _send_seed(self, session: AsyncSession, seed: Seed) -> None:
         """The tail turns, with their roles, before any realtime input: left open where a
