@@ -174,3 +174,36 @@ async def test_a_pause_in_the_middle_of_a_sentence_keeps_the_floor(pulse, live, 
     # One turn from the first word to past the last (sound server underruns may alter a few samples).
     assert len(heard[0]) >= len(first) + 16_000 * 2 * 1.2 + len(second), "the turn did not hold the whole sentence"
     assert await stored(store, chat.id) is not None
+
+
+async def test_a_connection_lost_while_the_user_talks_carries_the_turn_on_to_the_next(
+    pulse, live, live_client, voice_config, store
+):
+    chat = await new_chat(store)
+    said = speech("I would like to book a table for four people tomorrow evening at the place near the river")
+    heard: list[bytes] = []
+
+    async def script(conn: LiveConnection) -> None:
+        await conn.complete_setup()
+        if conn.index == 0:
+            await eventually(lambda: conn.activity, timeout=10, what="the user's turn to start")
+            await asyncio.sleep(0.5)
+            await conn.drop()
+            return
+        heard.append(await conn.utterance(timeout=20))
+        await conn.reply("Booked.", tone(0.2))
+        await conn.closed.wait()
+
+    live.script = script
+    async with (
+        Microphone() as mic,
+        Speaker() as speaker,
+        conversation(live_client, local(voice_config), store, chat.id, microphone=mic, speaker=speaker),
+    ):
+        await pulse.play_into_mic(said)
+        await eventually(lambda: heard, timeout=15, what="the turn on the second connection")
+    second = live.connections[1]
+    # The new connection is told the user is talking before any of the rest of the turn arrives.
+    assert [kind for kind, _ in second.activity] == ["start", "end"]
+    assert second.of_kind("realtime_input")[0].body == {"activity_start": {}}
+    assert len(heard[0]) > 16_000 * 2 * 1.0, "the rest of the sentence did not reach the new connection"
