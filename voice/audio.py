@@ -258,12 +258,13 @@ class Speaker(_AudioStream):
         self._idle.set()
         self.played_bytes = 0
         self.dropped_bytes = 0
+        self._paused = False
 
     def _callback(self, data: Any, frames: int, when: Any, status: Any) -> None:
         n = len(data)
         with self._lock:
-            chunk = bytes(self._buffer[:n])
-            del self._buffer[:n]
+            chunk = b"" if self._paused else bytes(self._buffer[:n])
+            del self._buffer[: len(chunk)]
             self.played_bytes += len(chunk)
             if not self._buffer:
                 self._idle.set()
@@ -304,12 +305,24 @@ class Speaker(_AudioStream):
         device = float(stream.latency) if stream is not None else float(self.latency)
         return queued + device
 
+    def pause(self) -> None:
+        """Play silence and keep what is queued (a sound over the answer that may be a barge-in);
+        what the device already holds, one device buffer, still plays."""
+        with self._lock:
+            self._paused = True
+
+    def resume(self) -> None:
+        """Go on from where `pause` stopped."""
+        with self._lock:
+            self._paused = False
+
     def flush(self) -> int:
         """Silence now: drop the queued audio and what the device still holds. Returns the bytes
         that were queued but never reached the device."""
         with self._lock:
             discarded = len(self._buffer)
             self._buffer.clear()
+            self._paused = False
             self._idle.set()
         stream = self._stream
         if stream is not None and discarded:

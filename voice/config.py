@@ -86,6 +86,32 @@ class VoiceConfig(BaseModel):
     vad_prefix_padding_ms: int | None = Field(
         None, ge=0, description="Speech needed before a start of speech is committed, in ms (default: the model's)."
     )
+    turn_detection: Literal["service", "local"] = Field(
+        "service",
+        description="Who decides when the user has the floor: the Live service's automatic activity detection, "
+        "or Parla's local voice activity detector (Silero VAD), which pauses the answer for a sound and cuts it "
+        "only for sustained speech.",
+    )
+    floor_threshold: float = Field(
+        0.3, gt=0, lt=1, description="Local detection: speech probability from which a 32 ms frame is speech."
+    )
+    floor_start_ms: int = Field(
+        64, ge=32, description="Local detection: speech in a row that starts the user's turn (or pauses an answer)."
+    )
+    floor_end_silence_ms: int = Field(
+        1500,
+        ge=100,
+        description="Local detection: silence after speech that ends the user's turn (long enough to keep "
+        "the floor through a hesitation; python -m bench.turns measures the trade-off).",
+    )
+    floor_barge_in_ms: int = Field(
+        200,
+        ge=32,
+        description="Local detection: speech over an answer that cuts it; shorter sounds only pause it a moment.",
+    )
+    floor_prefix_ms: int = Field(
+        300, ge=0, description="Local detection: audio from before the detected onset sent with the user's turn."
+    )
     compression_trigger_tokens: int = Field(
         64_000, ge=1000, description="Context size at which the Live session compresses its history (sliding window)."
     )

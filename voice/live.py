@@ -70,6 +70,7 @@ from parla.memory.turn import Turn, WebSource
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import VoiceConfig
 from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
+from parla.voice.floor import Floor, Marker, local_floor
 from parla.voice.latency import VoiceToVoice
 from parla.voice.live_config import connect_config, system_instruction
 from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
@@ -94,6 +95,8 @@ class AudioSink(Protocol):
     def flush(self) -> int: ...
     def ahead_s(self) -> float: ...
     def overlay(self, pcm: bytes) -> None: ...
+    def pause(self) -> None: ...
+    def resume(self) -> None: ...
 
 
 @dataclass
@@ -137,7 +140,9 @@ class LiveConversation:
         # A captured block taken off the microphone queue when a connection ended: sent first next time.
         self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
+
         self.latency = VoiceToVoice(self.config.latency_speech_rms, growth_ratio=self.config.latency_growth_ratio)
+        self._floor: Floor | None = local_floor(self.config) if self.config.turn_detection == "local" else None
 
     # lifecycle
 
@@ -149,6 +154,8 @@ class LiveConversation:
     async def __aexit__(self, *exc: object) -> None:
         run = self._run_task
         await cancel_and_wait(run)
+        if self.speaker is not None and self._floor is not None and self._floor.holding:
+            self.speaker.resume()  # an answer paused for a sound is not left silent
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
         await self._saver.close()
@@ -389,8 +396,10 @@ class LiveConversation:
         mic_read: asyncio.Task[bytes] | None = None
         control: asyncio.Task[bool] | None = None
         try:
+            if self._floor is not None and self._floor.talking:  # the user was talking when the last one ended
+                await session.send_realtime_input(activity_start=types.ActivityStart())
             if self._held_block is not None:
-                await send_audio(session, self._held_block)
+                await self._send_audio(session, self._held_block)
                 self._held_block = None
             while True:
                 while (item := self._next_outgoing()) is not None:
@@ -413,7 +422,7 @@ class LiveConversation:
                     mic_read = None
                     self._held_block = block
                     read_at = time.monotonic()
-                    await send_audio(session, block)
+                    await self._send_audio(session, block)
                     self.latency.sent(block, read_at, time.monotonic())
                     self._held_block = None
         finally:
@@ -453,6 +462,22 @@ class LiveConversation:
             return False
         blocking = types.Behavior.BLOCKING
         return any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
+
+    async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
+        """A microphone block: as it is, or through the local floor detector, which marks the
+        user's turns and pauses the speaker for a sound over the answer until it proves to be speech."""
+        if self._floor is None:
+            await send_audio(session, block)
+            return
+        for item in self._floor.feed(block, self.assembler.model_speaking):
+            if isinstance(item, bytes):
+                await send_audio(session, item)
+            elif item is Marker.START:
+                await session.send_realtime_input(activity_start=types.ActivityStart())
+            elif item is Marker.END:
+                await session.send_realtime_input(activity_end=types.ActivityEnd())
+            elif self.speaker is not None:
+                self.speaker.pause() if item is Marker.HOLD else self.speaker.resume()
 
     async def _send(self, session: AsyncSession, item: Outgoing) -> None:
         if isinstance(item, Text):

@@ -37,8 +37,10 @@ def connect_config(
         voice_config=types.VoiceConfig(prebuilt_voice_config=types.PrebuiltVoiceConfig(voice_name=config.live_voice)),
         language_code=config.live_language,
     )
+    # Local detection: Parla sends activityStart/activityEnd, which the service takes only with its
+    # own detection disabled (https://ai.google.dev/api/live#bidigeneratecontentrealtimeinput).
     vad = types.AutomaticActivityDetection(
-        disabled=False,
+        disabled=config.turn_detection == "local",
         start_of_speech_sensitivity=_START.get(config.vad_start_sensitivity),
         end_of_speech_sensitivity=_END.get(config.vad_end_sensitivity),
         silence_duration_ms=config.vad_silence_ms,

@@ -1,0 +1,194 @@
+"""A turn-taking corpus made here: flite voices in simulated rooms (pyroomacoustics image-source
+impulse responses, RT60 0.3-0.8 s, the laptop speaker 30 cm from the microphone and as loud at it
+as the user), with the model's answer coming back through the room and WebRTC's echo canceller
+(Parla's engine) in front of the detectors, as on a laptop with the answer on its speakers.
+
+Three sets of 20 items each:
+- "interruption": the user talks over the answer ("wait", "stop", "no, the other one", a new
+  question...); it should cut the answer, soon.
+- "not_a_turn": backchannels ("mm-hmm", "yeah", "okay", "right"), a cough, a knock, typing, and TV
+  speech 15 dB below the user, over the answer; none should cut it.
+- "pause": a sentence with a 1.0-1.5 s hesitation in the middle, the model silent; the user's turn
+  must not end in the pause, and should end soon after the last word.
+
+Each item's signal is the microphone after echo cancellation, 16 kHz int16, with the time the
+user's sound starts (`onset_s`) and, for "pause", when the sentence's last word ends (`end_s`) and
+where the pause is (`pause_s`). Noises are synthesised (seeded), never recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+
+from tests.peers.pulse import speech
+
+RATE = 16_000
+USER_RMS = 1000.0  # about -30 dBFS at the microphone
+VOICES = ("kal16", "slt", "awb", "rms")
+ANSWER = (
+    "Sure. Kyoto in April is lovely: the cherry blossoms are out, the temples are busy, and you "
+    "should book the ryokan early because it fills up weeks ahead, especially near the river."
+)
+INTERRUPTIONS = ("wait", "stop", "no, the other one", "what about the trains instead", "hold on a second")
+BACKCHANNELS = ("mm-hmm", "yeah", "okay", "right")
+TV = ("and in other news tonight the council voted to close the bridge", "the forecast for tomorrow is rain")
+PAUSED = (
+    ("I'd like to book", "the hotel near the river"),
+    ("can you remind me", "to call my sister tomorrow"),
+    ("what was the name of", "that restaurant we liked"),
+    ("play something", "a bit more relaxing please"),
+    ("how long does it take", "to get to the airport by train"),
+)
+ONSET_S = 1.5  # the user's sound starts this long into the answer
+
+
+@dataclass(frozen=True)
+class Item:
+    kind: str  # "interruption", "not_a_turn", "pause"
+    label: str
+    mic: np.ndarray  # int16 at 16 kHz, after echo cancellation
+    onset_s: float
+    end_s: float  # when the user's sound ends (the last word, for "pause")
+    model_speaking: bool
+    pause_s: tuple[float, float] = (0.0, 0.0)
+
+
+def _rms(a: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(a.astype(float) ** 2))) if len(a) else 0.0
+
+
+def _flite(text: str, voice: str) -> np.ndarray:
+    """flite's speech without its pads, as float."""
+    a = np.frombuffer(speech(text, voice, pad_ms=0), "<i2").astype(float)
+    loud = np.flatnonzero(np.abs(a) > 100)
+    return a[loud[0] : loud[-1] + 1] if len(loud) else a
+
+
+def _room(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Impulse responses (16 kHz) of one simulated room: user -> mic, speaker -> mic, far (TV) -> mic."""
+    import pyroomacoustics as pra
+
+    dims = [rng.uniform(3.5, 6.0), rng.uniform(3.0, 5.0), 2.7]
+    rt60 = rng.uniform(0.3, 0.8)
+    absorption, order = pra.inverse_sabine(rt60, dims)
+    room = pra.ShoeBox(dims, fs=RATE, materials=pra.Material(absorption), max_order=min(order, 12))
+    mic = np.array([dims[0] / 2, dims[1] / 2, 0.9])
+    room.add_source(list(mic + [0.0, 0.8, 0.4]))  # the user, in front of the laptop
+    room.add_source(list(mic + [0.3, 0.0, 0.0]))  # the laptop's speaker, 30 cm from its microphone
+    room.add_source([dims[0] - 0.5, dims[1] - 0.5, 1.0])  # a TV across the room
+    room.add_microphone(list(mic))
+    room.compute_rir()
+    user, spk, tv = (np.asarray(room.rir[0][i]) for i in range(3))
+    return user, spk, tv
+
+
+def _place(length: int, sound: np.ndarray, at_s: float) -> np.ndarray:
+    out = np.zeros(length)
+    start = int(at_s * RATE)
+    n = min(len(sound), length - start)
+    out[start : start + n] = sound[:n]
+    return out
+
+
+def _cancel(near: np.ndarray, far16: np.ndarray) -> np.ndarray:
+    """Parla's echo canceller over the microphone, with the answer it played as the reference."""
+    from parla.voice.echo import WebRtcEngine
+
+    engine = WebRtcEngine()
+    far24 = np.interp(np.arange(int(len(far16) * 1.5)) / 1.5, np.arange(len(far16)), far16)
+    near_i = np.clip(near, -32768, 32767).astype("<i2")
+    far_i = np.clip(far24, -32768, 32767).astype("<i2")
+    out = np.zeros(len(near_i), dtype=np.int16)
+    for f in range(len(near_i) // 160):
+        n = near_i[f * 160 : (f + 1) * 160].tobytes()
+        r = far_i[f * 240 : (f + 1) * 240]
+        r = np.pad(r, (0, 240 - len(r))).astype("<i2").tobytes()
+        out[f * 160 : (f + 1) * 160] = np.frombuffer(engine.process(n, r), "<i2")
+    return out
+
+
+def cough(rng: np.random.Generator) -> np.ndarray:
+    n = int(0.3 * RATE)
+    noise = rng.normal(0, 1, n)
+    noise = np.convolve(noise, np.ones(4) / 4, "same") - np.convolve(noise, np.ones(40) / 40, "same")
+    t = np.arange(n) / RATE
+    env = np.minimum(t / 0.01, 1) * np.exp(-t / 0.08)
+    return np.concatenate([noise * env, np.zeros(int(0.1 * RATE)), 0.6 * noise * env])
+
+
+def knock(rng: np.random.Generator) -> np.ndarray:
+    t = np.arange(int(0.08 * RATE)) / RATE
+    one = (np.sin(2 * np.pi * 180 * t) + 0.5 * np.sin(2 * np.pi * 470 * t)) * np.exp(-t / 0.015)
+    gap = np.zeros(int(rng.uniform(0.12, 0.18) * RATE))
+    return np.concatenate([one, gap, one, gap, one])
+
+
+def typing(rng: np.random.Generator) -> np.ndarray:
+    out = np.zeros(int(2.0 * RATE))
+    at = 0.0
+    t = np.arange(int(0.006 * RATE)) / RATE
+    while at < 1.95:
+        click = rng.normal(0, 1, len(t)) * np.exp(-t / 0.0015)
+        i = int(at * RATE)
+        out[i : i + len(click)] += click
+        at += rng.uniform(0.08, 0.22)
+    return out
+
+
+def _scaled(a: np.ndarray, rms: float) -> np.ndarray:
+    return a * rms / max(_rms(a), 1e-9)
+
+
+def corpus(seed: int = 7, per_set: int = 20) -> Iterator[Item]:
+    """The three sets, `per_set` items each (fewer for a quick run), rooms drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    answer = {v: _flite(ANSWER, v) for v in ("kal16", "slt")}
+    for i in range(per_set):
+        phrase, voice = INTERRUPTIONS[i % len(INTERRUPTIONS)], VOICES[i // len(INTERRUPTIONS) % len(VOICES)]
+        yield _over_answer(rng, "interruption", f"{voice}: {phrase}", _flite(phrase, voice), answer)
+    others: list[tuple[str, np.ndarray, bool]] = []
+    for voice in VOICES[:3]:
+        others += [(f"{voice}: {b}", _flite(b, voice), False) for b in BACKCHANNELS]
+    for k in range(2):
+        others += [(f"cough {k}", cough(rng), False), (f"knock {k}", knock(rng), False)]
+        others += [(f"typing {k}", typing(rng), False), (f"TV {k}", _flite(TV[k], VOICES[2 + k]), True)]
+    for label, sound, far in others[:per_set]:
+        yield _over_answer(rng, "not_a_turn", label, sound, answer, far=far)
+    for i in range(per_set):
+        (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
+        yield _paused(rng, f"{voice}: {first} ... {second}", _flite(first, voice), _flite(second, voice))
+
+
+def _over_answer(
+    rng: np.random.Generator, kind: str, label: str, sound: np.ndarray, answer: dict[str, np.ndarray], far: bool = False
+) -> Item:
+    user_rir, spk_rir, tv_rir = _room(rng)
+    model = answer["kal16" if rng.random() < 0.5 else "slt"]
+    length = len(model) + RATE
+    # The sound at the mouth, scaled so that the user's voice is USER_RMS at the microphone; the
+    # TV 15 dB below that, from across the room; the answer's echo as loud as the user.
+    rir = tv_rir if far else user_rir
+    at_mic = np.convolve(sound, rir)
+    level = USER_RMS * (10 ** (-15 / 20) if far else 1.0)
+    at_mic = _scaled(at_mic, level)
+    echo = _scaled(np.convolve(model, spk_rir)[: len(model)], USER_RMS)
+    user = _place(length, at_mic, ONSET_S)
+    near = user + _place(length, echo, 0.0)
+    mic = _cancel(near, np.pad(model, (0, length - len(model))))
+    return Item(kind, label, mic, ONSET_S, ONSET_S + len(sound) / RATE, model_speaking=True)
+
+
+def _paused(rng: np.random.Generator, label: str, first: np.ndarray, second: np.ndarray) -> Item:
+    user_rir, _, _ = _room(rng)
+    pause = rng.uniform(1.0, 1.5)
+    start = 0.5
+    said = np.concatenate([first, np.zeros(int(pause * RATE)), second])
+    at_mic = _scaled(np.convolve(said, user_rir), USER_RMS)
+    length = int((start + len(said) / RATE + 2.5) * RATE)
+    mic = np.clip(_place(length, at_mic, start), -32768, 32767).astype(np.int16)
+    end = start + len(said) / RATE
+    gap = (start + len(first) / RATE, start + len(first) / RATE + pause)
+    return Item("pause", label, mic, start, end, model_speaking=False, pause_s=gap)

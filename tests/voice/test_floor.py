@@ -1,0 +1,209 @@
+"""Parla decides who has the floor (PARLA_TURN_DETECTION=local), through PulseAudio, the real
+Silero VAD and the Live emulator driven by the real SDK: the setup disables the service's
+detection and Parla marks the user's turn; a person talking over the answer cuts it; a knock or a
+backchannel over the answer only pauses it, and it goes on from where it stopped; a 1.2 s pause
+in the middle of a sentence keeps the floor."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import numpy as np
+
+from parla.voice.audio import Microphone, Speaker
+from parla.voice.echo import EchoCanceller, PlayedAudio
+from tests.conftest import eventually
+from tests.peers.live_emulator import LiveConnection, tone
+from tests.peers.pulse import speech
+from tests.peers.turn_corpus import knock
+from tests.voice.test_echo import ANSWER, voice
+from tests.voice.test_live import conversation, new_chat, stored
+
+LONG_ANSWER = " ".join([ANSWER] * 3)
+USER = 3300 / np.sqrt(10)  # the user as loud at the microphone as the answer's echo
+
+
+def local(voice_config, **settings):
+    return voice_config.model_copy(update={"turn_detection": "local", **settings})
+
+
+def spoken(text: str) -> bytes:
+    """flite's speech from its first sound to its last (no silence around it)."""
+    samples = np.frombuffer(speech(text, pad_ms=0), "<i2")
+    sound = np.flatnonzero(np.abs(samples) > 100)
+    return samples[sound[0] : sound[-1] + 1].tobytes()
+
+
+def loud(pcm: bytes, rms: float) -> bytes:
+    a = np.frombuffer(pcm, "<i2").astype(float)
+    return np.clip(a * rms / np.sqrt(np.mean(a**2)), -32768, 32767).astype("<i2").tobytes()
+
+
+async def test_the_user_turn_is_marked_by_parla(pulse, live, live_client, voice_config, store):
+    chat = await new_chat(store)
+    said = speech("what is the weather like in Lisbon")
+    heard: list[bytes] = []
+
+    async def script(conn: LiveConnection) -> None:
+        await conn.complete_setup()
+        heard.append(await conn.utterance())
+        await conn.heard(" What is the weather like in Lisbon?")
+        await conn.reply("Sunny.", tone(0.2))
+        await conn.closed.wait()
+
+    live.script = script
+    async with (
+        Microphone() as mic,
+        Speaker() as speaker,
+        conversation(live_client, local(voice_config), store, chat.id, microphone=mic, speaker=speaker),
+    ):
+        await pulse.play_into_mic(said)
+        await eventually(lambda: heard, timeout=10, what="the user's turn")
+    conn = live.connections[0]
+    assert conn.setup["realtime_input_config"]["automatic_activity_detection"]["disabled"] is True
+    assert [kind for kind, _ in conn.activity] == ["start", "end"]
+    samples = np.frombuffer(said, "<i2")
+    loud = np.flatnonzero(np.abs(samples) > 300)
+    first, last = said[loud[0] * 2 : loud[0] * 2 + 3200], said[loud[-1] * 2 - 3200 : loud[-1] * 2]
+    # The turn holds the whole sentence: the audio from before the detected onset went with it.
+    assert first in heard[0], "the first word's start was not sent"
+    assert last in heard[0], "the last word's end was not sent"
+
+
+async def _over_the_answer(
+    pulse, live, live_client, voice_config, store, sound: bytes, **settings
+) -> tuple[list[bool], int, bool]:
+    """Play `sound` into the microphone 1.5 s into a long spoken answer on loudspeakers (the room
+    brings it back 10 dB down; Parla's echo canceller runs); whether the service finished the
+    answer, how many times the speaker paused, and whether every byte of it was played."""
+    chat = await new_chat(store)
+    speaking = asyncio.Event()
+    answered: list[bool] = []
+    answer = voice(LONG_ANSWER, "kal16", 3300)
+
+    async def script(conn: LiveConnection) -> None:
+        await conn.complete_setup()
+        await asyncio.sleep(1.0)
+        speaking.set()
+        answered.append(await conn.reply(LONG_ANSWER, answer, paced=True))
+        await conn.closed.wait()
+
+    live.script = script
+    played = PlayedAudio()
+    pauses = 0
+
+    class CountingSpeaker(Speaker):
+        def pause(self) -> None:
+            nonlocal pauses
+            pauses += 1
+            super().pause()
+
+    with pulse.room(delay_ms=90, gain_db=-10):
+        async with (
+            Microphone(echo=EchoCanceller(played)) as mic,
+            CountingSpeaker(reference=played) as speaker,
+            conversation(live_client, local(voice_config, **settings), store, chat.id, microphone=mic, speaker=speaker),
+        ):
+            await speaking.wait()
+            await asyncio.sleep(1.5)
+            assert not answered, "the answer ended before the sound"
+            await pulse.play_into_mic(sound, latency_ms=20)
+            async with asyncio.timeout(30):
+                while not answered:
+                    await asyncio.sleep(0.05)
+            if answered == [True]:  # the service sent it all: wait for the speaker to play it all
+                with contextlib.suppress(AssertionError):
+                    await eventually(lambda: speaker.played_bytes >= len(answer), timeout=30, what="the answer")
+    return answered, pauses, speaker.played_bytes >= len(answer)
+
+
+async def test_a_person_talking_over_the_answer_cuts_it(pulse, live, live_client, voice_config, store):
+    user = voice("wait, stop, tell me about the trains instead", "slt", USER, factor=1.0)
+    answered, pauses, _ = await _over_the_answer(pulse, live, live_client, voice_config, store, user)
+    assert answered == [False], "the user's words did not cut the answer"
+    assert pauses >= 1, "the speaker did not pause when the user spoke"
+    assert [kind for kind, _ in live.connections[0].activity][:1] == ["start"]
+
+
+async def test_a_knock_over_the_answer_does_not_cut_it(pulse, live, live_client, voice_config, store):
+    sound = loud(bytes(1600) + (knock(np.random.default_rng(1)) * 3000).astype("<i2").tobytes() + bytes(1600), USER)
+    answered, _, played_all = await _over_the_answer(pulse, live, live_client, voice_config, store, sound)
+    assert answered == [True] and played_all, "a knock cut the answer"
+    assert live.connections[0].activity == [], "a knock was sent as the user's turn"
+
+
+async def test_a_backchannel_pauses_the_answer_which_then_goes_on_from_where_it_stopped(
+    pulse, live, live_client, voice_config, store
+):
+    # An "uh-huh" is about 300 ms of speech: with the default 200 ms it may count as taking the floor
+    # (python -m bench.turns measures how often); here the mechanism is tested, with room to spare.
+    sound = voice("uh-huh", "slt", USER, factor=1.0)
+    answered, pauses, played_all = await _over_the_answer(
+        pulse, live, live_client, voice_config, store, sound, floor_barge_in_ms=600
+    )
+    assert answered == [True] and live.connections[0].activity == [], "an 'uh-huh' cut the answer"
+    assert pauses >= 1, f"the speaker did not pause for the 'uh-huh' ({pauses} pauses)"
+    assert played_all, "the answer did not go on from where it paused: some of it was dropped"
+
+
+async def test_a_pause_in_the_middle_of_a_sentence_keeps_the_floor(pulse, live, live_client, voice_config, store):
+    chat = await new_chat(store)
+    first, second = spoken("I'd like to book"), spoken("the hotel near the river")
+    pad = bytes(16_000 * 2 * 3 // 10)
+    said = pad + first + bytes(int(16_000 * 2 * 1.2)) + second + pad  # 1.2 s from the last sound to the next
+    heard: list[bytes] = []
+
+    async def script(conn: LiveConnection) -> None:
+        await conn.complete_setup()
+        heard.append(await conn.utterance(timeout=20))
+        await conn.reply("Which dates?", tone(0.2))
+        await conn.closed.wait()
+
+    live.script = script
+    async with (
+        Microphone() as mic,
+        Speaker() as speaker,
+        conversation(live_client, local(voice_config), store, chat.id, microphone=mic, speaker=speaker),
+    ):
+        await pulse.play_into_mic(said)
+        await eventually(lambda: heard, timeout=10, what="the user's turn")
+        await eventually(lambda: len(live.connections[0].activity) >= 2, what="the end of the turn")
+        await asyncio.sleep(0.5)
+    assert [kind for kind, _ in live.connections[0].activity] == ["start", "end"], "the pause ended the turn"
+    # One turn from the first word to past the last (sound server underruns may alter a few samples).
+    assert len(heard[0]) >= len(first) + 16_000 * 2 * 1.2 + len(second), "the turn did not hold the whole sentence"
+    assert await stored(store, chat.id) is not None
+
+
+async def test_a_connection_lost_while_the_user_talks_carries_the_turn_on_to_the_next(
+    pulse, live, live_client, voice_config, store
+):
+    chat = await new_chat(store)
+    said = speech("I would like to book a table for four people tomorrow evening at the place near the river")
+    heard: list[bytes] = []
+
+    async def script(conn: LiveConnection) -> None:
+        await conn.complete_setup()
+        if conn.index == 0:
+            await eventually(lambda: conn.activity, timeout=10, what="the user's turn to start")
+            await asyncio.sleep(0.5)
+            await conn.drop()
+            return
+        heard.append(await conn.utterance(timeout=20))
+        await conn.reply("Booked.", tone(0.2))
+        await conn.closed.wait()
+
+    live.script = script
+    async with (
+        Microphone() as mic,
+        Speaker() as speaker,
+        conversation(live_client, local(voice_config), store, chat.id, microphone=mic, speaker=speaker),
+    ):
+        await pulse.play_into_mic(said)
+        await eventually(lambda: heard, timeout=15, what="the turn on the second connection")
+    second = live.connections[1]
+    # The new connection is told the user is talking before any of the rest of the turn arrives.
+    assert [kind for kind, _ in second.activity] == ["start", "end"]
+    assert second.of_kind("realtime_input")[0].body == {"activity_start": {}}
+    assert len(heard[0]) > 16_000 * 2 * 1.0, "the rest of the sentence did not reach the new connection"
