@@ -4,6 +4,7 @@ emulator gives the same steps; a refused resumption fails its step with the clos
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import wave
@@ -114,3 +115,29 @@ def test_the_command_needs_a_speech_file_of_the_right_kind(tmp_path, monkeypatch
         w.writeframes(bytes(400))
     result = CliRunner().invoke(app, ["doctor", "--live", "--speech", str(stereo)])
     assert result.exit_code == 1 and "16 kHz mono 16-bit" in result.stderr and "ffmpeg" in result.stderr
+
+
+async def test_the_command_runs_the_check_and_writes_the_trace(live, gemini, live_certificate, tmp_path, monkeypatch):
+    live.script = service
+    live.voice_detector = VoiceDetector()
+    question = tmp_path / "question.wav"
+    with wave.open(str(question), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(speech("what time is it"))
+    trace = tmp_path / "trace.jsonl"
+    env = {
+        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
+        "GEMINI_API_KEY": live.api_key,
+        "PARLA_GEMINI_BASE_URL": gemini.base_url,
+        "PARLA_LIVE_URL": live.url,
+        "SSL_CERT_FILE": str(live_certificate[0]),
+    }
+    args = ["doctor", "--live", "--speech", str(question), "--trace", str(trace), "--json"]
+    result = await asyncio.to_thread(CliRunner().invoke, app, args, env=env)
+    assert result.exit_code == 0, result.output
+    answer = json.loads(result.stdout)
+    assert [s["name"] for s in answer["steps"] if s["ok"]] == STEPS and answer["trace"] == str(trace)
+    header, lines = read_trace(trace)
+    assert header["model"] == live.connections[0].model and lines
