@@ -92,8 +92,8 @@ def _build_alone(conn: psycopg.Connection, migration: Migration, statement: str,
         conn.execute(statement)
     except psycopg.Error as e:
         raise StoreError(
-            f"migration {migration.path.name} failed building index {name} (nothing else of it is applied; "
-            f"run it again): {e}".strip()
+            f"migration {migration.path.name} failed building index {name}; the rest of it is not applied "
+            f"and indexes it built are kept: run it again: {e}".strip()
         ) from e
 
 

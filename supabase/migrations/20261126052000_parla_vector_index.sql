@@ -291,54 +291,32 @@ begin
             parla.texts_not_embedded_by(v_uid, p_embedder) - v_staged
             using errcode = 'P0001', detail = 'bad_input', hint = 'embed every text from embedded_texts()';
     end if;
+    -- one page of staged vectors leaves the staging table and each goes to its text's row (each
+    -- update below runs whether or not it is read)
     with page as (
         delete from parla.pending_embeddings p
         where (p.user_id, p.chat_id, p.kind, p.start_seq, p.end_seq) in (
             select s.user_id, s.chat_id, s.kind, s.start_seq, s.end_seq from parla.pending_embeddings s
-            where s.user_id = v_uid and s.embedder = p_embedder and s.kind = 'turns' limit v_left)
+            where s.user_id = v_uid and s.embedder = p_embedder limit v_left)
         returning p.*
-    ), written as (  -- runs whether or not it is read
+    ), windows as (
         update public.chat_windows w set embedding = s.embedding, embedder = p_embedder
-        from page s where w.chat_id = s.chat_id and w.user_id = v_uid and w.start_seq = s.start_seq
-    )
-    select count(*) into v_taken from page;
-    v_left := v_left - v_taken;
-    with page as (
-        delete from parla.pending_embeddings p
-        where (p.user_id, p.chat_id, p.kind, p.start_seq, p.end_seq) in (
-            select s.user_id, s.chat_id, s.kind, s.start_seq, s.end_seq from parla.pending_embeddings s
-            where s.user_id = v_uid and s.embedder = p_embedder and s.kind in ('chunk', 'meta') limit v_left)
-        returning p.*
-    ), written as (  -- runs whether or not it is read
+        from page s
+        where s.kind = 'turns' and w.chat_id = s.chat_id and w.user_id = v_uid and w.start_seq = s.start_seq
+    ), summaries as (
         update public.chat_summaries m set embedding = s.embedding, embedder = p_embedder
         from page s
-        where m.chat_id = s.chat_id and m.user_id = v_uid and m.level = case s.kind when 'chunk' then 0 else 1 end
+        where s.kind in ('chunk', 'meta') and m.chat_id = s.chat_id and m.user_id = v_uid
+          and m.level = case s.kind when 'chunk' then 0 else 1 end
           and m.start_seq = s.start_seq and m.end_seq = s.end_seq
-    )
-    select count(*) into v_taken from page;
-    v_left := v_left - v_taken;
-    with page as (
-        delete from parla.pending_embeddings p
-        where (p.user_id, p.chat_id, p.kind, p.start_seq, p.end_seq) in (
-            select s.user_id, s.chat_id, s.kind, s.start_seq, s.end_seq from parla.pending_embeddings s
-            where s.user_id = v_uid and s.embedder = p_embedder and s.kind = 'facts' limit v_left)
-        returning p.*
-    ), written as (  -- runs whether or not it is read
+    ), facts as (
         update public.chat_facts f set embedding = s.embedding, embedder = p_embedder
         from page s
-        where f.chat_id = s.chat_id and f.user_id = v_uid and f.start_seq = s.start_seq and f.end_seq = s.end_seq
-    )
-    select count(*) into v_taken from page;
-    v_left := v_left - v_taken;
-    with page as (
-        delete from parla.pending_embeddings p
-        where (p.user_id, p.chat_id, p.kind, p.start_seq, p.end_seq) in (
-            select s.user_id, s.chat_id, s.kind, s.start_seq, s.end_seq from parla.pending_embeddings s
-            where s.user_id = v_uid and s.embedder = p_embedder and s.kind = 'summary' limit v_left)
-        returning p.*
-    ), written as (  -- runs whether or not it is read
+        where s.kind = 'facts' and f.chat_id = s.chat_id and f.user_id = v_uid
+          and f.start_seq = s.start_seq and f.end_seq = s.end_seq
+    ), described as (
         update public.chats c set summary_embedding = s.embedding, summary_embedder = p_embedder
-        from page s where c.id = s.chat_id and c.user_id = v_uid
+        from page s where s.kind = 'summary' and c.id = s.chat_id and c.user_id = v_uid
     )
     select count(*) into v_taken from page;
     select count(*) into v_staged from parla.pending_embeddings where user_id = v_uid and embedder = p_embedder;
