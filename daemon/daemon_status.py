@@ -1,30 +1,22 @@
-"""What the daemon keeps about itself for `parla status`, and the typed turns waiting for what
-became of them."""
+"""What the daemon keeps about itself, and the answer to `parla status` built from it and from
+what it runs."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from parla.memory.turn import Turn
+from parla.daemon.memory_services import MemoryServices
+from parla.memory.errors import StoreError
+from parla.memory.summary_queue import queue_status
+from parla.voice.gated_microphone import GatedMicrophone
+from parla.voice.latency import LatencyDay, summary
+from parla.voice.live import LiveConversation
 
 State = Literal["starting", "idle", "active", "stopping"]
-
-
-@dataclass
-class TypedTurn:
-    """A `parla say` waiting for what became of it: answered (and stored, or kept aside), or
-    failed (and then whether the text is stored in the chat)."""
-
-    turn: Turn  # the user turn it is stored as (by id)
-    outcome: asyncio.Future[dict[str, Any]]
-    sent: bool = False  # said in a session: the session stores it
-    answer: Turn | None = None  # the model's answer, on its way to the store
-
-    def settle(self, result: dict[str, Any]) -> None:
-        if not self.outcome.done():
-            self.outcome.set_result(result)
 
 
 @dataclass
@@ -37,3 +29,46 @@ class DaemonStatus:
     last_error: str | None = None
     kept_turns: int = 0  # turns not stored in time, kept aside for the next start
     lost_turns: int = 0  # turns neither stored nor kept aside (the local file failed too)
+
+
+async def status_answer(
+    mem: MemoryServices,
+    status: DaemonStatus,
+    gate: GatedMicrophone,
+    chat_id: str,
+    conversation: LiveConversation | None,
+    latency_day: LatencyDay,
+    reminders_said: int,
+) -> dict[str, Any]:
+    """`parla status`: the daemon's state, the chat, the open session, the store's outbox and
+    the background work. A chat title the store cannot give is None, with the error."""
+    try:
+        title = (await mem.store.get_chat(chat_id)).title
+    except StoreError as e:
+        title, status.last_error = None, str(e)
+    outbox = dataclasses.asdict(await mem.store.pending_writes())
+    started = status.session_started
+    session_turns = list(conversation.latency.turns) if conversation is not None else []
+    return {
+        "state": status.state,
+        "activation": mem.settings.activation,
+        "muted": gate.muted,
+        "microphone_open": gate.is_open,
+        "chat": {"id": chat_id, "title": title},
+        "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
+        "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
+        "sessions": status.sessions,
+        "restarts": status.restarts,
+        "wake_detections": status.wake_detections,
+        "outbox": outbox,
+        "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
+        "refused_turns": await asyncio.to_thread(mem.refused.count),
+        "reembed": dataclasses.asdict(reembed) if (reembed := mem.reembedder.progress) else None,
+        "voice_to_voice": {
+            "session": summary(session_turns),
+            "day": summary(latency_day.today(session_turns)),
+        },
+        "reminders_said": reminders_said,
+        "summaries": await queue_status(mem.store, mem.summary_progress),
+        "last_error": status.last_error,
+    }

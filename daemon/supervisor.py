@@ -19,15 +19,12 @@ that deadline; what it has not taken by then (it is locked by another program, s
 local keep-aside file (memory.refused), counted in `status.kept_turns`, and replayed into the
 store when the daemon next starts.
 
-Typed turns (`say`): each is a turn of its own with its own id, so what `say` answers is what
-became of that turn: `answered` once the turn and its answer are stored (or, past the wait, kept
-aside and reported not stored yet), `failed`, or `queued`.
+Typed turns (`say`): daemon.typed_turns; the `status` answer: daemon.daemon_status.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -38,7 +35,7 @@ from google import genai
 
 from parla.daemon.control import ControlServer
 from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
-from parla.daemon.daemon_status import DaemonStatus, TypedTurn
+from parla.daemon.daemon_status import DaemonStatus, status_answer
 from parla.daemon.errors import CommandError
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.protocol import (
@@ -51,12 +48,12 @@ from parla.daemon.protocol import (
     read_request,
 )
 from parla.daemon.reminders import ReminderScheduler, say_aloud
+from parla.daemon.typed_turns import TypedTurns
 from parla.daemon.wake import WakePhrase
 from parla.memory.errors import ParlaError, StoreError, StoreOffline
 from parla.memory.importer import find_chats_named
 from parla.memory.local_time import LocalClock
 from parla.memory.reminders import Reminder
-from parla.memory.summary_queue import queue_status
 from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn
 from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
@@ -67,7 +64,7 @@ from parla.ui.token import load_token
 from parla.voice.cues import cue
 from parla.voice.errors import LiveSessionFailed
 from parla.voice.gated_microphone import GatedMicrophone
-from parla.voice.latency import LatencyDay, one_line, summary
+from parla.voice.latency import LatencyDay, one_line
 from parla.voice.live import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
@@ -93,9 +90,8 @@ class Daemon:
         self._chat_id = chat_id
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
-        self._pending_says: list[Turn] = []
         self._deadline: float | None = None  # loop time the shutdown must be over by
-        self._typed: list[TypedTurn] = []
+        self._typed = TypedTurns(mem, self.status, lambda: self._conversation, self._activate)
         # `parla talk` commands waiting to hear whether the session opened
         self._talks: list[asyncio.Future[dict[str, Any]]] = []
         self._current: CurrentChat | None = None
@@ -363,9 +359,9 @@ class Daemon:
                 self._conversation = self._current.conversation = conversation
                 if (deadline := self._store_deadline()) is not None:
                     conversation.finish_by(deadline)
-                for turn in self._pending_says:
+                for turn in self._typed.pending:
                     conversation.say(turn)
-                self._pending_says.clear()
+                self._typed.pending.clear()
                 await self._until_session_ends(conversation)
         except (LiveSessionFailed, StoreError) as e:
             # The daemon outlives a session that cannot go on (Live API gave up, the chat's
@@ -378,10 +374,10 @@ class Daemon:
         finally:
             # typed turns that never went out (some came while the session closed) open the next
             # session instead of being lost
-            self._pending_says[:0] = conversation.unsent()
+            self._typed.pending[:0] = conversation.unsent()
             if self._session_failed:
                 await self._store_typed(self.status.last_error or "the session failed")
-            elif self._pending_says:
+            elif self._typed.pending:
                 self._activate.set()
             self._conversation = self._current.conversation = None
             self._latency_day.add(conversation.latency.turns)
@@ -408,37 +404,12 @@ class Daemon:
             await cancel_and_wait(failed, stopping)
 
     async def _store_typed(self, reason: str) -> None:
-        """Typed turns no session could send are stored in the chat as said, unanswered (a
-        `say` waiting for them is told so); if the chat cannot take them they stay queued for
-        the next session, or, when the daemon stops, are kept aside for its next start. A sent
-        turn that was not answered is stored by the session itself."""
         assert self._current is not None
-        chat_id = self._current.chat_id
-        unsent, self._pending_says = self._pending_says, []
-        kept_in: str | None = None
-        if unsent:
-            deadline = self._store_deadline()
-            try:
-                async with asyncio.timeout_at(deadline):
-                    await self.mem.store.append_turns(chat_id, unsent)
-            except (StoreError, TimeoutError) as e:
-                if deadline is None:
-                    log.error("typed turns kept for the next session: %s", e, extra={"event": "typed_kept"})
-                    self._pending_says = unsent
-                else:
-                    await self.mem.refused.keep(chat_id, unsent, f"typed, not stored before Parla stopped ({e})")
-                    self.status.kept_turns += len(unsent)
-                    kept_in = str(self.mem.refused.path)
-        pending = {t.id for t in self._pending_says}
-        for typed in self._typed:
-            unstored = not typed.sent and (typed.turn.id in pending or kept_in is not None)
-            answer = {"result": "failed", "error": reason, "stored": not unstored, "chat_id": chat_id}
-            typed.settle(answer | ({"kept": kept_in} if kept_in and not typed.sent else {}))
-        self._typed.clear()
+        await self._typed.store_unsent(self._current.chat_id, self._store_deadline(), reason)
 
     def _on_event(self, event: SessionEvent) -> None:
         if event.kind in ("turn", "stored", "kept"):
-            self._follow_typed(event)
+            self._typed.follow(event)
         if event.kind == "kept":
             self.status.kept_turns += len(event.turns)
         if event.kind == "lost":
@@ -469,38 +440,10 @@ class Daemon:
 
     async def _cmd_status(self, request: object) -> dict[str, Any]:
         assert self._current is not None and self._gate is not None
-        chat_id = self._current.chat_id
-        try:
-            title = (await self.mem.store.get_chat(chat_id)).title
-        except StoreError as e:
-            title, self.status.last_error = None, str(e)
-        outbox = dataclasses.asdict(await self.mem.store.pending_writes())
-        started = self.status.session_started
-        conversation = self._conversation
-        session_turns = list(conversation.latency.turns) if conversation is not None else []
-        return {
-            "state": self.status.state,
-            "activation": self.settings.activation,
-            "muted": self._gate.muted,
-            "microphone_open": self._gate.is_open,
-            "chat": {"id": chat_id, "title": title},
-            "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
-            "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
-            "sessions": self.status.sessions,
-            "restarts": self.status.restarts,
-            "wake_detections": self.status.wake_detections,
-            "outbox": outbox,
-            "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
-            "refused_turns": await asyncio.to_thread(self.mem.refused.count),
-            "reembed": dataclasses.asdict(reembed) if (reembed := self.mem.reembedder.progress) else None,
-            "voice_to_voice": {
-                "session": summary(session_turns),
-                "day": summary(self._latency_day.today(session_turns)),
-            },
-            "reminders_said": self.reminders.said if self.reminders is not None else 0,
-            "summaries": await queue_status(self.mem.store, self.mem.summary_progress),
-            "last_error": self.status.last_error,
-        }
+        said = self.reminders.said if self.reminders is not None else 0
+        return await status_answer(
+            self.mem, self.status, self._gate, self._current.chat_id, self._conversation, self._latency_day, said
+        )
 
     # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
 
@@ -542,67 +485,8 @@ class Daemon:
             if not opened.done():
                 opened.set_result(answer)
 
-    def _follow_typed(self, event: SessionEvent) -> None:
-        """A typed turn, by its id, in a batch of the session's turns (an exchange: the user's
-        turn, then the answer): queued for storing (its answer is known), then stored or kept
-        aside (the `say` waiting for it is told)."""
-        ids = [t.id for t in event.turns]
-        for typed in list(self._typed):
-            if typed.turn.id not in ids:
-                continue
-            after = event.turns[ids.index(typed.turn.id) + 1 :]
-            if event.kind == "turn":
-                typed.sent = True
-                typed.answer = after[0] if after and after[0].role == "model" else None
-            else:
-                kept = {"stored": False, "kept": str(self.mem.refused.path)} if event.kind == "kept" else {}
-                if typed.answer is not None:
-                    typed.settle({"result": "answered", "answer": typed.answer.text} | kept)
-                elif kept:  # the session closed before an answer, and the store did not take the text in time
-                    typed.settle({"result": "failed", "error": "the session closed before an answer"} | kept)
-                else:
-                    continue  # stored unanswered: `_store_typed` tells why
-                self._typed.remove(typed)
-
     async def _cmd_say(self, request: SayRequest) -> dict[str, Any]:
-        """With `wait` (seconds), answers what became of the text: `answered` (with the answer),
-        `failed` (with the reason and whether the text is stored) or, past the wait, `queued`."""
-        wait = request.wait
-        turn = Turn.of("user", request.text, source="text")
-        typed = TypedTurn(turn, asyncio.get_running_loop().create_future())
-        if wait:
-            self._typed.append(typed)
-        if self._conversation is not None:
-            self._conversation.say(turn)
-            sent = "sent"
-        else:
-            self._pending_says.append(turn)
-            self._activate.set()
-            sent = "activating"
-        if not wait:
-            return {"result": sent}
-        try:
-            return await asyncio.wait_for(asyncio.shield(typed.outcome), wait)
-        except TimeoutError:
-            kept = await self._answered_unstored(typed)
-            if typed.outcome.done():  # settled meanwhile
-                return typed.outcome.result()
-            return kept or {"result": "queued", "last_error": self.status.last_error}
-        finally:
-            if typed in self._typed:
-                self._typed.remove(typed)
-
-    async def _answered_unstored(self, typed: TypedTurn) -> dict[str, Any] | None:
-        """Past the wait, a turn answered and not stored yet (the store is busy) is kept aside
-        now, so the `answered` said about it holds even if the daemon is killed; the session
-        still stores it (the replay of what is kept then adds nothing)."""
-        conversation, answer = self._conversation, typed.answer
-        if conversation is None or answer is None:
-            return None
-        reason = "answered, not stored yet when `say` returned"
-        if not await conversation.keep_now({typed.turn.id, answer.id}, reason):
-            return None
-        return {"result": "answered", "answer": answer.text, "stored": False, "kept": str(self.mem.refused.path)}
+        return await self._typed.say(request)
 
     async def _cmd_search(self, request: SearchRequest) -> dict[str, Any]:
         """`parla search` asked here: the embedder and the index are warm in the daemon."""

@@ -19,8 +19,7 @@ Reconnection policy:
   by voice.close_codes, and voice.reconnect decides: reconnect after a backoff, start fresh
   without what the server refused (1007), or give up with `LiveSessionFailed` and what to fix.
 
-A server message of a type the SDK does not know is skipped (logged): the stream is intact, and a
-newer service must not cost a reconnect per message.
+A server message of a type the SDK does not know is skipped (voice.live_messages.receive).
 
 Typed turns (`say`) and other conversation text go as the profile says: a client-content user turn
 (3.8, 2.5) or realtime text where client content is refused mid-session (3.1). Each typed turn is
@@ -54,11 +53,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import Callable
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
-from typing import NoReturn, Protocol, Self
+from typing import NoReturn, Self
 
 from google import genai
 from google.genai import types
@@ -69,12 +67,12 @@ from parla.memory.tasks import cancel_and_wait, race
 from parla.memory.turn import Turn, WebSource
 from parla.voice.close_codes import classify, failure_reason
 from parla.voice.config import VoiceConfig
-from parla.voice.errors import LiveSessionFailed, SetupTimeout, UnreadableMessage
-from parla.voice.floor import Floor, Marker, local_floor
+from parla.voice.errors import LiveSessionFailed, SetupTimeout
+from parla.voice.floor import local_floor
 from parla.voice.latency import VoiceToVoice
 from parla.voice.live_config import connect_config, system_instruction
-from parla.voice.live_messages import Outgoing, Text, ToolResult, parse_seconds, token_usage
-from parla.voice.live_send import send_audio, send_seed, send_text
+from parla.voice.live_messages import Outbox, Outgoing, Text, ToolResult, parse_seconds, receive, token_usage
+from parla.voice.live_send import AudioSink, AudioSource, Sender, send_seed, send_text
 from parla.voice.profiles import profile_for
 from parla.voice.reconnect import GiveUp, ReconnectPolicy
 from parla.voice.session_memory import Seed, SessionMemory
@@ -84,19 +82,6 @@ from parla.voice.transcript import TranscriptAssembler
 from parla.voice.turn_saver import TurnSaver
 
 log = logging.getLogger(__name__)
-
-
-class AudioSource(Protocol):
-    async def read(self) -> bytes: ...
-
-
-class AudioSink(Protocol):
-    def play(self, pcm: bytes) -> None: ...
-    def flush(self) -> int: ...
-    def ahead_s(self) -> float: ...
-    def overlay(self, pcm: bytes) -> None: ...
-    def pause(self) -> None: ...
-    def resume(self) -> None: ...
 
 
 @dataclass
@@ -122,9 +107,8 @@ class LiveConversation:
         self._clock = self.clock or LocalClock(self.config.time_zone)
         self.assembler = TranscriptAssembler(model_variant=self.config.live_model)
         self.profile = profile_for(self.config.live_model)
-        self._outgoing: deque[Outgoing] = deque()
-        self._outgoing_ready = asyncio.Event()
-        self._tool_calls = ToolCalls(self.tools, on_done=self._wake_sender)
+        self._outbox = Outbox()
+        self._tool_calls = ToolCalls(self.tools, on_done=self._outbox.wake)
         self._saver = TurnSaver(self.status, self._emit_event, self.config.save_drain_s)
         self._handle: _Handle | None = None
         self._memory_block: str | None = None  # the chat's, read with the last fresh seed
@@ -137,12 +121,13 @@ class LiveConversation:
         # not ended yet: conversation turns wait for it (each typed turn gets its own answer).
         self._answer_due = False
         self._next_memory: SessionMemory | None = None
-        # A captured block taken off the microphone queue when a connection ended: sent first next time.
-        self._held_block: bytes | None = None
         self._run_task: asyncio.Task[None] | None = None
 
         self.latency = VoiceToVoice(self.config.latency_speech_rms, growth_ratio=self.config.latency_growth_ratio)
-        self._floor: Floor | None = local_floor(self.config) if self.config.turn_detection == "local" else None
+        floor = local_floor(self.config) if self.config.turn_detection == "local" else None
+        self._sender = Sender(
+            self._outbox, self.microphone, self.speaker, floor, self.latency, lambda: self.assembler.model_speaking
+        )
 
     # lifecycle
 
@@ -154,8 +139,7 @@ class LiveConversation:
     async def __aexit__(self, *exc: object) -> None:
         run = self._run_task
         await cancel_and_wait(run)
-        if self.speaker is not None and self._floor is not None and self._floor.holding:
-            self.speaker.resume()  # an answer paused for a sound is not left silent
+        self._sender.release_hold()
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
         await self._saver.close()
@@ -211,12 +195,12 @@ class LiveConversation:
         turn = Turn.of("user", typed.strip(), source="text") if isinstance(typed, str) else typed
         if not turn.text.strip():
             raise ValueError("say() needs some text")
-        self._send_later(Text(turn))
+        self._outbox.put(Text(turn))
         return turn
 
     def unsent(self) -> list[Turn]:
         """Typed turns not sent yet (for the caller to keep when the conversation ends)."""
-        return [item.turn for item in self._outgoing if isinstance(item, Text)]
+        return self._outbox.unsent()
 
     def finish_by(self, deadline: float) -> None:
         """The owner is stopping: turns the store has not taken by `deadline` (a loop time) are
@@ -368,8 +352,8 @@ class LiveConversation:
     async def _serve(self, session: AsyncSession) -> None:
         self._reconnect.clear()
         self._draining = False
-        sender = asyncio.create_task(self._send_loop(session), name="live:send")
-        receiver = asyncio.create_task(self._receive_loop(session), name="live:receive")
+        sender = asyncio.create_task(self._sender.run(session, self._next_outgoing, self._send), name="live:send")
+        receiver = asyncio.create_task(receive(session, self._on_message), name="live:receive")
         restart = asyncio.create_task(self._reconnect.wait(), name="live:restart")
         try:
             await race({sender, receiver, restart})
@@ -385,58 +369,12 @@ class LiveConversation:
 
     # sending
 
-    def _send_later(self, item: Outgoing, first: bool = False) -> None:
-        if first:
-            self._outgoing.appendleft(item)
-        else:
-            self._outgoing.append(item)
-        self._outgoing_ready.set()
-
-    async def _send_loop(self, session: AsyncSession) -> None:
-        mic_read: asyncio.Task[bytes] | None = None
-        control: asyncio.Task[bool] | None = None
-        try:
-            if self._floor is not None and self._floor.talking:  # the user was talking when the last one ended
-                await session.send_realtime_input(activity_start=types.ActivityStart())
-            if self._held_block is not None:
-                await self._send_audio(session, self._held_block)
-                self._held_block = None
-            while True:
-                while (item := self._next_outgoing()) is not None:
-                    try:
-                        await self._send(session, item)
-                    except BaseException:
-                        self._send_later(item, first=True)  # sent on the next connection
-                        raise
-                self._outgoing_ready.clear()
-                if self.microphone is not None and mic_read is None:
-                    mic_read = asyncio.create_task(self.microphone.read())
-                if control is None:  # one waiter until it fires, not one per audio block
-                    control = asyncio.create_task(self._outgoing_ready.wait())
-                waiting = {control} | ({mic_read} if mic_read else set())
-                done, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if control in done:
-                    control = None
-                if mic_read is not None and mic_read in done:
-                    block = mic_read.result()
-                    mic_read = None
-                    self._held_block = block
-                    read_at = time.monotonic()
-                    await self._send_audio(session, block)
-                    self.latency.sent(block, read_at, time.monotonic())
-                    self._held_block = None
-        finally:
-            if mic_read is not None and mic_read.done() and not mic_read.cancelled():
-                self._held_block = mic_read.result()
-            await cancel_and_wait(mic_read, control)
-
     def _next_outgoing(self) -> Outgoing | None:
         """The next queued item that may go now. Tools' answers go first, always (the model may
         be waiting on them); conversation turns go in order, one answer at a time: they wait
         while the model speaks, until the model's turn about the last one sent (or a BLOCKING
         call's result) has ended, while a switch is under way, and while a completed client turn
         would cut the model off."""
-        items = [i for i, item in enumerate(self._outgoing) if not self._is_conversation(item)]
         # A turn that comes once a switch is decided belongs to the chat moved to: it waits for that session.
         waits = (
             self.assembler.model_speaking
@@ -444,16 +382,7 @@ class LiveConversation:
             or self._next_memory is not None
             or self._turn_would_interrupt()
         )
-        if not items and self._outgoing and not waits:
-            items = [0]
-        if not items:
-            return None
-        item = self._outgoing[items[0]]
-        del self._outgoing[items[0]]
-        return item
-
-    def _is_conversation(self, item: Outgoing) -> bool:
-        return isinstance(item, Text) or item.connection != self.status.connections
+        return self._outbox.take(self.status.connections, waits)
 
     def _turn_would_interrupt(self) -> bool:
         """Whether a completed client turn now would cut the model off beyond a reply under way:
@@ -462,22 +391,6 @@ class LiveConversation:
             return False
         blocking = types.Behavior.BLOCKING
         return any(self.profile.tool_behaviour(name).behavior == blocking for name in self._tool_calls.running())
-
-    async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
-        """A microphone block: as it is, or through the local floor detector, which marks the
-        user's turns and pauses the speaker for a sound over the answer until it proves to be speech."""
-        if self._floor is None:
-            await send_audio(session, block)
-            return
-        for item in self._floor.feed(block, self.assembler.model_speaking):
-            if isinstance(item, bytes):
-                await send_audio(session, item)
-            elif item is Marker.START:
-                await session.send_realtime_input(activity_start=types.ActivityStart())
-            elif item is Marker.END:
-                await session.send_realtime_input(activity_end=types.ActivityEnd())
-            elif self.speaker is not None:
-                self.speaker.pause() if item is Marker.HOLD else self.speaker.resume()
 
     async def _send(self, session: AsyncSession, item: Outgoing) -> None:
         if isinstance(item, Text):
@@ -498,29 +411,6 @@ class LiveConversation:
             await send_text(session, self.profile, item.as_text())
 
     # receiving
-
-    async def _receive_loop(self, session: AsyncSession) -> None:
-        while True:  # receive() ends after each turnComplete, and after a message it cannot read
-            messages = session.receive()
-            while True:
-                try:
-                    message = await anext(messages)
-                except StopAsyncIteration:
-                    break
-                except TypeError as e:
-                    # The SDK parses in receive(): a message with no field it knows (a message
-                    # type newer than the SDK) raises TypeError. The stream itself is intact and
-                    # the message is nothing Parla asked for: skip it and read on.
-                    log.warning(
-                        "skipped a Live API message of a type the SDK does not know (%s)",
-                        e,
-                        extra={"event": "live_unknown_message"},
-                    )
-                    break
-                except ValueError as e:
-                    # Broken JSON: what the server meant (a turn's end, a tool call) is lost.
-                    raise UnreadableMessage(f"a message from the Live API could not be read (ValueError: {e})") from e
-                self._on_message(message)
 
     def _on_message(self, message: types.LiveServerMessage) -> None:
         if message.server_content is not None or message.tool_call is not None:
@@ -543,7 +433,7 @@ class LiveConversation:
 
     def _reply_tool(self, connection: int) -> Reply:
         async def reply(response: types.FunctionResponse) -> None:
-            self._send_later(ToolResult(response, connection))
+            self._outbox.put(ToolResult(response, connection))
 
         return reply
 
@@ -586,12 +476,7 @@ class LiveConversation:
         if self.assembler.holding:
             loop = asyncio.get_running_loop()
             self._hold_timer = loop.call_later(self.config.transcript_hold_s, self._release_held)
-        self._wake_sender()
-
-    def _wake_sender(self) -> None:
-        """Something that held a conversation turn back may have ended: the send loop looks again."""
-        if self._outgoing:
-            self._outgoing_ready.set()
+        self._outbox.wake()
 
     def _release_held(self) -> None:
         self._hold_timer = None
@@ -611,7 +496,7 @@ class LiveConversation:
         if not self.assembler.model_speaking:
             if self._answer_due:  # the model said nothing about a typed turn or a tool's result
                 self._answer_due = False
-                self._wake_sender()
+                self._outbox.wake()
             return
         if self._tool_calls.pending:  # the model waits for a tool mid-turn
             self._watch_silence()
