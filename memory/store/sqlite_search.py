@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sqlite3
 from collections.abc import Sequence
 
@@ -168,8 +169,9 @@ class SQLiteSearch(SQLiteConnection):
             telling = telling_words(words, found, total)
             if not telling:
                 return []
-            # each word quoted: FTS5 query syntax (AND, NEAR, *, ^) never comes from the user
-            query = " OR ".join('"' + w.replace('"', '""') + '"' for w in telling)
+            query = _fts_query(telling)
+            if chat_id is None and (hold := _words_to_hold(db, telling, found, total, match_count)) != telling:
+                return _best_holding(db, query, _fts_query(hold), match_count)
             # Across chats a word may be in thousands of turns. Scoring them all is cheap next to
             # reading each one's text, turn and chat, so the match_count-th best score comes first
             # (FTS5 ranks from its index alone), then only turns scoring at least that are read:
@@ -248,3 +250,77 @@ class SQLiteSearch(SQLiteConnection):
             db.execute("UPDATE meta SET value = ? WHERE key = 'rebuilt_generation'", (str(generation_of(db)),))
 
         await self._write(write)
+
+
+def _fts_query(words: Sequence[str]) -> str:
+    # each word quoted: FTS5 query syntax (AND, NEAR, *, ^) never comes from the user
+    return " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+
+
+# A word adds idf * tf (k1 + 1) / (tf + k1 (1 - b + b len / avglen)) to a turn's bm25 in FTS5
+# (k1 1.2, b 0.75: https://sqlite.org/fts5.html#the_bm25_function, the code in
+# https://sqlite.org/src/file?name=ext/fts5/fts5_aux.c), always less than idf (k1 + 1). The
+# margin covers rounding and a row count FTS5 takes from its own index.
+_MOST_PER_IDF = 2.2 * 1.001
+# The words a floor under the best scores is taken from: those in fewer than one turn in this
+# many. Any share gives the same answer (the floor only decides how many turns are skipped);
+# rarer words make the floor cheaper to find.
+_FLOOR_WORDS_SHARE = 20
+
+
+def _most_added(doc_count: int, total: int) -> float:
+    """More than a word found in `doc_count` of `total` turns can add to a turn's bm25."""
+    return _MOST_PER_IDF * math.log((total - doc_count + 0.5) / (doc_count + 0.5))
+
+
+def _words_to_hold(
+    db: sqlite3.Connection, telling: list[str], doc_counts: dict[str, int], total: int, match_count: int
+) -> list[str]:
+    """Words one of which each of the `match_count` best turns holds (all of `telling` when
+    none can be left out). Across thousands of chats the cost of a search is scoring every turn
+    that holds a common word; a turn that holds only common words scores at most the sum of
+    what each can add, and when that is below a floor under the `match_count`-th best score,
+    such turns cannot be among the best and need not be scored (MaxScore's pruning)."""
+    rarest_first = sorted(telling, key=lambda w: doc_counts[w])
+    floor_words = [w for w in rarest_first if doc_counts[w] * _FLOOR_WORDS_SHARE <= total] or rarest_first[:1]
+    # a turn's score over some of the words is at most its score over all of them (each word
+    # adds its own share, none below nil), so the match_count-th best over the rarest words is
+    # a floor under the match_count-th best answer
+    nth = db.execute(
+        "SELECT rank FROM turn_words WHERE turn_words MATCH ? ORDER BY rank LIMIT 1 OFFSET ?",
+        (_fts_query(floor_words), match_count - 1),
+    ).fetchone()
+    if nth is None:
+        return telling
+    floor, most, common = -float(nth[0]), 0.0, set()
+    for word in reversed(rarest_first):
+        most += _most_added(doc_counts[word], total)
+        if most >= floor:
+            break
+        common.add(word)
+    return [w for w in telling if w not in common]
+
+
+def _best_holding(db: sqlite3.Connection, query: str, hold: str, match_count: int) -> list[TurnMatch]:
+    """The `match_count` best turns for `query` among those matching `hold`, scored by bm25
+    over every word of `query` (as a search of all turns scores them), ties at the cut by chat
+    and turn. The rowid test is kept out of FTS5 (`+rowid`) so FTS5 walks the words' lists once
+    and bm25 is computed for those turns alone."""
+    ranks = dict(
+        db.execute(
+            "SELECT rowid, bm25(turn_words) FROM turn_words WHERE turn_words MATCH ? "
+            "AND +rowid IN (SELECT rowid FROM turn_words WHERE turn_words MATCH ?)",
+            (query, hold),
+        ).fetchall()
+    )
+    if len(ranks) > match_count:
+        cut = sorted(ranks.values())[match_count - 1]
+        ranks = {rowid: rank for rowid, rank in ranks.items() if rank <= cut}
+    rows = db.execute(
+        "SELECT w.rowid, w.chat_id, w.seq, w.body, t.role, c.title, c.last_activity_at "
+        "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
+        "JOIN chats c ON c.id = w.chat_id WHERE w.rowid IN (SELECT value FROM json_each(?))",
+        (json.dumps(list(ranks)),),
+    ).fetchall()
+    rows.sort(key=lambda r: (ranks[r["rowid"]], r["chat_id"], r["seq"]))
+    return [turn_match({**dict(r), "score": -ranks[r["rowid"]]}) for r in rows[:match_count]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import sqlite3
 import stat
 from pathlib import Path
@@ -198,3 +199,33 @@ async def test_a_word_search_across_chats_keeps_every_tie_at_the_cut(store):
     for count in (1, 4, 5, 12, 20):
         found = await store.search_words(["heron"], count)
         assert [(m.chat_id, m.seq) for m in found] == sorted(said)[:count]
+
+
+async def test_a_word_search_across_chats_skips_turns_of_common_words_alone_with_the_same_answer(store):
+    """Turns holding only words common enough that they cannot reach the best scores are not
+    scored; the answer is what ranking every matching turn by bm25 gives, ties included."""
+    from parla.memory.store.sqlite_search import _words_to_hold
+
+    rng = random.Random(3)
+    filler = [f"filler{n}" for n in range(40)]
+    rare = {(5, 2): "heron", (9, 7): "heron heron", (17, 1): "heron", (23, 4): "heron", (31, 6): "a heron"}
+    for c in range(40):
+        turns = []
+        for t in range(10):
+            words = rng.sample(filler, rng.randint(3, 12))
+            words += ["plan"] * (rng.random() < 0.3) + ["today"] * (rng.random() < 0.25)
+            words += [rare.get((c, t), "")] + ["heron"] * (c in (12, 13) and t == 3)  # two tied turns
+            turns.append(Turn.of("user" if t % 2 else "model", " ".join(words)))
+        await store.create_chat(turns=turns)
+    words = ["heron", "plan", "today"]
+    with sqlite3.connect(store.path) as db:
+        counts = dict(db.execute("SELECT term, doc FROM turn_vocab WHERE term IN ('heron', 'plan', 'today')"))
+        assert _words_to_hold(db, words, counts, 400, 3) == ["heron", "today"]  # plan is left out
+        for count in range(1, 12):
+            every = db.execute(
+                "SELECT chat_id, seq, -bm25(turn_words) FROM turn_words WHERE turn_words MATCH 'heron OR plan OR today' "
+                "ORDER BY bm25(turn_words), chat_id, seq LIMIT ?",
+                (count,),
+            ).fetchall()
+            found = await store.search_words(words, count)
+            assert [(m.chat_id, m.seq, m.score) for m in found] == every
