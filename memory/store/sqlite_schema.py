@@ -196,15 +196,6 @@ CREATE TABLE reminders (
 );
 CREATE INDEX reminders_pending ON reminders (due_at) WHERE state = 'pending'
 """,
-    # vectors at half precision (sqlite_rows.VECTOR_DTYPE): the float32 ones of older files
-    # converted (the connection provides parla_half_vector); the index files are built from the
-    # same values rounded, so they stay as they are
-    """
-UPDATE chats SET summary_embedding = parla_half_vector(summary_embedding) WHERE summary_embedding IS NOT NULL;
-UPDATE summaries SET embedding = parla_half_vector(embedding);
-UPDATE facts SET embedding = parla_half_vector(embedding) WHERE embedding IS NOT NULL;
-UPDATE turn_windows SET embedding = parla_half_vector(embedding)
-""",
     # chats waiting for their summaries (memory.summary_queue): due from not_before (seconds since
     # the epoch), which a worker that takes one pushes past its lease, so a worker that dies
     # leaves it due again; a deleted chat leaves the queue with it
@@ -217,5 +208,14 @@ CREATE TABLE summary_queue (
     last_error TEXT
 );
 CREATE INDEX summary_queue_due ON summary_queue (not_before, queued_at)
+""",
+    # vectors at half precision (sqlite_rows.VECTOR_DTYPE): the float32 ones of older files
+    # converted (the connection provides parla_half_vector); the index files are built from the
+    # same values rounded, so they stay as they are
+    """
+UPDATE chats SET summary_embedding = parla_half_vector(summary_embedding) WHERE summary_embedding IS NOT NULL;
+UPDATE summaries SET embedding = parla_half_vector(embedding);
+UPDATE facts SET embedding = parla_half_vector(embedding) WHERE embedding IS NOT NULL;
+UPDATE turn_windows SET embedding = parla_half_vector(embedding)
 """,
 ]

@@ -547,10 +547,10 @@ async def test_reads_of_more_than_max_rows_come_back_whole(supabase, tmp_path):
 async def test_reembedding_a_large_store_stays_inside_the_statement_timeout(supabase, tmp_path):
     """Re-embedding stages and commits the vectors in pages: one request with all of them ran past
     the statement timeout, and so did one commit of them all once each updates an HNSW index (here
-    1 s for this project, to keep the store small, so the pages are smaller than by default)."""
+    3 s for this project, to keep the store small, so the pages are smaller than by default)."""
     with psycopg.connect(supabase.dsn, autocommit=True) as conn:
         name = conn.execute("SELECT current_database()").fetchone()[0]
-        conn.execute(f"ALTER ROLE authenticated IN DATABASE {name} SET statement_timeout = '1s'")
+        conn.execute(f"ALTER ROLE authenticated IN DATABASE {name} SET statement_timeout = '3s'")
     async with await signed_in_store(supabase, tmp_path) as store:
         chat = _chat_with_rows(supabase, await user_id(store), texts=600)
         texts = await store.embedded_texts()

@@ -101,4 +101,4 @@ grant execute on function public.queue_summaries, public.take_summary, public.se
     public.summary_queue_state to authenticated, service_role;
 
 create or replace function public.parla_schema_version() returns integer
-language sql immutable as $$ select 14 $$;
+language sql immutable as $$ select 13 $$;
