@@ -32,7 +32,7 @@ from bench.memory import percentile
 from bench.scale_probe import Wide
 from parla.memory.reembed import reembed
 from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.store.sqlite_rows import VECTOR_DTYPE
+from parla.memory.store.sqlite_rows import VECTOR_BYTES
 
 OPENINGS = 5
 
@@ -107,7 +107,7 @@ def sizes(store: Path, turns: int, dim: int) -> None:
     def mb(n: float) -> str:
         return f"{n * per:5.2f} MB"
 
-    vector_bytes = vectors * dim * VECTOR_DTYPE.itemsize
+    vector_bytes = vectors * dim * VECTOR_BYTES
     fts = sum(v for k, v in tables.items() if k.startswith("turn_words"))
     windows = tables.get("turn_windows", 0) + tables.get("sqlite_autoindex_turn_windows_1", 0)
     turns_b = sum(v for k, v in tables.items() if k.startswith(("turns", "sqlite_autoindex_turns")))

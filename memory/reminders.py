@@ -15,7 +15,6 @@ from datetime import datetime, timedelta
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import dateparser
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from parla.memory.errors import UnreadableTime
@@ -74,6 +73,8 @@ def due_time(when: str, now: datetime, languages: Sequence[str]) -> datetime:
     "tra 10 minuti", "morgen 9:00"), read by dateparser in `languages` from `now` (aware, in the
     user's zone) and in that zone. A time of day already past today is tomorrow's. Raises
     `UnreadableTime` for words that read as no moment, or as one already past."""
+    import dateparser  # here: its languages take a tenth of a second to load, which `parla chats` need not pay
+
     zone = now.tzinfo
     base = now.replace(tzinfo=None)
     settings: dict[str, object] = {

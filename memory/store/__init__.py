@@ -25,12 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal, Protocol
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from parla.memory.chat import Chat, ChatHistory
-from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
@@ -41,6 +38,11 @@ from parla.memory.stats import MemoryStats
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.text import window_words
 from parla.memory.turn import MessageRange, Turn
+
+if TYPE_CHECKING:  # the commands that only read chats load neither numpy nor the embedders
+    import numpy as np
+
+    from parla.memory.embedding import EmbeddedText
 
 TextKind = Literal["summary_text", "chunk", "meta", "facts", "turns"]
 

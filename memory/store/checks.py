@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from parla.memory.errors import EmbedderMismatch, StoreError, StoreRefused
 from parla.memory.store import ChatMatch, TextKind, TextRef, TurnMatch
 from parla.memory.turn import MessageRange, Turn
+
+if TYPE_CHECKING:
+    import numpy as np
 
 T = TypeVar("T")
 

@@ -1,9 +1,10 @@
 """The embedded store: one SQLite file (WAL), the same semantics as the Supabase store.
 
 Turns live in their own table rather than in a JSON column so an append costs the same at turn
-10 and at turn 5,000; full_history and assistant_history are read from it. Vector search runs in
-numpy over an in-memory matrix of every embedded text, reloaded when the embedding generation
-(bumped by every transaction that writes a vector, in any process) changes.
+10 and at turn 5,000; full_history and assistant_history are read from it. Vector search runs
+over the index files beside the store (sqlite_vector_file), opened by the first search and kept
+up to the embedding generation (bumped by every transaction that writes a vector, in any
+process); reading chats and turns loads neither them nor numpy.
 """
 
 from __future__ import annotations

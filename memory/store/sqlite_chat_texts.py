@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import sqlite3
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import EmbedderMismatch
 from parla.memory.store import TextMatch
 from parla.memory.store.sqlite_connection import SQLiteConnection
 from parla.memory.store.sqlite_rows import vector_matrix
 from parla.memory.store.sqlite_vectors import embedder_info_of, texts_of, vector_rows
+
+if TYPE_CHECKING:
+    from parla.memory.embedding import EmbeddedText
 
 
 class SQLiteChatTexts(SQLiteConnection):
@@ -29,9 +30,8 @@ class SQLiteChatTexts(SQLiteConnection):
             rows = vector_rows(db, [chat_id])
             if not rows:
                 return []
-            matrix = vector_matrix([blob for _, blob in rows])
-            sims = matrix @ np.asarray(query.vector, dtype=np.float32)
-            order = np.argsort(-sims, kind="stable")[:match_count]
+            sims = vector_matrix([blob for _, blob in rows]) @ query.vector.astype("<f4")
+            order = (-sims).argsort(kind="stable")[:match_count]
             refs = [rows[int(i)][0] for i in order]
             bodies = texts_of(db, refs)
             return [TextMatch(ref, bodies[ref], float(sims[i])) for ref, i in zip(refs, order, strict=True)]

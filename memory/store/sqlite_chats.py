@@ -5,9 +5,9 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from parla.memory.chat import Chat, ChatHistory, storable_title
-from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, StoreError
 from parla.memory.importance import IMPORTANT
 from parla.memory.store import (
@@ -33,6 +33,9 @@ from parla.memory.store.sqlite_rows import (
 from parla.memory.store.sqlite_vectors import check_embedder, count_words, vectors_changed
 from parla.memory.summary import SummaryLevel
 from parla.memory.turn import Turn, new_id, utcnow
+
+if TYPE_CHECKING:
+    from parla.memory.embedding import EmbeddedText
 
 
 class SQLiteChats(SQLiteConnection):

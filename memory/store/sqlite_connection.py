@@ -10,14 +10,16 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Self, TypeVar
+from typing import TYPE_CHECKING, Self, TypeVar
 
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_identity import FileWatch
 from parla.memory.store.sqlite_rows import half_vector, stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
-from parla.memory.store.sqlite_vector_file import VectorFile
+
+if TYPE_CHECKING:
+    from parla.memory.store.sqlite_vector_file import VectorFile
 
 T = TypeVar("T")
 log = logging.getLogger("parla.memory")
@@ -44,7 +46,18 @@ class SQLiteConnection:
         self._thread: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
         self._watch = FileWatch(self.path)  # touched only in the connection's thread
-        self._vectors = VectorFile(self.path)  # touched only in the connection's thread
+        self._vectors: VectorFile | None = None  # touched only in the connection's thread
+        self._wrote = False
+
+    @property
+    def _vector_file(self) -> VectorFile:
+        """The vector index files, opened by the first search: the commands that only read chats
+        and turns (`parla chats`, `show`, `stats`) load no numpy (tests/daemon/test_cli_startup.py)."""
+        if self._vectors is None:
+            from parla.memory.store.sqlite_vector_file import VectorFile
+
+            self._vectors = VectorFile(self.path)
+        return self._vectors
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -107,15 +120,18 @@ class SQLiteConnection:
         return db
 
     def _close_files(self, db: sqlite3.Connection) -> None:
-        """Bring the vector index up to the store before closing, so the next process to open it
-        (the daemon after `parla import`) starts searching at once; a failure only defers that."""
+        """Bring the vector index up to the store before closing after a write, so the next process
+        to open it (the daemon after `parla import`) starts searching at once; a failure only
+        defers that. A process that only read leaves any catching up to the next search."""
         try:
             self._watch.check()  # files replaced under the store: nothing of it is written anywhere
-            transaction(db, "BEGIN", self._vectors.refresh, threading.Event())
+            if self._wrote:
+                transaction(db, "BEGIN", self._vector_file.refresh, threading.Event())
         except (StoreError, sqlite3.Error) as e:
             log.warning("could not bring the vector index of %s up to date: %s", self.path, e)
         finally:
-            self._vectors.close()
+            if self._vectors is not None:
+                self._vectors.close()
             self._watch.close(db)
 
     def _migrate(self, db: sqlite3.Connection) -> None:
@@ -159,6 +175,7 @@ class SQLiteConnection:
     async def _write(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """One write transaction; BEGIN IMMEDIATE takes the file's write lock up front so a
         concurrent writer in another process waits (busy_timeout) instead of failing late."""
+        self._wrote = True
         return await self._run("BEGIN IMMEDIATE", work, "write to")
 
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:

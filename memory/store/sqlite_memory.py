@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import StoreError
 from parla.memory.facts import FactBlock, format_fact_lines
 from parla.memory.pins import Pin
@@ -31,6 +31,9 @@ from parla.memory.store.sqlite_rows import (
 from parla.memory.store.sqlite_vectors import check_embedder, vectors_changed
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.turn import MessageRange, utcnow
+
+if TYPE_CHECKING:
+    from parla.memory.embedding import EmbeddedText
 
 
 class SQLiteMemory(SQLiteConnection):

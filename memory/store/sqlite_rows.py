@@ -7,9 +7,7 @@ import json
 import sqlite3
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from parla.memory.chat import Chat
 from parla.memory.errors import ChatNotFound, TurnConflict
@@ -21,6 +19,9 @@ from parla.memory.store.checks import (
 )
 from parla.memory.summary import Summary, SummaryLevel
 from parla.memory.turn import MessageRange, Part, TokenUsage, Turn, WebSource, utcnow
+
+if TYPE_CHECKING:
+    import numpy as np
 
 KIND_OF_LEVEL = {SummaryLevel.CHUNK: "chunk", SummaryLevel.META: "meta"}
 LEVEL_OF_KIND = {v: k for k, v in KIND_OF_LEVEL.items()}
@@ -37,20 +38,27 @@ def parse_ts(value: str) -> datetime:
 # Vectors are kept at half precision: half the bytes of float32 (the largest part of a heavy
 # history's file), and the chats a search ranks first agree with float32's (0.999 top-10 agreement,
 # bench.scale). Little-endian whatever the machine, so a file can move between machines.
-VECTOR_DTYPE = np.dtype("<f2")
+# numpy is imported only by the functions that decode vectors: reading chats and turns (`parla
+# chats`, `show`, `stats`) does not load it (tests/daemon/test_cli_startup.py).
+VECTOR_DTYPE = "<f2"
+VECTOR_BYTES = int(VECTOR_DTYPE[2:])  # a dimension
 
 
 def vector_blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=VECTOR_DTYPE).tobytes()
+    return vector.astype(VECTOR_DTYPE).tobytes()
 
 
 def vector_matrix(blobs: Sequence[bytes]) -> np.ndarray:
     """Stored vectors (vector_blob's) as the rows of a float32 matrix."""
+    import numpy as np
+
     return np.frombuffer(b"".join(blobs), dtype=VECTOR_DTYPE).reshape(len(blobs), -1).astype(np.float32)
 
 
 def half_vector(blob: bytes | None) -> bytes | None:
     """A float32 vector of an older file at half precision (its migration)."""
+    import numpy as np
+
     return None if blob is None else vector_blob(np.frombuffer(blob, dtype="<f4"))
 
 

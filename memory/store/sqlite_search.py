@@ -6,10 +6,8 @@ import json
 import math
 import sqlite3
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError
 from parla.memory.store import (
     ChatMatch,
@@ -43,6 +41,11 @@ from parla.memory.store.sqlite_vectors import (
 )
 from parla.memory.words import query_words
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from parla.memory.embedding import EmbeddedText
+
 
 class SQLiteSearch(SQLiteConnection):
     # -- embeddings and search -------------------------------------------------------------
@@ -52,7 +55,7 @@ class SQLiteSearch(SQLiteConnection):
 
     async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
         def read(db: sqlite3.Connection) -> list[ChatMatch]:
-            with self._vectors.ready(db) as index:
+            with self._vector_file.ready(db) as index:
                 info = embedder_info_of(db)
                 if info is None or index is None:
                     return []
@@ -61,7 +64,7 @@ class SQLiteSearch(SQLiteConnection):
                         f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors "
                         f"by {info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
                     )
-                best = self._vectors.best_per_chat(db, index, query.vector, match_count, texts_per_chat)
+                best = self._vector_file.best_per_chat(db, index, query.vector, match_count, texts_per_chat)
             marks = ",".join("?" * len(best))
             chats = {
                 r["id"]: r

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from parla.memory.store.sqlite_rows import VECTOR_DTYPE
+from parla.memory.store.sqlite_rows import VECTOR_BYTES
 from parla.memory.store.sqlite_vectors import vector_count
 
 # dbstat's table and index names, by what they hold
@@ -37,7 +37,7 @@ def store_size(path: Path) -> StoreSize:
     try:
         turns = int(db.execute("SELECT count(*) FROM turns").fetchone()[0])
         dim = db.execute("SELECT value FROM meta WHERE key = 'embedding_dim'").fetchone()
-        vectors = vector_count(db) * int(dim[0]) * VECTOR_DTYPE.itemsize if dim else 0
+        vectors = vector_count(db) * int(dim[0]) * VECTOR_BYTES if dim else 0
         try:
             pages = dict(db.execute("SELECT name, sum(pgsize) FROM dbstat GROUP BY name").fetchall())
         except sqlite3.OperationalError:  # built without SQLITE_ENABLE_DBSTAT_VTAB

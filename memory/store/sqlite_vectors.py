@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Iterator, Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import EmbedderMismatch
 from parla.memory.store import (
     TextRef,
@@ -17,6 +16,9 @@ from parla.memory.store.checks import (
     text_ref,
 )
 from parla.memory.store.sqlite_rows import LEVEL_OF_KIND
+
+if TYPE_CHECKING:
+    from parla.memory.embedding import EmbeddedText
 
 
 def embedder_info_of(db: sqlite3.Connection) -> tuple[str, int] | None:

@@ -225,3 +225,16 @@ async def test_a_deleted_chat_leaves_no_vector_in_the_store_file(tmp_path):
         assert [m.chat_id for m in await store.search(EmbeddedText("q", vectors[0], EMBEDDER), 5)] == [kept]
     raw = path.read_bytes() + b"".join(p.read_bytes() for p in tmp_path.glob("parla.db-wal"))
     assert all(v.tobytes() not in raw for v in vectors)
+
+
+async def test_a_store_closed_after_writing_leaves_the_index_up_to_date(tmp_path):
+    """`parla import` then the daemon: the daemon's first search finds the files current."""
+    path = tmp_path / "parla.db"
+    vectors = chat_vectors(3, 4)
+    async with SQLiteChatStore(path) as store:
+        chat_id = await add_chat(store, vectors)  # no search: only the close builds the files
+    built = os.stat(index_file(path))
+    async with SQLiteChatStore(path) as store:
+        assert await found(store, vectors[0], 1, 1) == [(chat_id, [1])]
+    after = os.stat(index_file(path))
+    assert (after.st_ino, after.st_mtime_ns, after.st_size) == (built.st_ino, built.st_mtime_ns, built.st_size)
