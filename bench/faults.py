@@ -225,9 +225,13 @@ async def run_parla(args: list[str], env: dict[str, str], db: Path, kill_after: 
             await asyncio.wait_for(proc.wait(), kill_after)
             code: int | None = proc.returncode
         except TimeoutError:
-            proc.kill()
+            try:
+                proc.kill()
+                killed = True
+            except ProcessLookupError:  # it exited between the timeout and the kill
+                killed = False
             await proc.wait()
-            code = None
+            code = None if killed else proc.returncode
     return Run(code, time.monotonic() - opened, out.read_text(), err.read_text())
 
 
