@@ -143,9 +143,11 @@ async def test_the_summary_model_says_which_statements_are_about_the_user_and_wh
     """With a Gemini key the compaction's pin detection is the summary model's (the REST
     emulator): a statement it marks as about the user joins the profile with the subject it named;
     one it marks as about this chat only stays a pin of the chat."""
-    gemini.instructed["durable, important statements"] = (
+    gemini.reply_to(
+        "durable, important statements",
         "- [3] 8 | user | daughter school | The user's daughter Sofia goes to Maple Grove school.\n"
-        "- [5] 6 | chat | - | The cabin is booked for three nights.\n"
+        "- [5] 6 | chat | - | The cabin is booked for three nights.\n",
+        every=True,
     )
     client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
     compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)

@@ -142,11 +142,9 @@ class GeminiRestEmulator:
     faults: deque[tuple[int, str, float | None]] = field(default_factory=deque)
     replies: deque[dict[str, Any]] = field(default_factory=deque)
     grounded: deque[dict[str, Any]] = field(default_factory=deque)  # answers to requests with googleSearch
-    routed: list[tuple[str, str]] = field(default_factory=list)  # (words of the instruction, answer)
+    # (words of the system instruction, answer, whether it answers every such request or only the next)
+    routed: list[tuple[str, str, bool]] = field(default_factory=list)
     hang_s: float = 0.0  # generateContent answers after this many seconds (a service that does not answer)
-    # a text that answers every generateContent whose system instruction holds the key: calls made
-    # at once (a compaction's summary, facts and pins) each get theirs whatever their order
-    instructed: dict[str, str] = field(default_factory=dict)
     malformed_embeddings: int = 0
     dropped: int = 0  # the next requests read and then closed without an answer
     # model id -> its supportedGenerationMethods (what models.get / models.list answer)
@@ -214,10 +212,11 @@ class GeminiRestEmulator:
             }
         )
 
-    def reply_to(self, instruction: str, text: str) -> None:
-        """The next generateContent whose system instruction holds `instruction` is answered with
-        `text` (requests made together, as a compaction's summary, facts and pins, in any order)."""
-        self.routed.append((instruction, text))
+    def reply_to(self, instruction: str, text: str, *, every: bool = False) -> None:
+        """The next generateContent whose system instruction holds `instruction` (with `every`, each
+        one) is answered with `text`: requests made together, as a compaction's summary, facts and
+        pins, each get theirs whatever their order."""
+        self.routed.append((instruction, text, every))
 
     def reply_raw(self, body: dict[str, Any]) -> None:
         self.replies.append(body)
@@ -400,17 +399,14 @@ class GeminiRestEmulator:
         with self._lock:
             if searched and self.grounded:
                 return 200, self.grounded.popleft()
-            for n, (words, text) in enumerate(self.routed):
+            for n, (words, text, every) in enumerate(self.routed):
                 if words in instruction:
-                    del self.routed[n]
+                    if not every:
+                        del self.routed[n]
                     candidate = {"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}
                     return 200, {"candidates": [candidate]}
             if self.replies:
                 return 200, self.replies.popleft()
-        if answer := next((text for key, text in self.instructed.items() if key in instruction), None):
-            return 200, {
-                "candidates": [{"content": {"role": "model", "parts": [{"text": answer}]}, "finishReason": "STOP"}]
-            }
         prompt = "".join(p.get("text", "") for c in body["contents"] for p in c.get("parts", []))
         text = "Summary: " + " ".join(prompt.split()[:40])
         return 200, {"candidates": [{"content": {"role": "model", "parts": [{"text": text}]}, "finishReason": "STOP"}]}
