@@ -86,7 +86,10 @@ def _probe(socket: Path, page: str, pid: int, figures: FloodFigures, seconds: fl
     inspector's page every fourth time, for `seconds`."""
 
     async def probing() -> None:
-        async with httpx.AsyncClient() as http:
+        # A new connection for each page load: a browser whose kept-alive connection the
+        # inspector closed to make room sends the request again on a new one, httpx does not
+        # (it reports a ReadError), and that retry is not what this scenario measures.
+        async with httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0)) as http:
             with suppress(TimeoutError):
                 async with asyncio.timeout(seconds):
                     await _probe_loop(socket, page, pid, figures, http)
