@@ -86,6 +86,30 @@ def test_a_command_that_needs_no_memory_loads_no_store_either(store, args):
     assert json.loads(done.stderr.strip().splitlines()[-1])["loaded"] == [], done.stderr
 
 
+def test_search_without_a_daemon_loads_the_store_and_the_embedder_alone(store):
+    # what the chat search does not use: the model SDKs, the summarizers, compaction (and its
+    # spoken-date reading) and the model's tools
+    unused = (
+        "google.genai",
+        "supabase",
+        "dateparser",
+        "parla.memory.compaction",
+        "parla.memory.summarizers",
+        "parla.tools.chats",
+    )
+    probe = PROBE.replace(repr(HEAVY), repr(unused))
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "search", "sourdough starter", "--json"],
+        env=store,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == {"code": 0, "loaded": []}, done.stderr
+    assert json.loads(done.stdout)["candidates"][0]["title"] == "Sourdough timing"
+
+
 async def test_search_asks_the_running_daemon_and_loads_no_embedder(daemon_settings, tmp_path):
     async with running(daemon_settings) as (_, mem, chat_id):
         await mem.store.append_turns(chat_id, [Turn.of("user", "Planning the trip to Japan: Kyoto temples, a ryokan.")])
