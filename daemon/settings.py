@@ -48,7 +48,10 @@ def _upper(value: Any) -> Any:
 
 
 class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True)
+    # defer_build=False: the models it extends defer theirs, and every command makes Settings
+    model_config = SettingsConfigDict(
+        env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True, defer_build=False
+    )
 
     store: Literal["sqlite", "supabase"] = Field(
         "sqlite", description="Where chats live: `sqlite` (the local file) or `supabase` (a Supabase project)."
