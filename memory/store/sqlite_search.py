@@ -296,11 +296,16 @@ def _best_across(
 def _scored_turns(db: sqlite3.Connection, word: str, taken: list[str], rest: list[str]) -> dict[int, float]:
     """The turns holding `word` and none of `taken`, each with its bm25 over every word. FTS5
     scores the phrases of the query it runs, and a word a turn lacks adds nothing: those holding
-    one of `rest` too are scored by a query that names every word, found through `word`'s list
-    (FTS5 seeks in the longer lists of an AND); the others by `word` alone."""
+    one of `rest` too are scored by a query that names every word, those holding none by one
+    that names every word but finds only them. Both are walked along `word`'s list: FTS5 seeks
+    in the longer lists of an AND or a NOT rather than reading them through."""
     holding = _fts_query([word]) if not taken else f"{_fts_query([word])} NOT ({_fts_query(taken)})"
-    query = "SELECT rowid, bm25(turn_words) FROM turn_words WHERE turn_words MATCH ?"
-    ranks = dict(db.execute(query, (holding,)).fetchall())
-    if rest:
-        ranks.update(db.execute(query, (f"({holding}) AND ({_fts_query(rest)})",)).fetchall())
+    if not rest:
+        return dict(db.execute(_SCORED, (holding,)).fetchall())
+    others = _fts_query(rest)
+    ranks = dict(db.execute(_SCORED, (f"({holding}) AND ({others})",)).fetchall())
+    ranks.update(db.execute(_SCORED, (f"({holding}) NOT ({others})",)).fetchall())
     return ranks
+
+
+_SCORED = "SELECT rowid, bm25(turn_words) FROM turn_words WHERE turn_words MATCH ?"
