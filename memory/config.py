@@ -7,6 +7,12 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from parla.memory import prompts
 
+# Re-embedded vectors the Supabase store writes a request by default (PARLA_SUPABASE_COMMIT_PAGE):
+# each written vector also updates an HNSW index, and a request must end within PostgREST's
+# statement timeout (8 s for signed-in users); 1,000 vectors of 768 dims overran it on the busy
+# test machine (bench.scale_supabase), 250 did not.
+SUPABASE_COMMIT_PAGE = 250
+
 
 class MemoryConfig(BaseModel):
     # validated as part of Settings, which builds its own validator: this one is built only when
