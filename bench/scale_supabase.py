@@ -138,28 +138,33 @@ def api_import(folder: Path, url: str, user: str, chats: int) -> int:
     return turns
 
 
-def copied(folder: Path, dsn: str, user: str, chats: int) -> int:
-    """`parla import` of `chats` chats into a SQLite store, then copied to the peer as `user`'s."""
-    jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
-    turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
-    store = folder / "copied.db"
-    seconds, peak = run_import(jsonl, env_for(store, folder / "home-sqlite"))
-    print(
-        f"  parla import into SQLite (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB"
-    )
+def copied(folder: Path, dsn: str, user: str, chats: int, store: Path | None = None) -> int:
+    """`parla import` of `chats` chats into a SQLite store (or `store`, one made so before), then
+    copied to the peer as `user`'s; its turns."""
+    if store is None:
+        jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
+        store = folder / "copied.db"
+        seconds, peak = run_import(jsonl, env_for(store, folder / "home-sqlite"))
+        turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+        print(
+            f"  parla import into SQLite (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), "
+            f"peak RSS {peak:.0f} MB"
+        )
     started = time.perf_counter()
     counts = copy_store(store, dsn, user)
     listed = ", ".join(f"{name} {n:,}" for name, n in counts.items())
     print(f"  copied to the peer in {time.perf_counter() - started:.1f} s ({listed}; indexes rebuilt)")
-    store.unlink()
-    return turns
+    return counts["chat_turns"]
 
 
-async def run(chats: int, build: str = "import", api_chats: int = 0, widen: bool = True) -> None:
+async def run(
+    chats: int, build: str = "import", api_chats: int = 0, widen: bool = True, store: Path | None = None
+) -> None:
     """`chats` chats of one user on the peer, built by `parla import` through the API (`import`)
     or by `bench.supabase_load` (`copy`); with `copy`, `api_chats` chats of another user of the
     same project through the API first (its turns/s; its rows share the indexes); `widen`: then
-    the same store re-embedded at 768 dims and measured again."""
+    the same store re-embedded at 768 dims and measured again. `store`: with `copy`, a SQLite
+    store `parla import` made before (of `chats` chats) instead of importing again."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         os.chmod(folder, 0o755)
@@ -175,7 +180,7 @@ async def run(chats: int, build: str = "import", api_chats: int = 0, widen: bool
                 else:
                     if api_chats:
                         api_import(folder / "other", shim.url, shim.create_user("other@example.com"), api_chats)
-                    turns = copied(folder, dsn, user, chats)
+                    turns = copied(folder, dsn, user, chats, store)
                 conn.execute("ANALYZE")
                 print(f"  {turns:,} turns; offline embedder, 256 dims")
                 await probe(shim.url, user, folder, embedder_of(256), conn)
@@ -183,9 +188,9 @@ async def run(chats: int, build: str = "import", api_chats: int = 0, widen: bool
                 if not widen:
                     return
                 wide = embedder_of(768)
-                async with await connect(shim.url, user, folder) as store:
+                async with await connect(shim.url, user, folder) as remote:
                     started = time.perf_counter()
-                    count = await reembed(store, wide, 512)
+                    count = await reembed(remote, wide, 512)
                     print(f"  re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)")
                 conn.execute("ANALYZE")
                 print("  768-dim stand-in")
@@ -208,5 +213,10 @@ if __name__ == "__main__":
         "--api-chats", type=int, default=100, help="with --build copy: another user's chats imported through the API"
     )
     parser.add_argument("--no-768", action="store_true", help="the offline embedder's 256 dims only")
+    parser.add_argument(
+        "--from-store",
+        type=Path,
+        help="with --build copy: copy this SQLite store (`parla import` of --chats chats, made before) instead",
+    )
     args = parser.parse_args()
-    asyncio.run(run(args.chats, args.build, args.api_chats, not args.no_768))
+    asyncio.run(run(args.chats, args.build, args.api_chats, not args.no_768, args.from_store))
