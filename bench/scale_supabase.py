@@ -126,9 +126,14 @@ def import_env(folder: Path, url: str, user: str) -> dict[str, str]:
     return env
 
 
-def api_import(folder: Path, url: str, user: str, chats: int) -> int:
-    """`parla import` of `chats` chats through supabase-py and the shim, timed; their turns."""
+def api_import(folder: Path, url: str, user: str, chats: int, id_prefix: str = "") -> int:
+    """`parla import` of `chats` chats through supabase-py and the shim, timed; their turns.
+    `id_prefix` goes before each chat's id in the file (chat ids are unique across users)."""
+    folder.mkdir(exist_ok=True)
     jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
+    if id_prefix:
+        records = [json.loads(line) for line in jsonl.open()]
+        jsonl.write_text("".join(json.dumps({**r, "id": id_prefix + r["id"]}) + "\n" for r in records))
     turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
     seconds, peak = run_import(jsonl, import_env(folder, url, user))
     print(
@@ -179,7 +184,9 @@ async def run(
                     turns = api_import(folder, shim.url, user, chats)
                 else:
                     if api_chats:
-                        api_import(folder / "other", shim.url, shim.create_user("other@example.com"), api_chats)
+                        api_import(
+                            folder / "other", shim.url, shim.create_user("other@example.com"), api_chats, "other-"
+                        )
                     turns = copied(folder, dsn, user, chats, store)
                 conn.execute("ANALYZE")
                 print(f"  {turns:,} turns; offline embedder, 256 dims")
