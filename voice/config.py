@@ -104,11 +104,12 @@ class VoiceConfig(BaseModel):
         description="Local detection: silence after speech that ends the user's turn (long enough to keep "
         "the floor through a hesitation; python -m bench.turns measures the trade-off).",
     )
-    floor_end_model: Literal["smart-turn", "none"] = Field(
-        "smart-turn",
-        description="Local detection: the end-of-turn model asked after a short silence (Pipecat's smart-turn "
-        "v3.2, from the pipecat-ai package: pip install 'parla[turn]'), or none (only the silence window ends "
-        "a turn). Without the package, turns end by silence and the log says so.",
+    floor_end_model: Literal["none", "smart-turn"] = Field(
+        "none",
+        description="Local detection: none (the silence window alone ends a turn), or smart-turn: Pipecat's "
+        "end-of-turn model (pip install 'parla[turn]') asked after a short silence ends the turn when it says the "
+        "user has finished. Off by default: on bench.turns' corpus it ends the turn inside most mid-sentence "
+        "hesitations. Without the package, turns end by silence and the log says so.",
     )
     floor_end_check_ms: int = Field(
         200,

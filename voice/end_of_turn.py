@@ -1,9 +1,12 @@
 """Has the user finished? Pipecat's smart-turn v3.2 model (ONNX, run with onnxruntime) listens to
 the last 8 s of the user's turn and gives the probability that it is complete, from intonation
-and words, not from the silence alone. With local detection (`PARLA_TURN_DETECTION=local`) the
-floor asks it once the user has been quiet `PARLA_FLOOR_END_CHECK_MS`: if it says complete, the
-turn ends there; if not, the floor waits for the long silence window (`PARLA_FLOOR_END_SILENCE_MS`),
-so a hesitation in the middle of a sentence keeps the floor and a finished sentence does not wait.
+and words, not from the silence alone. With local detection (`PARLA_TURN_DETECTION=local`) and
+`PARLA_FLOOR_END_MODEL=smart-turn` the floor asks it once the user has been quiet
+`PARLA_FLOOR_END_CHECK_MS`: if it says complete, the turn ends there; if not, the floor waits for
+the long silence window (`PARLA_FLOOR_END_SILENCE_MS`), so that a hesitation in the middle of a
+sentence keeps the floor and a finished sentence does not wait. It is off by default: on the
+synthetic voices of bench.turns it hears most mid-sentence hesitations as finished
+(docs/design/turn-taking.md has the figures).
 
 The model file ships inside the `pipecat-ai` wheel (the `turn` extra): "The Smart Turn model
 weights are bundled with Pipecat" (https://docs.pipecat.ai/server/utilities/smart-turn). It is

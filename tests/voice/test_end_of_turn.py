@@ -64,7 +64,7 @@ def test_the_model_answers_as_pipecats_analyzer(model):
 
 def turn_ends(pcm: np.ndarray, model, **settings) -> list[float]:
     """Feed the audio to the floor frame by frame, the model answering at once: when each turn ends."""
-    config = VoiceConfig(turn_detection="local", **settings)
+    config = VoiceConfig(turn_detection="local", **{"floor_end_model": "smart-turn", **settings})
     end = EndOfTurn(EndRules.of(config), model, submit=at_once) if config.floor_end_model != "none" else None
     floor = Floor(FloorRules.of(config), end_of_turn=end)
     data = pcm.astype("<i2").tobytes()
@@ -102,7 +102,7 @@ def test_without_the_package_turns_end_by_silence_and_the_log_says_so(tmp_path: 
         from parla.voice.config import VoiceConfig
         from parla.voice.floor import local_floor
         logging.basicConfig(level=logging.WARNING, format="%(message)s")
-        print(local_floor(VoiceConfig(turn_detection="local")).end_of_turn)
+        print(local_floor(VoiceConfig(turn_detection="local", floor_end_model="smart-turn")).end_of_turn)
         """
     )
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
@@ -112,6 +112,8 @@ def test_without_the_package_turns_end_by_silence_and_the_log_says_so(tmp_path: 
 
 
 async def _one_turn(pulse, live, live_client, voice_config, store, said: bytes, **settings) -> list[tuple[str, float]]:
+    """Play `said` into the microphone with local detection; the activity markers the emulator got
+    ("start" / "end", when each arrived)."""
     chat = await new_chat(store)
     heard: list[bytes] = []
 
@@ -139,7 +141,9 @@ async def test_through_the_emulator_a_finished_sentence_ends_its_turn_soon(
     # The silence window at 4 s: a turn that ends sooner was ended by the model (on its thread).
     sentence = spoken(FINISHED)
     said = bytes(RATE * 2 * 3 // 10) + sentence + bytes(RATE * 2 * 5)
-    activity = await _one_turn(pulse, live, live_client, voice_config, store, said, floor_end_silence_ms=4000)
+    activity = await _one_turn(
+        pulse, live, live_client, voice_config, store, said, floor_end_model="smart-turn", floor_end_silence_ms=4000
+    )
     assert [kind for kind, _ in activity] == ["start", "end"]
     span = activity[1][1] - activity[0][1]
     assert span < len(sentence) / 2 / RATE + 2.0, f"a finished sentence's turn lasted {span:.2f} s"
