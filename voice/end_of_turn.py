@@ -230,18 +230,21 @@ class EndOfTurn:
 
 
 def end_of_turn(config: VoiceConfig) -> EndOfTurn | None:
-    """The end-of-turn model the settings ask for, or None (silence alone ends a turn)."""
+    """The end-of-turn model the settings ask for, or None (silence alone ends a turn). The model
+    loads on the worker thread (a few hundred ms of CPU), not on the caller's event loop; the first
+    question waits behind it there."""
     if config.floor_end_model == "none":
         return None
     try:
-        model = _shared_model()
+        path = model_path()
     except EndOfTurnModelMissing as e:
         log.warning("turns end after %d ms of silence: %s", config.floor_end_silence_ms, e)
         return None
-    return EndOfTurn(EndRules.of(config), model)
+    in_worker(lambda: _shared_model(path)(np.zeros(0, np.int16)))
+    return EndOfTurn(EndRules.of(config), lambda audio: _shared_model(path)(audio))
 
 
 @cache
-def _shared_model() -> TurnCompletion:
-    """One session per process (8.7 MB of weights), loaded on first use."""
-    return smart_turn()
+def _shared_model(path: Path) -> TurnCompletion:
+    """One session per process (8.7 MB of weights)."""
+    return smart_turn(path)

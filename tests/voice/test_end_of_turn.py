@@ -146,7 +146,8 @@ async def test_through_the_emulator_a_finished_sentence_ends_its_turn_soon(
     )
     assert [kind for kind, _ in activity] == ["start", "end"]
     span = activity[1][1] - activity[0][1]
-    assert span < len(sentence) / 2 / RATE + 2.0, f"a finished sentence's turn lasted {span:.2f} s"
+    # Silence alone would end it 4.1 s after the last word; the model, 0.3 s plus its time on a busy machine.
+    assert span < len(sentence) / 2 / RATE + 3.0, f"a finished sentence's turn lasted {span:.2f} s"
 
 
 async def test_through_the_emulator_a_paused_sentence_stays_one_turn(pulse, live, live_client, voice_config, store):
