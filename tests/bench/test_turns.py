@@ -7,7 +7,7 @@ import dataclasses
 
 import numpy as np
 
-from bench.turns import DEFAULTS, end_of_turn_model, energy_probabilities, replay, report
+from bench.turns import DEFAULTS, energy_probabilities, replay, report
 from parla.voice.floor import FRAME_SAMPLES, silero
 from tests.peers.turn_corpus import RATE, corpus
 
@@ -31,7 +31,3 @@ def test_the_corpus_and_both_detectors_on_one_item_per_set(capsys):
     report("local", items, local, DEFAULTS, cut_at_once=False)
     out = capsys.readouterr().out
     assert out.count("false interruptions") == 2 and out.count("pauses kept") == 2
-    end_of_turn_model(items, local)
-    out = capsys.readouterr().out
-    assert out.count("local + smart-turn") == 2 and out.count("questions: CPU p50") == 2
-    assert "smart-turn resident memory +" in out
