@@ -48,7 +48,7 @@ MODEL_FILE = ("audio", "turn", "smart_turn", "data", "smart-turn-v3.2-cpu.onnx")
 
 # 8 s of 16 kHz int16 audio (the end of the turn) in, the probability that the turn is complete out.
 TurnCompletion = Callable[[np.ndarray], float]
-# Runs a question off the caller's thread (or at once, in the benchmark's replay).
+# Runs a question off the caller's thread (a replay of recorded audio may answer at once).
 Submit = Callable[[Callable[[], float]], "Future[float]"]
 
 
@@ -158,13 +158,6 @@ def in_worker(question: Callable[[], float]) -> Future[float]:
     return _worker.submit(question)
 
 
-def at_once(question: Callable[[], float]) -> Future[float]:
-    """Answer on the caller's thread (the benchmark replays audio faster than it was spoken)."""
-    done: Future[float] = Future()
-    done.set_result(question())
-    return done
-
-
 @dataclass(frozen=True)
 class EndRules:
     """The PARLA_FLOOR_END_* settings (voice.config says what each means)."""
@@ -184,7 +177,6 @@ class EndOfTurn:
     rules: EndRules
     model: TurnCompletion
     submit: Submit = in_worker
-    inferences: int = 0
     _frames: deque[bytes] = field(default_factory=deque)
     _samples: int = 0
     _asked: Future[float] | None = None
@@ -210,6 +202,8 @@ class EndOfTurn:
         the turn is complete. A question asked before the user went on is forgotten."""
         self._keep(frame)
         if quiet_ms == 0:
+            if self._asked is not None:
+                self._asked.cancel()  # if it has not started: it would only be dropped
             self._asked = None
             self._answered = False
             return False
@@ -217,7 +211,6 @@ class EndOfTurn:
             return False
         if self._asked is None:
             audio = np.frombuffer(b"".join(self._frames), "<i2")
-            self.inferences += 1
             self._asked = self.submit(lambda: self.model(audio))
         if not self._asked.done():
             return False
