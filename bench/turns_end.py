@@ -4,8 +4,11 @@ on the corpus' paused sentences (a 1.0-1.5 s hesitation in the middle, the model
 Each row replays the same Silero probabilities through Floor with the default rules: the silence
 window alone, then with Pipecat's smart-turn v3.2 (voice.end_of_turn) asked after
 `PARLA_FLOOR_END_CHECK_MS` of silence ("complete" ends the turn there, else the silence window
-does). A model's answer counts from when it would arrive: each question's measured wall time is
-added to the replay's clock, as the product asks on a worker thread while the audio goes on.
+does). A model's answer counts from when it would arrive, as the product asks on a worker thread
+while the audio goes on: each question's measured time is added to the replay's clock, its CPU
+time (as on an idle core: the same figures on any machine of the same speed) or its wall time (as
+on this machine now; an answer that comes after the user went on is dropped, so a busy machine
+keeps more pauses).
 Figures: "pauses kept N/M", end of turn p50/p95 after the last word, the model's CPU and wall time
 per question, the share of a core it takes over the sentences, the resident memory it adds.
 """
@@ -55,6 +58,7 @@ class Questions:
 
     model: TurnCompletion
     rules: EndRules
+    by_wall: bool  # an answer is due after the question's wall time, else after its CPU time
     wall_s: list[float] = field(default_factory=list)
     cpu_s: list[float] = field(default_factory=list)
 
@@ -64,7 +68,7 @@ class Questions:
             answer = question()
             self.cpu_s.append(time.thread_time() - cpu)
             self.wall_s.append(time.perf_counter() - wall)
-            return _Later(answer, clock[0] + self.wall_s[-1], clock)
+            return _Later(answer, clock[0] + (self.wall_s if self.by_wall else self.cpu_s)[-1], clock)
 
         return EndOfTurn(self.rules, self.model, submit=submit)
 
@@ -95,7 +99,7 @@ def row(name: str, paused: list[Item], local: list[list[float]], questions: Ques
         min(t for t in ends if t >= i.end_s) - i.end_s for i, ends in outcomes if any(t >= i.end_s for t in ends)
     ]
     print(
-        f"  {name:<58} pauses kept {len(outcomes) - len(cut)}/{len(outcomes)}; "
+        f"  {name:<72} pauses kept {len(outcomes) - len(cut)}/{len(outcomes)}; "
         f"end of turn p50 {pct(latency, 50)} p95 {pct(latency, 95)}"
     )
     if questions is not None and cut:
@@ -111,9 +115,10 @@ def end_of_turn_rows(paused: list[Item], local: list[list[float]]) -> None:
     print("end of turn, local detection, paused sentences (the model silent), same corpus:")
     row(f"silence {FLOOR.end_silence_ms} ms (PARLA_FLOOR_END_MODEL=none)", paused, local, None)
     talking = sum(len(i.mic) for i in paused) / RATE
-    for check in CHECKS_MS:
-        questions = Questions(model, dataclasses.replace(END, check_ms=check))
-        name = f"smart-turn p>={END.threshold} asked at {check} ms, else {FLOOR.end_silence_ms} ms"
+    for check, by_wall in ((check, by_wall) for check in CHECKS_MS for by_wall in (False, True)):
+        questions = Questions(model, dataclasses.replace(END, check_ms=check), by_wall)
+        timed = "wall" if by_wall else "CPU"
+        name = f"smart-turn p>={END.threshold} asked at {check} ms, else {FLOOR.end_silence_ms} ms, {timed}-timed"
         row(name, paused, local, questions)
         print(
             f"    {len(questions.cpu_s)} questions: CPU p50 {pct(questions.cpu_s, 50)} p95 {pct(questions.cpu_s, 95)}, "

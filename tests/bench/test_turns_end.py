@@ -19,5 +19,5 @@ def test_the_end_of_turn_rows_on_one_paused_sentence(capsys):
     out = capsys.readouterr().out
     silence, *models = [line for line in out.splitlines() if "pauses kept" in line]
     assert "pauses kept 1/1" in silence, "the silence window cut the pause"
-    assert len(models) == 2 and out.count("questions: CPU p50") == 2
+    assert len(models) == 4 and out.count("questions: CPU p50") == 4
     assert "smart-turn resident memory +" in out
