@@ -107,7 +107,7 @@ class VoiceConfig(BaseModel):
     floor_end_model: Literal["none", "smart-turn"] = Field(
         "none",
         description="Local detection: none (the silence window alone ends a turn), or smart-turn: Pipecat's "
-        "end-of-turn model (pip install 'parla[turn]') asked after a short silence ends the turn when it says the "
+        "end-of-turn model (pip install 'parla[turn]' and pip install --no-deps pipecat-ai==1.14.0) asked after a short silence ends the turn when it says the "
         "user has finished. Off by default: on bench.turns' corpus it ends the turn inside most mid-sentence "
         "hesitations. Without the package, turns end by silence and the log says so.",
     )

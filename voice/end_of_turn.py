@@ -8,9 +8,10 @@ sentence keeps the floor and a finished sentence does not wait. It is off by def
 synthetic voices of bench.turns it hears most mid-sentence hesitations as finished
 (docs/design/turn-taking.md has the figures).
 
-The model file ships inside the `pipecat-ai` wheel (the `turn` extra): "The Smart Turn model
-weights are bundled with Pipecat" (https://docs.pipecat.ai/server/utilities/smart-turn). It is
-read from there without importing Pipecat (whose import pulls its logging and framework). Its
+The model file ships inside the `pipecat-ai` wheel: "The Smart Turn model weights are bundled with
+Pipecat" (https://docs.pipecat.ai/server/utilities/smart-turn). It is installed without its
+dependencies (pyproject.toml's `turn` extra says why) and read from there; Pipecat is never
+imported. Its
 input is Whisper's log-mel features of 8 s of 16 kHz audio, the end of the turn kept and the
 front padded with zeros (Pipecat's `LocalSmartTurnAnalyzerV3`); `log_mel` computes them with
 numpy (no torch, no transformers), checked against Pipecat's own implementation in the tests.
@@ -97,8 +98,8 @@ def model_path() -> Path:
     spec = importlib.util.find_spec("pipecat")
     if spec is None or not spec.submodule_search_locations:
         raise EndOfTurnModelMissing(
-            "the end-of-turn model ships in the pipecat-ai package: pip install 'parla[turn]' "
-            "(or set PARLA_FLOOR_END_MODEL=none to end turns by silence alone)"
+            "the end-of-turn model ships in the pipecat-ai package: pip install 'parla[turn]' and "
+            "pip install --no-deps pipecat-ai==1.14.0 (or set PARLA_FLOOR_END_MODEL=none to end turns by silence alone)"
         )
     path = Path(next(iter(spec.submodule_search_locations))).joinpath(*MODEL_FILE)
     if not path.is_file():

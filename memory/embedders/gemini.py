@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import TypeVar, cast
+from typing import TypeVar
 
 import numpy as np
 from google import genai
@@ -144,9 +144,7 @@ class GeminiEmbedder:
             self.model,
             lambda: self._client.aio.models.embed_content(
                 model=self.model,
-                # A list of strings is one embedding per string; the cast because lists are invariant and the
-                # SDK's union widens when Pillow is installed.
-                contents=cast(types.ContentListUnion, texts),
+                contents=texts,
                 config=types.EmbedContentConfig(task_type=_TASKS[task], output_dimensionality=self.dim),
             ),
         )
