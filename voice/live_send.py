@@ -148,7 +148,7 @@ class Sender:
             return
         if self._dropped_bytes:
             log.warning(
-                "a switch took longer than %.0f s: the first %.1f s said during it were dropped",
+                "a switch took longer than %g s: the first %.1f s said during it were dropped",
                 self.hold_s,
                 self._dropped_bytes / (MIC_RATE * 2),
                 extra={"event": "switch_audio_dropped"},

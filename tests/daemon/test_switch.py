@@ -234,6 +234,43 @@ async def test_what_is_said_during_a_switch_goes_to_the_new_chat(
     assert new_history == ["How long in Kyoto?", "Three days."]
 
 
+async def test_a_switch_longer_than_the_hold_keeps_the_latest_words_and_says_so(
+    pulse, live, gemini, live_certificate, tmp_path, monkeypatch, caplog
+):
+    """What is said during a switch is held up to `switch_hold_s`: beyond it the oldest audio
+    goes, and the log says how much, when the rest reaches the new session."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    played = asyncio.Event()
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.tool_call({"id": "s1", "name": "new_chat", "args": {"topic": "Kyoto"}})
+            answer = response_of(await conn.expect("tool_response"))
+            await conn.reply(answer["say"], tone(0.3), complete=False)
+            await played.wait()  # the announcement's turn ends once the whole question was said
+            await conn.turn_complete()
+        await conn.closed.wait()
+
+    live.script = script
+    question = speech("How long should we stay in Kyoto and in Osaka in the spring?")[:-9600]  # ends with words
+    settings = settings_for(live, gemini, tmp_path).model_copy(
+        update={"echo_cancellation": False, "switch_hold_s": 1.5}
+    )
+    async with open_memory(settings) as mem:
+        first = (await mem.store.create_chat(title="Sourdough")).chat.id
+        async with spoken_conversation(mem, first) as conversation:
+            await eventually(lambda: conversation.switching, what="the switch decided")
+            await pulse.play_into_mic(question)
+            played.set()
+            new = await live.wait_connections(2)
+            await eventually(lambda: "were dropped" in caplog.text, what="the log line")
+            await eventually(lambda: len(new.audio) > 32 * 1500, what="the held audio sent")
+    assert "a switch took longer than 1.5 s: the first" in caplog.text
+    # Only the last 1.5 s said reached the new session, the end of the question among it.
+    assert 0 < voiced_ms(new.audio) <= 1520 < voiced_ms(question)
+
+
 def loudest(pcm: bytes) -> float:
     """The loudest 20 ms window's RMS."""
     window = 640
