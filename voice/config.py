@@ -169,6 +169,12 @@ class VoiceConfig(BaseModel):
         6900.0, gt=0, description="Age after which a resumption handle is not tried (the API keeps them 2 h)."
     )
     save_drain_s: float = Field(10.0, gt=0, description="Seconds a closing session waits for its turns to be stored.")
+    switch_hold_s: float = Field(
+        30.0,
+        gt=0,
+        description="Microphone audio held, in seconds, from a switch's decision until the other chat's session "
+        "opens (what is said then belongs to that chat); beyond it the oldest is dropped and the log says so.",
+    )
     # websockets' own defaults are 20 s and 20 s; the service's pongs come later than that while it
     # still streams (googleapis/python-genai#2935, google/adk-python#3067), and the client then
     # drops a working session with 1011 "keepalive ping timeout".
