@@ -36,7 +36,6 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "turn_windows": ("chat_windows", {"text": "body"}),
 }
 VECTORS = {"embedding", "summary_embedding"}
-WORD_TRIGGER = "chat_windows_counted"
 
 
 def _vector(blob: bytes) -> str:
@@ -85,7 +84,7 @@ def copy_store(store: Path, dsn: str, user_id: str) -> dict[str, int]:
         ).fetchall()
         for name, _ in indexes:
             pg.execute(f'DROP INDEX public."{name}"')
-        pg.execute(f"ALTER TABLE public.chat_windows DISABLE TRIGGER {WORD_TRIGGER}")
+        pg.execute("ALTER TABLE public.chat_windows DISABLE TRIGGER USER")  # the word counts, made after
         for lite_table, (pg_table, renamed) in TABLES.items():
             wanted = _columns(pg, pg_table)
             have = [r[1] for r in lite.execute(f"PRAGMA table_info({lite_table})")]
@@ -110,7 +109,7 @@ def copy_store(store: Path, dsn: str, user_id: str) -> dict[str, int]:
             "WHERE w.user_id = %s GROUP BY w.user_id, x",
             (user_id,),
         )
-        pg.execute(f"ALTER TABLE public.chat_windows ENABLE TRIGGER {WORD_TRIGGER}")
+        pg.execute("ALTER TABLE public.chat_windows ENABLE TRIGGER USER")
         pg.execute("SET maintenance_work_mem = '512MB'")
         for _, definition in indexes:
             pg.execute(definition)

@@ -173,3 +173,72 @@ end $$;
 
 revoke all on function parla.turn_words_counted, parla.turn_scores from public, anon;
 grant execute on function parla.turn_words_counted, parla.turn_scores to authenticated, service_role;
+
+-- The windows' word counts (window_words) likewise by statement: a row trigger upserted each word
+-- of each window, about 30 upserts a window and 1,000 for one call of upsert_windows; now one
+-- upsert of the statement's distinct words. upsert_windows writes a call's windows in one
+-- statement (checking the embedder once per embedder and dimension in it, not per window): it was
+-- the slowest request of an import (86-111 ms for a chat's windows on the test machine).
+create function parla.window_words_counted() returns trigger
+language plpgsql volatile security invoker set search_path = pg_catalog, public as $$
+begin
+    if tg_op in ('DELETE', 'UPDATE') then
+        update public.window_words w set windows = w.windows - d.windows
+        from (select o.user_id, x as word, count(*) as windows
+              from old_windows o, unnest(array_prepend('', o.words)) x group by o.user_id, x) d
+        where w.user_id = d.user_id and w.word = d.word;
+    end if;
+    if tg_op in ('INSERT', 'UPDATE') then
+        insert into public.window_words as w (user_id, word, windows)
+        select n.user_id, x, count(*) from new_windows n, unnest(array_prepend('', n.words)) x
+        group by n.user_id, x
+        order by n.user_id, x -- one order for every writer: no deadlock between two
+        on conflict (user_id, word) do update set windows = w.windows + excluded.windows;
+    end if;
+    return null;
+end $$;
+drop trigger chat_windows_counted on public.chat_windows;
+drop function parla.count_window_words();
+create trigger chat_windows_words_in after insert on public.chat_windows
+    referencing new table as new_windows for each statement execute function parla.window_words_counted();
+create trigger chat_windows_words_out after delete on public.chat_windows
+    referencing old table as old_windows for each statement execute function parla.window_words_counted();
+create trigger chat_windows_words_changed after update on public.chat_windows
+    referencing old table as old_windows new table as new_windows
+    for each statement execute function parla.window_words_counted();
+
+-- Stores windows by their first turn, replacing a shorter one, in one transaction and one
+-- statement. p_windows: [{start_seq, end_seq, body, words, embedding, embedder}]; of two windows
+-- with the same first turn the later one is kept, as when they were written one by one.
+create or replace function public.upsert_windows(p_chat_id uuid, p_windows jsonb, p_user_id uuid default null)
+returns integer
+language plpgsql volatile security invoker set search_path = pg_catalog, public, extensions as $$
+declare
+    v_uid uuid := parla.owner_id(p_user_id);
+    v_kind record;
+    v_count integer;
+begin
+    perform parla.locked_chat(v_uid, p_chat_id);
+    for v_kind in
+        select distinct on (i.embedder, jsonb_array_length(i.embedding)) i.embedder,
+               i.embedding::text::extensions.vector as embedding
+        from jsonb_to_recordset(coalesce(p_windows, '[]'::jsonb)) as i(embedder text, embedding jsonb)
+    loop
+        perform parla.check_embedder(v_uid, v_kind.embedder, v_kind.embedding);
+    end loop;
+    insert into public.chat_windows (chat_id, user_id, start_seq, end_seq, body, words, embedding, embedder)
+    select distinct on (i.start_seq) p_chat_id, v_uid, i.start_seq, i.end_seq, i.body, i.words,
+           i.embedding::text::extensions.vector, i.embedder
+    from rows from (jsonb_to_recordset(coalesce(p_windows, '[]'::jsonb))
+                    as (start_seq integer, end_seq integer, body text, words text[], embedding jsonb, embedder text))
+        with ordinality as i(start_seq, end_seq, body, words, embedding, embedder, n)
+    order by i.start_seq, i.n desc
+    on conflict (chat_id, start_seq) do update set
+        end_seq = excluded.end_seq, body = excluded.body, words = excluded.words,
+        embedding = excluded.embedding, embedder = excluded.embedder;
+    get diagnostics v_count = row_count;
+    return v_count;
+end $$;
+
+revoke all on function parla.window_words_counted from public, anon;
+grant execute on function parla.window_words_counted to authenticated, service_role;

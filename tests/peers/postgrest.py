@@ -252,8 +252,10 @@ class PostgrestShim:
         settings = self._settings_of(role) if claims is not None else []
         conn = self._pool.get() if claims is not None else psycopg.connect(self.dsn)
         try:
-            # As PostgREST does: the role, the claims and the role's settings in one statement
-            # (set_config('role', ...) is SET LOCAL ROLE): one round trip, not one each.
+            # As PostgREST does (its transaction-scoped settings,
+            # https://postgrest.org/en/v12/references/transactions.html): the role, the claims and
+            # the role's settings in one set_config statement (set_config('role', ...) is SET
+            # LOCAL ROLE): one round trip, not one each.
             with conn.transaction():
                 if claims is not None:
                     pairs = [("role", role), ("request.jwt.claims", json.dumps(claims)), *settings]

@@ -10,8 +10,10 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from parla.memory.store import WordCounts
 from parla.memory.turn import Turn
 from tests.conftest import make_turns, signed_in_store
+from tests.memory.store.test_contract import window
 from tests.memory.store.test_supabase import user_id
 
 # bm25 of every turn of the user holding one of the words found in under half of the turns, as
@@ -74,6 +76,32 @@ async def test_word_counts_follow_every_write_of_turns(supabase, db, tmp_path):
     db.execute("delete from auth.users where id = %s", (uid,))
     assert counts(db, uid) == {}
     assert kept.id  # the chat was stored under that user
+
+
+async def test_windows_of_one_call_are_written_at_once_the_later_of_two_kept(supabase, db, tmp_path):
+    """upsert_windows writes a call's windows in one statement: of two with the same first turn the
+    later is kept (as when they were written one by one), and the words are counted once."""
+    async with await signed_in_store(supabase, tmp_path) as store:
+        uid = await user_id(store)
+        chat = (await store.create_chat(turns=make_turns(4))).chat
+        await store.upsert_windows(
+            chat.id,
+            [
+                window(1, 2, "Heron by the lake", 1),
+                window(3, 4, "a heron again", 2),
+                window(1, 2, "Otter by the lake", 3),
+            ],
+        )
+        rows = db.execute(
+            "select start_seq, body from public.chat_windows where chat_id = %s order by start_seq", (chat.id,)
+        ).fetchall()
+        assert rows == [(1, "Otter by the lake"), (3, "a heron again")]
+        counts = await store.word_counts(["heron", "otter", "lake"])
+        assert counts == WordCounts(windows=2, counts={"heron": 1, "otter": 1, "lake": 1})
+        assert (
+            dict(db.execute("select word, windows from public.window_words where user_id = %s", (uid,)).fetchall())[""]
+            == 2
+        )
 
 
 async def test_word_search_leaves_out_turns_of_common_words_alone_with_the_same_answer(supabase, db, tmp_path):
