@@ -35,6 +35,7 @@ import numpy as np
 
 from parla.voice.config import VoiceConfig
 from parla.voice.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
+from parla.voice.near_end import NearEnd
 from tests.peers.answer_room import STEP, AnswerInRoom
 from tests.peers.live_emulator import VoiceDetector
 from tests.peers.turn_corpus import RATE, Item, corpus
@@ -66,20 +67,22 @@ class Outcome:
     holds: int = 0  # how many times the answer paused
 
 
-def replay(item: Item, probability: SpeechProbability, rules: FloorRules) -> Outcome:
+def replay(item: Item, probability: SpeechProbability, rules: FloorRules, near_end: bool = False) -> Outcome:
     """The item through a Floor. Over an answer it runs live (tests.peers.answer_room): a hold
     pauses the answer on the speaker, a release resumes it, the floor taken stops it, and the
-    canceller hears what was really played. Without an answer the item's signal is fed as made."""
+    canceller hears what was really played (and, with `near_end`, judges the microphone against the
+    echo expected, as Parla's canceller does). Without an answer the item's signal is fed as made."""
     floor = Floor(rules, probability=probability)
     hold = start = None
     holds = 0
     ends: list[float] = []
-    room = AnswerInRoom(item) if item.model_speaking else None
-    blocks = room.blocks() if room else (item.mic[i : i + STEP] for i in range(0, len(item.mic) - STEP + 1, STEP))
+    room = AnswerInRoom(item, near_end=NearEnd() if near_end else None) if item.model_speaking else None
+    pcm = item.mic.astype("<i2").tobytes()
+    blocks = room.blocks() if room else (pcm[i : i + STEP * 2] for i in range(0, len(pcm) - STEP * 2 + 1, STEP * 2))
     now = 0.0
     for block in blocks:
-        now += len(block) / RATE
-        for out in floor.feed(block.astype("<i2").tobytes(), room.model_speaking if room else False):
+        now += len(block) / 2 / RATE
+        for out in floor.feed(block, room.model_speaking if room else False):
             if out is Marker.HOLD:
                 holds += 1
                 hold = now if hold is None else hold
@@ -104,10 +107,12 @@ def pct(values: list[float], q: float) -> str:
 Detector = Callable[[], SpeechProbability]  # a fresh one per item (Silero keeps state)
 
 
-def over_answer(name: str, items: list[Item], detector: Detector, rules: FloorRules, cut_at_once: bool) -> None:
+def over_answer(
+    name: str, items: list[Item], detector: Detector, rules: FloorRules, cut_at_once: bool, near_end: bool = False
+) -> None:
     """The interruptions and the sounds that are not a turn, each replayed live over the answer."""
-    false = [(i, replay(i, detector(), rules)) for i in items if i.kind == "not_a_turn"]
-    inter = [(i, replay(i, detector(), rules)) for i in items if i.kind == "interruption"]
+    false = [(i, replay(i, detector(), rules, near_end)) for i in items if i.kind == "not_a_turn"]
+    inter = [(i, replay(i, detector(), rules, near_end)) for i in items if i.kind == "interruption"]
     cut = [i.label for i, o in false if o.start_s is not None]
     if cut_at_once:
         detected = [o for _, o in inter if o.start_s is not None and o.start_s <= WITHIN_S]
@@ -183,10 +188,13 @@ def main() -> None:
         dataclasses.replace(DEFAULTS, threshold=0.5, barge_in_ms=DEFAULTS.start_ms),
         cut_at_once=True,
     )
+    today = dataclasses.replace(DEFAULTS, threshold=0.3, barge_in_ms=200, confirm_ms=0)
+    over_answer("local, Silero onset (before), barge-in 200 ms", answered, silero, today, cut_at_once=False)
     for threshold in THRESHOLDS:
         for barge in BARGE_INS_MS:
             rules = dataclasses.replace(DEFAULTS, threshold=threshold, barge_in_ms=barge)
-            over_answer(f"local p>={threshold}, barge-in {barge} ms", answered, silero, rules, cut_at_once=False)
+            name = f"local p>={threshold}, near-end onset, barge-in {barge} ms"
+            over_answer(name, answered, silero, rules, cut_at_once=False, near_end=True)
     print("pauses, the model silent, same corpus:")
     energy_probs = [
         [energy()(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]

@@ -2,7 +2,8 @@
 until the detector pauses it (then the room stops echoing it, only its reverberation dies away),
 resumes where it paused when the detector releases it, and stops when the user takes the floor.
 The microphone (the user's sound plus the echo of what was really played) goes through Parla's
-echo canceller 10 ms at a time, with what was played as its reference.
+echo canceller 10 ms at a time, with what was played as its reference, and, given a `NearEnd`,
+each 10 ms is judged by it as voice.echo.EchoCanceller does.
 
 Without this, a detector that pauses the answer would be judged on a signal where the answer
 never paused, and the canceller's double-talk suppression would keep eating the user's words
@@ -16,7 +17,8 @@ from collections.abc import Iterator
 import numpy as np
 from scipy.signal import fftconvolve
 
-from parla.voice.echo import WebRtcEngine
+from parla.voice.echo import Cancelled, WebRtcEngine
+from parla.voice.near_end import NearEnd
 from tests.peers.turn_corpus import RATE, Item
 
 STEP = RATE // 100  # the canceller's 10 ms frame
@@ -26,7 +28,7 @@ SPEAKER_LAG_S = 0.05
 
 
 class AnswerInRoom:
-    def __init__(self, item: Item, lag_s: float = SPEAKER_LAG_S) -> None:
+    def __init__(self, item: Item, lag_s: float = SPEAKER_LAG_S, near_end: NearEnd | None = None) -> None:
         if item.user is None or item.answer is None or item.echo_path is None:
             raise ValueError(f"{item.label}: not an item over an answer")
         self.user, self.answer, self.path = item.user, item.answer, item.echo_path
@@ -38,6 +40,7 @@ class AnswerInRoom:
         self._segment: tuple[int, int] | None = None  # (timeline sample, answer sample) it plays from
         self._events: list[tuple[int, bool]] = []  # (from sample, play or not), in order
         self._engine = WebRtcEngine()
+        self.near_end = near_end
         self._paused_at = 0  # the answer's sample where it was last paused
         self.cut = False
         self._play(0, 0)
@@ -59,12 +62,12 @@ class AnswerInRoom:
         self.cut = True
         self._events.append((self.t + self.lag, False))
 
-    def blocks(self) -> Iterator[np.ndarray]:
+    def blocks(self) -> Iterator[bytes]:
         """The cancelled microphone signal (int16), 10 ms at a time, to the item's end."""
         while self.t + STEP <= len(self.user):
             yield self._step()
 
-    def _step(self) -> np.ndarray:
+    def _step(self) -> bytes:
         t = self.t
         while self._events and self._events[0][0] <= t:
             at, play = self._events.pop(0)
@@ -77,7 +80,14 @@ class AnswerInRoom:
         far24 = np.interp(np.arange(STEP * 3 // 2) / 1.5, np.arange(len(far16)), far16)
         out = self._engine.process(near.tobytes(), np.clip(far24, -32768, 32767).astype("<i2").tobytes())
         self.t += STEP
-        return np.frombuffer(out, "<i2")
+        if self.near_end is None:
+            return out
+        judged = self.near_end.process(near.astype(float), far16[:STEP])
+        if not self.near_end.ready:
+            return out
+        block = Cancelled(out)
+        block.near_end_db = (judged,)
+        return block
 
     def _position(self, t: int) -> int:
         assert self._segment is not None
