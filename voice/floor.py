@@ -161,7 +161,11 @@ class Floor:
         """Keep `prefix_ms` of audio for an onset; while the answer is held, all since then too
         (it is the start of the user's turn if the hold turns into a barge-in)."""
         self._recent.append(frame)
-        while not self._holding and len(self._recent) * FRAME_S * 1000 > self.rules.prefix_ms + FRAME_S * 1000:
+        if not self._holding:
+            self._trim()
+
+    def _trim(self) -> None:
+        while len(self._recent) * FRAME_S * 1000 > self.rules.prefix_ms + FRAME_S * 1000:
             self._recent.popleft()
 
     def _onset(self) -> bool:
@@ -196,8 +200,7 @@ class Floor:
                 self._holding = False
                 self._speech_ms = 0.0
                 self._near_ms = None if self._near_ms is None else 0.0
-                while len(self._recent) * ms > self.rules.prefix_ms + ms:
-                    self._recent.popleft()
+                self._trim()
                 return [Marker.RELEASE]
             return []
         if model_speaking:
