@@ -132,6 +132,9 @@ def over_answer(
     missed = [i.label for i, o in inter if o.start_s is None]
     if missed:
         print(f"    not cut by: {', '.join(missed)}")
+    late = [i.label for i, o in inter if o.start_s is not None and (o.hold_s is None or o.hold_s > WITHIN_S)]
+    if late:
+        print(f"    paused later than {WITHIN_S * 1000:.0f} ms: {', '.join(late)}")
 
 
 def recorded(probabilities: list[float]) -> SpeechProbability:

@@ -142,9 +142,12 @@ class Floor:
                 self._judged_taken += JUDGED_BYTES
                 self._near(self._judged.popleft())
             p = self.probability(np.frombuffer(frame, "<i2"))
-            # Silero's own hysteresis (down to 0.15 below the threshold) once the user has the floor;
-            # not over an answer, where what is left of its echo hovers just below the threshold.
-            speech = p >= self.rules.threshold or (self._talking and p >= self.rules.threshold - 0.15)
+            # Silero's own hysteresis (down to 0.15 below the threshold) once the user has the floor,
+            # or holds the answer because the microphone rose above its echo (the paused answer's
+            # echo is dying away, and the canceller still damps the voice for a moment); not over
+            # a playing answer, where what is left of its echo hovers just below the threshold.
+            lenient = self._talking or (self._holding and self._near_ms is not None)
+            speech = p >= self.rules.threshold or (lenient and p >= self.rules.threshold - 0.15)
             out += self._step(frame, speech, model_speaking)
         self.cpu_s += time.thread_time() - started
         return out
