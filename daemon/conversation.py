@@ -26,6 +26,7 @@ from parla.voice.audio import Microphone, Speaker
 from parla.voice.cues import switch_cue
 from parla.voice.echo import EchoCanceller, PlayedAudio
 from parla.voice.live import AudioSource, LiveConversation, SessionEvent
+from parla.voice.near_end import NearEnd
 
 
 @dataclass
@@ -68,7 +69,9 @@ async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
     s = mem.settings
     worker = mem.compaction_worker()
     played = PlayedAudio() if s.echo_cancellation else None
-    echo = EchoCanceller(played) if played is not None else None
+    # Local turn detection judges the microphone against the expected echo as well (voice.near_end).
+    near_end = NearEnd() if s.turn_detection == "local" else None
+    echo = EchoCanceller(played, near_end=near_end) if played is not None else None
     async with (
         worker,
         Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms, echo) as microphone,

@@ -128,6 +128,22 @@ class VoiceConfig(BaseModel):
         ge=32,
         description="Local detection: speech over an answer that cuts it; shorter sounds only pause it a moment.",
     )
+    floor_near_end_db: float = Field(
+        6.0,
+        gt=0,
+        description="Local detection: how far the microphone must be above the answer's expected echo (in dB, "
+        "judged beside the echo canceller, before its suppressor) for someone to be talking over the answer; "
+        "that pauses it at once.",
+    )
+    floor_near_end_ms: int = Field(
+        20, ge=10, description="Local detection: how long the microphone must stay that far above the echo."
+    )
+    floor_confirm_ms: int = Field(
+        300,
+        ge=0,
+        description="Local detection: how long a paused answer waits for speech to show once the speaker is "
+        "quiet (the canceller lets the user's voice through then) before it goes on.",
+    )
     floor_prefix_ms: int = Field(
         300, ge=0, description="Local detection: audio from before the detected onset sent with the user's turn."
     )

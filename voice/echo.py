@@ -26,6 +26,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
+from parla.voice.near_end import NearEnd
 
 FRAME_S = 0.01  # the WebRTC audio processing module takes 10 ms frames
 # After playback stops its echo still rings in the room for a moment: keep cancelling this long.
@@ -36,6 +37,10 @@ _HOLD_S = 1.0
 # of a few ms would make the canceller search for the echo again). A restart (a flush, a reopened
 # stream) or an underrun/overflow PortAudio reports moves it.
 _CONTINUOUS_S = 0.04
+
+
+# Where each 16 kHz sample of a 10 ms frame falls among the 24 kHz samples played.
+_AT_MIC_RATE = np.arange(int(MIC_RATE * FRAME_S)) * (SPEAKER_RATE / MIC_RATE)
 
 
 class PlayedAudio:
@@ -114,22 +119,33 @@ class WebRtcEngine:
         import pywebrtc_audio
 
         self._aec: Any = pywebrtc_audio.EchoCanceller(MIC_RATE, 1, 0)
-        far_frames = int(SPEAKER_RATE * FRAME_S)
-        self._at = np.arange(int(MIC_RATE * FRAME_S)) * (SPEAKER_RATE / MIC_RATE)
-        self._far_index = np.arange(far_frames)
+        self._far_index = np.arange(int(SPEAKER_RATE * FRAME_S))
 
     def process(self, near: bytes, far: bytes) -> bytes:
-        reference = np.interp(self._at, self._far_index, np.frombuffer(far, "<i2")).astype(np.int16)
+        reference = np.interp(_AT_MIC_RATE, self._far_index, np.frombuffer(far, "<i2")).astype(np.int16)
         out: np.ndarray = self._aec.process(np.frombuffer(near, np.int16), reference)
         return out.astype("<i2").tobytes()
 
 
-class EchoCanceller:
-    """Removes what `reference` played from each captured block (called in the capture callback)."""
+class Cancelled(bytes):
+    """A captured block with the answer's echo removed, and for each of its 10 ms frames how far
+    the microphone was above the echo expected then (`NearEnd`, in dB): whether someone talks
+    over the answer, seen before the canceller's suppressor holds their first syllables back."""
 
-    def __init__(self, reference: PlayedAudio, engine: EchoEngine | None = None) -> None:
+    near_end_db: tuple[float, ...] = ()
+
+
+class EchoCanceller:
+    """Removes what `reference` played from each captured block (called in the capture callback).
+    With `near_end`, blocks processed while the speaker plays come out as `Cancelled`, each
+    frame judged by it."""
+
+    def __init__(
+        self, reference: PlayedAudio, engine: EchoEngine | None = None, near_end: NearEnd | None = None
+    ) -> None:
         self.reference = reference
         self.engine = engine if engine is not None else WebRtcEngine()
+        self.near_end = near_end
         self.processed_blocks = 0
         self.cpu_s = 0.0  # thread CPU time spent cancelling
         self._next: float | None = None  # the ADC time the next block should have
@@ -145,10 +161,19 @@ class EchoCanceller:
         near_step = int(MIC_RATE * FRAME_S) * SAMPLE_BYTES
         far_frames = int(SPEAKER_RATE * FRAME_S)
         out = bytearray()
+        judged: list[float] = []
         for i, offset in enumerate(range(0, len(block) - near_step + 1, near_step)):
             far = self.reference.window(adc_time + i * FRAME_S, far_frames)
-            out += self.engine.process(block[offset : offset + near_step], far.astype("<i2").tobytes())
+            near = block[offset : offset + near_step]
+            out += self.engine.process(near, far.astype("<i2").tobytes())
+            if self.near_end is not None:
+                far16 = np.interp(_AT_MIC_RATE, np.arange(far_frames), far)
+                judged.append(self.near_end.process(np.frombuffer(near, "<i2").astype(float), far16))
         out += block[len(out) :]  # a tail shorter than a frame (block sizes are whole 10 ms frames)
         self.processed_blocks += 1
         self.cpu_s += time.thread_time() - started
-        return bytes(out)
+        if self.near_end is None or not self.near_end.ready:
+            return bytes(out)
+        cancelled = Cancelled(out)
+        cancelled.near_end_db = tuple(judged)
+        return cancelled

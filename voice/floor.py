@@ -7,11 +7,18 @@ The rules, per 32 ms frame of speech probability:
   then the audio from `prefix_ms` before the onset, so the first syllable is not lost); then
   `end_silence_ms` without speech ends it (activityEnd), or sooner if the end-of-turn model
   (voice.end_of_turn), asked after a short silence, says the user has finished.
-- While the model speaks, the same onset only *holds* the answer: the speaker pauses at once and
-  keeps what it has not played. If the speech lasts `barge_in_ms` it is a barge-in: activityStart
-  goes, and the service cuts the answer. If it stops sooner (a cough, a knock, a "mm-hmm") the
-  answer resumes where it paused: a sound that is not someone taking the floor costs a pause, not
-  the answer.
+- While the model speaks, an onset only *holds* the answer: the speaker pauses at once and keeps
+  what it has not played. Over the answer the onset is judged beside the echo canceller
+  (voice.near_end, carried by `Cancelled` blocks): the microphone `near_end_db` above the echo
+  expected for `near_end_ms`. The canceller's suppressor holds the user's first syllables back
+  while the answer plays, so Silero would hear them late; and a moment of echo the canceller lets
+  through is speech to Silero but not above the expected echo, so it does not hold the answer.
+  Once the speaker is quiet the canceller lets the user's voice through: if Silero then hears
+  `barge_in_ms` of speech it is a barge-in (activityStart goes, the service cuts the answer, and
+  the audio from before the onset goes with the turn). If no speech shows within `confirm_ms`, or
+  it stops sooner (a cough, a knock, a "mm-hmm"), the answer resumes where it paused: a sound that
+  is not someone taking the floor costs a pause, not the answer. Without that judgement (no
+  canceller, or its filter not settled yet) Silero's onset holds the answer.
 
 Audio outside the user's turn is not sent: with automatic detection off the service takes only the
 audio between the markers as the turn (the API's default turn coverage, TURN_INCLUDES_ONLY_ACTIVITY,
@@ -32,11 +39,14 @@ from enum import Enum
 import numpy as np
 
 from parla.voice.config import MIC_RATE, SAMPLE_BYTES, VoiceConfig
+from parla.voice.echo import Cancelled
 from parla.voice.end_of_turn import EndOfTurn, end_of_turn
+from parla.voice.near_end import BLOCK as JUDGED_SAMPLES
 
 FRAME_SAMPLES = 512  # the Silero model's window at 16 kHz
 FRAME_S = FRAME_SAMPLES / MIC_RATE
 FRAME_BYTES = FRAME_SAMPLES * SAMPLE_BYTES
+JUDGED_BYTES = JUDGED_SAMPLES * SAMPLE_BYTES  # the echo canceller's 10 ms frame
 # Quiet this long ends a run of speech (a held answer resumes): longer than the stops inside and
 # between words, shorter than anyone waits before going on.
 GAP_MS = 64
@@ -70,6 +80,9 @@ class FloorRules:
     end_silence_ms: int
     barge_in_ms: int
     prefix_ms: int
+    near_end_db: float = 6.0
+    near_end_ms: int = 20
+    confirm_ms: int = 300
 
     @classmethod
     def of(cls, config: VoiceConfig) -> FloorRules:
@@ -79,6 +92,9 @@ class FloorRules:
             end_silence_ms=config.floor_end_silence_ms,
             barge_in_ms=config.floor_barge_in_ms,
             prefix_ms=config.floor_prefix_ms,
+            near_end_db=config.floor_near_end_db,
+            near_end_ms=config.floor_near_end_ms,
+            confirm_ms=config.floor_confirm_ms,
         )
 
 
@@ -98,6 +114,10 @@ class Floor:
     _talking: bool = False  # the user has the floor (activityStart sent)
     _holding: bool = False  # the answer is paused for a sound that may be a barge-in
     _held_ms: float = 0.0
+    _judged: deque[float | None] = field(default_factory=deque)  # per 10 ms of _pending: near end in dB
+    _taken: int = 0  # bytes judged by the detector so far
+    _judged_taken: int = 0  # bytes whose 10 ms judgements were counted
+    _near_ms: float | None = None  # the microphone above the expected echo, in a row; None: not judged
 
     @property
     def talking(self) -> bool:
@@ -110,22 +130,54 @@ class Floor:
     def feed(self, block: bytes, model_speaking: bool) -> list[bytes | Marker]:
         started = time.thread_time()
         out: list[bytes | Marker] = []
+        judged = block.near_end_db if isinstance(block, Cancelled) else ()
+        steps = len(block) // JUDGED_BYTES
+        self._judged.extend(judged if len(judged) == steps else [None] * steps)
         self._pending += block
         while len(self._pending) >= FRAME_BYTES:
             frame = bytes(self._pending[:FRAME_BYTES])
             del self._pending[:FRAME_BYTES]
+            self._taken += FRAME_BYTES
+            # The 10 ms judgements of the audio taken in up to the end of this frame.
+            while self._judged and self._taken - self._judged_taken >= JUDGED_BYTES:
+                self._judged_taken += JUDGED_BYTES
+                self._near(self._judged.popleft())
             p = self.probability(np.frombuffer(frame, "<i2"))
-            # Silero's own hysteresis (down to 0.15 below the threshold) once the user has the floor;
-            # not over an answer, where what is left of its echo hovers just below the threshold.
-            speech = p >= self.rules.threshold or (self._talking and p >= self.rules.threshold - 0.15)
+            # Silero's own hysteresis (down to 0.15 below the threshold) once the user has the floor,
+            # or holds the answer because the microphone rose above its echo (the paused answer's
+            # echo is dying away, and the canceller still damps the voice for a moment); not over
+            # a playing answer, where what is left of its echo hovers just below the threshold.
+            lenient = self._talking or (self._holding and self._near_ms is not None)
+            speech = p >= self.rules.threshold or (lenient and p >= self.rules.threshold - 0.15)
             out += self._step(frame, speech, model_speaking)
         self.cpu_s += time.thread_time() - started
         return out
 
+    def _near(self, db: float | None) -> None:
+        if db is None:
+            self._near_ms = None
+        elif db >= self.rules.near_end_db:
+            self._near_ms = (self._near_ms or 0.0) + JUDGED_SAMPLES / MIC_RATE * 1000
+        else:
+            self._near_ms = 0.0
+
     def _remember(self, frame: bytes) -> None:
+        """Keep `prefix_ms` of audio for an onset; while the answer is held, all since then too
+        (it is the start of the user's turn if the hold turns into a barge-in)."""
         self._recent.append(frame)
+        if not self._holding:
+            self._trim()
+
+    def _trim(self) -> None:
         while len(self._recent) * FRAME_S * 1000 > self.rules.prefix_ms + FRAME_S * 1000:
             self._recent.popleft()
+
+    def _onset(self) -> bool:
+        """Over the answer: someone started talking. Judged by the microphone's level above the
+        echo where the canceller says so, else by Silero's speech."""
+        if self._near_ms is not None:
+            return self._near_ms >= self.rules.near_end_ms
+        return self._speech_ms >= self.rules.start_ms
 
     def _step(self, frame: bytes, speech: bool, model_speaking: bool) -> list[bytes | Marker]:
         ms = FRAME_S * 1000
@@ -148,16 +200,20 @@ class Floor:
             self._held_ms += ms
             if self._speech_ms >= self.rules.barge_in_ms:
                 return self._take_floor()
-            if self._quiet_ms >= GAP_MS or not model_speaking:
+            waited = self._held_ms >= self.rules.confirm_ms
+            if (waited and self._quiet_ms >= GAP_MS) or not model_speaking:
                 self._holding = False
                 self._speech_ms = 0.0
+                self._near_ms = None if self._near_ms is None else 0.0
+                self._trim()
                 return [Marker.RELEASE]
             return []
-        if self._speech_ms >= self.rules.start_ms:
-            if model_speaking:
+        if model_speaking:
+            if self._onset():
                 self._holding = True
                 self._held_ms = 0.0
                 return [Marker.HOLD]
+        elif self._speech_ms >= self.rules.start_ms:
             return self._take_floor()
         return []
 

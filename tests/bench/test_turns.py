@@ -1,5 +1,7 @@
 """bench.turns on a corpus of one item per set: the corpus is made as described (the answer's echo
-cancelled, the user's sound where it says), and the figures come out for both detectors."""
+cancelled, the user's sound where it says), the sounds over the answer are replayed live (a pause
+silences the speaker, so the canceller stops hearing the answer), and the figures come out for
+both detectors."""
 
 from __future__ import annotations
 
@@ -7,8 +9,9 @@ import dataclasses
 
 import numpy as np
 
-from bench.turns import DEFAULTS, energy_probabilities, replay, report
+from bench.turns import DEFAULTS, energy, over_answer, pauses, recorded, replay
 from parla.voice.floor import FRAME_SAMPLES, silero
+from tests.peers.answer_room import AnswerInRoom
 from tests.peers.turn_corpus import RATE, corpus
 
 
@@ -21,13 +24,42 @@ def test_the_corpus_and_both_detectors_on_one_item_per_set(capsys):
     assert pause.pause_s[1] - pause.pause_s[0] >= 1.0 and not pause.model_speaking
     model = silero()
     local = [
-        [model(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
-        for i in items
+        model(pause.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(pause.mic) // FRAME_SAMPLES)
     ]
-    outcome = replay(pause, local[2], DEFAULTS)
+    outcome = replay(pause, recorded(local), DEFAULTS)
     assert len(outcome.ends) == 1 and outcome.ends[0] > pause.end_s, "the default silence rule cut the pause"
-    energy = [energy_probabilities(i.mic) for i in items]
-    report("energy", items, energy, dataclasses.replace(DEFAULTS, barge_in_ms=DEFAULTS.start_ms), cut_at_once=True)
-    report("local", items, local, DEFAULTS, cut_at_once=False)
+    over_answer("energy", items, energy, dataclasses.replace(DEFAULTS, barge_in_ms=DEFAULTS.start_ms), cut_at_once=True)
+    over_answer("local", items, silero, DEFAULTS, cut_at_once=False)
+    pauses("local", [pause], [local], DEFAULTS)
     out = capsys.readouterr().out
-    assert out.count("false interruptions") == 2 and out.count("pauses kept") == 2
+    assert out.count("false interruptions") == 2 and out.count("pauses kept") == 1
+
+
+def test_the_live_replay_stops_echoing_the_answer_while_it_is_paused():
+    item = next(corpus(per_set=1))
+    assert item.answer is not None
+    room = AnswerInRoom(item, lag_s=0.0)
+    blocks = room.blocks()
+    for _ in range(100):  # 1 s of the answer (the user starts at 1.5 s)
+        next(blocks)
+    before = rms(room.echo[room.t - 3200 : room.t])
+    room.pause()
+    for _ in range(40):
+        next(blocks)
+    assert not room.played[room.t - 6400 : room.t].any(), "the paused answer was still played"
+    assert rms(room.echo[room.t - 1600 : room.t]) < before / 10, "the room still echoed the paused answer"
+    assert room.model_speaking, "a paused answer is still under way"
+    room.resume()
+    for _ in range(20):
+        next(blocks)
+    resumed = room.t - 20 * 160
+    assert np.array_equal(room.played[resumed : room.t], item.answer[16_000 : 16_000 + 3200]), (
+        "the answer did not go on from where it paused"
+    )
+    room.stop()
+    next(blocks)
+    assert not room.model_speaking
+
+
+def rms(a: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(a**2)))

@@ -54,6 +54,13 @@ class Item:
     end_s: float  # when the user's sound ends (the last word, for "pause")
     model_speaking: bool
     pause_s: tuple[float, float] = (0.0, 0.0)
+    # Over an answer, the parts the microphone signal was made of, so that a replay can pause the
+    # answer where a detector paused the speaker (the room then stops echoing it): the user's
+    # sound as it reaches the microphone, the answer as played (16 kHz), and the speaker-to-
+    # microphone impulse response scaled to the echo's level.
+    user: np.ndarray | None = None
+    answer: np.ndarray | None = None
+    echo_path: np.ndarray | None = None
 
 
 def _rms(a: np.ndarray) -> float:
@@ -93,7 +100,7 @@ def _place(length: int, sound: np.ndarray, at_s: float) -> np.ndarray:
     return out
 
 
-def _cancel(near: np.ndarray, far16: np.ndarray) -> np.ndarray:
+def cancel(near: np.ndarray, far16: np.ndarray) -> np.ndarray:
     """Parla's echo canceller over the microphone, with the answer it played as the reference."""
     from parla.voice.echo import WebRtcEngine
 
@@ -174,11 +181,13 @@ def _over_answer(
     at_mic = np.convolve(sound, rir)
     level = USER_RMS * (10 ** (-15 / 20) if far else 1.0)
     at_mic = _scaled(at_mic, level)
-    echo = _scaled(np.convolve(model, spk_rir)[: len(model)], USER_RMS)
+    echo_path = spk_rir * USER_RMS / max(_rms(np.convolve(model, spk_rir)[: len(model)]), 1e-9)
+    echo = np.convolve(model, echo_path)[: len(model)]
     user = _place(length, at_mic, ONSET_S)
     near = user + _place(length, echo, 0.0)
-    mic = _cancel(near, np.pad(model, (0, length - len(model))))
-    return Item(kind, label, mic, ONSET_S, ONSET_S + len(sound) / RATE, model_speaking=True)
+    mic = cancel(near, np.pad(model, (0, length - len(model))))
+    end = ONSET_S + len(sound) / RATE
+    return Item(kind, label, mic, ONSET_S, end, True, user=user, answer=model, echo_path=echo_path)
 
 
 def _paused(rng: np.random.Generator, label: str, first: np.ndarray, second: np.ndarray) -> Item:
