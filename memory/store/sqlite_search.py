@@ -39,6 +39,7 @@ from parla.memory.store.sqlite_vectors import (
     vector_count,
     vectors_changed,
 )
+from parla.memory.store.sqlite_word_bounds import WordBounds
 from parla.memory.words import query_words
 
 if TYPE_CHECKING:
@@ -173,7 +174,7 @@ class SQLiteSearch(SQLiteConnection):
             if not telling:
                 return []
             if chat_id is None:
-                return _best_across(db, telling, found, total, match_count)
+                return _best_across(db, telling, found, total, match_count, self._word_bounds)
             rows = db.execute(
                 "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
                 "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
@@ -260,7 +261,12 @@ def _most_added(doc_count: int, total: int) -> float:
 
 
 def _best_across(
-    db: sqlite3.Connection, telling: list[str], doc_counts: dict[str, int], total: int, match_count: int
+    db: sqlite3.Connection,
+    telling: list[str],
+    doc_counts: dict[str, int],
+    total: int,
+    match_count: int,
+    bounds: WordBounds,
 ) -> list[TurnMatch]:
     """The `match_count` best turns of every chat by bm25 over `telling`, ties at the cut by chat
     and turn, scoring as few turns as that needs (MaxScore's pruning).
@@ -270,15 +276,19 @@ def _best_across(
     bm25 over every word; then those holding the next rarest and none before it, and so on. A
     turn holding none of the words scored so far scores at most the sum of what each other word
     can add: once that is below the `match_count`-th best score found, no such turn can be among
-    the best, and the rest are never scored."""
+    the best, and the rest are never scored. What a word can add is bounded by 2.2 idf first
+    (free), then, when that is not enough to stop, by the most it adds to any turn (`bounds`)."""
     rarest_first = sorted(telling, key=lambda w: doc_counts[w])
+    bounds.start(db)
     ranks: dict[int, float] = {}  # rowid: bm25 (FTS5's rank: lower is better)
     for i, word in enumerate(rarest_first):
         taken, rest = rarest_first[:i], rarest_first[i + 1 :]
         ranks.update(_scored_turns(db, word, taken, rest))
-        if len(ranks) >= match_count:
+        if len(ranks) >= match_count and rest:
             floor = -sorted(ranks.values())[match_count - 1]
             if sum(_most_added(doc_counts[w], total) for w in rest) < floor:
+                break
+            if _bounded_below(db, bounds, rest, doc_counts, total, floor):
                 break
     if len(ranks) > match_count:
         cut = sorted(ranks.values())[match_count - 1]
@@ -291,6 +301,25 @@ def _best_across(
     ).fetchall()
     rows.sort(key=lambda r: (ranks[r["rowid"]], r["chat_id"], r["seq"]))
     return [turn_match({**dict(r), "score": -ranks[r["rowid"]]}) for r in rows[:match_count]]
+
+
+def _bounded_below(
+    db: sqlite3.Connection, bounds: WordBounds, rest: list[str], doc_counts: dict[str, int], total: int, floor: float
+) -> bool:
+    """Whether the words of `rest` (rarest first) together add less than `floor` to any turn,
+    by the most each adds to a turn: those kept first, then the others while finding theirs
+    (every turn of the word scored) costs less than scoring the next word's turns would."""
+    most = {w: _most_added(doc_counts[w], total) for w in rest}
+    budget = 2 * doc_counts[rest[0]]
+    for word in sorted(rest, key=lambda w: (not bounds.kept(w), -most[w])):
+        if not bounds.kept(word):
+            budget -= doc_counts[word]
+            if budget < 0:
+                return False
+        most[word] = bounds.most_added(db, word, doc_counts[word])
+        if sum(most.values()) < floor:
+            return True
+    return False
 
 
 def _scored_turns(db: sqlite3.Connection, word: str, taken: list[str], rest: list[str]) -> dict[int, float]:
