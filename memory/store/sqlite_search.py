@@ -39,7 +39,7 @@ from parla.memory.store.sqlite_vectors import (
     vector_count,
     vectors_changed,
 )
-from parla.memory.store.sqlite_word_bounds import WordBounds
+from parla.memory.store.sqlite_word_bounds import WordBounds, indexed_turns
 from parla.memory.words import query_words
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ class SQLiteSearch(SQLiteConnection):
             found = dict(
                 db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", list(words)).fetchall()
             )
-            total = db.execute("SELECT count(*) FROM turns").fetchone()[0]
+            total, _ = indexed_turns(db)
             telling = telling_words(words, found, total)
             if not telling:
                 return []

@@ -100,10 +100,16 @@ def _best_impact(db: sqlite3.Connection, word: str, idf: float, after: int | Non
     return -min((r[0] for r in ranks), default=0.0) / idf
 
 
-def _index_state(db: sqlite3.Connection) -> _IndexState:
+def indexed_turns(db: sqlite3.Connection) -> tuple[int, int]:
+    """The turns in the word index and their tokens, from FTS5's averages record: what bm25
+    counts with, without counting rows."""
     row = db.execute("SELECT block FROM turn_words_data WHERE id = 1").fetchone()
     counts = _varints(bytes(row[0])) if row is not None and row[0] else [0]
-    rows, tokens = counts[0], sum(counts[1:])
+    return counts[0], sum(counts[1:])
+
+
+def _index_state(db: sqlite3.Connection) -> _IndexState:
+    rows, tokens = indexed_turns(db)
     last_row = db.execute("SELECT rowid FROM turn_words ORDER BY rowid DESC LIMIT 1").fetchone()
     last = 0 if last_row is None else int(last_row[0])
     return _IndexState(rows, tokens / rows if rows else 0.0, last, _turn_at(db, last))
