@@ -104,6 +104,7 @@ OPERATIONS: list[tuple[str, Setup, Op]] = [
     ("set_pin_forgotten", _new_pin, lambda s, p: s.set_pin_forgotten(p, True)),
     ("delete_pin", _new_pin, lambda s, p: s.delete_pin(p)),
     ("search", _world_chat, lambda s, _: s.search(emb("query", 8), 5)),
+    ("search_words", _world_chat, lambda s, _: s.search_words(["still", "writing"], 5)),  # its own connection
     ("embedder_info", _world_chat, lambda s, _: s.embedder_info()),
     ("stats", _world_chat, lambda s, _: s.stats()),
     ("embedded_texts", _world_chat, lambda s, _: s.embedded_texts()),
