@@ -21,6 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from bench.report import Report, Table, parse
 from parla.daemon.control import DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 
@@ -79,18 +80,20 @@ async def measure(pulse: PulseServer, activation: str, seconds: float, folder: P
             proc.kill()
 
 
-async def run(pulse: PulseServer, seconds: float) -> None:
+async def run(out: Report, pulse: PulseServer, seconds: float) -> None:
     folder = Path(tempfile.mkdtemp(prefix="parla-bench-daemon-"))
     base = await measure(pulse, "push_to_talk", seconds, folder)
     wake = await measure(pulse, "wake", seconds, folder)
-    print(f"daemon idle for {seconds:.0f} s (silence)")
-    print(f"  {'mode':<34} {'CPU % of a core':>16} {'RSS mean MB':>12} {'RSS max MB':>11}")
+    table = Table(
+        ["mode", "CPU % of a core", "RSS mean MB", "RSS max MB"], title=f"daemon idle for {seconds:.0f} s (silence)"
+    )
     for name, (cpu, mean, peak) in (("push_to_talk (streams closed)", base), ("wake (microphone open, gated)", wake)):
-        print(f"  {name:<34} {cpu:16.2f} {mean:12.1f} {peak:11.1f}")
-    print(f"  wake / baseline: CPU {wake[0] / max(base[0], 0.01):.2f}x, RSS {wake[1] / base[1]:.2f}x")
+        table.row(name, f"{cpu:.2f}", f"{mean:.1f}", f"{peak:.1f}")
+    table.row("wake / baseline", f"{wake[0] / max(base[0], 0.01):.2f}x", f"{wake[1] / base[1]:.2f}x", "")
+    out.table(table)
 
 
-def wake_accuracy() -> None:
+def wake_accuracy(out: Report) -> None:
     import json
 
     from parla.daemon.config import DaemonConfig
@@ -116,7 +119,7 @@ def wake_accuracy() -> None:
     audio = [speech(s, pad_ms=100) for s in sentences]
     false = sum(activations(wake, a) > 0 for a in audio)
     minutes = sum(map(len, audio)) / 32000 / 60
-    print(
+    out.line(
         f"wake phrase at {block // 32} ms blocks through the gate: heard {heard}/12, {false} false in {minutes:.1f} min"
     )
 
@@ -124,13 +127,13 @@ def wake_accuracy() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10 s per mode instead of 60")
-    args = parser.parse_args()
+    args, out = parse(parser)
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     try:
-        asyncio.run(run(pulse, 10 if args.quick else 60))
+        asyncio.run(run(out, pulse, 10 if args.quick else 60))
     finally:
         pulse.stop()
-    wake_accuracy()
+    wake_accuracy(out)
 
 
 if __name__ == "__main__":
