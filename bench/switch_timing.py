@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from tests.peers.pulse import PulseServer
 
 ANNOUNCEMENT_S = 0.3
@@ -71,13 +72,13 @@ def _emulator_main(cert: str, key: str, rounds: int, out: Any) -> None:
     asyncio.run(main())
 
 
-def _ms(values: list[float]) -> str:
+def _ms(values: list[float]) -> list[str]:
     if not values:
-        return "no samples"
-    return f"p50 {percentile(values, 0.5):6.0f} ms  p95 {percentile(values, 0.95):6.0f} ms  (n={len(values)})"
+        return ["", "", "0"]
+    return [f"{percentile(values, 0.5):.0f}", f"{percentile(values, 0.95):.0f}", str(len(values))]
 
 
-async def run(pulse: PulseServer, rounds: int) -> None:
+async def run(out: Report, pulse: PulseServer, rounds: int) -> None:
     from google import genai
     from google.genai import types
 
@@ -149,24 +150,28 @@ async def run(pulse: PulseServer, rounds: int) -> None:
             rest_ms.append((answer - new["setup"]) * 1000)
         announce_ms.append((old["announced"] - call) * 1000)
         move_ms.append((new["setup"] - old["closed"]) * 1000)
-    print(f"switch timing, {rounds} switches between two chats, from the emulator's tool call (sound at the monitor)")
-    print(f"  {'cue heard':<34} {_ms(cue_ms)}")
-    print(f"  {'  after the decision (target 200)':<34} {_ms(decided_ms)}")
-    print(f"  {'answer heard in the other chat':<34} {_ms(answer_ms)}")
-    print(f"  {'  announcement (0.3 s of audio)':<34} {_ms(announce_ms)}")
-    print(f"  {'  close -> new setup (Parla)':<34} {_ms(move_ms)}")
-    print(f"  {'  setup -> answer heard':<34} {_ms(rest_ms)}")
-    print(f"  {'baseline: a connection alone':<34} {_ms(connects)}")
+    table = Table(
+        ["from the tool call", "p50 ms", "p95 ms", "n"],
+        title=f"switch timing, {rounds} switches between two chats, from the emulator's tool call (sound at the monitor)",
+    )
+    table.row("cue heard", *_ms(cue_ms))
+    table.row("cue heard, after the decision (target 200)", *_ms(decided_ms))
+    table.row("answer heard in the other chat", *_ms(answer_ms))
+    table.row("of which the announcement (0.3 s of audio)", *_ms(announce_ms))
+    table.row("of which close -> new setup (Parla)", *_ms(move_ms))
+    table.row("of which setup -> answer heard", *_ms(rest_ms))
+    table.row("baseline: a connection alone", *_ms(connects))
+    out.table(table)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="switches to time")
-    args = parser.parse_args()
+    args, out = parse(parser)
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     os.environ["PULSE_SERVER"] = pulse.env["PULSE_SERVER"]  # before sounddevice loads
     try:
-        asyncio.run(run(pulse, args.rounds))
+        asyncio.run(run(out, pulse, args.rounds))
     finally:
         pulse.stop()
 

