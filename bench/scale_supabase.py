@@ -27,6 +27,7 @@ import psycopg
 
 from bench.corpus import write_jsonl
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from bench.scale import run_import
 from bench.scale_probe import embedder_of, requests, searches
 from parla.memory.config import MemoryConfig
@@ -62,7 +63,9 @@ async def connect(url: str, user: str, folder: Path) -> SupabaseChatStore:
     return await SupabaseChatStore.connect(url, SERVICE_KEY, user_id=user, outbox_path=folder / "outbox.db")
 
 
-async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection) -> None:
+async def probe(
+    out: Report, name: str, url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection
+) -> None:
     config = MemoryConfig()
     switches, questions = requests()
     await embedder.embed(["warm the embedder's tables"], "query")
@@ -83,13 +86,17 @@ async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psy
             # a chat tied with the exact 10th (the corpus repeats sentences) agrees too
             tenth = sorted(exact.values())[min(9, len(exact) - 1)]
             agreement.append(sum(exact[c] <= tenth + 1e-6 for c in found) / min(10, len(exact)))
-    print(f"    first switch search after connecting  p95 over {OPENINGS} {percentile(first, 0.95):6.3f} s")
+    table = Table(["search", "p50 ms", "p95 ms"], title=name)
     for kind, ms in (("switch", switch_ms), ("recall", recall_ms)):
-        print(f"    {kind:6} search   p50 {percentile(ms, 0.5):7.1f} ms  p95 {percentile(ms, 0.95):7.1f} ms")
-    print(f"    top-10 agreement with the exact scan over {len(agreement)} requests: {np.mean(agreement):.3f}")
+        table.row(kind, f"{percentile(ms, 0.5):.1f}", f"{percentile(ms, 0.95):.1f}")
+    out.table(table)
+    out.line(
+        f"first switch search after connecting: p95 over {OPENINGS} {percentile(first, 0.95):.3f} s;"
+        f" top-10 agreement with the exact scan over {len(agreement)} requests: {np.mean(agreement):.3f}"
+    )
 
 
-def sizes(conn: psycopg.Connection, turns: int) -> None:
+def sizes(out: Report, conn: psycopg.Connection, turns: int) -> None:
     per = 1000 / turns / 2**20
     tables = conn.execute(
         "SELECT c.relname, pg_total_relation_size(c.oid) - coalesce((SELECT sum(pg_relation_size(i.indexrelid)) "
@@ -103,10 +110,10 @@ def sizes(conn: psycopg.Connection, turns: int) -> None:
         "WHERE x.relname LIKE '%hnsw%'"
     ).fetchone()
     listed = ", ".join(f"{name} {size * per:.2f}" for name, size in tables if size * per >= 0.01)
-    print(f"  per 1,000 turns (MB): {listed}; the HNSW indexes {float(hnsw[0] or 0) * per:.2f}")
+    out.line(f"per 1,000 turns (MB): {listed}; the HNSW indexes {float(hnsw[0] or 0) * per:.2f}")
 
 
-async def run(chats: int) -> None:
+async def run(out: Report, chats: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         os.chmod(folder, 0o755)
@@ -134,22 +141,23 @@ async def run(chats: int) -> None:
                 )
                 seconds, peak = run_import(jsonl, env)
                 conn.execute("ANALYZE")
-                print(f"== Supabase peer: {chats:,} chats, {turns:,} turns")
-                print(
-                    f"  parla import (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB"
+                out.line(
+                    f"Supabase peer: {chats:,} chats, {turns:,} turns: parla import (offline)"
+                    f" {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB"
                 )
-                print("  offline embedder, 256 dims")
-                await probe(shim.url, user, folder, embedder_of(256), conn)
-                sizes(conn, turns)
+                name = f"Supabase peer, {chats:,} chats"
+                await probe(out, f"{name}, offline embedder, 256 dims", shim.url, user, folder, embedder_of(256), conn)
+                sizes(out, conn, turns)
                 wide = embedder_of(768)
                 async with await connect(shim.url, user, folder) as store:
                     started = time.perf_counter()
                     count = await reembed(store, wide, 512)
-                    print(f"  re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)")
+                    out.line(
+                        f"re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)"
+                    )
                 conn.execute("ANALYZE")
-                print("  768-dim stand-in")
-                await probe(shim.url, user, folder, wide, conn)
-                sizes(conn, turns)
+                await probe(out, f"{name}, 768-dim stand-in", shim.url, user, folder, wide, conn)
+                sizes(out, conn, turns)
         finally:
             cluster.close()
 
@@ -157,5 +165,5 @@ async def run(chats: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chats", type=int, default=500)
-    args = parser.parse_args()
-    asyncio.run(run(args.chats))
+    args, out = parse(parser)
+    asyncio.run(run(out, args.chats))
