@@ -38,11 +38,7 @@ def operating_system() -> str:
         name = platform.freedesktop_os_release().get("PRETTY_NAME", "")
     except OSError:
         name = ""
-    return (
-        f"{name or platform.system()}, kernel {platform.release()}"
-        if name
-        else f"{platform.system()} {platform.release()}"
-    )
+    return f"{name}, kernel {platform.release()}" if name else f"{platform.system()} {platform.release()}"
 
 
 def command(argv: Sequence[str] | None = None) -> str:
@@ -55,8 +51,8 @@ def command(argv: Sequence[str] | None = None) -> str:
     return f"{prefix}python -m {module}" + (f" {shlex.join(args)}" if args else "")
 
 
-def header(cmd: str, now: datetime | None = None) -> str:
-    when = (now or datetime.now(UTC)).strftime("%Y-%m-%d %H:%M UTC")
+def header(cmd: str) -> str:
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     return (
         f"{when}; {cpu_model()}, {os.cpu_count()} cores (load average {load:.1f}); "
