@@ -3,15 +3,18 @@
 How long `parla` takes to start for commands that need neither the memory nor the cloud SDKs
 (`--version`, `status --json` with no daemon, `config path`) and for those that only read the
 SQLite store (`chats`, `stats`, `show`, `export`, `config show`: the store alone, no model SDK, no
-embedder, no numpy), on a store holding the test's ChatGPT export; next to `parla chats` made to
-load what it loaded before numpy and dateparser were left to the code that needs them, `search`
-without a daemon (it loads the embedder), what every command loaded before the SDKs were imported
-lazily (`import parla.daemon.memory_services`: google-genai, supabase, numpy), the floor of any
-typer + pydantic-settings program, and a bare interpreter, all measured in the same run. Then
-`search` through a running daemon (`parla run` in push-to-talk on a headless PulseAudio, with the
-offline embedder), which answers with its warm index and embedder. Each figure is the best of N
-runs: wall time and the child's CPU time (user + system, which a busy machine inflates less than
-wall time; through the daemon, the client's alone), and both as a ratio to the floor."""
+embedder, no numpy), on a store holding the test's ChatGPT export; `search` without a daemon (the
+store, the offline embedder and the search); the floor of any typer + pydantic-settings program
+and a bare interpreter; and, to compare, earlier states made again in the same run: `parla chats`
+run through `main` (no frozen start-up objects) and loading numpy and dateparser as the store once
+did, and `parla search` loading what the memory services imported before they imported each part
+when first asked for (google-genai, dateparser, the summarizers, compaction, the model's tools).
+Then `search` through a running daemon (`parla run` in push-to-talk on a headless PulseAudio, with
+the offline embedder), which answers with its warm index and embedder. Each figure is the best of N
+runs after one unmeasured run (which writes the bytecode of Parla's modules, as installing a wheel
+does: PYTHONDONTWRITEBYTECODE is dropped): wall time and the child's CPU time (user + system,
+which a busy machine inflates less than wall time; through the daemon, the client's alone), and
+both as a ratio to the floor."""
 
 from __future__ import annotations
 
@@ -31,10 +34,18 @@ from bench.report import Table, parse
 from parla.daemon.control import DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 
+# `parla chats` through `main`, which freezes nothing, where the script freezes what the imports made
+CHATS_UNFROZEN = "import sys, parla.daemon.cli as cli; sys.argv = ['parla', 'chats']; cli.main()"
 # `parla chats` with the modules the store imported before it left them to the code that needs them
 CHATS_AS_BEFORE = (
     "import sys, numpy, dateparser, parla.memory.embedding, parla.memory.store.sqlite_vector_file;"
     "import parla.daemon.cli as cli; sys.argv = ['parla', 'chats']; cli.main()"
+)
+# `parla search` with what the memory services imported before they imported each part when asked
+SEARCH_AS_BEFORE = (
+    "import sys, google.genai, dateparser, parla.memory.compaction, parla.memory.summarizers.gemini,"
+    " parla.tools.chats, parla.tools.reminders; import parla.daemon.cli as cli;"
+    " sys.argv = ['parla', 'search', 'my sourdough starter']; cli.script()"
 )
 SEARCH = ["-m", "parla.daemon", "search", "my sourdough starter"]
 CASES = {
@@ -45,13 +56,20 @@ CASES = {
     "parla config path": ["-m", "parla.daemon", "config", "path"],
     "parla config show": ["-m", "parla.daemon", "config", "show"],
     "parla chats": ["-m", "parla.daemon", "chats"],
+    "parla chats --json": ["-m", "parla.daemon", "chats", "--json"],
     "parla stats --json": ["-m", "parla.daemon", "stats", "--json"],
     "parla show CHAT": ["-m", "parla.daemon", "show", "Sourdough timing"],
     "parla export --all": ["-m", "parla.daemon", "export", "--all"],
+    "parla chats, nothing frozen (before)": ["-c", CHATS_UNFROZEN],
     "parla chats, loading numpy and dateparser (before)": ["-c", CHATS_AS_BEFORE],
     "parla search (embedder, no daemon)": SEARCH,
-    "import parla.daemon.memory_services (before)": ["-c", "import parla.daemon.cli.support, daemon.memory_services"],
+    "parla search, loading the SDK and compaction (before)": ["-c", SEARCH_AS_BEFORE],
 }
+
+
+def best_of(runs: int, args: list[str], env: dict[str, str]) -> tuple[float, float]:
+    measure(args, env)  # writes the bytecode of what it imports, as installing a wheel does
+    return min(measure(args, env) for _ in range(runs))
 
 
 def measure(args: list[str], env: dict[str, str]) -> tuple[float, float]:
@@ -112,7 +130,7 @@ def main() -> None:
     runs = args.runs
     with tempfile.TemporaryDirectory() as folder:
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
             "PARLA_CONFIG_FILE": str(Path(folder) / "config.toml"),
             "PARLA_CONTROL_SOCKET": str(Path(folder) / "ctl.sock"),
             "PARLA_STORE_PATH": str(Path(folder) / "parla.db"),
@@ -127,9 +145,9 @@ def main() -> None:
             timeout=600,
             stdout=subprocess.DEVNULL,
         )
-        best = {name: min(measure(args, env) for _ in range(runs)) for name, args in CASES.items()}
+        best = {name: best_of(runs, args, env) for name, args in CASES.items()}
         with daemon(env, Path(folder)):
-            best["parla search (through the daemon)"] = min(measure(SEARCH, env) for _ in range(runs))
+            best["parla search (through the daemon)"] = best_of(runs, SEARCH, env)
     base_cpu = best["python -c pass (baseline)"][1]
     floor_wall, floor_cpu = best["import typer, rich, pydantic_settings"]
     table = Table(

@@ -5,10 +5,12 @@ half-open connections to the inspector's port and the control socket while the u
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import os
 import resource
 import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,10 +82,12 @@ def _descriptors(pid: int) -> int:
         return 0
 
 
-def _probe(socket: Path, page: str, pid: int, figures: FloodFigures, seconds: float) -> None:
-    """What the user does meanwhile, from another event loop (a process of its own would be the
-    same: the attackers' busy loop does not delay it): `status` every FLOOD_PROBE_S, the
-    inspector's page every fourth time, for `seconds`."""
+def _probe(socket: Path, page: str, pid: int, seconds: float) -> FloodFigures:
+    """What the user does meanwhile, in a process of its own as the user's `parla status` and
+    browser are (in this one, the attackers' busy loop would hold the interpreter between the
+    probe's connect and its request): `status` every FLOOD_PROBE_S, the inspector's page every
+    fourth time, for `seconds`."""
+    figures = FloodFigures("flood")
 
     async def probing() -> None:
         # A new connection for each page load: a browser whose kept-alive connection the
@@ -95,6 +99,7 @@ def _probe(socket: Path, page: str, pid: int, figures: FloodFigures, seconds: fl
                     await _probe_loop(socket, page, pid, figures, http)
 
     asyncio.run(probing())
+    return figures
 
 
 async def _probe_loop(socket: Path, page: str, pid: int, figures: FloodFigures, http: httpx.AsyncClient) -> None:
@@ -169,7 +174,12 @@ async def connection_flood(folder: Path, pulse_server: str, seconds: float = FLO
                 group.create_task(_attacker(lambda: asyncio.open_unix_connection(str(socket)), b'{"cmd":', figures))
                 for _ in range(FLOOD_HALF_OPEN)
             ]
-            await asyncio.to_thread(_probe, socket, page, proc.pid, figures, seconds)
+            with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+                probed = await asyncio.get_running_loop().run_in_executor(pool, _probe, socket, page, proc.pid, seconds)
+            for name in ("status_s", "status_failures", "status_slow", "page_s", "page_failures", "descriptors_peak"):
+                setattr(figures, name, getattr(probed, name))
+            for text in probed.problems:
+                figures.problem(text)
             for task in tasks:
                 task.cancel()
         await send_command(socket, "stop")

@@ -1,5 +1,6 @@
 """A heavy user's history: `python -m bench.scale [--quick | --big] [--store supabase]`. Prints its
-figures; asserts nothing (`--store supabase`: the same on the Postgres peer, `bench.scale_supabase`).
+figures; asserts nothing (`--store supabase`: the same on the Postgres peer, `bench.scale_supabase`;
+beyond 500 chats built by copying a SQLite import, `bench.supabase_load`).
 
 Builds 500 and 5,000 chats of `bench.corpus` (`--quick`: 500 only; `--big` adds 20,000) through
 `parla import` (offline embedder and summarizer, a process of its own: turns/s and its peak RSS),
@@ -216,6 +217,8 @@ if __name__ == "__main__":
         from bench.scale_supabase import run
 
         for chats in counts:
-            asyncio.run(run(out, chats))
+            # beyond 500 chats `parla import` through the API would take hours here: the history is
+            # imported into SQLite and copied (bench.supabase_load), and 100 chats go through the API
+            asyncio.run(run(out, chats) if chats <= 500 else run(out, chats, "copy", api_chats=100))
     else:
         main(out, counts, not args.no_usearch)

@@ -28,8 +28,9 @@ import psycopg
 from bench.corpus import write_jsonl
 from bench.memory import percentile
 from bench.report import Report, Table, parse
-from bench.scale import run_import
+from bench.scale import env_for, run_import
 from bench.scale_probe import embedder_of, requests, searches
+from bench.supabase_load import copy_store
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.reembed import reembed
@@ -113,7 +114,69 @@ def sizes(out: Report, conn: psycopg.Connection, turns: int) -> None:
     out.line(f"per 1,000 turns (MB): {listed}; the HNSW indexes {float(hnsw[0] or 0) * per:.2f}")
 
 
-async def run(out: Report, chats: int) -> None:
+def import_env(folder: Path, url: str, user: str) -> dict[str, str]:
+    """`parla import`'s settings for `user`'s store on the peer at `url`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLA_", "GEMINI_", "GOOGLE_"))}
+    env.update(
+        HOME=str(folder / "home"),
+        XDG_CONFIG_HOME=str(folder / "home" / "config"),
+        XDG_DATA_HOME=str(folder / "home" / "data"),
+        PARLA_STORE="supabase",
+        PARLA_STORE_PATH=str(folder / "outbox.db"),
+        PARLA_SUPABASE_URL=url,
+        PARLA_SUPABASE_KEY=ANON_KEY,
+        PARLA_SUPABASE_SERVICE_KEY=SERVICE_KEY,
+        PARLA_SUPABASE_USER_ID=user,
+        PARLA_EMBEDDER="offline",
+        PARLA_SUMMARIZER="offline",
+    )
+    return env
+
+
+def api_import(out: Report, folder: Path, url: str, user: str, chats: int, id_prefix: str = "") -> int:
+    """`parla import` of `chats` chats through supabase-py and the shim, timed; their turns.
+    `id_prefix` goes before each chat's id in the file (chat ids are unique across users)."""
+    folder.mkdir(exist_ok=True)
+    jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
+    if id_prefix:
+        records = [json.loads(line) for line in jsonl.open()]
+        jsonl.write_text("".join(json.dumps({**r, "id": id_prefix + r["id"]}) + "\n" for r in records))
+    turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+    seconds, peak = run_import(jsonl, import_env(folder, url, user))
+    out.line(
+        f"parla import through the API (offline), {chats:,} chats: {turns / seconds:,.0f} turns/s "
+        f"({seconds:.1f} s), peak RSS {peak:.0f} MB"
+    )
+    return turns
+
+
+def copied(out: Report, folder: Path, dsn: str, user: str, chats: int, store: Path | None = None) -> int:
+    """`parla import` of `chats` chats into a SQLite store (or `store`, one made so before), then
+    copied to the peer as `user`'s; its turns."""
+    if store is None:
+        jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
+        store = folder / "copied.db"
+        seconds, peak = run_import(jsonl, env_for(store, folder / "home-sqlite"))
+        turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+        out.line(
+            f"parla import into SQLite (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), "
+            f"peak RSS {peak:.0f} MB"
+        )
+    started = time.perf_counter()
+    counts = copy_store(store, dsn, user)
+    listed = ", ".join(f"{name} {n:,}" for name, n in counts.items())
+    out.line(f"copied to the peer in {time.perf_counter() - started:.1f} s ({listed}; indexes rebuilt)")
+    return counts["chat_turns"]
+
+
+async def run(
+    out: Report, chats: int, build: str = "import", api_chats: int = 0, widen: bool = True, store: Path | None = None
+) -> None:
+    """`chats` chats of one user on the peer, built by `parla import` through the API (`import`)
+    or by `bench.supabase_load` (`copy`); with `copy`, `api_chats` chats of another user of the
+    same project through the API first (its turns/s; its rows share the indexes); `widen`: then
+    the same store re-embedded at 768 dims and measured again. `store`: with `copy`, a SQLite
+    store `parla import` made before (of `chats` chats) instead of importing again."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         os.chmod(folder, 0o755)
@@ -122,41 +185,31 @@ async def run(out: Report, chats: int) -> None:
             dsn = cluster.new_database()
             with PostgrestShim(dsn) as shim, psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("SET search_path = public, extensions")  # pgvector's operators, as the functions have
+                name = f"Supabase peer, {chats:,} chats, built by {build}"
                 user = shim.create_user("heavy@example.com")
-                jsonl = write_jsonl(folder / "corpus.jsonl", chats)
-                turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
-                env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLA_", "GEMINI_", "GOOGLE_"))}
-                env.update(
-                    HOME=str(folder / "home"),
-                    XDG_CONFIG_HOME=str(folder / "home" / "config"),
-                    XDG_DATA_HOME=str(folder / "home" / "data"),
-                    PARLA_STORE="supabase",
-                    PARLA_STORE_PATH=str(folder / "outbox.db"),
-                    PARLA_SUPABASE_URL=shim.url,
-                    PARLA_SUPABASE_KEY=ANON_KEY,
-                    PARLA_SUPABASE_SERVICE_KEY=SERVICE_KEY,
-                    PARLA_SUPABASE_USER_ID=user,
-                    PARLA_EMBEDDER="offline",
-                    PARLA_SUMMARIZER="offline",
-                )
-                seconds, peak = run_import(jsonl, env)
+                if build == "import":
+                    turns = api_import(out, folder, shim.url, user, chats)
+                else:
+                    if api_chats:
+                        api_import(
+                            out, folder / "other", shim.url, shim.create_user("other@example.com"), api_chats, "other-"
+                        )
+                    turns = copied(out, folder, dsn, user, chats, store)
                 conn.execute("ANALYZE")
-                out.line(
-                    f"Supabase peer: {chats:,} chats, {turns:,} turns: parla import (offline)"
-                    f" {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB"
-                )
-                name = f"Supabase peer, {chats:,} chats"
-                await probe(out, f"{name}, offline embedder, 256 dims", shim.url, user, folder, embedder_of(256), conn)
+                name += f", {turns:,} turns"
+                await probe(out, f"{name}: offline embedder, 256 dims", shim.url, user, folder, embedder_of(256), conn)
                 sizes(out, conn, turns)
+                if not widen:
+                    return
                 wide = embedder_of(768)
-                async with await connect(shim.url, user, folder) as store:
+                async with await connect(shim.url, user, folder) as remote:
                     started = time.perf_counter()
-                    count = await reembed(store, wide, 512)
+                    count = await reembed(remote, wide, 512)
                     out.line(
                         f"re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)"
                     )
                 conn.execute("ANALYZE")
-                await probe(out, f"{name}, 768-dim stand-in", shim.url, user, folder, wide, conn)
+                await probe(out, f"{name}: 768-dim stand-in", shim.url, user, folder, wide, conn)
                 sizes(out, conn, turns)
         finally:
             cluster.close()
@@ -165,5 +218,20 @@ async def run(out: Report, chats: int) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chats", type=int, default=500)
+    parser.add_argument(
+        "--build",
+        choices=("import", "copy"),
+        default="import",
+        help="import: `parla import` through the API; copy: into SQLite, then copied (bench.supabase_load)",
+    )
+    parser.add_argument(
+        "--api-chats", type=int, default=100, help="with --build copy: another user's chats imported through the API"
+    )
+    parser.add_argument("--no-768", action="store_true", help="the offline embedder's 256 dims only")
+    parser.add_argument(
+        "--from-store",
+        type=Path,
+        help="with --build copy: copy this SQLite store (`parla import` of --chats chats, made before) instead",
+    )
     args, out = parse(parser)
-    asyncio.run(run(out, args.chats))
+    asyncio.run(run(out, args.chats, args.build, args.api_chats, not args.no_768, args.from_store))

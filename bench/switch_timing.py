@@ -13,12 +13,19 @@ heard, on the speaker's monitor, from the emulator sending the tool call:
   connection's close to the new setup arriving: saves drained, the new chat's memory read, TLS and
   websocket opened) and the rest (setup, seed and question to the answer's sound).
 Baseline, in the same run: a fresh session's connection alone (`connect` to setupComplete).
+
+With --spoken the question is said into the microphone right after the decision (a flite
+sentence, its first 0.3 s silent) instead of typed, over an announcement of 1.5 s, with echo cancellation off (it turns the user
+down while the announcement plays, which would cut the question into pieces): how often the closing session heard any of it
+(it must not: it was said in the chat moved to), and how much of it the new session took as one
+utterance. The answer lines above then include the time the question took to say.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
 import tempfile
@@ -31,10 +38,17 @@ from bench.report import Report, Table, parse
 from tests.peers.pulse import PulseServer
 
 ANNOUNCEMENT_S = 0.3
+SPOKEN_ANNOUNCEMENT_S = 1.5  # with --spoken: as long as "Switching to Japan trip, last talked Tuesday"
 ANSWER_HZ = 587.0
 
 
-def _emulator_main(cert: str, key: str, rounds: int, out: Any) -> None:
+def _loudest(pcm: bytes) -> float:
+    from tests.peers.live_emulator import rms
+
+    return max((rms(pcm[i : i + 640]) for i in range(0, len(pcm) - 639, 640)), default=0.0)
+
+
+def _emulator_main(cert: str, key: str, rounds: int, spoken: bool, out: Any) -> None:
     from tests.peers.live_emulator import LiveEmulator, tone, typed_turn
 
     async def main() -> None:
@@ -47,6 +61,11 @@ def _emulator_main(cert: str, key: str, rounds: int, out: Any) -> None:
             if conn.index > rounds:  # the baseline's connections: setup only
                 await conn.closed.wait()
                 return
+            if spoken and conn.index > 0:  # the question said during the switch, then a switch request
+                with contextlib.suppress(TimeoutError):  # none: the words were lost
+                    mark["heard_s"] = len(await conn.utterance(timeout=8)) / 32000
+                    mark["question"] = time.monotonic()
+                    await conn.reply("Three days.", tone(0.3, ANSWER_HZ))
             while True:  # a question is answered at once; a switch request moves the conversation
                 text = await typed_turn(conn, timeout=120)
                 if not text.startswith("switch"):
@@ -58,10 +77,13 @@ def _emulator_main(cert: str, key: str, rounds: int, out: Any) -> None:
                     {"id": f"s{conn.index}", "name": "switch_chat", "args": {"chat_id": text.split()[-1]}}
                 )
                 await conn.expect("tool_response")
-                await conn.reply("Switching.", tone(ANNOUNCEMENT_S), paced=True)
+                await conn.reply("Switching.", tone(SPOKEN_ANNOUNCEMENT_S if spoken else ANNOUNCEMENT_S), paced=True)
                 mark["announced"] = time.monotonic()
                 await conn.closed.wait()
                 mark["closed"] = time.monotonic()
+                mark["loudest_after_call"] = _loudest(
+                    b"".join(f.audio for f in conn.frames if f.received_at > mark["call"])
+                )
                 return
 
         async with LiveEmulator(Path(cert), Path(key), script=script) as emulator:
@@ -72,13 +94,21 @@ def _emulator_main(cert: str, key: str, rounds: int, out: Any) -> None:
     asyncio.run(main())
 
 
+def _voiced_span_s(pcm: bytes) -> float:
+    """From the first to the last 20 ms window louder than the emulator's threshold."""
+    from tests.peers.live_emulator import rms
+
+    loud = [i for i in range(0, len(pcm) - 639, 640) if rms(pcm[i : i + 640]) > 300]
+    return (loud[-1] - loud[0] + 640) / 32000 if loud else 0.0
+
+
 def _ms(values: list[float]) -> list[str]:
     if not values:
         return ["", "", "0"]
     return [f"{percentile(values, 0.5):.0f}", f"{percentile(values, 0.95):.0f}", str(len(values))]
 
 
-async def run(out: Report, pulse: PulseServer, rounds: int) -> None:
+async def run(out: Report, pulse: PulseServer, rounds: int, spoken: bool) -> None:
     from google import genai
     from google.genai import types
 
@@ -88,6 +118,7 @@ async def run(out: Report, pulse: PulseServer, rounds: int) -> None:
     from parla.voice.cues import SWITCH_CUE_HZ
     from tests.peers.gemini_rest import GeminiRestEmulator
     from tests.peers.live_emulator import make_certificate
+    from tests.peers.pulse import speech
 
     tmp = Path(tempfile.mkdtemp(prefix="parla-bench-switch-"))
     cert, key = make_certificate(tmp)
@@ -95,7 +126,7 @@ async def run(out: Report, pulse: PulseServer, rounds: int) -> None:
     os.environ["PARLA_CONFIG_FILE"] = str(tmp / "none.toml")  # not the user's own settings
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    child = ctx.Process(target=_emulator_main, args=(str(cert), str(key), rounds, queue), daemon=True)
+    child = ctx.Process(target=_emulator_main, args=(str(cert), str(key), rounds, spoken, queue), daemon=True)
     child.start()
     url = await asyncio.to_thread(queue.get, True, 30)
     rest = GeminiRestEmulator().start()
@@ -105,9 +136,14 @@ async def run(out: Report, pulse: PulseServer, rounds: int) -> None:
         gemini_base_url=rest.base_url,
         live_url=url,
         summarizer="offline",
+        # the echo canceller turns the user down while the announcement plays (double talk),
+        # which cuts the question into pieces: without it, what arrives is the question as said
+        echo_cancellation=not spoken,
     )
     async with open_memory(settings) as mem:
         chats = [(await mem.store.create_chat(title=title)).chat.id for title in ("Sourdough", "Japan trip")]
+        question = speech("How long should we stay in Kyoto?")
+        said_s = _voiced_span_s(question)
         recorder = pulse.record_speaker()
         switched_at: list[float] = []
         async with spoken_conversation(mem, chats[0]) as conversation:
@@ -117,7 +153,10 @@ async def run(out: Report, pulse: PulseServer, rounds: int) -> None:
                 while not conversation.switching:
                     await asyncio.sleep(0.005)
                 switched_at.append(time.monotonic())
-                conversation.say("How long in Kyoto?")
+                if spoken:
+                    await pulse.play_into_mic(question)
+                else:
+                    conversation.say("How long in Kyoto?")
                 while conversation.status.connections < n + 2 or conversation.memory.chat_id != chats[target]:
                     await asyncio.sleep(0.01)
                 await asyncio.sleep(1.5)  # the answer plays out
@@ -154,24 +193,39 @@ async def run(out: Report, pulse: PulseServer, rounds: int) -> None:
         ["from the tool call", "p50 ms", "p95 ms", "n"],
         title=f"switch timing, {rounds} switches between two chats, from the emulator's tool call (sound at the monitor)",
     )
+    announced = SPOKEN_ANNOUNCEMENT_S if spoken else ANNOUNCEMENT_S
     table.row("cue heard", *_ms(cue_ms))
     table.row("cue heard, after the decision (target 200)", *_ms(decided_ms))
     table.row("answer heard in the other chat", *_ms(answer_ms))
-    table.row("of which the announcement (0.3 s of audio)", *_ms(announce_ms))
+    table.row(f"of which the announcement ({announced:g} s of audio)", *_ms(announce_ms))
     table.row("of which close -> new setup (Parla)", *_ms(move_ms))
     table.row("of which setup -> answer heard", *_ms(rest_ms))
     table.row("baseline: a connection alone", *_ms(connects))
     out.table(table)
+    if spoken:
+        heard_old = sum(marks[n]["loudest_after_call"] > 300 for n in range(rounds))
+        heard_new = [marks[n + 1]["heard_s"] for n in range(rounds) if "heard_s" in marks[n + 1]]
+        out.line(
+            f"a question spoken from the decision on ({said_s:.2f} s of speech): heard by the closing session"
+            f" {heard_old}/{rounds} switches; taken by the new session {len(heard_new)}/{rounds} switches"
+            + (
+                f", p50 {percentile(heard_new, 0.5):.2f} s of audio (all of it, with the detector's 0.3 s of quiet:"
+                f" {said_s + 0.3:.2f} s)"
+                if heard_new
+                else ""
+            )
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="switches to time")
+    parser.add_argument("--spoken", action="store_true", help="say the question into the microphone, not type it")
     args, out = parse(parser)
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     os.environ["PULSE_SERVER"] = pulse.env["PULSE_SERVER"]  # before sounddevice loads
     try:
-        asyncio.run(run(out, pulse, args.rounds))
+        asyncio.run(run(out, pulse, args.rounds, args.spoken))
     finally:
         pulse.stop()
 

@@ -16,7 +16,8 @@ same cancelled microphone signals in the same run, through the same rules (voice
 Figures: "false interruptions N/M" (not-a-turn sounds that cut the answer), "interruptions
 detected N/M within 300 ms" (the answer paused within 300 ms of the user's first sound and then
 cut; for energy, cut within 300 ms), "pauses kept N/M", end-of-turn p50/p95 after the last word;
-and the local detector's CPU per second of audio and the resident memory its model adds.
+and the local detector's CPU per second of audio and the resident memory its model adds. Then
+bench.turns_end: the end of the turn by silence and by the end-of-turn model, side by side.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bench.report import Table, parse
+from bench.turns_end import end_of_turn_rows
 from parla.voice.config import VoiceConfig
 from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker
 from tests.peers.live_emulator import VoiceDetector
@@ -183,6 +185,7 @@ def main() -> None:
     for name, cut in cut_by.items():
         if cut:
             out.line(f"{name}, cut by: {', '.join(cut)}")
+    end_of_turn_rows([i for i in items if i.kind == "pause"], [p for i, p in zip(items, local) if i.kind == "pause"])
 
 
 if __name__ == "__main__":

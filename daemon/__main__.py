@@ -1,3 +1,3 @@
-from parla.daemon.cli import main
+from parla.daemon.cli import script
 
-main()
+script()

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import platformdirs
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from parla.daemon.control import REQUEST_TIMEOUT_S
 from parla.memory.models import DEFAULT_LOOK_UP_MODEL
@@ -44,6 +44,10 @@ def default_ui_token_file() -> Path:
 
 
 class DaemonConfig(BaseModel):
+    # validated as part of Settings, which builds its own validator: this one is built only when
+    # the model is made alone (tests, benchmarks), not by every `parla` command at start-up
+    model_config = ConfigDict(defer_build=True)
+
     activation: Activation = Field(
         "wake",
         description="How a session opens: `wake` (the wake phrase, detected offline), `push_to_talk` "

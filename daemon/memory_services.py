@@ -1,5 +1,7 @@
 """Builds the memory side from settings: the store, the embedder, the summarizer, the compactor
-and chat search, opened and closed together."""
+and chat search, opened and closed together. Each part imports its modules when first asked for:
+`parla search` without a daemon needs the store, the embedder and the search alone, not the model
+SDK, the summarizers, compaction or the model's tools (bench/cli_startup.py)."""
 
 from __future__ import annotations
 
@@ -8,31 +10,28 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
-
-from google import genai
-from google.genai import types
+from typing import TYPE_CHECKING
 
 from parla.daemon.errors import ConfigError
 from parla.daemon.settings import Settings
 from parla.daemon.stores import open_store
-from parla.memory.absolute_dates import DateReading
-from parla.memory.compaction import CompactionWorker, Compactor
-from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
-from parla.memory.embedders.offline import OfflineEmbedder
-from parla.memory.embedding import Embedder
-from parla.memory.local_time import LocalClock
-from parla.memory.rate import CallSpacing
-from parla.memory.reembed import BackgroundReembed
-from parla.memory.refused import RefusedTurns
-from parla.memory.search import ChatSearch
-from parla.memory.store import ChatStore
-from parla.memory.summarizers import Summarizer
-from parla.memory.summarizers.extractive import ExtractiveSummarizer
-from parla.memory.summarizers.fallback import FallbackSummarizer
-from parla.memory.summarizers.gemini import GeminiSummarizer
-from parla.memory.summary_queue import QueueProgress, SummaryWorker
-from parla.tools.chats import ChatSession, ChatTools
-from parla.tools.reminders import ReminderTools
+
+if TYPE_CHECKING:
+    from google import genai
+
+    from parla.memory.absolute_dates import DateReading
+    from parla.memory.compaction import CompactionWorker, Compactor
+    from parla.memory.embedders.gemini import GeminiAvailability
+    from parla.memory.embedding import Embedder
+    from parla.memory.local_time import LocalClock
+    from parla.memory.reembed import BackgroundReembed
+    from parla.memory.refused import RefusedTurns
+    from parla.memory.search import ChatSearch
+    from parla.memory.store import ChatStore
+    from parla.memory.summarizers import Summarizer
+    from parla.memory.summary_queue import QueueProgress, SummaryWorker
+    from parla.tools.chats import ChatSession, ChatTools
+    from parla.tools.reminders import ReminderTools
 
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "
@@ -41,6 +40,9 @@ NO_KEY = (
 
 
 def gemini_client(settings: Settings) -> genai.Client:
+    from google import genai
+    from google.genai import types
+
     if not settings.has_gemini_key:
         raise ConfigError(f"Gemini {NO_KEY}; the offline embedder and summarizer work without one")
     assert settings.gemini_api_key is not None
@@ -65,14 +67,20 @@ class MemoryServices:
     @cached_property
     def gemini_availability(self) -> GeminiAvailability:
         """One for the client: when Gemini cannot be used, embedder and summarizer stop trying for a while."""
+        from parla.memory.embedders.gemini import GeminiAvailability
+
         return GeminiAvailability(cooldown_s=self.settings.model_offline_cooldown_s)
 
     @cached_property
     def configured_embedder(self) -> Embedder:
         """The embedder the settings name (`auto`: Gemini with a key, else offline)."""
+        from parla.memory.embedders.offline import OfflineEmbedder
+
         if self.settings.embedder_in_use == "gemini":
             if not self.settings.has_gemini_key:
                 raise ConfigError(f"PARLA_EMBEDDER=gemini {NO_KEY}, or set PARLA_EMBEDDER=offline")
+            from parla.memory.embedders.gemini import GeminiEmbedder
+
             # No offline fallback here: a store holds the vectors of one embedder only.
             return GeminiEmbedder(
                 self.client,
@@ -85,6 +93,8 @@ class MemoryServices:
     @cached_property
     def reembedder(self) -> BackgroundReembed:
         """Rebuilds the store's vectors when they are another embedder's; the daemon runs it (`async with`)."""
+        from parla.memory.reembed import BackgroundReembed
+
         s = self.settings
         return BackgroundReembed(
             self.store,
@@ -98,6 +108,9 @@ class MemoryServices:
     def embedder_of(self, name: str, dim: int) -> Embedder | None:
         """The embedder that makes vectors named `name` of `dim` dimensions, when it can be used here
         (the offline one always, a Gemini model with a key); else None."""
+        from parla.memory.embedders.gemini import GeminiEmbedder
+        from parla.memory.embedders.offline import OfflineEmbedder
+
         offline = OfflineEmbedder()
         if (name, dim) == (offline.name, offline.dim):
             return offline
@@ -114,6 +127,10 @@ class MemoryServices:
 
     @cached_property
     def summarizer(self) -> Summarizer:
+        from parla.memory.summarizers.extractive import ExtractiveSummarizer
+        from parla.memory.summarizers.fallback import FallbackSummarizer
+        from parla.memory.summarizers.gemini import GeminiSummarizer
+
         if self.settings.summarizer == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
         if self.summarises_with_gemini:
@@ -125,11 +142,15 @@ class MemoryServices:
     def dates(self) -> DateReading:
         """Relative dates the user says are read in their zone, in the language they speak (the Live
         language's, English unset) and in English."""
+        from parla.memory.absolute_dates import DateReading
+
         language = (self.settings.live_language or "en").split("-")[0].lower()
         return DateReading(self.settings.time_zone, tuple(dict.fromkeys([language, "en"])))
 
     @cached_property
     def compactor(self) -> Compactor:
+        from parla.memory.compaction import Compactor
+
         return Compactor(self.store, self.summarizer, self.embedder, self.settings, self.dates)
 
     @property
@@ -142,6 +163,8 @@ class MemoryServices:
     def summary_progress(self) -> QueueProgress:
         """What this process's summary worker did and does (the daemon's); nothing when none was
         made here: making one for a look (`parla ui`) would need the embedder and summarizer."""
+        from parla.memory.summary_queue import QueueProgress, SummaryWorker
+
         worker = self.__dict__.get("summary_worker")  # made once by the cached property below
         return worker.progress if isinstance(worker, SummaryWorker) else QueueProgress()
 
@@ -151,6 +174,13 @@ class MemoryServices:
         with Gemini, its calls spaced to `summary_calls_per_minute` and no offline stand-in, so a
         rate limit or an outage makes a chat wait, not lose its Gemini summaries; on its own
         availability, so its rate limits do not stop the live chat's embeddings."""
+        from parla.memory.compaction import Compactor
+        from parla.memory.embedders.gemini import GeminiAvailability
+        from parla.memory.rate import CallSpacing
+        from parla.memory.summarizers.extractive import ExtractiveSummarizer
+        from parla.memory.summarizers.gemini import GeminiSummarizer
+        from parla.memory.summary_queue import SummaryWorker
+
         s = self.settings
         if self.summarises_with_gemini:
             availability = GeminiAvailability(cooldown_s=s.model_offline_cooldown_s)
@@ -164,14 +194,20 @@ class MemoryServices:
     @cached_property
     def refused(self) -> RefusedTurns:
         """Turns the store refused for good, kept beside the store's file."""
+        from parla.memory.refused import RefusedTurns
+
         return RefusedTurns(RefusedTurns.beside(self.settings.store_path))
 
     @cached_property
     def search(self) -> ChatSearch:
+        from parla.memory.search import ChatSearch
+
         return ChatSearch(self.store, self.embedder, self.settings, serving=self.reembedder.serving)
 
     def compaction_worker(self, on_done: Callable[[str, bool], None] | None = None) -> CompactionWorker:
         """A background compaction worker with the settings' concurrency and retries (use with `async with`)."""
+        from parla.memory.compaction import CompactionWorker
+
         s = self.settings
         return CompactionWorker(
             self.compactor,
@@ -188,6 +224,8 @@ class MemoryServices:
 
     def reminder_tools(self, session: ChatSession, clock: LocalClock, chat_tools: ChatTools) -> ReminderTools:
         """The timer and reminder tools; "take me there" goes through `chat_tools`' switch."""
+        from parla.tools.reminders import ReminderTools
+
         return ReminderTools(
             self.store,
             session,
@@ -201,6 +239,9 @@ class MemoryServices:
     def chat_tools(self, session: ChatSession, clock: LocalClock | None = None) -> ChatTools:
         """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`; relative
         dates in a fact to remember are read with `clock` in the speech's language (English unset)."""
+        from parla.memory.local_time import LocalClock
+        from parla.tools.chats import ChatTools
+
         clock = clock or LocalClock(self.settings.time_zone)
         return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, self.dates.languages)
 

@@ -33,9 +33,14 @@ Text = Annotated[str, PlainValidator(_text), WithJsonSchema({"type": "string", "
 Seconds = Annotated[float, Field(ge=0, strict=True)]
 
 
+# defer_build: a model's validator is built when it first reads or answers, so a client that
+# imports these (`parla status --json` checks its document against StatusAnswer) builds only the
+# ones it uses, not the whole protocol (bench/cli_startup.py)
+
+
 class Request(BaseModel):
     # `cmd` names the model; anything else a newer client sends is ignored, as before
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class StatusRequest(Request):
@@ -100,7 +105,7 @@ class StopRequest(Request):
 
 class Answer(BaseModel):
     # what the daemon may send is exactly what is declared (and so documented)
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ChatRef(Answer):

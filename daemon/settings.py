@@ -20,7 +20,7 @@ from pydantic_settings import (
 )
 
 from parla.daemon.config import DaemonConfig, UserPath, expand_path
-from parla.memory.config import MemoryConfig
+from parla.memory.config import SUPABASE_COMMIT_PAGE, MemoryConfig
 from parla.memory.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
 from parla.voice.config import VoiceConfig
 
@@ -48,7 +48,10 @@ def _upper(value: Any) -> Any:
 
 
 class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True)
+    # defer_build=False: the models it extends defer theirs, and every command makes Settings
+    model_config = SettingsConfigDict(
+        env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True, defer_build=False
+    )
 
     store: Literal["sqlite", "supabase"] = Field(
         "sqlite", description="Where chats live: `sqlite` (the local file) or `supabase` (a Supabase project)."
@@ -83,6 +86,12 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         default_factory=default_session_file, description="Where `parla login` keeps the session (mode 0600)."
     )
     supabase_timeout: float = Field(10.0, gt=0, description="Seconds before a Supabase request counts as failed.")
+    supabase_commit_page: int = Field(
+        SUPABASE_COMMIT_PAGE,
+        ge=1,
+        description="Re-embedded vectors written a request: each must end within the project's statement timeout "
+        "(8 s for signed-in users); fewer for a project with a shorter one.",
+    )
     supabase_retry_attempts: int = Field(
         3,
         ge=1,

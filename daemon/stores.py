@@ -54,7 +54,12 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     # the outbox holds turns not yet sent, in the store's file: as private as the SQLite store
     await asyncio.to_thread(create_private, settings.store_path)
     await asyncio.to_thread(tighten, settings.store_path)
-    common = {"outbox_path": settings.store_path, "timeout": settings.supabase_timeout, "retry": retry}
+    common = {
+        "outbox_path": settings.store_path,
+        "timeout": settings.supabase_timeout,
+        "retry": retry,
+        "commit_page": settings.supabase_commit_page,
+    }
     service_key = _secret(settings.supabase_service_key)
     if service_key is not None or settings.supabase_user_id:
         if service_key is None or not settings.supabase_user_id:

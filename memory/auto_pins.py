@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from parla.memory.importance import durable_statements, fact_key
+from parla.memory.patterns import lazy_pattern
 from parla.memory.pins import Pin
 from parla.memory.text import content_words
 from parla.memory.turn import Turn
@@ -19,7 +20,7 @@ from parla.memory.turn import Turn
 # Words that frame a pin rather than say its fact ("The user said: ...", "User is ...").
 _FRAME = frozenset({"user", "users", "said", "says", "remember", "the"})
 _FRAME_TEXT = 'The user said: "{}"'
-_FRAMED = re.compile(r'The user said: "(.+)"', re.DOTALL)
+_FRAMED = lazy_pattern(r'The user said: "(.+)"', re.DOTALL)
 _NAMESPACE = uuid.UUID("6f1d3c52-8f7e-4d8e-9a43-5b0f2f0a7c11")
 
 
@@ -48,7 +49,7 @@ def offline_candidates(turns: Iterable[Turn]) -> list[PinCandidate]:
 
 def unframed(content: str) -> str:
     """The user's own words of a rule detector's candidate, else the content as it is."""
-    match = _FRAMED.fullmatch(content)
+    match = _FRAMED().fullmatch(content)
     return match.group(1) if match else content
 
 

@@ -3,12 +3,22 @@ every knob is also a `PARLA_*` setting; memory code only ever sees this type."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from parla.memory import prompts
 
+# Re-embedded vectors the Supabase store writes a request by default (PARLA_SUPABASE_COMMIT_PAGE):
+# each written vector also updates an HNSW index, and a request must end within PostgREST's
+# statement timeout (8 s for signed-in users); 1,000 vectors of 768 dims overran it on the busy
+# test machine (bench.scale_supabase), 250 did not.
+SUPABASE_COMMIT_PAGE = 250
+
 
 class MemoryConfig(BaseModel):
+    # validated as part of Settings, which builds its own validator: this one is built only when
+    # the model is made alone (tests, benchmarks), not by every `parla` command at start-up
+    model_config = ConfigDict(defer_build=True)
+
     summary_window_size: int = Field(30, ge=2, description="Unsummarised turns that trigger a compaction.")
     tail: int = Field(12, ge=1, description="Turns kept verbatim after a compaction (never summarised).")
     chunk_summarize_threshold: int = Field(

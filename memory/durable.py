@@ -20,21 +20,23 @@ from __future__ import annotations
 
 import re
 
+from parla.memory.patterns import lazy_pattern
+
 _SUBJECT = r"(?:i|we)(?:'m|'ve|'re| am| are| have| was| were)?"
-_BEING = re.compile(
+_BEING = lazy_pattern(
     rf"\b{_SUBJECT}\s+(?:(?:always|usually|still|now|also|just|been)\s+)?(?:have|has|own|drive|ride|live|work|"
     r"play|speak|teach|study|studied|grew up|was born|go|volunteer|coach|run|train|take|use|keep|"
     r"learning|training|working|living|studying|married|divorced|engaged|a|an|allergic|intolerant|"
     r"diabetic|vegetarian|vegan|flying|moving|starting|retiring|due|expecting|been [\w-]+ (?:for|since))\b",
     re.IGNORECASE,
 )
-_HEALTH = re.compile(
+_HEALTH = lazy_pattern(
     r"\b(?:allerg\w*|intoleran\w*|diabet\w*|asthma\w*|epilep\w*|blood type|blood pressure|medication|"
     r"prescription|surgery|pregnan\w*|diagnos\w*|celiac|coeliac|migraine\w*|gluten|lactose)\b",
     re.IGNORECASE,
 )
 # "my X" as what the sentence is about (within its first words), not "the report for my colleague"
-_BELONGS = re.compile(
+_BELONGS = lazy_pattern(
     r"^\W*(?:[\w']+[\s,]+){0,4}?(?:my|our)\s+(?:[\w-]+\s+){0,2}?(?:wife|husband|partner|girlfriend|boyfriend|son|daughter|kids?|children|"
     r"mother|mom|mum|father|dad|parents|sister|brother|twin|grand\w+|aunt|uncle|cousin|niece|nephew|baby|"
     r"fianc\w*|friend|neighbou?r|boss|colleague|doctor|dentist|therapist|dog|cat|puppy|kitten|horse|bird|"
@@ -43,23 +45,23 @@ _BELONGS = re.compile(
     r"routine|diet|religion|nationality|hometown)(?:'s)?\b",
     re.IGNORECASE,
 )
-_CODE = re.compile(r"\b(?:code|password|passcode|pin|combination)\b[^.?!]*?\b(?:is|=|:)\s*\S*\d", re.IGNORECASE)
-_NUMBER = re.compile(
+_CODE = lazy_pattern(r"\b(?:code|password|passcode|pin|combination)\b[^.?!]*?\b(?:is|=|:)\s*\S*\d", re.IGNORECASE)
+_NUMBER = lazy_pattern(
     r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty)\b", re.IGNORECASE
 )
-_DATE = re.compile(
+_DATE = lazy_pattern(
     r"\b(?:january|february|march|april|may|june|july|august|september|october|november|december|"
     r"mondays?|tuesdays?|wednesdays?|thursdays?|fridays?|saturdays?|sundays?|weekends|\d+(?:st|nd|rd|th))\b",
     re.IGNORECASE,
 )
-_HABIT = re.compile(
+_HABIT = lazy_pattern(
     r"\b(?:every|each|always|usually|never|twice|once a|a week|a month|a year|for (?:about |almost |over )?"
     r"(?:\w+ )?(?:years?|months?|decades?)|since \d{4}|since (?:i was|childhood))\b",
     re.IGNORECASE,
 )
-_NAME = re.compile(r"(?<=[\w,] )(?!I\b|I'[a-z]+\b)[A-Z][a-z]+")
+_NAME = lazy_pattern(r"(?<=[\w,] )(?!I\b|I'[a-z]+\b)[A-Z][a-z]+")
 # The moment, a feeling, an opinion or a sum of money: not something to keep.
-_MOMENT = re.compile(
+_MOMENT = lazy_pattern(
     r"\b(?:today|tonight|this (?:morning|afternoon|evening)|right now|just now|at the moment|last night|"
     r"yesterday|earlier|later today|i think|i guess|i feel|i felt|feeling|tired|sleepy|bored|hungry|"
     r"stressed|in a (?:good|bad) mood|sounds|seems|looks like|kind of|sort of|lol|haha|might|maybe)\b"
@@ -67,25 +69,25 @@ _MOMENT = re.compile(
     r"|\d\s*(?:euros?|dollars?|pounds?|eur|usd|gbp|bucks)\b|[$€£]\s*\d",
     re.IGNORECASE,
 )
-_NOT_A_STATEMENT = re.compile(
+_NOT_A_STATEMENT = lazy_pattern(
     r"\?\s*$|^\s*(?:if|what if|suppose|imagine|do you|would|could|should|can you|is it|tell me|let's)\b"
     r"|\b(?:if i (?:were|was|had)|i wish|i wonder|pretend|people who|he said|she said|they said|"
     r"in the (?:book|movie|film|story)|the character)\b",
     re.IGNORECASE,
 )
-_FIRST_PERSON = re.compile(r"\b(?:i|i'm|i've|i'd|my|we|we're|we've|our|me)\b", re.IGNORECASE)
+_FIRST_PERSON = lazy_pattern(r"\b(?:i|i'm|i've|i'd|my|we|we're|we've|our|me)\b", re.IGNORECASE)
 
 
 def is_durable(sentence: str) -> bool:
     """Whether a sentence of the user's states something lasting about them (see the module)."""
     text = sentence.replace("\u2019", "'")
-    if _NOT_A_STATEMENT.search(text) or _MOMENT.search(text):
+    if _NOT_A_STATEMENT().search(text) or _MOMENT().search(text):
         return False
-    if _CODE.search(text):
+    if _CODE().search(text):
         return True  # a code or password is the user's to keep, whoever's voice says it
-    if not _FIRST_PERSON.search(text):
+    if not _FIRST_PERSON().search(text):
         return False
     # a state of health counts twice: it is the user's and it lasts
-    kinds = sum(bool(p.search(text)) for p in (_BEING, _HEALTH, _HEALTH, _BELONGS))
-    details = sum(bool(p.search(text)) for p in (_CODE, _NUMBER, _DATE, _HABIT, _NAME))
+    kinds = sum(bool(p().search(text)) for p in (_BEING, _HEALTH, _HEALTH, _BELONGS))
+    details = sum(bool(p().search(text)) for p in (_CODE, _NUMBER, _DATE, _HABIT, _NAME))
     return (kinds >= 1 and details >= 1) or kinds >= 2

@@ -11,11 +11,12 @@ for those); a question, a wish or a hypothetical ("if I were allergic") is not p
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from parla.memory.durable import is_durable
+from parla.memory.patterns import lazy_pattern
 from parla.memory.turn import Turn
 
 # The importance from which a turn counts as important (stats; the context's default threshold).
@@ -36,11 +37,11 @@ _RELATIVE = (
 _ME = r"(?:i'm|i am|i've|i have|i)"
 
 # (category, importance, pattern): the first pattern that matches a sentence decides.
-_RULES: list[tuple[Category, float, re.Pattern[str]]] = [
+_RULES: list[tuple[Category, float, Callable[[], re.Pattern[str]]]] = [
     (
         "health",
         9.5,
-        re.compile(
+        lazy_pattern(
             r"\b(?:i'm|i am|i've been|i have been)\s+(?:severely\s+|very\s+|badly\s+)?(?:allergic|intolerant)\b"
             r"|\bmy\s+(?:\w+\s+)?allergy\b|\bi (?:have|suffer from|was diagnosed with|got diagnosed with)\s+"
             r"(?:type [12] )?(?:diabetes|asthma|epilepsy|celiac|coeliac|high blood pressure|a heart condition|"
@@ -53,7 +54,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
     (
         "code",
         8.5,
-        re.compile(
+        lazy_pattern(
             r"\b(?:door|gate|lock|alarm|garage|locker|safe|wifi|wi-fi|building|entry)\s+(?:code|password|pin)\s+"
             r"(?:is|=|:)\s*\S+",
             re.IGNORECASE,
@@ -62,7 +63,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
     (
         "identity",
         8.5,
-        re.compile(
+        lazy_pattern(
             r"\bmy name is\b|\bcall me\s+[A-Z]|\bi(?:'m| am)\s+\d{1,3}\s+(?:years old|now)\b|\bi was born\b",
             re.IGNORECASE,
         ),
@@ -71,7 +72,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
         "family",
         8.0,
         # case matters only for a name ("my sister Ana is ..."): the rest of the pattern ignores it
-        re.compile(
+        lazy_pattern(
             rf"\b(?i:my)\s+(?:\w+\s+)?(?i:{_RELATIVE})(?i:'s name)?\s+(?i:is|are|was)\s+(?:(?i:called|named)|\d|[A-Z])"
             rf"|\b(?i:my)\s+(?i:{_RELATIVE})\s+[A-Z][a-z]+\s+(?i:is|turns|has|was)\b"
             r"|(?i:\bi have (?:a|an|two|three|four|\d)\s+(?:\w+\s+)?(?:sons?|daughters?|kids|children|sisters?|brothers?)\b"
@@ -81,7 +82,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
     (
         "date",
         8.0,
-        re.compile(
+        lazy_pattern(
             rf"\bmy\s+(?:\w+\s+)?(?:birthday|anniversary|flight|surgery|operation|appointment|interview|wedding|"
             rf"exam|due date|deadline|move|lease)\b[^.?!]*?\b(?:is|was|on|at|in)\b[^.?!]*?(?:\d|{_DATE_WORD})"
             rf"|\b(?:birthday|anniversary) is\b",
@@ -91,7 +92,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
     (
         "decision",
         7.5,
-        re.compile(
+        lazy_pattern(
             r"\b(?:i|we)(?:'ve| have)? (?:finally )?decided\b|\b(?:i|we)(?:'re| are) going with\b"
             r"|\bi(?:'ve| have) (?:quit|resigned|signed|accepted the|booked|bought|sold)\b"
             r"|\bi(?:'m| am) (?:quitting|moving to|retiring)\b|\bi will never\b|\bfrom now on,? i\b",
@@ -101,7 +102,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
     (
         "preference",
         7.0,
-        re.compile(
+        lazy_pattern(
             r"\bi(?:'m| am) (?:a )?(?:vegan|vegetarian|pescatarian|teetotal|left-handed|colou?r ?blind)\b"
             r"|\bi (?:don't|do not|never) (?:eat|drink)\b|\bi (?:really |strongly )?(?:prefer|hate|can't stand|"
             r"cannot stand|love|dislike)\s+(?!it\b|this\b|that\b|you\b|the idea\b)"
@@ -112,7 +113,7 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
     (
         "place",
         7.0,
-        re.compile(
+        lazy_pattern(
             r"\b(?i:i (?:live|work) (?:in|at|for))\s+[A-Z]"
             r"|(?i:\bi(?:'m| am) (?:a|an)\s+\w+\s+(?:by profession|at|in)\b|\bi work as\b|\bi(?:'ve| have)? moved to\b"
             r"|\bmy address is\b)",
@@ -121,15 +122,15 @@ _RULES: list[tuple[Category, float, re.Pattern[str]]] = [
 ]
 
 # Not a statement of fact about the user: questions, wishes, hypotheticals, someone else's words.
-_NOT_A_FACT = re.compile(
+_NOT_A_FACT = lazy_pattern(
     r"\?\s*$|^\s*(?:if|what if|suppose|imagine|maybe|perhaps|do you|would|could|should|can you|is it)\b"
     r"|\b(?:if i (?:were|was|had)|i wish|i wonder|pretend|my friend|a friend|someone|people who|"
     r"he said|she said|they said|in the (?:book|movie|film|story)|the character)\b",
     re.IGNORECASE,
 )
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
-_DETAIL = re.compile(rf"\d|\b{_DATE_WORD}\b", re.IGNORECASE)
-_KEY_JUNK = re.compile(r"[^\w\s]")
+_SENTENCE = lazy_pattern(r"(?<=[.!?])\s+|\n+")
+_DETAIL = lazy_pattern(rf"\d|\b{_DATE_WORD}\b", re.IGNORECASE)
+_KEY_JUNK = lazy_pattern(r"[^\w\s]")
 _CONTRACTIONS = {"i'm": "i am", "i've": "i have", "don't": "do not", "can't": "cannot", "we're": "we are"}
 
 
@@ -145,12 +146,12 @@ class Statement:
 def durable_statements(text: str) -> list[Statement]:
     """The sentences of `text` (a user's words) that state something durable about the user."""
     found = []
-    for sentence in _SENTENCE.split(text):
+    for sentence in _SENTENCE().split(text):
         sentence = sentence.strip()
-        if len(sentence) < 8 or _NOT_A_FACT.search(sentence):
+        if len(sentence) < 8 or _NOT_A_FACT().search(sentence):
             continue
         for category, importance, pattern in _RULES:
-            if pattern.search(sentence):
+            if pattern().search(sentence):
                 found.append(Statement(sentence, category, importance))
                 break
         else:
@@ -168,7 +169,7 @@ def turn_importance(turn: Turn) -> float:
         if statements:
             return max(s.importance for s in statements)
     base = 3.0 if turn.role == "user" else 1.5
-    if _DETAIL.search(turn.text):
+    if _DETAIL().search(turn.text):
         base += 1.5
     return base
 
@@ -185,4 +186,4 @@ def fact_key(content: str) -> str:
     text = content.casefold().replace("\u2019", "'")
     for short, long in _CONTRACTIONS.items():
         text = re.sub(rf"\b{short}\b", long, text)
-    return " ".join(_KEY_JUNK.sub(" ", text).split())
+    return " ".join(_KEY_JUNK().sub(" ", text).split())

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Literal
 
@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validat
 
 from parla.memory.auto_pins import PinCandidate, unframed, unsaid
 from parla.memory.importance import fact_key
+from parla.memory.patterns import lazy_pattern
 from parla.memory.turn import new_id, storable_text, utcnow
 
 ProfileOrigin = Literal["remember", "auto", "user"]
@@ -82,32 +83,32 @@ _RELATIVE = (
 _DATED = r"birthday|anniversary|flight|surgery|operation|appointment|interview|wedding|exam|due date|deadline|lease"
 
 # (pattern over the case-folded sentence, subject or a template of its groups): the first that matches decides.
-_SUBJECTS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"\bmy name is\b|\bcall me\b"), "name"),
-    (re.compile(r"\bi(?:'m| am) \d{1,3}(?: years old| now)?\b|\bi turn(?:ed)? \d{1,3}\b"), "age"),
+_SUBJECTS: list[tuple[Callable[[], re.Pattern[str]], str]] = [
+    (lazy_pattern(r"\bmy name is\b|\bcall me\b"), "name"),
+    (lazy_pattern(r"\bi(?:'m| am) \d{1,3}(?: years old| now)?\b|\bi turn(?:ed)? \d{1,3}\b"), "age"),
     (
-        re.compile(
+        lazy_pattern(
             r"\b(?:i|we)(?:'ve| have|'re| are|'m| am)? (?:now )?(?:live|moved|moving|relocated)\b"
             r"|\bmy (?:home )?address is\b"
         ),
         "home",
     ),
     (
-        re.compile(
+        lazy_pattern(
             r"\bi work (?:at|for|as)\b|\bmy job is\b|\bi(?:'m| am) (?:a|an) [\w-]+ by profession\b"
             r"|\bi(?:'ve| have)? (?:quit|resigned|retired)\b|\bi(?:'m| am) (?:quitting|retiring)\b"
         ),
         "work",
     ),
-    (re.compile(r"\bi(?:'m| am) (?:now )?(?:a )?(?:vegan|vegetarian|pescatarian)\b"), "diet"),
-    (re.compile(r"\bi(?:'m| am) (?:now )?(?:married|divorced|engaged|widowed|single)\b"), "relationship"),
+    (lazy_pattern(r"\bi(?:'m| am) (?:now )?(?:a )?(?:vegan|vegetarian|pescatarian)\b"), "diet"),
+    (lazy_pattern(r"\bi(?:'m| am) (?:now )?(?:married|divorced|engaged|widowed|single)\b"), "relationship"),
     (
-        re.compile(r"\b(door|gate|lock|alarm|garage|locker|safe|wifi|wi-fi|building|entry)\s+(code|password|pin)\b"),
+        lazy_pattern(r"\b(door|gate|lock|alarm|garage|locker|safe|wifi|wi-fi|building|entry)\s+(code|password|pin)\b"),
         "{0} {1}",
     ),
-    (re.compile(r"\bmy fav(?:ou?rite)? ([\w-]+)"), "favourite {0}"),
-    (re.compile(rf"\bmy ((?:{_RELATIVE}))(?:'s name is| is called| is named| is [a-z]+ named)\b"), "{0} name"),
-    (re.compile(rf"\bmy (?:next )?({_DATED})\b"), "{0}"),
+    (lazy_pattern(r"\bmy fav(?:ou?rite)? ([\w-]+)"), "favourite {0}"),
+    (lazy_pattern(rf"\bmy ((?:{_RELATIVE}))(?:'s name is| is called| is named| is [a-z]+ named)\b"), "{0} name"),
+    (lazy_pattern(rf"\bmy (?:next )?({_DATED})\b"), "{0}"),
 ]
 
 
@@ -115,7 +116,7 @@ def subject_of(sentence: str) -> str | None:
     """What a first-person sentence is about, when the rules recognise it."""
     text = sentence.casefold().replace("\u2019", "'")
     for pattern, template in _SUBJECTS:
-        match = pattern.search(text)
+        match = pattern().search(text)
         if match:
             return normal_subject(template.format(*(g.replace("wi-fi", "wifi") for g in match.groups())))
     return None

@@ -27,15 +27,17 @@ meaning alone.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Literal, TypeVar
 
 from parla.memory.config import MemoryConfig
 from parla.memory.dates import mentioned_date
 from parla.memory.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
 from parla.memory.errors import EmptyRequest
 from parla.memory.store import ChatStore, TurnMatch
+from parla.memory.tasks import cancel_and_wait
 from parla.memory.turn import MessageRange, utcnow
 from parla.memory.words import query_words
 
@@ -55,6 +57,8 @@ _CHAT_TEXTS = 40
 # A date the request names counts for chats active up to a day around it (time zones, late nights).
 _DATE_SLACK = timedelta(days=1)
 _SAID = ("turn", "turns")
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @dataclass(frozen=True)
@@ -100,23 +104,35 @@ class Recall:
         if not request:
             raise EmptyRequest()
         (query,) = await embed_texts(self.embedder, [request], "query")
-        by_words = await self.store.search_words(query_words(request), _WORD_TURNS, chat_id)
-        dated: set[str] = set()
-        if chat_id is None:
-            matches = await self.store.search(query, _CHATS, texts_per_chat=_TEXTS_PER_CHAT)
-            if span := mentioned_date(request, now or utcnow()):
-                dated = {m.chat_id for m in matches if span.overlaps(m.created_at, m.last_activity_at, _DATE_SLACK)}
-            meaning = [
-                (t.similarity, Recalled(m.chat_id, t.ref.kind, t.text, t.ref.range, m.title, m.last_activity_at))
-                for m in matches
-                for t in m.texts
-            ]
-        else:
+        # the two searches at once: the SQLite store runs the word search on a connection of its
+        # own (SQLite leaves the interpreter's lock while it works), Supabase answers both requests
+        by_words, (meaning, dated) = await _together(
+            self.store.search_words(query_words(request), _WORD_TURNS, chat_id),
+            self._by_meaning(query, request, chat_id, now),
+        )
+        return await self._said(self._ranked(meaning, by_words, dated))
+
+    async def _by_meaning(
+        self, query: EmbeddedText, request: str, chat_id: str | None, now: datetime | None
+    ) -> tuple[list[tuple[float, Recalled]], set[str]]:
+        """The texts close in meaning, each with its similarity, and (across chats) the chats
+        active on the date the request names."""
+        if chat_id is not None:
             meaning = [
                 (t.similarity, Recalled(chat_id, t.ref.kind, t.text, t.ref.range))
                 for t in await self.store.search_chat(query, chat_id, _CHAT_TEXTS)
-            ] + await self._pins(query, chat_id)
-        return await self._said(self._ranked(meaning, by_words, dated))
+            ]
+            return meaning + await self._pins(query, chat_id), set()
+        matches = await self.store.search(query, _CHATS, texts_per_chat=_TEXTS_PER_CHAT)
+        dated: set[str] = set()
+        if span := mentioned_date(request, now or utcnow()):
+            dated = {m.chat_id for m in matches if span.overlaps(m.created_at, m.last_activity_at, _DATE_SLACK)}
+        meaning = [
+            (t.similarity, Recalled(m.chat_id, t.ref.kind, t.text, t.ref.range, m.title, m.last_activity_at))
+            for m in matches
+            for t in m.texts
+        ]
+        return meaning, dated
 
     async def _pins(self, query: EmbeddedText, chat_id: str) -> list[tuple[float, Recalled]]:
         pins = await self.store.list_pins(chat_id)
@@ -202,6 +218,16 @@ class Recall:
             return replace(r, text=text or r.text, said_at=turns[0].created_at)
 
         return list(await asyncio.gather(*(read(r) for r in found)))
+
+
+async def _together(first: Awaitable[A], second: Awaitable[B]) -> tuple[A, B]:
+    """Both results; when one fails the other is cancelled (store operations are safe to cancel)
+    and the failure raised as it is."""
+    tasks = (asyncio.ensure_future(first), asyncio.ensure_future(second))
+    try:
+        return await tasks[0], await tasks[1]
+    finally:
+        await cancel_and_wait(*tasks)
 
 
 def _joined(kept: Recalled, r: Recalled) -> Recalled:

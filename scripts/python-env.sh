@@ -61,13 +61,22 @@ parla_python_env() {
     fi
     PARLA_BIN=$("$PARLA_PY" -c 'import sysconfig; print(sysconfig.get_path("scripts"))')
     local stamp=$venv/.parla-installed want
-    want="$root $extras $(cksum <pyproject.toml)"  # cksum is POSIX (macOS has no sha256sum)
+    # The end-of-turn model's file ships in this wheel; its dependencies (Pipecat's framework) are not
+    # wanted: Parla only reads the file (see pyproject.toml's turn extra).
+    local turn_model=pipecat-ai==1.14.0
+    [[ $extras == *test* || $extras == *turn* ]] || turn_model=
+    want="$root $extras $turn_model $(cksum <pyproject.toml)"  # cksum is POSIX (macOS has no sha256sum)
     if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]] || [[ ! -x $PARLA_BIN/parla ]]; then
         local log=$venv/.parla-pip.log
         echo "parla: installing Parla$extras into $venv (pip's log: $log)" >&2
         if ! "$PARLA_PY" -m pip install --disable-pip-version-check -e ".$extras" >"$log" 2>&1; then
             cat "$log" >&2
             _parla_fail "pip could not install Parla into $venv (log above, also in $log)"
+        fi
+        if [[ -n $turn_model ]] &&
+            ! "$PARLA_PY" -m pip install --disable-pip-version-check --no-deps "$turn_model" >>"$log" 2>&1; then
+            cat "$log" >&2
+            _parla_fail "pip could not install the end-of-turn model ($turn_model) into $venv (log above)"
         fi
         echo "$want" >"$stamp"
         PARLA_INSTALLED=1

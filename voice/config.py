@@ -104,6 +104,25 @@ class VoiceConfig(BaseModel):
         description="Local detection: silence after speech that ends the user's turn (long enough to keep "
         "the floor through a hesitation; python -m bench.turns measures the trade-off).",
     )
+    floor_end_model: Literal["none", "smart-turn"] = Field(
+        "none",
+        description="Local detection: none (the silence window alone ends a turn), or smart-turn: Pipecat's "
+        "end-of-turn model (pip install 'parla[turn]' and pip install --no-deps pipecat-ai==1.14.0) asked after a short silence ends the turn when it says the "
+        "user has finished. Off by default: on bench.turns' corpus it ends the turn inside most mid-sentence "
+        "hesitations. Without the package, turns end by silence and the log says so.",
+    )
+    floor_end_check_ms: int = Field(
+        200,
+        ge=32,
+        description="Local detection: silence after which the end-of-turn model is asked whether the user has "
+        "finished; if it says so the turn ends, else it ends after PARLA_FLOOR_END_SILENCE_MS.",
+    )
+    floor_end_threshold: float = Field(
+        0.5,
+        gt=0,
+        lt=1,
+        description="Local detection: the end-of-turn model's probability from which the user has finished.",
+    )
     floor_barge_in_ms: int = Field(
         200,
         ge=32,
@@ -150,6 +169,12 @@ class VoiceConfig(BaseModel):
         6900.0, gt=0, description="Age after which a resumption handle is not tried (the API keeps them 2 h)."
     )
     save_drain_s: float = Field(10.0, gt=0, description="Seconds a closing session waits for its turns to be stored.")
+    switch_hold_s: float = Field(
+        30.0,
+        gt=0,
+        description="Microphone audio held, in seconds, from a switch's decision until the other chat's session "
+        "opens (what is said then belongs to that chat); beyond it the oldest is dropped and the log says so.",
+    )
     # websockets' own defaults are 20 s and 20 s; the service's pongs come later than that while it
     # still streams (googleapis/python-genai#2935, google/adk-python#3067), and the client then
     # drops a working session with 1011 "keepalive ping timeout".

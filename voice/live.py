@@ -36,7 +36,7 @@ as over after `model_silence_s`, so stray audio cannot hold a switch, a GoAway o
 
 Switching chats (`switch_to`): after the model's current turn completes, pending turns are stored
 in the chat they belong to, the handle is dropped and a fresh session opens seeded from the new
-chat's memory.
+chat's memory. What is typed or said once the switch is decided goes to the new session only.
 
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
 (voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
@@ -126,7 +126,14 @@ class LiveConversation:
         self.latency = VoiceToVoice(self.config.latency_speech_rms, growth_ratio=self.config.latency_growth_ratio)
         floor = local_floor(self.config) if self.config.turn_detection == "local" else None
         self._sender = Sender(
-            self._outbox, self.microphone, self.speaker, floor, self.latency, lambda: self.assembler.model_speaking
+            self._outbox,
+            self.microphone,
+            self.speaker,
+            floor,
+            self.latency,
+            lambda: self.assembler.model_speaking,
+            switching=lambda: self.switching,
+            hold_s=self.config.switch_hold_s,
         )
 
     # lifecycle
@@ -140,6 +147,12 @@ class LiveConversation:
         run = self._run_task
         await cancel_and_wait(run)
         self._sender.release_hold()
+        if self.switching and self._sender.unsent_s:
+            log.warning(
+                "the conversation ended during a switch: %.1f s said since it reached no session",
+                self._sender.unsent_s,
+                extra={"event": "switch_audio_unsent"},
+            )
         await self._tool_calls.cancel_all()
         self._queue_save(self.assembler.flush())
         await self._saver.close()
@@ -159,7 +172,14 @@ class LiveConversation:
         """Carry on in another chat: once the model's current turn completes (a tool that asks
         for the switch lets the model announce it first), what is pending is stored in this
         chat, the session closes, and a fresh one opens seeded with `memory`. With no turn under
-        way the switch happens at once."""
+        way the switch happens at once.
+
+        Each turn is stored in the chat it was said in, and what the user says or types from
+        this call on (the moment the switch is decided and its cue plays) is said in the chat
+        moved to: typed turns wait for its session, and the microphone's audio is held and
+        sent to that session first (`Sender`), so the closing session never hears it. Words the
+        user began before the decision stay with the chat left, as far as that session heard
+        them."""
         self._next_memory = memory
         if self.speaker is not None and self.switch_cue:
             self.speaker.overlay(self.switch_cue)  # the user is not left in silence while it happens

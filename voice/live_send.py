@@ -4,9 +4,11 @@ seed's tail turns, and a user turn in words; and the send side of the conversati
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from google.genai import types
@@ -19,6 +21,8 @@ from parla.voice.latency import VoiceToVoice
 from parla.voice.live_messages import Outbox, Outgoing
 from parla.voice.profiles import LiveProfile
 from parla.voice.session_memory import Seed
+
+log = logging.getLogger(__name__)
 
 MIC_MIME = f"audio/pcm;rate={MIC_RATE}"
 
@@ -64,7 +68,13 @@ class Sender:
     (`outbox`), which goes first, and the microphone's blocks, as they are or through the local
     floor detector (`floor`), which marks the user's turns and pauses the speaker for a sound over
     the answer until it proves to be speech. A block read when a connection ends, and the user's
-    turn still open then, go first on the next connection."""
+    turn still open then, go first on the next connection.
+
+    While `switching()` says a switch to another chat was decided, the blocks read are held, not
+    sent: they were said in the chat moved to, so the session about to close must not hear them
+    (it would transcribe, even answer, them in the chat left). They go first on the next
+    connection, which is the new chat's, with the time each was read. At most `hold_s` of audio
+    is held; beyond it the oldest goes, and the log says how much when the rest is sent."""
 
     outbox: Outbox
     microphone: AudioSource | None
@@ -72,7 +82,11 @@ class Sender:
     floor: Floor | None
     latency: VoiceToVoice
     model_speaking: Callable[[], bool]
-    _held_block: bytes | None = None
+    switching: Callable[[], bool] = lambda: False
+    hold_s: float = 30.0
+    _unsent: deque[tuple[bytes, float]] = field(default_factory=deque)  # (block, read at), oldest first
+    _unsent_bytes: int = 0
+    _dropped_bytes: int = 0
 
     async def run(
         self,
@@ -87,9 +101,7 @@ class Sender:
         try:
             if self.floor is not None and self.floor.talking:  # the user was talking when the last one ended
                 await session.send_realtime_input(activity_start=types.ActivityStart())
-            if self._held_block is not None:
-                await self._send_audio(session, self._held_block)
-                self._held_block = None
+            await self._send_unsent(session)
             while True:
                 while (item := next_item()) is not None:
                     try:
@@ -107,17 +119,47 @@ class Sender:
                 if control in done:
                     control = None
                 if mic_read is not None and mic_read in done:
-                    block = mic_read.result()
+                    self._keep(mic_read.result())
                     mic_read = None
-                    self._held_block = block
-                    read_at = time.monotonic()
-                    await self._send_audio(session, block)
-                    self.latency.sent(block, read_at, time.monotonic())
-                    self._held_block = None
+                    await self._send_unsent(session)
         finally:
             if mic_read is not None and mic_read.done() and not mic_read.cancelled():
-                self._held_block = mic_read.result()
+                self._keep(mic_read.result())
             await cancel_and_wait(mic_read, control)
+
+    @property
+    def unsent_s(self) -> float:
+        """Seconds of microphone audio read and not sent yet."""
+        return self._unsent_bytes / (MIC_RATE * 2)
+
+    def _keep(self, block: bytes) -> None:
+        self._unsent.append((block, time.monotonic()))
+        self._unsent_bytes += len(block)
+        limit = self.hold_s * MIC_RATE * 2
+        while self._unsent_bytes > limit and len(self._unsent) > 1:
+            dropped, _ = self._unsent.popleft()
+            self._unsent_bytes -= len(dropped)
+            self._dropped_bytes += len(dropped)
+
+    async def _send_unsent(self, session: AsyncSession) -> None:
+        """Every block read and not sent, oldest first, unless a switch holds them; a block
+        leaves the queue once it is on the websocket."""
+        if self.switching():
+            return
+        if self._dropped_bytes:
+            log.warning(
+                "a switch took longer than %g s: the first %.1f s said during it were dropped",
+                self.hold_s,
+                self._dropped_bytes / (MIC_RATE * 2),
+                extra={"event": "switch_audio_dropped"},
+            )
+            self._dropped_bytes = 0
+        while self._unsent:
+            block, read_at = self._unsent[0]
+            await self._send_audio(session, block)
+            self._unsent.popleft()
+            self._unsent_bytes -= len(block)
+            self.latency.sent(block, read_at, time.monotonic())
 
     def release_hold(self) -> None:
         """An answer paused for a sound is not left silent when the conversation ends."""

@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # it loads numpy: `_store_stats` resolves it for `parla stats
 
 
 class Shape(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # built when a command checks its document against it: one command uses one or two of these
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class ChatRow(Shape):
@@ -180,7 +181,7 @@ class BackfillCounts(Shape):
 
 
 class StoreStats(MemoryStats):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     store: Literal["sqlite", "supabase"]
     path: str | None = Field(None, description="the SQLite file")

@@ -34,7 +34,14 @@ _IGNORED = STOPWORDS | FRAMING
 @dataclass(frozen=True)
 class _Model:
     tokenizer: Tokenizer
+    # as stored (float16); the rows a text uses are made float32 when gathered, so a search's few
+    # words do not wait for all 32,000 rows to be converted (bench/cli_startup.py)
     weights: np.ndarray
+
+    def mean_row(self, ids: list[int]) -> np.ndarray:
+        """The mean of the token vectors `ids`, in float32."""
+        mean: np.ndarray = self.weights[ids].astype(np.float32).mean(axis=0)
+        return mean
 
 
 @functools.lru_cache(maxsize=1)
@@ -49,7 +56,7 @@ def _load_model() -> _Model:
     root = Path(spec.origin).parent
     tokenizer = Tokenizer.from_file(str(root / "tokenizers" / f"{_CONFIG}_tokenizer_config.json"))
     with safe_open(str(root / "weights" / f"{_CONFIG}_{_DIM}.safetensors"), framework="np") as f:
-        weights = f.get_tensor("embedding.weight").astype(np.float32)
+        weights = f.get_tensor("embedding.weight")
     return _Model(tokenizer, weights)
 
 
@@ -77,7 +84,7 @@ class OfflineEmbedder:
             model.tokenizer.encode_batch([_content(t) for t in texts], add_special_tokens=False)
         ):
             if encoding.ids:
-                out[row] = model.weights[encoding.ids].mean(axis=0)
+                out[row] = model.mean_row(encoding.ids)
         return normalize_rows(out)
 
 
@@ -115,6 +122,6 @@ class WordTable:
             self._matrix = grown
         for offset, encoding in enumerate(model.tokenizer.encode_batch(words, add_special_tokens=False)):
             if encoding.ids:
-                self._matrix[first + offset] = model.weights[encoding.ids].mean(axis=0)
+                self._matrix[first + offset] = model.mean_row(encoding.ids)
         self._matrix[first : first + len(words)] = normalize_rows(self._matrix[first : first + len(words)])
         self._rows.update({w: first + offset for offset, w in enumerate(words)})

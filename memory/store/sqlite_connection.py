@@ -48,6 +48,7 @@ class SQLiteConnection:
         self._watch = FileWatch(self.path)  # touched only in the connection's thread
         self._vectors: VectorFile | None = None  # touched only in the connection's thread
         self._wrote = False
+        self._aside: _Aside | None = None
 
     @property
     def _vector_file(self) -> VectorFile:
@@ -85,6 +86,9 @@ class SQLiteConnection:
         if thread is None or db is None:
             return
         self._thread = self._db = None
+        if self._aside is not None:  # before the first: the last connection to close checkpoints
+            aside, self._aside = self._aside, None
+            await aside.close()
         closing = thread.submit(self._close_files, db)  # after every operation already queued
         thread.shutdown(wait=False)
         await asyncio.shield(asyncio.wrap_future(closing))
@@ -181,6 +185,66 @@ class SQLiteConnection:
     async def _read(self, work: Callable[[sqlite3.Connection], T]) -> T:
         """A consistent snapshot for reads of several statements."""
         return await self._run("BEGIN", work, "read")
+
+    async def _read_aside(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """A read on a second connection in a thread of its own, opened by the first such read,
+        so it runs while the first connection does other work (recall's word search beside its
+        vector search): SQLite leaves the interpreter's lock while a statement runs, and WAL lets
+        readers work beside each other and beside a writer."""
+        if self._thread is None or self._db is None:
+            raise StoreError("the store is not open")
+        if self._aside is None:
+            self._aside = _Aside(self.path)
+        try:
+            return await self._aside.read(work)
+        except sqlite3.Error as e:
+            raise store_error(self.path, e, "read") from e
+
+
+class _Aside:
+    """A second, read-only connection to a store the first one opened (and migrated), with its
+    own thread and its own watch on the files, for reads that may run beside the first's."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="parla-sqlite-aside")
+        self._watch = FileWatch(path)  # touched only in this thread
+        self._db: sqlite3.Connection | None = None
+
+    async def read(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        abandoned = threading.Event()
+        job = asyncio.get_running_loop().run_in_executor(self._thread, self._transaction, work, abandoned)
+        try:
+            return await job
+        except asyncio.CancelledError:
+            abandoned.set()
+            raise
+
+    def _transaction(self, work: Callable[[sqlite3.Connection], T], abandoned: threading.Event) -> T:
+        if self._db is None:
+            # mode=rw: a file deleted meanwhile is not made anew (the first connection finds it gone)
+            db = sqlite3.connect(self.path.resolve().as_uri() + "?mode=rw", isolation_level=None, uri=True)
+            try:
+                db.row_factory = sqlite3.Row
+                db.execute(f"PRAGMA busy_timeout={BUSY_SLICE_MS}")
+                db.execute("PRAGMA query_only=ON")
+                self._watch.opened()
+            except BaseException:
+                db.close()
+                raise
+            self._db = db
+        self._watch.check()
+        return transaction(self._db, "BEGIN", work, abandoned)
+
+    async def close(self) -> None:
+        closing = self._thread.submit(self._close)  # after every read already queued
+        self._thread.shutdown(wait=False)
+        await asyncio.shield(asyncio.wrap_future(closing))
+
+    def _close(self) -> None:
+        if self._db is not None:
+            self._watch.close(self._db)
+            self._db = None
 
 
 # -- run in the connection's thread ------------------------------------------------------------

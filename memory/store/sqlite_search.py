@@ -172,31 +172,18 @@ class SQLiteSearch(SQLiteConnection):
             telling = telling_words(words, found, total)
             if not telling:
                 return []
-            query = _fts_query(telling)
-            if chat_id is None and (hold := _words_to_hold(db, telling, found, total, match_count)) != telling:
-                return _best_holding(db, query, _fts_query(hold), match_count)
-            # Across chats a word may be in thousands of turns. Scoring them all is cheap next to
-            # reading each one's text, turn and chat, so the match_count-th best score comes first
-            # (FTS5 ranks from its index alone), then only turns scoring at least that are read:
-            # ties at the cut included, so the answer is the same.
-            cut = None
             if chat_id is None:
-                nth = db.execute(
-                    "SELECT rank FROM turn_words WHERE turn_words MATCH ? ORDER BY rank LIMIT 1 OFFSET ?",
-                    (query, match_count - 1),
-                ).fetchone()
-                cut = None if nth is None else nth[0]
+                return _best_across(db, telling, found, total, match_count)
             rows = db.execute(
                 "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
                 "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
                 "JOIN chats c ON c.id = w.chat_id "
-                "WHERE turn_words MATCH ? AND (? IS NULL OR w.chat_id = ?) AND (? IS NULL OR bm25(turn_words) <= ?) "
-                "ORDER BY bm25(turn_words), w.chat_id, w.seq LIMIT ?",
-                (query, chat_id, chat_id, cut, cut, match_count),
+                "WHERE turn_words MATCH ? AND w.chat_id = ? ORDER BY bm25(turn_words), w.seq LIMIT ?",
+                (_fts_query(telling), chat_id, match_count),
             ).fetchall()
             return [turn_match(r) for r in rows]
 
-        return await self._read(read)
+        return await self._read_aside(read)
 
     async def embedded_texts(self) -> list[StoredText]:
         rows = await self._read(
@@ -265,10 +252,6 @@ def _fts_query(words: Sequence[str]) -> str:
 # https://sqlite.org/src/file?name=ext/fts5/fts5_aux.c), always less than idf (k1 + 1). The
 # margin covers rounding and a row count FTS5 takes from its own index.
 _MOST_PER_IDF = 2.2 * 1.001
-# The words a floor under the best scores is taken from: those in fewer than one turn in this
-# many. Any share gives the same answer (the floor only decides how many turns are skipped);
-# rarer words make the floor cheaper to find.
-_FLOOR_WORDS_SHARE = 20
 
 
 def _most_added(doc_count: int, total: int) -> float:
@@ -276,46 +259,27 @@ def _most_added(doc_count: int, total: int) -> float:
     return _MOST_PER_IDF * math.log((total - doc_count + 0.5) / (doc_count + 0.5))
 
 
-def _words_to_hold(
+def _best_across(
     db: sqlite3.Connection, telling: list[str], doc_counts: dict[str, int], total: int, match_count: int
-) -> list[str]:
-    """Words one of which each of the `match_count` best turns holds (all of `telling` when
-    none can be left out). Across thousands of chats the cost of a search is scoring every turn
-    that holds a common word; a turn that holds only common words scores at most the sum of
-    what each can add, and when that is below a floor under the `match_count`-th best score,
-    such turns cannot be among the best and need not be scored (MaxScore's pruning)."""
+) -> list[TurnMatch]:
+    """The `match_count` best turns of every chat by bm25 over `telling`, ties at the cut by chat
+    and turn, scoring as few turns as that needs (MaxScore's pruning).
+
+    Across thousands of chats a common word is in tens of thousands of turns, and FTS5's bm25
+    costs about a microsecond a turn. So the turns holding the rarest word are scored first, with
+    bm25 over every word; then those holding the next rarest and none before it, and so on. A
+    turn holding none of the words scored so far scores at most the sum of what each other word
+    can add: once that is below the `match_count`-th best score found, no such turn can be among
+    the best, and the rest are never scored."""
     rarest_first = sorted(telling, key=lambda w: doc_counts[w])
-    floor_words = [w for w in rarest_first if doc_counts[w] * _FLOOR_WORDS_SHARE <= total] or rarest_first[:1]
-    # a turn's score over some of the words is at most its score over all of them (each word
-    # adds its own share, none below nil), so the match_count-th best over the rarest words is
-    # a floor under the match_count-th best answer
-    nth = db.execute(
-        "SELECT rank FROM turn_words WHERE turn_words MATCH ? ORDER BY rank LIMIT 1 OFFSET ?",
-        (_fts_query(floor_words), match_count - 1),
-    ).fetchone()
-    if nth is None:
-        return telling
-    floor, most, common = -float(nth[0]), 0.0, set()
-    for word in reversed(rarest_first):
-        most += _most_added(doc_counts[word], total)
-        if most >= floor:
-            break
-        common.add(word)
-    return [w for w in telling if w not in common]
-
-
-def _best_holding(db: sqlite3.Connection, query: str, hold: str, match_count: int) -> list[TurnMatch]:
-    """The `match_count` best turns for `query` among those matching `hold`, scored by bm25
-    over every word of `query` (as a search of all turns scores them), ties at the cut by chat
-    and turn. The rowid test is kept out of FTS5 (`+rowid`) so FTS5 walks the words' lists once
-    and bm25 is computed for those turns alone."""
-    ranks = dict(
-        db.execute(
-            "SELECT rowid, bm25(turn_words) FROM turn_words WHERE turn_words MATCH ? "
-            "AND +rowid IN (SELECT rowid FROM turn_words WHERE turn_words MATCH ?)",
-            (query, hold),
-        ).fetchall()
-    )
+    ranks: dict[int, float] = {}  # rowid: bm25 (FTS5's rank: lower is better)
+    for i, word in enumerate(rarest_first):
+        taken, rest = rarest_first[:i], rarest_first[i + 1 :]
+        ranks.update(_scored_turns(db, word, taken, rest))
+        if len(ranks) >= match_count:
+            floor = -sorted(ranks.values())[match_count - 1]
+            if sum(_most_added(doc_counts[w], total) for w in rest) < floor:
+                break
     if len(ranks) > match_count:
         cut = sorted(ranks.values())[match_count - 1]
         ranks = {rowid: rank for rowid, rank in ranks.items() if rank <= cut}
@@ -327,3 +291,21 @@ def _best_holding(db: sqlite3.Connection, query: str, hold: str, match_count: in
     ).fetchall()
     rows.sort(key=lambda r: (ranks[r["rowid"]], r["chat_id"], r["seq"]))
     return [turn_match({**dict(r), "score": -ranks[r["rowid"]]}) for r in rows[:match_count]]
+
+
+def _scored_turns(db: sqlite3.Connection, word: str, taken: list[str], rest: list[str]) -> dict[int, float]:
+    """The turns holding `word` and none of `taken`, each with its bm25 over every word. FTS5
+    scores the phrases of the query it runs, and a word a turn lacks adds nothing: those holding
+    one of `rest` too are scored by a query that names every word, those holding none by one
+    that names every word but finds only them. Both are walked along `word`'s list: FTS5 seeks
+    in the longer lists of an AND or a NOT rather than reading them through."""
+    holding = _fts_query([word]) if not taken else f"{_fts_query([word])} NOT ({_fts_query(taken)})"
+    if not rest:
+        return dict(db.execute(_SCORED, (holding,)).fetchall())
+    others = _fts_query(rest)
+    ranks = dict(db.execute(_SCORED, (f"({holding}) AND ({others})",)).fetchall())
+    ranks.update(db.execute(_SCORED, (f"({holding}) NOT ({others})",)).fetchall())
+    return ranks
+
+
+_SCORED = "SELECT rowid, bm25(turn_words) FROM turn_words WHERE turn_words MATCH ?"

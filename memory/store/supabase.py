@@ -40,6 +40,7 @@ import numpy as np
 from supabase import AsyncClient, AsyncClientOptions, acreate_client
 
 from parla.memory.chat import Chat, ChatHistory, storable_title
+from parla.memory.config import SUPABASE_COMMIT_PAGE
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, StoreError, StoreOffline
 from parla.memory.facts import FactBlock
@@ -100,10 +101,6 @@ _CHAT_COLUMNS = "id,title,title_generated,created_at,last_activity_at,summary_te
 # inside the statement timeout (8 s for signed-in users), whatever the chat's length.
 _TURN_PAGE = 500
 _VECTOR_PAGE = 250  # new vectors per request when re-embedding (768 floats each)
-# staged vectors written per request: each written vector also updates an HNSW index, and a
-# request must end within PostgREST's statement timeout (8 s for signed-in users); 1,000 vectors
-# of 768 dims overran it on the busy test machine (bench.scale_supabase)
-_COMMIT_PAGE = 250
 
 
 async def _signed_in(client: AsyncClient, url: str) -> None:
@@ -132,10 +129,11 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
         user_id: str | None = None,
         user_session: bool = False,
         retry: RetryPolicy = RetryPolicy(),
+        commit_page: int = SUPABASE_COMMIT_PAGE,
     ) -> None:
         super().__init__(client, http, user_id, user_session)
         self._replay = OutboxReplay(outbox, self._send, retry)
-        self.commit_page = _COMMIT_PAGE  # a project with a shorter statement timeout needs fewer
+        self.commit_page = commit_page  # a project with a shorter statement timeout needs fewer
 
     @property
     def outbox(self) -> Outbox:
@@ -160,6 +158,7 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
         session_file: Path | None = None,
         timeout: float = 10.0,
         retry: RetryPolicy = RetryPolicy(),
+        commit_page: int = SUPABASE_COMMIT_PAGE,
     ) -> SupabaseChatStore:
         """A store for `url`: with `user_id`, `key` must be the service-role key; otherwise `key` is
         the project's anon (publishable) key and `session_file` holds the session of `parla login`."""
@@ -190,7 +189,9 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
                 raise
             raise supabase_error(e, "connect") from e
         outbox = Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}")
-        return cls(client, outbox, http, user_id=user_id, user_session=user_id is None, retry=retry)
+        return cls(
+            client, outbox, http, user_id=user_id, user_session=user_id is None, retry=retry, commit_page=commit_page
+        )
 
     async def user_id(self) -> str:
         """The user whose rows this store reads and writes (ids derived for imports are theirs)."""

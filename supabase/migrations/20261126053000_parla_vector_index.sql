@@ -345,4 +345,4 @@ grant execute on function parla.candidate_chats, parla.texts_not_embedded_by, pu
     to authenticated, service_role;
 
 create or replace function public.parla_schema_version() returns integer
-language sql immutable as $$ select 14 $$;
+language sql immutable as $$ select 15 $$;

@@ -69,8 +69,11 @@ def store(tmp_path_factory):
     ],
 )
 def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
+    # the --json shapes and the control protocol's models only for a document to check
+    unneeded = HEAVY if "--json" in args else (*HEAVY, "parla.daemon.cli.json_shapes", "parla.daemon.protocol")
+    probe = PROBE.replace(repr(HEAVY), repr(unneeded))
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], env=store, capture_output=True, text=True, check=False, timeout=120
+        [sys.executable, "-c", probe, *args], env=store, capture_output=True, text=True, check=False, timeout=120
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] in (0, None) or args == ["status"], done.stderr  # no daemon: status exits 1
@@ -84,6 +87,30 @@ def test_a_command_that_needs_no_memory_loads_no_store_either(store, args):
         [sys.executable, "-c", probe, *args], env=store, capture_output=True, text=True, check=False, timeout=120
     )
     assert json.loads(done.stderr.strip().splitlines()[-1])["loaded"] == [], done.stderr
+
+
+def test_search_without_a_daemon_loads_the_store_and_the_embedder_alone(store):
+    # what the chat search does not use: the model SDKs, the summarizers, compaction (and its
+    # spoken-date reading) and the model's tools
+    unused = (
+        "google.genai",
+        "supabase",
+        "dateparser",
+        "parla.memory.compaction",
+        "parla.memory.summarizers",
+        "parla.tools.chats",
+    )
+    probe = PROBE.replace(repr(HEAVY), repr(unused))
+    done = subprocess.run(
+        [sys.executable, "-c", probe, "search", "sourdough starter", "--json"],
+        env=store,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert json.loads(done.stderr.strip().splitlines()[-1]) == {"code": 0, "loaded": []}, done.stderr
+    assert json.loads(done.stdout)["candidates"][0]["title"] == "Sourdough timing"
 
 
 async def test_search_asks_the_running_daemon_and_loads_no_embedder(daemon_settings, tmp_path):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from pathlib import Path
 
 from parla.daemon.conversation import spoken_conversation
@@ -14,7 +15,8 @@ from parla.daemon.settings import Settings
 from parla.memory.importer import chat_id_of, parse_line, turns_of
 from parla.memory.turn import Turn
 from tests.conftest import eventually
-from tests.peers.live_emulator import tone, typed_turn
+from tests.peers.live_emulator import rms, tone, typed_turn
+from tests.peers.pulse import speech
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 
@@ -179,3 +181,102 @@ async def test_what_is_typed_during_a_switch_goes_to_the_new_chat(
     assert old_session_heard == []
     assert first_history == ["A new chat is open."]
     assert new_history == ["How long in Kyoto?", "About How long in Kyoto?: three days."]
+
+
+async def test_what_is_said_during_a_switch_goes_to_the_new_chat(
+    pulse, live, gemini, live_certificate, tmp_path, monkeypatch
+):
+    """Words spoken after the switch was decided (its cue plays), while the model still announces
+    it and the new session connects, belong to the chat moved to: the session about to close
+    never hears them, the new one hears all of them, and they are stored in the new chat."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    decided: list[float] = []
+    heard_new: list[bytes] = []
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.tool_call({"id": "s1", "name": "new_chat", "args": {"topic": "Kyoto"}})
+            answer = response_of(await conn.expect("tool_response"))
+            decided.append(time.monotonic())
+            await conn.reply(answer["say"], tone(2.0), paced=True)  # long enough to talk over
+            # The service would take and transcribe what it heard here, in the chat left.
+            with contextlib.suppress(TimeoutError):
+                await conn.utterance(timeout=2)
+                await conn.heard("How long in Kyoto?")
+        else:
+            heard_new.append(await conn.utterance(timeout=10))
+            await conn.heard("How long in Kyoto?")
+            await conn.reply("Three days.", tone(0.1))
+        await conn.closed.wait()
+
+    live.script = script
+    question = speech("How long in Kyoto?")
+    # Without the echo canceller, which turns the user down while the announcement plays (double
+    # talk), the microphone's audio is the question as played: the test can tell all of it arrived.
+    settings = settings_for(live, gemini, tmp_path).model_copy(update={"echo_cancellation": False})
+    async with open_memory(settings) as mem:
+        first = (await mem.store.create_chat(title="Sourdough")).chat.id
+        async with spoken_conversation(mem, first) as conversation:
+            await eventually(lambda: conversation.switching, what="the switch decided")
+            await pulse.play_into_mic(question)
+            await live.wait_connections(2)
+            new_chat = conversation.memory.chat_id
+            await eventually(lambda: _turns(mem, new_chat, 2), timeout=15, what="the exchange stored in the new chat")
+        first_history = [t.text for t in (await mem.store.load_history(first)).full_history]
+        new_history = [t.text for t in (await mem.store.load_history(new_chat)).full_history]
+    after_decision = b"".join(f.audio for f in live.connections[0].frames if f.received_at > decided[0])
+    assert loudest(after_decision) < 300, "the closing session heard words said after the switch"
+    # The whole question reached the new session: as loud and about as long as it was said.
+    assert len(heard_new) == 1 and loudest(heard_new[0]) > 5000
+    assert voiced_ms(heard_new[0]) >= voiced_ms(question) - 100
+    assert first_history == ["A new chat is open."]
+    assert new_history == ["How long in Kyoto?", "Three days."]
+
+
+async def test_a_switch_longer_than_the_hold_keeps_the_latest_words_and_says_so(
+    pulse, live, gemini, live_certificate, tmp_path, monkeypatch, caplog
+):
+    """What is said during a switch is held up to `switch_hold_s`: beyond it the oldest audio
+    goes, and the log says how much, when the rest reaches the new session."""
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    played = asyncio.Event()
+
+    async def script(conn):
+        await conn.complete_setup()
+        if conn.index == 0:
+            await conn.tool_call({"id": "s1", "name": "new_chat", "args": {"topic": "Kyoto"}})
+            answer = response_of(await conn.expect("tool_response"))
+            await conn.reply(answer["say"], tone(0.3), complete=False)
+            await played.wait()  # the announcement's turn ends once the whole question was said
+            await conn.turn_complete()
+        await conn.closed.wait()
+
+    live.script = script
+    question = speech("How long should we stay in Kyoto and in Osaka in the spring?")[:-9600]  # ends with words
+    settings = settings_for(live, gemini, tmp_path).model_copy(
+        update={"echo_cancellation": False, "switch_hold_s": 1.5}
+    )
+    async with open_memory(settings) as mem:
+        first = (await mem.store.create_chat(title="Sourdough")).chat.id
+        async with spoken_conversation(mem, first) as conversation:
+            await eventually(lambda: conversation.switching, what="the switch decided")
+            await pulse.play_into_mic(question)
+            played.set()
+            new = await live.wait_connections(2)
+            await eventually(lambda: "were dropped" in caplog.text, what="the log line")
+            await eventually(lambda: len(new.audio) > 32 * 1500, what="the held audio sent")
+    assert "a switch took longer than 1.5 s: the first" in caplog.text
+    # Only the last 1.5 s said reached the new session, the end of the question among it.
+    assert 0 < voiced_ms(new.audio) <= 1520 < voiced_ms(question)
+
+
+def loudest(pcm: bytes) -> float:
+    """The loudest 20 ms window's RMS."""
+    window = 640
+    return max((rms(pcm[i : i + window]) for i in range(0, len(pcm) - window + 1, window)), default=0.0)
+
+
+def voiced_ms(pcm: bytes) -> int:
+    window = 640
+    return 20 * sum(rms(pcm[i : i + window]) > 300 for i in range(0, len(pcm) - window + 1, window))

@@ -249,16 +249,26 @@ class PostgrestShim:
         """One transaction as the claims' role (None: as the superuser, for GoTrue and the schema
         cache); returns the first column of the first row."""
         role = (claims or {}).get("role", "anon")
+        settings = self._settings_of(role) if claims is not None else []
         conn = self._pool.get() if claims is not None else psycopg.connect(self.dsn)
         try:
+            # As PostgREST does (its transaction-scoped settings,
+            # https://postgrest.org/en/v12/references/transactions.html): the role, the claims and
+            # the role's settings in one set_config statement (set_config('role', ...) is SET
+            # LOCAL ROLE): one round trip, not one each.
             with conn.transaction():
-                if read_only:
-                    conn.execute("SET TRANSACTION READ ONLY")
                 if claims is not None:
-                    conn.execute(sql.SQL("SET LOCAL ROLE {}").format(sql.Identifier(role)))
-                    conn.execute("SELECT set_config('request.jwt.claims', %s, true)", (json.dumps(claims),))
-                    for name, value in self._settings_of(conn, role):
-                        conn.execute("SELECT set_config(%s, %s, true)", (name, value))
+                    pairs = [("role", role), ("request.jwt.claims", json.dumps(claims)), *settings]
+                    if read_only:  # turning read-only on is allowed at any point of a transaction
+                        pairs.append(("transaction_read_only", "on"))
+                    conn.execute(
+                        sql.SQL("SELECT {}").format(
+                            sql.SQL(", ").join(sql.SQL("set_config(%s, %s, true)") for _ in pairs)
+                        ),
+                        [x for pair in pairs for x in pair],
+                    )
+                elif read_only:
+                    conn.execute("SET TRANSACTION READ ONLY")
                 cur = conn.execute(query, params)
                 row = cur.fetchone() if cur.description else None
             return row[0] if row else None
@@ -276,16 +286,17 @@ class PostgrestShim:
                     conn = psycopg.connect(self._api_dsn)
                 self._pool.put(conn)
 
-    def _settings_of(self, conn: psycopg.Connection, role: str) -> list[tuple[str, str]]:
+    def _settings_of(self, role: str) -> list[tuple[str, str]]:
         """The role's `ALTER ROLE ... SET` settings (read once, like PostgREST's config cache)."""
         if role not in self._role_settings:
-            rows = conn.execute(
-                "SELECT split_part(s, '=', 1), substr(s, strpos(s, '=') + 1) FROM pg_db_role_setting d, "
+            rows = self._run(
+                None,
+                "SELECT coalesce(json_agg(json_build_array(split_part(s, '=', 1), substr(s, strpos(s, '=') + 1)) "
+                "ORDER BY d.setdatabase), '[]') FROM pg_db_role_setting d, "
                 "unnest(d.setconfig) s WHERE d.setrole = to_regrole(%s) "
-                "AND d.setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database())) "
-                "ORDER BY d.setdatabase",  # a per-database setting wins over the role's general one
+                "AND d.setdatabase IN (0, (SELECT oid FROM pg_database WHERE datname = current_database()))",
                 (role,),
-            ).fetchall()
+            )  # ordered so that a per-database setting wins over the role's general one
             self._role_settings[role] = [(name, value) for name, value in rows]
         return self._role_settings[role]
 

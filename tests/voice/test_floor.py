@@ -1,8 +1,8 @@
 """Parla decides who has the floor (PARLA_TURN_DETECTION=local), through PulseAudio, the real
 Silero VAD and the Live emulator driven by the real SDK: the setup disables the service's
 detection and Parla marks the user's turn; a person talking over the answer cuts it; a knock or a
-backchannel over the answer only pauses it, and it goes on from where it stopped; a 1.2 s pause
-in the middle of a sentence keeps the floor."""
+backchannel over the answer only pauses it, and it goes on from where it stopped (the end of the
+user's turn: test_end_of_turn.py)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from tests.peers.live_emulator import LiveConnection, tone
 from tests.peers.pulse import speech
 from tests.peers.turn_corpus import knock
 from tests.voice.test_echo import ANSWER, voice
-from tests.voice.test_live import conversation, new_chat, stored
+from tests.voice.test_live import conversation, new_chat
 
 LONG_ANSWER = " ".join([ANSWER] * 3)
 USER = 3300 / np.sqrt(10)  # the user as loud at the microphone as the answer's echo
@@ -148,35 +148,6 @@ async def test_a_backchannel_pauses_the_answer_which_then_goes_on_from_where_it_
     assert answered == [True] and live.connections[0].activity == [], "an 'okay' cut the answer"
     assert pauses >= 1, "the speaker did not pause for the 'okay'"
     assert played_all, "the answer did not go on from where it paused: some of it was dropped"
-
-
-async def test_a_pause_in_the_middle_of_a_sentence_keeps_the_floor(pulse, live, live_client, voice_config, store):
-    chat = await new_chat(store)
-    first, second = spoken("I'd like to book"), spoken("the hotel near the river")
-    pad = bytes(16_000 * 2 * 3 // 10)
-    said = pad + first + bytes(int(16_000 * 2 * 1.2)) + second + pad  # 1.2 s from the last sound to the next
-    heard: list[bytes] = []
-
-    async def script(conn: LiveConnection) -> None:
-        await conn.complete_setup()
-        heard.append(await conn.utterance(timeout=20))
-        await conn.reply("Which dates?", tone(0.2))
-        await conn.closed.wait()
-
-    live.script = script
-    async with (
-        Microphone() as mic,
-        Speaker() as speaker,
-        conversation(live_client, local(voice_config), store, chat.id, microphone=mic, speaker=speaker),
-    ):
-        await pulse.play_into_mic(said)
-        await eventually(lambda: heard, timeout=10, what="the user's turn")
-        await eventually(lambda: len(live.connections[0].activity) >= 2, what="the end of the turn")
-        await asyncio.sleep(0.5)
-    assert [kind for kind, _ in live.connections[0].activity] == ["start", "end"], "the pause ended the turn"
-    # One turn from the first word to past the last (sound server underruns may alter a few samples).
-    assert len(heard[0]) >= len(first) + 16_000 * 2 * 1.2 + len(second), "the turn did not hold the whole sentence"
-    assert await stored(store, chat.id) is not None
 
 
 async def test_a_connection_lost_while_the_user_talks_carries_the_turn_on_to_the_next(

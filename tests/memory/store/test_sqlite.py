@@ -9,6 +9,7 @@ import os
 import random
 import sqlite3
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -201,10 +202,10 @@ async def test_a_word_search_across_chats_keeps_every_tie_at_the_cut(store):
         assert [(m.chat_id, m.seq) for m in found] == sorted(said)[:count]
 
 
-async def test_a_word_search_across_chats_skips_turns_of_common_words_alone_with_the_same_answer(store):
+async def test_a_word_search_across_chats_skips_turns_of_common_words_alone_with_the_same_answer(store, monkeypatch):
     """Turns holding only words common enough that they cannot reach the best scores are not
     scored; the answer is what ranking every matching turn by bm25 gives, ties included."""
-    from parla.memory.store.sqlite_search import _words_to_hold
+    from parla.memory.store import sqlite_search
 
     rng = random.Random(3)
     filler = [f"filler{n}" for n in range(40)]
@@ -218,14 +219,47 @@ async def test_a_word_search_across_chats_skips_turns_of_common_words_alone_with
             turns.append(Turn.of("user" if t % 2 else "model", " ".join(words)))
         await store.create_chat(turns=turns)
     words = ["heron", "plan", "today"]
+    scored: list[str] = []
+    scoring = sqlite_search._scored_turns
+
+    def seen(db: sqlite3.Connection, word: str, taken: list[str], rest: list[str]) -> dict[int, float]:
+        scored.append(word)
+        return scoring(db, word, taken, rest)
+
+    monkeypatch.setattr(sqlite_search, "_scored_turns", seen)
     with sqlite3.connect(store.path) as db:
-        counts = dict(db.execute("SELECT term, doc FROM turn_vocab WHERE term IN ('heron', 'plan', 'today')"))
-        assert _words_to_hold(db, words, counts, 400, 3) == ["heron", "today"]  # plan is left out
         for count in range(1, 12):
             every = db.execute(
                 "SELECT chat_id, seq, -bm25(turn_words) FROM turn_words WHERE turn_words MATCH 'heron OR plan OR today' "
                 "ORDER BY bm25(turn_words), chat_id, seq LIMIT ?",
                 (count,),
             ).fetchall()
+            scored.clear()
             found = await store.search_words(words, count)
-            assert [(m.chat_id, m.seq, m.score) for m in found] == every
+            assert [(m.chat_id, m.seq) for m in found] == [row[:2] for row in every]
+            # the same bm25, summed in another order of the words
+            assert [m.score for m in found] == pytest.approx([row[2] for row in every], rel=1e-12)
+            # the turns of "heron" are scored first; those holding "plan" alone never are (they
+            # cannot reach the best scores), and for the best four neither are those of "today"
+            assert scored == (["heron"] if count <= 4 else ["heron", "today"])
+
+
+async def test_a_word_search_runs_while_the_store_connection_is_busy(store):
+    """Recall's word search runs beside its vector search: on a connection of its own."""
+    said = ["the heron flew over the lake", "a grey one", "it fished all morning"]
+    await store.create_chat(turns=[Turn.of("user" if i % 2 else "model", t) for i, t in enumerate(said)])
+    busy, release = asyncio.Event(), threading.Event()
+    loop = asyncio.get_running_loop()
+
+    def hold(db: sqlite3.Connection) -> None:
+        loop.call_soon_threadsafe(busy.set)
+        release.wait(10)
+
+    holding = asyncio.ensure_future(store._read(hold))
+    try:
+        await busy.wait()
+        (found,) = await asyncio.wait_for(store.search_words(["heron"], 5), 5)
+        assert found.seq == 1 and not holding.done()
+    finally:
+        release.set()
+        await holding

@@ -13,6 +13,7 @@ import pytest
 
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.turn import Turn
 from tests.conftest import make_turns
 
 _OTHER_PROCESS = """
@@ -39,7 +40,9 @@ async def test_files_deleted_under_the_open_store_stop_its_writes_and_lose_no_ot
     store = SQLiteChatStore(path)
     await store.open()
     try:
-        chat = (await store.create_chat(title="before")).chat
+        said = [Turn.of("user", "the heron flew over the lake"), Turn.of("model", "a grey one")]
+        chat = (await store.create_chat(title="before", turns=[*said, Turn.of("user", "it fished")])).chat
+        assert await store.search_words(["heron"], 5)  # the word search's own connection is open too
         for suffix in deleted:
             Path(f"{path}{suffix}").unlink()
         _another_process_writes_12_chats(path)
@@ -47,6 +50,8 @@ async def test_files_deleted_under_the_open_store_stop_its_writes_and_lose_no_ot
             await store.append_turns(chat.id, make_turns(2))
         with pytest.raises(StoreError, match="deleted or replaced while Parla ran"):  # every operation, not once
             await store.list_chats()
+        with pytest.raises(StoreError, match="deleted or replaced while Parla ran"):
+            await store.search_words(["heron"], 5)
         assert [r for r in caplog.records if r.levelname == "ERROR" and "deleted or replaced" in r.message]
     finally:
         await store.close()

@@ -1,0 +1,131 @@
+"""The end of the user's turn in bench.turns, by silence and by the end-of-turn model, side by side
+on the corpus' paused sentences (a 1.0-1.5 s hesitation in the middle, the model silent).
+
+Each row replays the same Silero probabilities through Floor with the default rules: the silence
+window alone, then with Pipecat's smart-turn v3.2 (voice.end_of_turn) asked after
+`PARLA_FLOOR_END_CHECK_MS` of silence ("complete" ends the turn there, else the silence window
+does). A model's answer counts from when it would arrive, as the product asks on a worker thread
+while the audio goes on: each question's measured time is added to the replay's clock, its CPU
+time (as on an idle core: the same figures on any machine of the same speed) or its wall time (as
+on this machine now; an answer that comes after the user went on is dropped, so a busy machine
+keeps more pauses).
+Figures: "pauses kept N/M", end of turn p50/p95 after the last word, the model's CPU and wall time
+per question, the share of a core it takes over the sentences, the resident memory it adds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import resource
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from parla.voice.config import VoiceConfig
+from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
+from parla.voice.floor import FRAME_BYTES, FRAME_S, Floor, FloorRules, Marker
+from tests.peers.turn_corpus import RATE, Item
+
+FLOOR = FloorRules.of(VoiceConfig())
+END = EndRules.of(VoiceConfig())
+CHECKS_MS = (200, 300)
+
+
+def rss_mb() -> float:
+    with open(f"/proc/{os.getpid()}/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+class _Later(Future[float]):
+    """An answer computed already, but done only once the replay's clock reaches `due`."""
+
+    def __init__(self, value: float, due: float, clock: list[float]) -> None:
+        super().__init__()
+        self.set_result(value)
+        self._due, self._clock = due, clock
+
+    def done(self) -> bool:
+        return self._clock[0] >= self._due
+
+
+@dataclass
+class Questions:
+    """The end-of-turn model as the replay asks it: timed, each answer due after its wall time."""
+
+    model: TurnCompletion
+    rules: EndRules
+    by_wall: bool  # an answer is due after the question's wall time, else after its CPU time
+    wall_s: list[float] = field(default_factory=list)
+    cpu_s: list[float] = field(default_factory=list)
+
+    def end_of_turn(self, clock: list[float]) -> EndOfTurn:
+        def submit(question: Callable[[], float]) -> Future[float]:
+            wall, cpu = time.perf_counter(), time.thread_time()
+            answer = question()
+            self.cpu_s.append(time.thread_time() - cpu)
+            self.wall_s.append(time.perf_counter() - wall)
+            return _Later(answer, clock[0] + (self.wall_s if self.by_wall else self.cpu_s)[-1], clock)
+
+        return EndOfTurn(self.rules, self.model, submit=submit)
+
+
+def turn_ends(item: Item, probabilities: list[float], questions: Questions | None) -> list[float]:
+    """When the floor ends the user's turn in the item, replayed frame by frame."""
+    clock = [0.0]
+    it = iter(probabilities)
+    end = questions.end_of_turn(clock) if questions is not None else None
+    floor = Floor(FLOOR, probability=lambda frame: next(it), end_of_turn=end)
+    pcm = item.mic.astype("<i2").tobytes()
+    ends = []
+    for i in range(len(probabilities)):
+        clock[0] = (i + 1) * FRAME_S
+        if Marker.END in floor.feed(pcm[i * FRAME_BYTES : (i + 1) * FRAME_BYTES], model_speaking=False):
+            ends.append(clock[0])
+    return ends
+
+
+def pct(values: list[float], q: float) -> str:
+    return f"{np.percentile(values, q) * 1000:.0f} ms" if values else "n/a"
+
+
+def row(name: str, paused: list[Item], local: list[list[float]], questions: Questions | None) -> None:
+    outcomes = [(i, turn_ends(i, p, questions)) for i, p in zip(paused, local, strict=True)]
+    cut = [i for i, ends in outcomes if any(i.onset_s < t < i.end_s for t in ends)]
+    latency = [
+        min(t for t in ends if t >= i.end_s) - i.end_s for i, ends in outcomes if any(t >= i.end_s for t in ends)
+    ]
+    print(
+        f"  {name:<72} pauses kept {len(outcomes) - len(cut)}/{len(outcomes)}; "
+        f"end of turn p50 {pct(latency, 50)} p95 {pct(latency, 95)}"
+    )
+    if questions is not None and cut:
+        print(f"    pause cut: {', '.join(i.label for i in cut)}")
+
+
+def end_of_turn_rows(paused: list[Item], local: list[list[float]]) -> None:
+    """The silence window and the model, on the paused sentences and their Silero probabilities."""
+    before = rss_mb()
+    model = smart_turn()
+    model(np.zeros(RATE, np.int16))  # the first question allocates what the session needs
+    added = rss_mb() - before
+    print("end of turn, local detection, paused sentences (the model silent), same corpus:")
+    row(f"silence {FLOOR.end_silence_ms} ms (PARLA_FLOOR_END_MODEL=none)", paused, local, None)
+    talking = sum(len(i.mic) for i in paused) / RATE
+    for check, by_wall in ((check, by_wall) for check in CHECKS_MS for by_wall in (False, True)):
+        questions = Questions(model, dataclasses.replace(END, check_ms=check), by_wall)
+        timed = "wall" if by_wall else "CPU"
+        name = f"smart-turn p>={END.threshold} asked at {check} ms, else {FLOOR.end_silence_ms} ms, {timed}-timed"
+        row(name, paused, local, questions)
+        print(
+            f"    {len(questions.cpu_s)} questions: CPU p50 {pct(questions.cpu_s, 50)} p95 {pct(questions.cpu_s, 95)}, "
+            f"wall p50 {pct(questions.wall_s, 50)} p95 {pct(questions.wall_s, 95)} per question; "
+            f"{sum(questions.cpu_s) / talking * 100:.1f}% of a core over the {talking:.0f} s of sentences"
+        )
+    print(
+        f"  smart-turn resident memory +{added:.1f} MB, onnxruntime included "
+        f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
+    )

@@ -1,0 +1,23 @@
+"""bench.turns_end on one paused sentence: the rows come out, the silence window keeps the pause,
+and the model's questions are counted and timed."""
+
+from __future__ import annotations
+
+from bench.turns_end import end_of_turn_rows
+from parla.voice.floor import FRAME_SAMPLES, silero
+from tests.peers.turn_corpus import corpus
+
+
+def test_the_end_of_turn_rows_on_one_paused_sentence(capsys):
+    paused = [i for i in corpus(per_set=1) if i.kind == "pause"]
+    model = silero()
+    local = [
+        [model(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
+        for i in paused
+    ]
+    end_of_turn_rows(paused, local)
+    out = capsys.readouterr().out
+    silence, *models = [line for line in out.splitlines() if "pauses kept" in line]
+    assert "pauses kept 1/1" in silence, "the silence window cut the pause"
+    assert len(models) == 4 and out.count("questions: CPU p50") == 4
+    assert "smart-turn resident memory +" in out
