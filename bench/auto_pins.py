@@ -6,10 +6,12 @@ its figures and every statement it gets wrong; asserts nothing."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.report import Table, parse
 from parla.memory.importance import durable_statements
 
 LABELLED = Path(__file__).parents[1] / "tests" / "data" / "autopin_statements.jsonl"
@@ -46,16 +48,24 @@ def score(rows: list[Labelled]) -> Score:
 
 
 def main() -> None:
+    _, out = parse(argparse.ArgumentParser(description=__doc__))
     rows = labelled()
     result = score(rows)
-    print(
-        f"offline auto-pin detector on {len(rows)} labelled statements ({sum(r.pin for r in rows)} deserve a pin): "
-        f"precision {result.precision:.2f}, recall {result.recall:.2f}"
+    table = Table(
+        ["offline auto-pin detector", "statements", "deserve a pin", "precision", "recall"],
     )
+    table.row(
+        "rules of memory.importance",
+        len(rows),
+        sum(r.pin for r in rows),
+        f"{result.precision:.2f}",
+        f"{result.recall:.2f}",
+    )
+    out.table(table)
     for text in result.missed:
-        print(f"  missed: {text}")
+        out.line(f"missed: {text}")
     for text in result.wrong:
-        print(f"  pinned wrongly: {text}")
+        out.line(f"pinned wrongly: {text}")
 
 
 if __name__ == "__main__":

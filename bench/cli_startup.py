@@ -1,4 +1,4 @@
-"""CLI start-up benchmark: `python -m bench.cli_startup [--runs N]`. Prints its figures; asserts nothing.
+"""CLI start-up benchmark: `python -m bench.cli_startup [--runs N] [--markdown]`. Prints its figures; asserts nothing.
 
 How long `parla` takes to start for commands that need neither the memory nor the cloud SDKs
 (`--version`, `status --json` with no daemon, `config path`) and for those that only read the
@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from bench.report import Table, parse
 from parla.daemon.control import DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 
@@ -125,7 +126,8 @@ async def _answers(socket: Path) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
-    runs = parser.parse_args().runs
+    args, out = parse(parser)
+    runs = args.runs
     with tempfile.TemporaryDirectory() as folder:
         env = {
             **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
@@ -136,20 +138,32 @@ def main() -> None:
             "PARLA_EMBEDDER": "offline",  # the daemon's too, though it has a key
         }
         chats = Path(__file__).resolve().parents[1] / "tests/data/imports/chatgpt_conversations.json"
-        subprocess.run([sys.executable, "-m", "parla.daemon", "import", str(chats)], env=env, check=True, timeout=600)
+        subprocess.run(  # its summary line would land among the figures
+            [sys.executable, "-m", "parla.daemon", "import", str(chats)],
+            env=env,
+            check=True,
+            timeout=600,
+            stdout=subprocess.DEVNULL,
+        )
         best = {name: best_of(runs, args, env) for name, args in CASES.items()}
         with daemon(env, Path(folder)):
             best["parla search (through the daemon)"] = best_of(runs, SEARCH, env)
     base_cpu = best["python -c pass (baseline)"][1]
     floor_wall, floor_cpu = best["import typer, rich, pydantic_settings"]
-    print(f"CLI start-up, best of {runs} runs; load average {os.getloadavg()[0]:.1f}")
-    width = max(map(len, best))
-    print(f"{'':{width}} {'wall ms':>8} {'cpu ms':>8} {'cpu/python':>11} {'wall/floor':>11} {'cpu/floor':>10}")
+    table = Table(
+        ["command", "wall ms", "cpu ms", "cpu / python", "wall / floor", "cpu / floor"],
+        title=f"CLI start-up, best of {runs} runs; load average {os.getloadavg()[0]:.1f}",
+    )
     for name, (wall, cpu) in best.items():
-        print(
-            f"{name:{width}} {wall * 1000:8.0f} {cpu * 1000:8.0f} {cpu / base_cpu:10.1f}x"
-            f" {wall / floor_wall:10.2f}x {cpu / floor_cpu:9.2f}x"
+        table.row(
+            name,
+            f"{wall * 1000:.0f}",
+            f"{cpu * 1000:.0f}",
+            f"{cpu / base_cpu:.1f}x",
+            f"{wall / floor_wall:.2f}x",
+            f"{cpu / floor_cpu:.2f}x",
         )
+    out.table(table)
 
 
 if __name__ == "__main__":

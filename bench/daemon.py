@@ -32,6 +32,7 @@ from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
+from bench.report import Report, Table, parse
 from parla.daemon.control import DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 
@@ -210,7 +211,7 @@ async def measure_talking(pulse: PulseServer, detection: str, seconds: float, fo
         rest.stop()
 
 
-async def run(pulse: PulseServer, seconds: float, talking: bool) -> None:
+async def run(out: Report, pulse: PulseServer, seconds: float, talking: bool) -> None:
     folder = Path(tempfile.mkdtemp(prefix="parla-bench-daemon-"))
     rows = [
         ("push_to_talk (streams closed)", await measure(pulse, "push_to_talk", seconds, folder)),
@@ -221,25 +222,30 @@ async def run(pulse: PulseServer, seconds: float, talking: bool) -> None:
         figures, turns[detection] = await measure_talking(pulse, detection, seconds, folder)
         rows.append((f"talking, {detection} detection", figures))
     base = rows[0][1]
-    print(
-        f"daemon for {seconds:.0f} s per mode: idle in silence; talking: a sentence, the answer ({ANSWER_S:g} s), again"
+    table = Table(
+        ["mode", "CPU % of a core", "RSS mean MB", "RSS max MB", "CPU / push_to_talk idle", "RSS / push_to_talk idle"],
+        title=f"daemon for {seconds:.0f} s per mode: idle in silence; talking: a sentence, the answer"
+        f" ({ANSWER_S:g} s), again",
     )
-    print(f"  {'mode':<34} {'CPU % of a core':>16} {'RSS mean MB':>12} {'RSS max MB':>11}")
     for name, (cpu, mean, peak) in rows:
-        print(f"  {name:<34} {cpu:16.2f} {mean:12.1f} {peak:11.1f}")
-    for name, figures in rows[1:]:
-        print(
-            f"  {name} / push_to_talk idle: CPU {figures[0] / max(base[0], 0.01):.2f}x, RSS {figures[1] / base[1]:.2f}x"
+        table.row(
+            name,
+            f"{cpu:.2f}",
+            f"{mean:.1f}",
+            f"{peak:.1f}",
+            f"{cpu / max(base[0], 0.01):.2f}x",
+            f"{mean / base[1]:.2f}x",
         )
+    out.table(table)
     if talking:
-        print(f"  spoken turns answered in the session: service {turns['service']}, local {turns['local']}")
+        out.line(f"spoken turns answered in the session: service {turns['service']}, local {turns['local']}")
         (_, service), (_, local) = rows[2], rows[3]
-        print(
-            f"  the local models: CPU {local[0] - service[0]:+.2f} points, RSS {local[1] - service[1]:+.1f} MB (mean)"
+        out.line(
+            f"the local models: CPU {local[0] - service[0]:+.2f} points, RSS {local[1] - service[1]:+.1f} MB (mean)"
         )
 
 
-def wake_accuracy() -> None:
+def wake_accuracy(out: Report) -> None:
     import json
 
     from parla.daemon.config import DaemonConfig
@@ -265,7 +271,7 @@ def wake_accuracy() -> None:
     audio = [speech(s, pad_ms=100) for s in sentences]
     false = sum(activations(wake, a) > 0 for a in audio)
     minutes = sum(map(len, audio)) / 32000 / 60
-    print(
+    out.line(
         f"wake phrase at {block // 32} ms blocks through the gate: heard {heard}/12, {false} false in {minutes:.1f} min"
     )
 
@@ -276,15 +282,15 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, help="seconds per mode (overrides --quick)")
     parser.add_argument("--no-talking", action="store_true", help="idle modes only")
     parser.add_argument("--no-wake-accuracy", action="store_true", help="skip the wake phrase's accuracy")
-    args = parser.parse_args()
+    args, out = parse(parser)
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     seconds = args.seconds or (10 if args.quick else 60)
     try:
-        asyncio.run(run(pulse, seconds, not args.no_talking))
+        asyncio.run(run(out, pulse, seconds, not args.no_talking))
     finally:
         pulse.stop()
     if not args.no_wake_accuracy:
-        wake_accuracy()
+        wake_accuracy(out)
 
 
 if __name__ == "__main__":

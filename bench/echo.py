@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from bench.report import Report, Table, parse
 from tests.peers.pulse import PulseServer, pacat_command, speech
 
 MODEL_SAYS = (
@@ -216,45 +217,62 @@ async def conversation(
     return sum(cuts), delays
 
 
-async def run(pulse: PulseServer, quick: bool, with_erle: bool) -> None:
+async def run(out: Report, pulse: PulseServer, quick: bool, with_erle: bool) -> None:
     from parla.voice.echo import WebRtcEngine
 
     engines: dict[str, Callable[[], Any]] = {"pywebrtc-audio": WebRtcEngine, "livekit": LiveKitEngine}
-    print("echo return loss enhancement in the room (a 9 s answer, model speaking alone, after its first 0.5 s)")
-    print(
-        f"  {'engine':<16} {'delay':>6} {'level':>7} {'ERLE dB':>8} {'median of 0.5 s':>16} {'CPU ms/20 ms block':>19}"
+    table = Table(
+        ["engine", "delay", "level", "ERLE dB", "median of 0.5 s", "CPU ms/20 ms block"],
+        title="echo return loss enhancement in the room (a 9 s answer, model speaking alone, after its first 0.5 s)",
     )
     for name, engine in engines.items() if with_erle else ():
         for delay in DELAYS_MS:
             for gain in GAINS_DB:
                 db, median, cpu = await erle(pulse, engine, delay, gain)
-                print(f"  {name:<16} {delay:>4}ms {gain:>5.0f}dB {db:8.1f} {median:16.1f} {cpu:19.3f}")
+                table.row(name, f"{delay}ms", f"{gain:.0f}dB", f"{db:.1f}", f"{median:.1f}", f"{cpu:.3f}")
+    if with_erle:
+        out.table(table)
     answers, bargeins = (5, 3) if quick else (20, 10)
     folder = Path(tempfile.mkdtemp(prefix="parla-bench-echo-"))
-    print(f"\nin the room (90 ms, {GAINS_DB[0]:.0f} dB), the emulator's voice detector on: {answers} answers, ")
-    print(f"then {bargeins} barge-ins as loud as the echo")
+    table = Table(
+        [
+            "echo cancellation",
+            "self-interruptions",
+            "already cut by the echo",
+            "interrupting",
+            "within 400 ms",
+            "median ms",
+            "max ms",
+        ],
+        title=f"in the room (90 ms, {GAINS_DB[0]:.0f} dB), the emulator's voice detector on: {answers} answers, "
+        f"then {bargeins} barge-ins as loud as the echo",
+    )
     for aec in (True, False):
         selfcuts, delays = await conversation(pulse, folder, aec, answers, bargeins)
         early = sum(d is not None and d < 0 for d in delays)  # cut by the echo before the user spoke
         heard = [d for d in delays if d is not None and d >= 0]
         fast = sum(d <= 0.4 for d in heard)
-        print(
-            f"  echo cancellation {'on ' if aec else 'off'}: self-interruptions {selfcuts}/{answers}; "
-            f"barge-ins: already cut by the echo {early}/{bargeins}, interrupting {len(heard)}/{bargeins}, "
-            f"within 400 ms {fast}/{bargeins}"
-            + (f" (median {np.median(heard) * 1000:.0f} ms, max {max(heard) * 1000:.0f} ms)" if heard else "")
+        table.row(
+            "on" if aec else "off",
+            f"{selfcuts}/{answers}",
+            f"{early}/{bargeins}",
+            f"{len(heard)}/{bargeins}",
+            f"{fast}/{bargeins}",
+            f"{np.median(heard) * 1000:.0f}" if heard else "",
+            f"{max(heard) * 1000:.0f}" if heard else "",
         )
+    out.table(table)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer answers and barge-ins")
     parser.add_argument("--no-erle", action="store_true", help="only the conversation in the room")
-    args = parser.parse_args()
+    args, out = parse(parser)
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     os.environ["PULSE_SERVER"] = pulse.env["PULSE_SERVER"]  # before sounddevice loads
     try:
-        asyncio.run(run(pulse, args.quick, not args.no_erle))
+        asyncio.run(run(out, pulse, args.quick, not args.no_erle))
     finally:
         pulse.stop()
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench.memory import synthetic_turns
 from bench.profile_probe import FACTS as PROBE_FACTS
+from bench.report import Report, Table, parse
 from parla.memory.compaction import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
@@ -87,20 +88,34 @@ async def probe(
     return kept, context.total_tokens, context.budget, seconds
 
 
-async def main(quick: bool, facts: list[tuple[str, str]]) -> None:
+async def main(out: Report, quick: bool, facts: list[tuple[str, str]]) -> None:
     sizes = SIZES[:2] if quick else SIZES
     n = len(facts)
-    print(f"fact retention: {n} planted facts said once at every depth, imported and compacted offline")
+    table = Table(
+        [
+            "turns",
+            "kept",
+            "context tokens",
+            "important turns alone (no auto pins)",
+            "neither (the context before them)",
+            "import + compaction s",
+        ],
+        title=f"fact retention: {n} planted facts said once at every depth, imported and compacted offline",
+    )
     with tempfile.TemporaryDirectory() as tmp:
         for size in sizes:
             kept, tokens, budget, seconds = await probe(size, WITH, Path(tmp), size, facts)
             quoted, _, _, _ = await probe(size, TURNS_ONLY, Path(tmp), size, facts)
             before, _, _, _ = await probe(size, WITHOUT, Path(tmp), size, facts)
-            print(
-                f"  {size:>5} turns: {kept}/{n} kept ({kept / n:.0%}), context {tokens}/{budget} "
-                f"tokens; important turns alone (no auto pins) {quoted}/{n}; neither (the context "
-                f"before them) {before}/{n} ({before / n:.0%}); import + compaction {seconds:.1f} s"
+            table.row(
+                size,
+                f"{kept}/{n} ({kept / n:.0%})",
+                f"{tokens}/{budget}",
+                f"{quoted}/{n}",
+                f"{before}/{n} ({before / n:.0%})",
+                f"{seconds:.1f}",
             )
+    out.table(table)
 
 
 if __name__ == "__main__":
@@ -112,5 +127,5 @@ if __name__ == "__main__":
         default="planted",
         help="the facts written with the rules (planted), or bench.profile_probe's, written apart from them",
     )
-    args = parser.parse_args()
-    asyncio.run(main(args.quick, PROBE_FACTS if args.facts == "probe" else PLANTED))
+    args, out = parse(parser)
+    asyncio.run(main(out, args.quick, PROBE_FACTS if args.facts == "probe" else PLANTED))

@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.corpus import write_jsonl
+from bench.report import Report, Table, parse
 from parla.daemon.control import CommandError, DaemonNotRunning, send_command
 from parla.daemon.memory_services import MemoryServices, open_memory
 from parla.daemon.settings import Settings
@@ -521,17 +522,17 @@ async def live_faults(
 # -- the suite -------------------------------------------------------------------------------------
 
 
-def report(all_figures: list[Figures], seconds: float) -> None:
-    print(f"kill -9 fault suite: {seconds:.0f} s")
-    header = f"  {'scenario':<11} {'kills':>5} {'runs':>5} {'turns checked':>13} {'lost':>5} {'duplicated':>10}"
-    print(header + f" {'integrity failures':>18} {'memory failures':>15}")
+def report(out: Report, all_figures: list[Figures], seconds: float) -> None:
+    table = Table(
+        ["scenario", "kills", "runs", "turns checked", "lost", "duplicated", "integrity failures", "memory failures"],
+        title=f"kill -9 fault suite: {seconds:.0f} s",
+    )
     for f in all_figures:
-        print(
-            f"  {f.scenario:<11} {f.kills:>5} {f.runs:>5} {f.checked:>13} {f.lost:>5} {f.duplicated:>10}"
-            f" {f.integrity_failures:>18} {f.memory_failures:>15}"
-        )
+        table.row(f.scenario, f.kills, f.runs, f.checked, f.lost, f.duplicated, f.integrity_failures, f.memory_failures)
+    out.table(table)
+    for f in all_figures:
         for line in ([f.note] if f.note else []) + f.problems:
-            print(f"      {line}")
+            out.line(f"{f.scenario}: {line}")
 
 
 async def with_memory(folder: Path, work: Callable[[MemoryServices], Awaitable[Figures]]) -> Figures:
@@ -598,11 +599,11 @@ def main() -> None:
     parser.add_argument("--kills", type=int, help="kills per scenario")
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--scenario", action="append", choices=SCENARIOS, help="only this one (repeatable)")
-    args = parser.parse_args()
+    args, out = parse(parser)
     kills = args.kills or (5 if args.quick else 50)
     started = time.monotonic()
     figures = asyncio.run(run(kills, args.seed, args.scenario or SCENARIOS))
-    report(figures, time.monotonic() - started)
+    report(out, figures, time.monotonic() - started)
     sys.exit(0 if all(f.ok for f in figures) else 1)
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.corpus import chat_record
+from bench.report import Report, Table, add_flag
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -126,18 +127,24 @@ def main() -> None:
     parser.add_argument("--conversations", type=int, default=2000)
     parser.add_argument("--quick", action="store_true", help="100 conversations: a smoke run")
     parser.add_argument("--store-only", metavar="FILE", help=argparse.SUPPRESS)  # the child of the first run
+    add_flag(parser)
     args = parser.parse_args()
     if args.store_only:
         print(json.dumps(asyncio.run(store_only(args.store_only))))
         return
+    out = Report(args.markdown)
+    out.start()
     count = 100 if args.quick else args.conversations
     with tempfile.TemporaryDirectory() as name:
         folder = Path(name)
         source = folder / "conversations.json"
         turns = write_export(source, count)
         size = source.stat().st_size / 1e6
-        print(f"synthetic ChatGPT export: {count:,} conversations, {turns:,} turns, {size:.0f} MB")
-        print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} cores, ijson backend {_backend()}")
+        table = Table(
+            ["run", "s", "turns/s", "peak RSS MB", "imported", "unchanged", "not summarised"],
+            title=f"synthetic ChatGPT export: {count:,} conversations, {turns:,} turns, {size:.0f} MB"
+            f" (ijson backend {_backend()})",
+        )
         runs = {
             "read and store only": ["-m", "bench.imports", "--store-only", str(source)],
             "parla import": ["-m", "parla.daemon", "-q", "import", str(source), "--json"],
@@ -147,11 +154,16 @@ def main() -> None:
             wall, rss, report = run_child(child, folder)
             if run == "read and store only":  # the next run imports into a store of its own
                 (folder / "parla.db").unlink()
-            print(
-                f"{run:20} {wall:7.1f} s  {turns / wall:7.0f} turns/s  peak RSS {rss:4.0f} MB  "
-                f"imported {report['imported']}, unchanged {report['unchanged']}, "
-                f"not summarised {len(report.get('not_summarised', []))}"
+            table.row(
+                run,
+                f"{wall:.1f}",
+                f"{turns / wall:.0f}",
+                f"{rss:.0f}",
+                report["imported"],
+                report["unchanged"],
+                len(report.get("not_summarised", [])),
             )
+        out.table(table)
 
 
 async def store_only(source: str) -> dict[str, int]:

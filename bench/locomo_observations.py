@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 from bench.locomo import DEVELOPMENT, LocomoError, load
+from bench.report import Table, parse
 from parla.memory.importance import IMPORTANT, durable_statements, turn_importance
 from parla.memory.turn import Turn
 
@@ -28,7 +29,7 @@ from parla.memory.turn import Turn
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, required=True, help="locomo10.zip, its extracted folder, or locomo10.json")
-    args = parser.parse_args()
+    args, out = parse(parser)
     try:
         conversations = load(args.data.resolve(), list(DEVELOPMENT))
     except LocomoError as e:
@@ -51,14 +52,19 @@ def main() -> None:
                     others += 1
                     others_taken += statement
     taken = found_statement + others_taken
-    print(f"LoCoMo observations ({', '.join(DEVELOPMENT)}), the user's {evidence} evidence turns:")
-    print(
-        f"  a pin and profile entry {found_statement / evidence:.3f}, or an important turn {found_important / evidence:.3f}"
+    table = Table(
+        ["the user's turns", "turns", "taken for durable statements (a pin and profile entry)", "an important turn"],
+        title=f"LoCoMo observations ({', '.join(DEVELOPMENT)})",
     )
-    print(
-        f"  the user's {others} other turns taken for durable statements: {others_taken / others:.3f}; "
-        f"precision of what is taken {found_statement / taken if taken else float('nan'):.3f}"
+    table.row(
+        "cited as evidence of a fact",
+        evidence,
+        f"{found_statement / evidence:.3f}",
+        f"{found_important / evidence:.3f}",
     )
+    table.row("the others", others, f"{others_taken / others:.3f}", "")
+    out.table(table)
+    out.line(f"precision of what is taken: {found_statement / taken if taken else float('nan'):.3f}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from bench.locomo import DEVELOPMENT, Conversation, LocomoError, load
 from bench.memory import percentile
+from bench.report import Table, parse
 from bench.switch_fidelity import History, environment, import_history
 from parla.daemon.cli.support import load_settings
 from parla.daemon.memory_services import open_memory
@@ -63,13 +64,16 @@ class Tally:
         self.range_hits += bool(holding)
         self.chat_hits += any(r.chat_id == chat_id for r in found)
 
-    def line(self, name: str) -> str:
+    def row(self, table: Table, name: str) -> None:
         n = self.asked or float("nan")
-        return (
-            f"{name}: evidence recall@5 {self.hits / n:.3f} as said ({self.hits}/{self.asked}), "
-            f"{self.range_hits / n:.3f} counting a summary or facts of its range; right chat among the results "
-            f"{self.chat_hits / n:.3f}; latency p50 {percentile(self.millis, 0.5):.1f} ms, p95 {percentile(self.millis, 0.95):.1f} ms; "
-            f"answer {percentile(self.chars, 0.5):.0f} characters (median)"
+        table.row(
+            name,
+            f"{self.hits / n:.3f} ({self.hits}/{self.asked})",
+            f"{self.range_hits / n:.3f}",
+            f"{self.chat_hits / n:.3f}",
+            f"{percentile(self.millis, 0.5):.1f}",
+            f"{percentile(self.millis, 0.95):.1f}",
+            f"{percentile(self.chars, 0.5):.0f}",
         )
 
 
@@ -103,7 +107,7 @@ def main() -> None:
     parser.add_argument(
         "--conversations", default=",".join(DEVELOPMENT), help="comma-separated ids (default: the development ones)"
     )
-    args = parser.parse_args()
+    args, out = parse(parser)
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()]
     if outside := [c for c in wanted if c not in DEVELOPMENT]:
         parser.error(f"{', '.join(outside)} is not a development conversation; the others are the held-out test")
@@ -120,12 +124,24 @@ def main() -> None:
             "PARLA_SUMMARIZER": "offline",
         }
         with environment(**settings):
-            print(f"recall on LoCoMo: {', '.join(wanted)}; offline embedder and summarizer", flush=True)
             for conversation in conversations:
                 history = import_history(conversation, Path(tmp))
                 asyncio.run(measure(history, across, inside))
-    print(across.line("across every chat"))
-    print(inside.line("inside the chat that holds it"))
+    table = Table(
+        [
+            "recall",
+            "evidence recall@5, as said",
+            "counting a summary or facts of its range",
+            "right chat among the results",
+            "p50 ms",
+            "p95 ms",
+            "answer characters (median)",
+        ],
+        title=f"recall on LoCoMo: {', '.join(wanted)}; offline embedder and summarizer",
+    )
+    across.row(table, "across every chat")
+    inside.row(table, "inside the chat that holds it")
+    out.table(table)
 
 
 if __name__ == "__main__":

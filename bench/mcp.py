@@ -1,4 +1,4 @@
-"""MCP benchmark: `python -m bench.mcp [--quick]`. Prints its figures; asserts nothing.
+"""MCP benchmark: `python -m bench.mcp [--quick] [--markdown]`. Prints its figures; asserts nothing.
 
 One `mcp-server-time` over stdio (the package from the registry, run by this Python). In the same
 run, alternating call by call so both see the same machine: the bare SDK call
@@ -22,6 +22,7 @@ import time
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from bench.report import Report, Table, parse
 from parla.tools.mcp_config import McpServerConfig
 from parla.tools.mcp_tools import McpTools
 from parla.tools.registry import ToolRegistry
@@ -36,7 +37,7 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-async def main(calls: int) -> None:
+async def main(out: Report, calls: int) -> None:
     config = McpServerConfig(name="time", command=sys.executable, args=ARGS)
     bare: list[float] = []
     parla: list[float] = []
@@ -58,13 +59,18 @@ async def main(calls: int) -> None:
                 if i >= 20:
                     bare.append(b * 1000)
                     parla.append(p * 1000)
-    print(f"MCP call to mcp-server-time over stdio, {calls} calls each, alternating, same run:")
-    for name, values in (("bare SDK call_tool", bare), ("through Parla's dispatch", parla)):
-        print(f"  {name:26s} p50 {statistics.median(values):6.2f} ms   p95 {percentile(values, 0.95):6.2f} ms")
-    print(
-        f"  Parla adds                 p50 {statistics.median(parla) - statistics.median(bare):6.2f} ms   "
-        f"p95 {percentile(parla, 0.95) - percentile(bare, 0.95):6.2f} ms"
+    table = Table(
+        ["call", "p50 ms", "p95 ms"],
+        title=f"MCP call to mcp-server-time over stdio, {calls} calls each, alternating, same run",
     )
+    for name, values in (("bare SDK call_tool", bare), ("through Parla's dispatch", parla)):
+        table.row(name, f"{statistics.median(values):.2f}", f"{percentile(values, 0.95):.2f}")
+    table.row(
+        "Parla adds",
+        f"{statistics.median(parla) - statistics.median(bare):.2f}",
+        f"{percentile(parla, 0.95) - percentile(bare, 0.95):.2f}",
+    )
+    out.table(table)
 
 
 async def idle_cpu(servers: int, seconds: float) -> float:
@@ -80,15 +86,16 @@ async def idle_cpu(servers: int, seconds: float) -> float:
         return 100 * (time.process_time() - cpu) / (time.perf_counter() - wall)
 
 
-async def idle(seconds: float) -> None:
-    print(f"Idle CPU of this process over {seconds:g} s (percent of one core):")
+async def idle(out: Report, seconds: float) -> None:
+    table = Table(["MCP servers connected", "CPU % of a core"], title=f"idle CPU of this process over {seconds:g} s")
     for servers in (0, 3, 0):
-        print(f"  {servers} MCP servers connected   {await idle_cpu(servers, seconds):.3f} %")
+        table.row(servers, f"{await idle_cpu(servers, seconds):.3f}")
+    out.table(table)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="50 calls instead of 500, 5 s idle instead of 60")
-    quick = parser.parse_args().quick
-    asyncio.run(main(50 if quick else 500))
-    asyncio.run(idle(5 if quick else 60))
+    args, out = parse(parser)
+    asyncio.run(main(out, 50 if args.quick else 500))
+    asyncio.run(idle(out, 5 if args.quick else 60))

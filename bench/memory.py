@@ -1,4 +1,4 @@
-"""Memory benchmarks: `python -m bench.memory [--quick]`. Prints its figures; asserts nothing.
+"""Memory benchmarks: `python -m bench.memory [--quick] [--markdown]`. Prints its figures; asserts nothing.
 
 - prompt memory vs full history, in tokens, at 10 / 100 / 1,000 / 5,000 turns (offline models);
 - append latency of one turn at those sizes, and its ratio to the 10-turn chat;
@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from bench.corpus import chat_record
+from bench.report import Report, Table, parse
 from parla.memory.compaction import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
@@ -61,9 +62,11 @@ def time_start() -> datetime:
     return datetime(2026, 1, 1, tzinfo=UTC)
 
 
-async def bench_sizes(tmp: Path, sizes: list[int]) -> None:
-    print("== prompt memory vs full history, append latency (one turn, median of 30)")
-    print(f"{'turns':>6} {'full tok':>9} {'context tok':>11} {'ratio':>7} {'append ms':>9} {'vs 10':>6}")
+async def bench_sizes(out: Report, tmp: Path, sizes: list[int]) -> None:
+    table = Table(
+        ["turns", "full tok", "context tok", "ratio", "append ms", f"vs {sizes[0]}"],
+        title="prompt memory vs full history, append latency (one turn, median of 30)",
+    )
     rng = random.Random(1)
     baseline = None
     async with SQLiteChatStore(tmp / "sizes.db") as store:
@@ -81,7 +84,8 @@ async def bench_sizes(tmp: Path, sizes: list[int]) -> None:
                 timings.append((time.perf_counter() - started) * 1000)
             append = statistics.median(timings)
             baseline = baseline or append
-            print(f"{n:>6} {full:>9} {context:>11} {context / full:>7.3f} {append:>9.3f} {append / baseline:>6.2f}")
+            table.row(n, full, context, f"{context / full:.3f}", f"{append:.3f}", f"{append / baseline:.2f}")
+    out.table(table)
 
 
 async def populate(store: ChatStore, first: int, last: int, rng: random.Random, turns: int = 6) -> None:
@@ -99,9 +103,11 @@ async def populate(store: ChatStore, first: int, last: int, rng: random.Random, 
         await store.upsert_facts(chat.id, MessageRange(start=1, end=10), [texts[0]], facts)
 
 
-async def bench_search(tmp: Path, sizes: list[int], queries: int) -> None:
-    print("\n== search latency (embed query + store search + ranking), ms")
-    print(f"{'chats':>6} {'texts':>6} {'cold':>8} {'p50':>8} {'p95':>8} {'p50 vs 100':>10}")
+async def bench_search(out: Report, tmp: Path, sizes: list[int], queries: int) -> None:
+    table = Table(
+        ["chats", "texts", "cold ms", "p50 ms", "p95 ms", f"p50 vs {sizes[0]}"],
+        title="search latency (embed query + store search + ranking)",
+    )
     baseline = None
     rng = random.Random(2)
     async with SQLiteChatStore(tmp / "search.db") as store:
@@ -121,11 +127,11 @@ async def bench_search(tmp: Path, sizes: list[int], queries: int) -> None:
             p50, p95 = percentile(timings, 0.5), percentile(timings, 0.95)
             baseline = baseline or p50
             texts = (await store.stats()).embedded_texts
-            print(f"{n:>6} {texts:>6} {cold:>8.2f} {p50:>8.2f} {p95:>8.2f} {p50 / baseline:>10.2f}")
+            table.row(n, texts, f"{cold:.2f}", f"{p50:.2f}", f"{p95:.2f}", f"{p50 / baseline:.2f}")
+    out.table(table)
 
 
-async def bench_compaction(tmp: Path, chats: int) -> None:
-    print("\n== compaction throughput (offline summarizer and embedder)")
+async def bench_compaction(out: Report, tmp: Path, chats: int) -> None:
     rng = random.Random(3)
     async with SQLiteChatStore(tmp / "compaction.db") as store:
         compactor = Compactor(store, ExtractiveSummarizer(), EMBEDDER, CONFIG)
@@ -144,26 +150,28 @@ async def bench_compaction(tmp: Path, chats: int) -> None:
             folded += report.turns_folded
             chunks += report.chunk_summaries
         elapsed = time.perf_counter() - started
-    print(
-        f"{chats} chats, {total} turns: {elapsed:.2f} s, {total / elapsed:,.0f} turns/s, "
-        f"{folded} turns folded, {chunks} chunk summaries + facts, {chats / elapsed:.1f} chats/s"
+    table = Table(
+        ["chats", "turns", "s", "turns/s", "turns folded", "chunk summaries + facts", "chats/s"],
+        title="compaction throughput (offline summarizer and embedder)",
     )
+    table.row(chats, total, f"{elapsed:.2f}", f"{total / elapsed:,.0f}", folded, chunks, f"{chats / elapsed:.1f}")
+    out.table(table)
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
-    args = parser.parse_args()
+    args, out = parse(parser)
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp)
         if args.quick:
-            await bench_sizes(path, [10, 100])
-            await bench_search(path, [100, 300], 20)
-            await bench_compaction(path, 10)
+            await bench_sizes(out, path, [10, 100])
+            await bench_search(out, path, [100, 300], 20)
+            await bench_compaction(out, path, 10)
         else:
-            await bench_sizes(path, [10, 100, 1000, 5000])
-            await bench_search(path, [100, 1000, 10000], 100)
-            await bench_compaction(path, 100)
+            await bench_sizes(out, path, [10, 100, 1000, 5000])
+            await bench_search(out, path, [100, 1000, 10000], 100)
+            await bench_compaction(out, path, 100)
 
 
 if __name__ == "__main__":

@@ -20,6 +20,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.report import Report as Output
+from bench.report import Table, parse
 from parla.memory.compaction import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder
@@ -64,20 +66,33 @@ class Report:
             return sum(o.decision == "none" for o in chosen) / len(chosen)
         return sum(getattr(o, what) for o in chosen) / len(chosen)
 
-    def lines(self) -> list[str]:
-        rows = [f"{self.embedder}: {len(self.outcomes)} requests"]
-        for label, same in (("same language", True), ("cross language", False), ("all", None)):
-            n = sum(1 for o in self.outcomes if same is None or o.same_language == same)
-            rows.append(
-                f"  {label:<15} n={n:<3} top-1 {self.share(same, 'top1'):.2f}  "
-                f"switch to the right chat {self.share(same, 'switched_right'):.2f}  none {self.share(same, 'none'):.2f}"
+    def figures(self) -> list[tuple[str, int, float, float, float]]:
+        """Per kind of request: how many, top-1, a switch to the right chat, `none`."""
+        return [
+            (
+                label,
+                sum(1 for o in self.outcomes if same is None or o.same_language == same),
+                self.share(same, "top1"),
+                self.share(same, "switched_right"),
+                self.share(same, "none"),
             )
-        rows += [
-            f"  miss [{o.language}->{o.chat_language}] {o.request!r}: {o.decision} {o.ranked[:3]}, wanted {o.expected}"
+            for label, same in (("same language", True), ("cross language", False), ("all", None))
+        ]
+
+    def misses(self) -> list[str]:
+        return [
+            f"miss [{o.language}->{o.chat_language}] {o.request!r}: {o.decision} {o.ranked[:3]}, wanted {o.expected}"
             for o in self.outcomes
             if not o.top1
         ]
-        return rows
+
+    def lines(self) -> list[str]:
+        rows = [f"{self.embedder}: {len(self.outcomes)} requests"]
+        for label, n, top1, right, none in self.figures():
+            rows.append(
+                f"  {label:<15} n={n:<3} top-1 {top1:.2f}  switch to the right chat {right:.2f}  none {none:.2f}"
+            )
+        return rows + [f"  {miss}" for miss in self.misses()]
 
 
 def load_set() -> dict:
@@ -113,15 +128,23 @@ async def evaluate(store: SQLiteChatStore, embedder: Embedder, config: MemoryCon
     return report
 
 
-async def _run(embedders: list[Embedder]) -> None:
+async def _run(out: Output, embedders: list[Embedder]) -> None:
+    table = Table(["embedder", "requests", "n", "top-1", "switch to the right chat", "none"])
+    misses = []
     with tempfile.TemporaryDirectory() as folder:
         for n, embedder in enumerate(embedders):
             async with SQLiteChatStore(Path(folder) / f"{n}.db") as store:
-                print("\n".join((await evaluate(store, embedder)).lines()))
+                report = await evaluate(store, embedder)
+            for label, count, top1, right, none in report.figures():
+                table.row(report.embedder, label, count, f"{top1:.2f}", f"{right:.2f}", f"{none:.2f}")
+            misses += [f"{report.embedder}: {miss}" for miss in report.misses()]
+    out.table(table)
+    for miss in misses:
+        out.line(miss)
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter).parse_args()
+    _, out = parse(argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter))
     from parla.daemon.memory_services import gemini_client
     from parla.daemon.settings import Settings
     from parla.memory.embedders.gemini import GeminiEmbedder
@@ -131,7 +154,7 @@ def main() -> None:
     emulator = GeminiRestEmulator().start()
     try:
         settings = Settings(gemini_api_key=emulator.api_key, gemini_base_url=emulator.base_url)
-        asyncio.run(_run([OfflineEmbedder(), GeminiEmbedder(gemini_client(settings))]))
+        asyncio.run(_run(out, [OfflineEmbedder(), GeminiEmbedder(gemini_client(settings))]))
     finally:
         emulator.stop()
 

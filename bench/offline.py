@@ -22,6 +22,7 @@ from contextlib import suppress
 from pathlib import Path
 
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from bench.switch import fill, switch_times
 from parla.memory.errors import WriteQueued
 from parla.memory.pins import Pin
@@ -36,8 +37,8 @@ from tests.peers.supabase_peer import PostgresCluster
 WRITES = 1000
 
 
-def row(label: str, times: list[float]) -> None:
-    print(f"  {label:<40} p50 {percentile(times, 0.5):7.2f} ms  p95 {percentile(times, 0.95):7.2f} ms")
+def row(table: Table, label: str, times: list[float]) -> None:
+    table.row(label, f"{percentile(times, 0.5):.2f}", f"{percentile(times, 0.95):.2f}")
 
 
 async def queue_writes(store: LocalCopyStore, chat_ids: list[str]) -> float:
@@ -64,7 +65,7 @@ async def queue_writes(store: LocalCopyStore, chat_ids: list[str]) -> float:
     return time.perf_counter() - started
 
 
-async def main(quick: bool) -> None:
+async def main(out: Report, quick: bool) -> None:
     chats, runs = (200, 20) if quick else (1000, 60)
     cluster = PostgresCluster()
     try:
@@ -87,21 +88,25 @@ async def main(quick: bool) -> None:
                 store = LocalCopyStore(remote, copy)
                 filled = await fill(store, chats, 50)
                 await fill(alone, chats, 50)
-                print(f"{chats:,} chats of 50 turns written through the copy in {filled:.1f} s; {runs} switches each")
                 # measured one after the other, each warmed up by one switch
                 _, remote_ms = await switch_times(remote, runs)
                 _, online_ms = await switch_times(store, runs)
                 shim.refuse()
                 _, offline_ms = await switch_times(store, runs)
                 _, sqlite_ms = await switch_times(alone, runs)
-                row("switch, Supabase alone (no copy)", remote_ms)
-                row("switch, Supabase online (with the copy)", online_ms)
-                row("switch, Supabase offline (the copy)", offline_ms)
-                row("switch, SQLite store alone", sqlite_ms)
+                table = Table(
+                    ["", "p50 ms", "p95 ms"],
+                    title=f"{chats:,} chats of 50 turns written through the copy in {filled:.1f} s; {runs} switches each",
+                )
+                row(table, "switch, Supabase alone (no copy)", remote_ms)
+                row(table, "switch, Supabase online (with the copy)", online_ms)
+                row(table, "switch, Supabase offline (the copy)", offline_ms)
+                row(table, "switch, SQLite store alone", sqlite_ms)
+                out.table(table)
                 ids = [c.id for c in await store.list_chats(limit=chats)]
                 queued = await queue_writes(store, ids)
                 waiting = (await store.pending_writes()).waiting
-                print(
+                out.line(
                     f"{waiting:,} writes queued offline, answered in {queued:.2f} s ({queued / WRITES * 1000:.2f} ms each)"
                 )
                 shim.recover()
@@ -109,7 +114,7 @@ async def main(quick: bool) -> None:
                 sent = await store.flush()
                 replay = time.perf_counter() - started
                 left = (await store.pending_writes()).waiting
-                print(f"replay once Supabase answers: {sent:,} writes in {replay:.2f} s, {left} left")
+                out.line(f"replay once Supabase answers: {sent:,} writes in {replay:.2f} s, {left} left")
     finally:
         cluster.close()
 
@@ -117,4 +122,5 @@ async def main(quick: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 chats, 20 runs")
-    asyncio.run(main(parser.parse_args().quick))
+    args, out = parse(parser)
+    asyncio.run(main(out, args.quick))

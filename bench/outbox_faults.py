@@ -22,6 +22,7 @@ from pathlib import Path
 import psycopg
 
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from parla.memory.errors import StoreOffline
 from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
 from parla.memory.store.supabase_session import sign_in
@@ -76,7 +77,7 @@ def check(dsn: str, sent: dict[str, list[str]]) -> tuple[int, int, int, int]:
     return stored, lost, duplicated, disordered
 
 
-async def main(quick: bool) -> None:
+async def main(out: Report, quick: bool) -> None:
     appends = 100 if quick else 500
     share = 0.35
     cluster = PostgresCluster()
@@ -104,21 +105,30 @@ async def main(quick: bool) -> None:
 
         injected = shim.faults.injected
         total = sum(injected.values())
-        print(f"{appends} appends of 2 turns over {CHATS} chats, then the same with faults")
-        print(f"  retries: {retry.attempts} tries, first wait {retry.delay} s, at most {retry.max_delay} s apart")
-        print(f"  append requests in the fault run: {requests}; faults injected: {total} ({total / requests:.0%})")
-        print("  by kind: " + ", ".join(f"{k} {injected[k]}" for k in TEMPORARY_FAULTS))
-        print(f"  plus {appends // 100} outages of 5 appends each (connection refused)")
-        print(f"  appends answered StoreOffline (turns queued, sent with a later append): {faulty['queued']}")
+        out.line(f"retries: {retry.attempts} tries, first wait {retry.delay} s, at most {retry.max_delay} s apart")
+        out.line(f"append requests in the fault run: {requests}; faults injected: {total} ({total / requests:.0%})")
+        out.line("by kind: " + ", ".join(f"{k} {injected[k]}" for k in TEMPORARY_FAULTS))
+        out.line(f"plus {appends // 100} outages of 5 appends each (connection refused)")
+        out.line(f"appends answered StoreOffline (turns queued, sent with a later append): {faulty['queued']}")
+        table = Table(
+            ["run", "s", "append p50 ms", "append p95 ms", "stored", "lost", "duplicated", "chats out of order"],
+            title=f"{appends} appends of 2 turns over {CHATS} chats, then the same with faults",
+        )
         for label, result, seconds in (("baseline", base, base_s), ("with faults", faulty, faulty_s)):
             stored, lost, duplicated, disordered = check(dsn, result["sent"])
             p50, p95 = percentile(result["ms"], 0.5), percentile(result["ms"], 0.95)
-            print(
-                f"  {label:<12} {seconds:6.1f} s  append p50 {p50:6.1f} ms  p95 {p95:6.1f} ms  "
-                f"stored {stored} of {2 * appends}: lost {lost}, duplicated {duplicated}, chats out of order "
-                f"{disordered}"
+            table.row(
+                label,
+                f"{seconds:.1f}",
+                f"{p50:.1f}",
+                f"{p95:.1f}",
+                f"{stored} of {2 * appends}",
+                lost,
+                duplicated,
+                disordered,
             )
-        print(f"  outbox after the run: {waiting} waiting, {failed} refused")
+        out.table(table)
+        out.line(f"outbox after the run: {waiting} waiting, {failed} refused")
     finally:
         cluster.close()
 
@@ -126,4 +136,5 @@ async def main(quick: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100 appends instead of 500")
-    asyncio.run(main(parser.parse_args().quick))
+    args, out = parse(parser)
+    asyncio.run(main(out, args.quick))

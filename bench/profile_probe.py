@@ -14,6 +14,7 @@ not the wording of any rule.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import random
 import tempfile
@@ -22,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from bench.report import Table, parse
 from parla.memory.compaction import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
@@ -146,14 +148,26 @@ async def run(workdir: Path, seed: int = 7) -> ProbeResult:
 
 
 def main() -> None:
+    _, out = parse(argparse.ArgumentParser(description=__doc__))
     with tempfile.TemporaryDirectory() as tmp:
         result = asyncio.run(run(Path(tmp)))
-    print(
-        f"cross-chat probe: {result.facts_known}/{len(FACTS)} facts in a new chat's context; "
-        f"{result.small_talk_in_profile} small-talk sentences among {result.profile_entries} profile entries; "
-        f"detector on {result.non_durable} non-durable sentences: {result.detector_false_positives} taken for a fact "
-        f"({result.seconds:.1f} s)"
+    table = Table(
+        [
+            "cross-chat probe",
+            "facts in a new chat's context",
+            "small-talk sentences among profile entries",
+            "non-durable sentences taken for a fact",
+            "s",
+        ]
     )
+    table.row(
+        "profile and durable statements",
+        f"{result.facts_known}/{len(FACTS)}",
+        f"{result.small_talk_in_profile}/{result.profile_entries}",
+        f"{result.detector_false_positives}/{result.non_durable}",
+        f"{result.seconds:.1f}",
+    )
+    out.table(table)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,13 @@ import time
 from pathlib import Path
 
 from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
+from bench.report import Report, Table, parse
 from parla.memory.recall import Recall
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.turn_windows import WindowIndexer
 
 
-async def main(chats: int, turns: int, queries: int) -> None:
+async def main(out: Report, chats: int, turns: int, queries: int) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         async with SQLiteChatStore(Path(tmp) / "recall.db") as store:
             started = time.perf_counter()
@@ -35,7 +36,10 @@ async def main(chats: int, turns: int, queries: int) -> None:
             recall = Recall(store, EMBEDDER, CONFIG)
             one = (await store.list_chats(limit=1))[0].id
             await recall.recall(REQUESTS[0], None)  # the first loads the vector index
-            print(f"recall latency: {chats} chats x {turns} turns, {texts} embedded texts (built in {built:.0f} s)")
+            table = Table(
+                ["recall", "p50 ms", "p95 ms", "CPU p50 ms", "CPU p95 ms"],
+                title=f"recall latency: {chats} chats x {turns} turns, {texts} embedded texts (built in {built:.0f} s)",
+            )
             for name, scope in (("across every chat", None), ("inside one chat", one)):
                 timings, cpu = [], []
                 for i in range(queries):
@@ -43,10 +47,14 @@ async def main(chats: int, turns: int, queries: int) -> None:
                     await recall.recall(REQUESTS[i % len(REQUESTS)], scope)
                     timings.append((time.perf_counter() - began) * 1000)
                     cpu.append((time.process_time() - began_cpu) * 1000)
-                print(
-                    f"  {name}: p50 {percentile(timings, 0.5):.1f} ms, p95 {percentile(timings, 0.95):.1f} ms; "
-                    f"CPU time p50 {percentile(cpu, 0.5):.1f} ms, p95 {percentile(cpu, 0.95):.1f} ms"
+                table.row(
+                    name,
+                    f"{percentile(timings, 0.5):.1f}",
+                    f"{percentile(timings, 0.95):.1f}",
+                    f"{percentile(cpu, 0.5):.1f}",
+                    f"{percentile(cpu, 0.95):.1f}",
                 )
+            out.table(table)
 
 
 if __name__ == "__main__":
@@ -54,5 +62,5 @@ if __name__ == "__main__":
     parser.add_argument("--chats", type=int, default=1000)
     parser.add_argument("--turns", type=int, default=50)
     parser.add_argument("--queries", type=int, default=60)
-    args = parser.parse_args()
-    asyncio.run(main(args.chats, args.turns, args.queries))
+    args, out = parse(parser)
+    asyncio.run(main(out, args.chats, args.turns, args.queries))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from bench.corpus import write_jsonl
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from bench.scale_probe import Wide
 from parla.memory.reembed import reembed
 from parla.memory.store.sqlite import SQLiteChatStore
@@ -93,7 +94,7 @@ def options(store: Path, dim: int, with_usearch: bool) -> list[dict[str, object]
     return [json.loads(line) for line in lines.splitlines() if line.strip()]
 
 
-def sizes(store: Path, turns: int, dim: int) -> None:
+def sizes(out: Report, store: Path, turns: int, dim: int) -> None:
     """Bytes per 1,000 turns: the files, and what takes them."""
     with sqlite3.connect(store) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -113,34 +114,53 @@ def sizes(store: Path, turns: int, dim: int) -> None:
     windows = tables.get("turn_windows", 0) + tables.get("sqlite_autoindex_turn_windows_1", 0)
     turns_b = sum(v for k, v in tables.items() if k.startswith(("turns", "sqlite_autoindex_turns")))
     index = [store.with_name(store.name + s) for s in ("-vectors", "-vectors.i8")]
-    print(
-        f"  store per 1,000 turns: {mb(store.stat().st_size)} (file) + {mb(sum(p.stat().st_size for p in index))} (index files)"
+    out.line(
+        f"store per 1,000 turns: {mb(store.stat().st_size)} (file) + {mb(sum(p.stat().st_size for p in index))} (index files)"
     )
-    print(
-        f"    turns {mb(turns_b)}, FTS {mb(fts)}, windows {mb(windows)}, summaries and facts "
+    out.line(
+        f"of which turns {mb(turns_b)}, FTS {mb(fts)}, windows {mb(windows)}, summaries and facts "
         f"{mb(tables.get('summaries', 0) + tables.get('facts', 0))}; the vectors (half precision) inside those "
         f"rows {mb(vector_bytes)}"
     )
 
 
-def report(name: str, probed: dict[str, list[float]], compared: list[dict[str, object]]) -> None:
+def report(out: Report, name: str, probed: dict[str, list[float]], compared: list[dict[str, object]]) -> None:
     first = probed["first_s"]
-    print(f"  {name}")
-    print(
-        f"    first switch search after opening  p95 over {len(first)} openings {percentile(first, 0.95):6.3f} s (each: {', '.join(f'{f:.3f}' for f in first)})"
-    )
+    searches = Table(["search", "p50 ms", "p95 ms"], title=name)
     for kind in ("switch", "recall"):
         ms = probed[f"{kind}_ms"]
-        print(
-            f"    {kind:6} search                  p50 {percentile(ms, 0.5):7.1f} ms  p95 {percentile(ms, 0.95):7.1f} ms"
-        )
-    print(f"    RSS after 20 switch + 20 recall searches: {max(probed['rss_mb']):.0f} MB")
+        searches.row(kind, f"{percentile(ms, 0.5):.1f}", f"{percentile(ms, 0.95):.1f}")
+    out.table(searches)
+    out.line(
+        f"first switch search after opening: p95 over {len(first)} openings {percentile(first, 0.95):.3f} s"
+        f" (each: {', '.join(f'{f:.3f}' for f in first)}); RSS after 20 switch + 20 recall searches:"
+        f" {max(probed['rss_mb']):.0f} MB"
+    )
+    table = Table(
+        [
+            "option",
+            "agreement switch",
+            "agreement recall",
+            "p50 ms",
+            "p95 ms",
+            "heap B a vector",
+            "disk B a vector",
+            "built in s",
+        ],
+        title=f"{name}: vector search options on the same vectors",
+    )
     for option in compared:
-        print(
-            f"    {option['option']:<62} agreement switch {option['agreement_switch']:.3f} recall {option['agreement_recall']:.3f}"
-            f"  p50 {option['candidates_ms_p50']:6.1f} ms p95 {option['candidates_ms_p95']:6.1f} ms"
-            f"  heap {option['heap_bytes_per_vector']} B, disk {float(str(option['disk_bytes_per_vector'])):.0f} B a vector, built in {option['build_s']} s"
+        table.row(
+            str(option["option"]),
+            f"{option['agreement_switch']:.3f}",
+            f"{option['agreement_recall']:.3f}",
+            f"{option['candidates_ms_p50']:.1f}",
+            f"{option['candidates_ms_p95']:.1f}",
+            str(option["heap_bytes_per_vector"]),
+            f"{float(str(option['disk_bytes_per_vector'])):.0f}",
+            str(option["build_s"]),
         )
+    out.table(table)
 
 
 async def widen(source: Path, target: Path) -> None:
@@ -152,7 +172,7 @@ async def widen(source: Path, target: Path) -> None:
         await reembed(store, Wide(), 512)
 
 
-def main(chat_counts: list[int], with_usearch: bool) -> None:
+def main(out: Report, chat_counts: list[int], with_usearch: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for chats in chat_counts:
@@ -160,14 +180,21 @@ def main(chat_counts: list[int], with_usearch: bool) -> None:
             turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
             store = folder / f"store-{chats}.db"
             seconds, peak = run_import(jsonl, env_for(store, folder / "home"))
-            print(f"== {chats:,} chats, {turns:,} turns")
-            print(f"  parla import (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), peak RSS {peak:.0f} MB")
-            report("offline embedder, 256 dims", probe(store, 256), options(store, 256, with_usearch))
-            sizes(store, turns, 256)
+            out.line(
+                f"{chats:,} chats, {turns:,} turns: parla import (offline) {turns / seconds:,.0f} turns/s"
+                f" ({seconds:.1f} s), peak RSS {peak:.0f} MB"
+            )
+            report(
+                out,
+                f"{chats:,} chats, offline embedder, 256 dims",
+                probe(store, 256),
+                options(store, 256, with_usearch),
+            )
+            sizes(out, store, turns, 256)
             wide = folder / f"store-{chats}-768.db"
             asyncio.run(widen(store, wide))
-            report("768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
-            sizes(wide, turns, 768)
+            report(out, f"{chats:,} chats, 768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
+            sizes(out, wide, turns, 768)
             for path in folder.glob(f"store-{chats}*"):
                 path.unlink()
 
@@ -184,7 +211,7 @@ if __name__ == "__main__":
         default="sqlite",
         help="supabase: the Postgres peer (bench.scale_supabase)",
     )
-    args = parser.parse_args()
+    args, out = parse(parser)
     counts = [500] if args.quick else [500, 5000, 20000] if args.big else [500, 5000]
     if args.store == "supabase":
         from bench.scale_supabase import run
@@ -192,6 +219,6 @@ if __name__ == "__main__":
         for chats in counts:
             # beyond 500 chats `parla import` through the API would take hours here: the history is
             # imported into SQLite and copied (bench.supabase_load), and 100 chats go through the API
-            asyncio.run(run(chats) if chats <= 500 else run(chats, "copy", api_chats=100))
+            asyncio.run(run(out, chats) if chats <= 500 else run(out, chats, "copy", api_chats=100))
     else:
-        main(counts, not args.no_usearch)
+        main(out, counts, not args.no_usearch)

@@ -27,6 +27,7 @@ import psycopg
 
 from bench.corpus import write_jsonl
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from bench.scale import env_for, run_import
 from bench.scale_probe import embedder_of, requests, searches
 from bench.supabase_load import copy_store
@@ -63,7 +64,9 @@ async def connect(url: str, user: str, folder: Path) -> SupabaseChatStore:
     return await SupabaseChatStore.connect(url, SERVICE_KEY, user_id=user, outbox_path=folder / "outbox.db")
 
 
-async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection) -> None:
+async def probe(
+    out: Report, name: str, url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection
+) -> None:
     config = MemoryConfig()
     switches, questions = requests()
     await embedder.embed(["warm the embedder's tables"], "query")
@@ -84,13 +87,17 @@ async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psy
             # a chat tied with the exact 10th (the corpus repeats sentences) agrees too
             tenth = sorted(exact.values())[min(9, len(exact) - 1)]
             agreement.append(sum(exact[c] <= tenth + 1e-6 for c in found) / min(10, len(exact)))
-    print(f"    first switch search after connecting  p95 over {OPENINGS} {percentile(first, 0.95):6.3f} s")
+    table = Table(["search", "p50 ms", "p95 ms"], title=name)
     for kind, ms in (("switch", switch_ms), ("recall", recall_ms)):
-        print(f"    {kind:6} search   p50 {percentile(ms, 0.5):7.1f} ms  p95 {percentile(ms, 0.95):7.1f} ms")
-    print(f"    top-10 agreement with the exact scan over {len(agreement)} requests: {np.mean(agreement):.3f}")
+        table.row(kind, f"{percentile(ms, 0.5):.1f}", f"{percentile(ms, 0.95):.1f}")
+    out.table(table)
+    out.line(
+        f"first switch search after connecting: p95 over {OPENINGS} {percentile(first, 0.95):.3f} s;"
+        f" top-10 agreement with the exact scan over {len(agreement)} requests: {np.mean(agreement):.3f}"
+    )
 
 
-def sizes(conn: psycopg.Connection, turns: int) -> None:
+def sizes(out: Report, conn: psycopg.Connection, turns: int) -> None:
     per = 1000 / turns / 2**20
     tables = conn.execute(
         "SELECT c.relname, pg_total_relation_size(c.oid) - coalesce((SELECT sum(pg_relation_size(i.indexrelid)) "
@@ -104,7 +111,7 @@ def sizes(conn: psycopg.Connection, turns: int) -> None:
         "WHERE x.relname LIKE '%hnsw%'"
     ).fetchone()
     listed = ", ".join(f"{name} {size * per:.2f}" for name, size in tables if size * per >= 0.01)
-    print(f"  per 1,000 turns (MB): {listed}; the HNSW indexes {float(hnsw[0] or 0) * per:.2f}")
+    out.line(f"per 1,000 turns (MB): {listed}; the HNSW indexes {float(hnsw[0] or 0) * per:.2f}")
 
 
 def import_env(folder: Path, url: str, user: str) -> dict[str, str]:
@@ -126,7 +133,7 @@ def import_env(folder: Path, url: str, user: str) -> dict[str, str]:
     return env
 
 
-def api_import(folder: Path, url: str, user: str, chats: int, id_prefix: str = "") -> int:
+def api_import(out: Report, folder: Path, url: str, user: str, chats: int, id_prefix: str = "") -> int:
     """`parla import` of `chats` chats through supabase-py and the shim, timed; their turns.
     `id_prefix` goes before each chat's id in the file (chat ids are unique across users)."""
     folder.mkdir(exist_ok=True)
@@ -136,14 +143,14 @@ def api_import(folder: Path, url: str, user: str, chats: int, id_prefix: str = "
         jsonl.write_text("".join(json.dumps({**r, "id": id_prefix + r["id"]}) + "\n" for r in records))
     turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
     seconds, peak = run_import(jsonl, import_env(folder, url, user))
-    print(
-        f"  parla import through the API (offline), {chats:,} chats: {turns / seconds:,.0f} turns/s "
+    out.line(
+        f"parla import through the API (offline), {chats:,} chats: {turns / seconds:,.0f} turns/s "
         f"({seconds:.1f} s), peak RSS {peak:.0f} MB"
     )
     return turns
 
 
-def copied(folder: Path, dsn: str, user: str, chats: int, store: Path | None = None) -> int:
+def copied(out: Report, folder: Path, dsn: str, user: str, chats: int, store: Path | None = None) -> int:
     """`parla import` of `chats` chats into a SQLite store (or `store`, one made so before), then
     copied to the peer as `user`'s; its turns."""
     if store is None:
@@ -151,19 +158,19 @@ def copied(folder: Path, dsn: str, user: str, chats: int, store: Path | None = N
         store = folder / "copied.db"
         seconds, peak = run_import(jsonl, env_for(store, folder / "home-sqlite"))
         turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
-        print(
-            f"  parla import into SQLite (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), "
+        out.line(
+            f"parla import into SQLite (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), "
             f"peak RSS {peak:.0f} MB"
         )
     started = time.perf_counter()
     counts = copy_store(store, dsn, user)
     listed = ", ".join(f"{name} {n:,}" for name, n in counts.items())
-    print(f"  copied to the peer in {time.perf_counter() - started:.1f} s ({listed}; indexes rebuilt)")
+    out.line(f"copied to the peer in {time.perf_counter() - started:.1f} s ({listed}; indexes rebuilt)")
     return counts["chat_turns"]
 
 
 async def run(
-    chats: int, build: str = "import", api_chats: int = 0, widen: bool = True, store: Path | None = None
+    out: Report, chats: int, build: str = "import", api_chats: int = 0, widen: bool = True, store: Path | None = None
 ) -> None:
     """`chats` chats of one user on the peer, built by `parla import` through the API (`import`)
     or by `bench.supabase_load` (`copy`); with `copy`, `api_chats` chats of another user of the
@@ -178,31 +185,32 @@ async def run(
             dsn = cluster.new_database()
             with PostgrestShim(dsn) as shim, psycopg.connect(dsn, autocommit=True) as conn:
                 conn.execute("SET search_path = public, extensions")  # pgvector's operators, as the functions have
-                print(f"== Supabase peer: {chats:,} chats, built by {build}")
+                name = f"Supabase peer, {chats:,} chats, built by {build}"
                 user = shim.create_user("heavy@example.com")
                 if build == "import":
-                    turns = api_import(folder, shim.url, user, chats)
+                    turns = api_import(out, folder, shim.url, user, chats)
                 else:
                     if api_chats:
                         api_import(
-                            folder / "other", shim.url, shim.create_user("other@example.com"), api_chats, "other-"
+                            out, folder / "other", shim.url, shim.create_user("other@example.com"), api_chats, "other-"
                         )
-                    turns = copied(folder, dsn, user, chats, store)
+                    turns = copied(out, folder, dsn, user, chats, store)
                 conn.execute("ANALYZE")
-                print(f"  {turns:,} turns; offline embedder, 256 dims")
-                await probe(shim.url, user, folder, embedder_of(256), conn)
-                sizes(conn, turns)
+                name += f", {turns:,} turns"
+                await probe(out, f"{name}: offline embedder, 256 dims", shim.url, user, folder, embedder_of(256), conn)
+                sizes(out, conn, turns)
                 if not widen:
                     return
                 wide = embedder_of(768)
                 async with await connect(shim.url, user, folder) as remote:
                     started = time.perf_counter()
                     count = await reembed(remote, wide, 512)
-                    print(f"  re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)")
+                    out.line(
+                        f"re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)"
+                    )
                 conn.execute("ANALYZE")
-                print("  768-dim stand-in")
-                await probe(shim.url, user, folder, wide, conn)
-                sizes(conn, turns)
+                await probe(out, f"{name}: 768-dim stand-in", shim.url, user, folder, wide, conn)
+                sizes(out, conn, turns)
         finally:
             cluster.close()
 
@@ -225,5 +233,5 @@ if __name__ == "__main__":
         type=Path,
         help="with --build copy: copy this SQLite store (`parla import` of --chats chats, made before) instead",
     )
-    args = parser.parse_args()
-    asyncio.run(run(args.chats, args.build, args.api_chats, not args.no_768, args.from_store))
+    args, out = parse(parser)
+    asyncio.run(run(out, args.chats, args.build, args.api_chats, not args.no_768, args.from_store))

@@ -32,6 +32,7 @@ import numpy as np
 import psycopg
 
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from parla.memory.embedding import EmbeddedText
 from parla.memory.store.supabase import SupabaseChatStore
 from parla.memory.store.supabase_session import sign_in
@@ -63,10 +64,13 @@ def direct(conn: psycopg.Connection, user_id: str, sql: str, params: tuple) -> l
         return [(time.perf_counter() - start) * 1000]
 
 
-def row(label: str, values: list[float], base: float | None = None) -> None:
+def latencies(title: str) -> Table:
+    return Table(["", "p50 ms", "p95 ms", "ratio"], title=title)
+
+
+def row(table: Table, label: str, values: list[float], base: float) -> None:
     p50, p95 = percentile(values, 0.5), percentile(values, 0.95)
-    ratio = f"{p50 / base:6.2f}x" if base else "       "
-    print(f"  {label:<44} p50 {p50:7.2f} ms  p95 {p95:7.2f} ms  {ratio}")
+    table.row(label, f"{p50:.2f}", f"{p95:.2f}", f"{p50 / base:.2f}x")
 
 
 def vectors(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -74,7 +78,7 @@ def vectors(n: int, rng: np.random.Generator) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-async def main(quick: bool) -> None:
+async def main(out: Report, quick: bool) -> None:
     runs = 20 if quick else 100
     cluster = PostgresCluster()
     dsn = cluster.new_database()
@@ -88,7 +92,6 @@ async def main(quick: bool) -> None:
             )
             conn = psycopg.connect(dsn)
             async with store:
-                print(f"append one turn ({runs} runs each; direct SQL is the baseline)")
                 small = (await store.create_chat(turns=[Turn.of("user", f"t{i}") for i in range(10)])).chat
                 big = (await store.create_chat()).chat
                 for start in range(0, 5000, 500):
@@ -117,13 +120,14 @@ async def main(quick: bool) -> None:
                     ]
                 base_sql = percentile(results["sql 10 turns"], 0.5)
                 base_shim = percentile(results["shim 10 turns"], 0.5)
-                row("direct SQL, chat of 10 turns", results["sql 10 turns"], base_sql)
-                row("direct SQL, chat of 5,000 turns (ratio to 10)", results["sql 5,000 turns"], base_sql)
-                row("supabase-py via shim, 10 turns (ratio to SQL)", results["shim 10 turns"], base_sql)
-                row("supabase-py via shim, 5,000 turns (ratio to 10)", results["shim 5,000 turns"], base_shim)
+                table = latencies(f"append one turn ({runs} runs each; direct SQL is the baseline)")
+                row(table, "direct SQL, chat of 10 turns", results["sql 10 turns"], base_sql)
+                row(table, "direct SQL, chat of 5,000 turns (ratio to 10)", results["sql 5,000 turns"], base_sql)
+                row(table, "supabase-py via shim, 10 turns (ratio to SQL)", results["shim 10 turns"], base_sql)
+                row(table, "supabase-py via shim, 5,000 turns (ratio to 10)", results["shim 5,000 turns"], base_shim)
+                out.table(table)
 
                 n_chats = 1000
-                print(f"\nsearch_chats_semantic over {n_chats:,} chats, {3 * n_chats:,} vectors of {DIM} dims")
                 _fill(dsn, user, n_chats, rng)
                 queries = vectors(runs, rng)
                 it = iter(queries)
@@ -139,19 +143,22 @@ async def main(quick: bool) -> None:
                     )
                 ]
                 base = percentile(sql_ms, 0.5)
-                row("direct SQL", sql_ms, base)
-                row("supabase-py via shim (ratio to SQL)", shim_ms, base)
+                table = latencies(
+                    f"search_chats_semantic over {n_chats:,} chats, {3 * n_chats:,} vectors of {DIM} dims"
+                )
+                row(table, "direct SQL", sql_ms, base)
+                row(table, "supabase-py via shim (ratio to SQL)", shim_ms, base)
+                out.table(table)
 
-                await _long_chat(store, conn, user, 2000 if quick else 10_000)
+                await _long_chat(out, store, conn, user, 2000 if quick else 10_000)
             conn.close()
     finally:
         cluster.close()
 
 
-async def _long_chat(store: SupabaseChatStore, conn: psycopg.Connection, user: str, n: int) -> None:
+async def _long_chat(out: Report, store: SupabaseChatStore, conn: psycopg.Connection, user: str, n: int) -> None:
     """Appends to one growing chat; every 10th step also one to a short chat (a fresh one every
     100 of them), the baseline timed under the same machine load."""
-    print(f"\n{n:,} turns appended one at a time to one chat (ratios to the first append)")
     chat = (await store.create_chat()).chat
     ms: list[float] = []
     short_ms: list[tuple[int, float]] = []  # (step, ms)
@@ -169,36 +176,41 @@ async def _long_chat(store: SupabaseChatStore, conn: psycopg.Connection, user: s
             short_ms.append((i, (time.perf_counter() - start) * 1000))
     first = ms[0]
     slowest = max(range(n), key=ms.__getitem__)
-    print(f"  first append                                 {first:7.2f} ms")
+    table = Table(
+        ["", "ms", "ratio"], title=f"{n:,} turns appended one at a time to one chat (ratios to the first append)"
+    )
+    table.row("first append", f"{first:.2f}", "1.00x")
     for label, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
         value = percentile(ms, q)
-        print(f"  {label:<44} {value:7.2f} ms  {value / first:6.2f}x")
-    print(f"  slowest (append #{slowest + 1:,}){'':<27} {ms[slowest]:7.2f} ms  {ms[slowest] / first:6.2f}x")
+        table.row(label, f"{value:.2f}", f"{value / first:.2f}x")
+    table.row(f"slowest (append #{slowest + 1:,})", f"{ms[slowest]:.2f}", f"{ms[slowest] / first:.2f}x")
+    out.table(table)
     over = sum(m > 2 * first for m in ms)
-    print(f"  appends slower than 2x the first             {over:,} of {n:,}")
+    out.line(f"appends slower than 2x the first: {over:,} of {n:,}")
     tenth = n // 10
     long_p50 = [percentile(ms[i : i + tenth], 0.5) for i in range(0, n, tenth)]
     short_p50 = [percentile([m for step, m in short_ms if i <= step < i + tenth], 0.5) for i in range(0, n, tenth)]
-    print("  p50 per tenth of the chat (ms)               " + " ".join(f"{v:.1f}" for v in long_p50))
-    print("  same tenths, a chat of <= 100 turns (ms)     " + " ".join(f"{v:.1f}" for v in short_p50))
-    print(
-        "  long / short p50 per tenth                   "
-        + " ".join(f"{a / b:.2f}" for a, b in zip(long_p50, short_p50, strict=True))
+    tenths = Table(
+        ["tenth of the chat", "p50 ms", "same tenth, a chat of <= 100 turns, p50 ms", "long / short"],
+        title="p50 per tenth of the long chat, next to a short chat's appends at the same moments",
     )
+    for i, (a, b) in enumerate(zip(long_p50, short_p50, strict=True)):
+        tenths.row(i + 1, f"{a:.1f}", f"{b:.1f}", f"{a / b:.2f}")
+    out.table(tenths)
     start = time.perf_counter()
     history = await store.load_history(chat.id)
-    print(f"  read back whole: {len(history.full_history):,} turns in {(time.perf_counter() - start) * 1000:.0f} ms")
+    out.line(f"read back whole: {len(history.full_history):,} turns in {(time.perf_counter() - start) * 1000:.0f} ms")
 
     big = 8000
     turns = [Turn.of("user", f"imported {i} " + "words " * 20) for i in range(big)]
     start = time.perf_counter()
     await store.create_chat(turns=turns)
-    print(f"\none import of {big:,} turns through supabase-py (pages of 500) {(time.perf_counter() - start):6.2f} s")
+    out.line(f"one import of {big:,} turns through supabase-py (pages of 500): {(time.perf_counter() - start):.2f} s")
     payload = json.dumps(
         [Turn.of("user", f"sql {i} " + "words " * 20).model_dump(mode="json", exclude={"seq"}) for i in range(big)]
     )
     (sql_ms,) = direct(conn, user, "SELECT public.create_chat(p_turns => %s::jsonb)", (payload,))
-    print(f"one SQL call of {big:,} turns (create_chat, statement timeout 8 s)   {sql_ms / 1000:6.2f} s")
+    out.line(f"one SQL call of {big:,} turns (create_chat, statement timeout 8 s): {sql_ms / 1000:.2f} s")
 
 
 def _fill(dsn: str, user: str, n: int, rng: np.random.Generator) -> None:
@@ -236,4 +248,5 @@ def _fill(dsn: str, user: str, n: int, rng: np.random.Generator) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer runs")
-    asyncio.run(main(parser.parse_args().quick))
+    args, out = parse(parser)
+    asyncio.run(main(out, args.quick))

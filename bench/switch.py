@@ -24,6 +24,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
+from bench.report import Report, Table, parse
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.embedding import embed_texts
 from parla.memory.refused import RefusedTurns
@@ -88,21 +89,26 @@ async def switch_times(store: ChatStore, runs: int) -> tuple[ChatTools, list[flo
     return tools, await timed(switch, runs)
 
 
-async def measure(name: str, store: ChatStore, chats: int, turns: int, runs: int) -> ChatTools:
+async def measure(out: Report, name: str, store: ChatStore, chats: int, turns: int, runs: int) -> ChatTools:
     filled = await fill(store, chats, turns)
     queries = await embed_texts(EMBEDDER, REQUESTS, "query")
     tools, ours = await switch_times(store, runs)
     base = await timed(lambda i: store.search(queries[i % len(queries)], 20), runs)
     p50, base50 = percentile(ours, 0.5), percentile(base, 0.5)
     texts = (await store.stats()).embedded_texts
-    print(f"{name}: {chats:,} chats of {turns} turns, {texts:,} embedded texts (filled in {filled:.1f} s)")
-    print(f"  switch resolution (tool + seed load)  p50 {p50:7.2f} ms  p95 {percentile(ours, 0.95):7.2f} ms")
-    print(f"  store search alone (baseline)         p50 {base50:7.2f} ms  p95 {percentile(base, 0.95):7.2f} ms")
-    print(f"  ratio {p50 / base50:.2f}x")
+    table = Table(
+        ["", "p50 ms", "p95 ms", "ratio"],
+        title=f"{name}: {chats:,} chats of {turns} turns, {texts:,} embedded texts (filled in {filled:.1f} s)",
+    )
+    table.row("store search alone (baseline)", f"{base50:.2f}", f"{percentile(base, 0.95):.2f}", "1.00x")
+    table.row(
+        "switch resolution (tool + seed load)", f"{p50:.2f}", f"{percentile(ours, 0.95):.2f}", f"{p50 / base50:.2f}x"
+    )
+    out.table(table)
     return tools
 
 
-async def after_a_write(store: SQLiteChatStore, path: Path, chats: int, runs: int) -> None:
+async def after_a_write(out: Report, store: SQLiteChatStore, path: Path, chats: int, runs: int) -> None:
     """The first search after a chat gained a turn and its window, against a rebuild of the
     index files (what a store without them costs once), and the index's footprint."""
     (query,) = await embed_texts(EMBEDDER, REQUESTS[:1], "query")
@@ -126,12 +132,14 @@ async def after_a_write(store: SQLiteChatStore, path: Path, chats: int, runs: in
         await store.search(query, 20, 5)
         rebuild.append((time.perf_counter() - started) * 1000)
     index_mb = sum(file.stat().st_size for file in files) / 2**20
-    print(
-        f"  first search after a new turn  p50 {percentile(after, 0.5):7.2f} ms  p95 {percentile(after, 0.95):7.2f} ms"
+    table = Table(["", "p50 ms", "p95 ms"], title=f"the first search after a write, {chats:,} chats")
+    table.row("first search after a new turn", f"{percentile(after, 0.5):.2f}", f"{percentile(after, 0.95):.2f}")
+    table.row(
+        "with the index files rebuilt (baseline)", f"{percentile(rebuild, 0.5):.2f}", f"{percentile(rebuild, 0.95):.2f}"
     )
-    print(f"  with the index files rebuilt   p50 {percentile(rebuild, 0.5):7.2f} ms  (baseline of the line above)")
-    print(
-        f"  per 1,000 chats: {path.stat().st_size / 2**20 / chats * 1000:.1f} MB on disk (the store), "
+    out.table(table)
+    out.line(
+        f"per 1,000 chats: {path.stat().st_size / 2**20 / chats * 1000:.1f} MB on disk (the store), "
         f"index files {index_mb / chats * 1000:.1f} MB beside it; process RSS {rss_before:.0f} MB"
     )
 
@@ -140,14 +148,14 @@ def _rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-async def main(quick: bool) -> None:
+async def main(out: Report, quick: bool) -> None:
     chats, runs = (200, 20) if quick else (1000, 60)
     with tempfile.TemporaryDirectory() as tmp:
         for many, turns in ((chats, 50), (chats * 10, 10)):
             path = Path(tmp) / f"switch-{many}.db"
             async with SQLiteChatStore(path) as store:
-                await measure("SQLite", store, many, turns, runs)
-                await after_a_write(store, path, many, runs)
+                await measure(out, "SQLite", store, many, turns, runs)
+                await after_a_write(out, store, path, many, runs)
         cluster = PostgresCluster()
         try:
             with PostgrestShim(cluster.new_database(), pool_size=2) as shim:
@@ -159,7 +167,7 @@ async def main(quick: bool) -> None:
                 )
                 async with remote:
                     await measure(
-                        "Supabase (Postgres + pgvector via supabase-py and the shim)", remote, chats, 50, runs
+                        out, "Supabase (Postgres + pgvector via supabase-py and the shim)", remote, chats, 50, runs
                     )
         finally:
             cluster.close()
@@ -168,4 +176,5 @@ async def main(quick: bool) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 and 2,000 chats, 20 runs")
-    asyncio.run(main(parser.parse_args().quick))
+    args, out = parse(parser)
+    asyncio.run(main(out, args.quick))

@@ -36,6 +36,7 @@ from pathlib import Path
 
 from bench.locomo import DEVELOPMENT, Conversation, LocomoError, Request, load, requests_for
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from parla.daemon.cli import app
 from parla.daemon.cli.support import load_settings
 from parla.daemon.memory_services import open_memory
@@ -173,19 +174,33 @@ def show(history: History, outcomes: list[Outcome], foreign: bool) -> None:
         print(f"  [{wanted}] {o.request.text!r} -> {o.decision} {got}")
 
 
-def row(name: str, own: Tally, foreign: Tally) -> str:
-    return (
-        f"{name:<10} {len(own):>5} {own.top(1):>6.2f} {own.top(3):>6.2f} {own.mrr:>6.2f} "
-        f"{own.rate('switch'):>7.2f} {own.switch_precision:>8.2f} {own.rate('ambiguous'):>6.2f} "
-        f"{own.ambiguous_holds_right:>8.2f} {own.rate('none'):>6.2f} "
-        f"{len(foreign):>5} {foreign.rate('switch'):>7.2f} {foreign.rate('ambiguous'):>6.2f} {foreign.rate('none'):>6.2f}"
+def row(table: Table, name: str, own: Tally, foreign: Tally) -> None:
+    table.row(
+        name,
+        len(own),
+        *(f"{v:.2f}" for v in (own.top(1), own.top(3), own.mrr, own.rate("switch"), own.switch_precision)),
+        *(f"{v:.2f}" for v in (own.rate("ambiguous"), own.ambiguous_holds_right, own.rate("none"))),
+        len(foreign),
+        *(f"{foreign.rate(d):.2f}" for d in ("switch", "ambiguous", "none")),
     )
 
 
-HEADER = (
-    f"{'':<10} {'asked':>5} {'top-1':>6} {'top-3':>6} {'MRR':>6} {'switch':>7} {'sw right':>8} {'ask':>6} "
-    f"{'ask<=3ok':>8} {'none':>6} {'frgn':>5} {'f-switch':>7} {'f-ask':>6} {'f-none':>6}"
-)
+COLUMNS = [
+    "",
+    "asked",
+    "top-1",
+    "top-3",
+    "MRR",
+    "switch",
+    "sw right",
+    "ask",
+    "ask<=3ok",
+    "none",
+    "frgn",
+    "f-switch",
+    "f-ask",
+    "f-none",
+]
 
 LEGEND = (
     "(asked: requests for one of the store's chats; switch / ask / none: share of each decision; sw right: "
@@ -200,9 +215,12 @@ def measure(
     seed: int,
     verbose: bool,
     requests: dict[str, list[Request]] | None = None,
+    out: Report | None = None,
 ) -> tuple[Tally, Tally]:
-    """Prints the figures per conversation and overall; returns the overall own and foreign tallies.
-    The requests are `requests_for` each conversation's, unless given (by conversation id)."""
+    """Prints the figures per conversation and overall (as text unless `out` says otherwise);
+    returns the overall own and foreign tallies. The requests are `requests_for` each
+    conversation's, unless given (by conversation id)."""
+    out = out or Report(markdown=False)
     selections = {c.id: requests_for(c, seed) for c in conversations}
     asked = requests or {cid: selection.requests for cid, selection in selections.items()}
     histories = []
@@ -215,13 +233,9 @@ def measure(
             else f" ({selections[c.id].adversarial} adversarial and {selections[c.id].spread} multi-session "
             "questions left out)"
         )
-        print(
-            f"imported {c.id}: {len(c.sessions)} chats, {turns} turns in {history.import_seconds:.1f} s{left_out}",
-            flush=True,
-        )
+        out.line(f"imported {c.id}: {len(c.sessions)} chats, {turns} turns in {history.import_seconds:.1f} s{left_out}")
         histories.append(history)
-    print()
-    print(HEADER)
+    table = Table(COLUMNS)
     total_own, total_foreign, millis = Tally(), Tally(), []
     for i, history in enumerate(histories):
         own = asyncio.run(ask(history, asked[history.conversation.id]))
@@ -235,17 +249,17 @@ def measure(
             foreign_tally.add(o, None)
             total_foreign.add(o, None)
         millis += [o.millis for o in own + others]
-        print(row(history.conversation.id, own_tally, foreign_tally), flush=True)
+        row(table, history.conversation.id, own_tally, foreign_tally)
         if verbose:
             show(history, own, foreign=False)
             show(history, others, foreign=True)
-    print(row("all", total_own, total_foreign))
-    print(LEGEND)
+    row(table, "all", total_own, total_foreign)
+    out.table(table)
+    out.line(LEGEND)
     imported = sum(h.import_seconds for h in histories)
     chats = sum(len(h.chat_ids) for h in histories)
-    print()
-    print(f"import: {imported:.1f} s for {chats} chats ({imported / chats * 1000:.0f} ms per chat)")
-    print(
+    out.line(f"import: {imported:.1f} s for {chats} chats ({imported / chats * 1000:.0f} ms per chat)")
+    out.line(
         f"search: {len(millis)} requests, p50 {statistics.median(millis):.1f} ms, p95 {percentile(millis, 0.95):.1f} ms"
     )
     return total_own, total_foreign
@@ -269,7 +283,7 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the request wording")
     parser.add_argument("--verbose", action="store_true", help="print every request (data text: never commit)")
-    args = parser.parse_args()
+    args, out = parse(parser)
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()]
     outside = [c for c in wanted if c not in DEVELOPMENT]
     if outside and not args.held_out:
@@ -297,13 +311,12 @@ def main() -> None:
         with environment(**settings):
             given = load_settings()
             own = "the embedder's own"
-            print(
+            out.line(
                 f"switch fidelity: {', '.join(wanted)}; embedder {args.embedder}, summarizer {args.summarizer}, "
                 f"seed {args.seed}; min match {given.search_min_match or own}, switch score {given.search_switch_score or own}, "
-                f"switch margin {given.search_switch_margin or own}",
-                flush=True,
+                f"switch margin {given.search_switch_margin or own}"
             )
-            measure(conversations, Path(tmp), args.seed, args.verbose)
+            measure(conversations, Path(tmp), args.seed, args.verbose, out=out)
 
 
 if __name__ == "__main__":

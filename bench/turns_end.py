@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bench.report import Report, Table
 from parla.voice.config import VoiceConfig
 from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
 from parla.voice.floor import FRAME_BYTES, FRAME_S, Floor, FloorRules, Marker
@@ -92,40 +93,56 @@ def pct(values: list[float], q: float) -> str:
     return f"{np.percentile(values, q) * 1000:.0f} ms" if values else "n/a"
 
 
-def row(name: str, paused: list[Item], local: list[list[float]], questions: Questions | None) -> None:
+COLUMNS = [
+    "local detection, end of turn by",
+    "pauses kept",
+    "end of turn p50",
+    "end of turn p95",
+    "model CPU p50 / p95 per question",
+    "model wall p50",
+    "model, % of a core",
+]
+
+
+def row(table: Table, name: str, paused: list[Item], local: list[list[float]], questions: Questions | None) -> str:
+    """Adds the row; returns the pauses the rule cut, to say under the table."""
     outcomes = [(i, turn_ends(i, p, questions)) for i, p in zip(paused, local, strict=True)]
     cut = [i for i, ends in outcomes if any(i.onset_s < t < i.end_s for t in ends)]
     latency = [
         min(t for t in ends if t >= i.end_s) - i.end_s for i, ends in outcomes if any(t >= i.end_s for t in ends)
     ]
-    print(
-        f"  {name:<72} pauses kept {len(outcomes) - len(cut)}/{len(outcomes)}; "
-        f"end of turn p50 {pct(latency, 50)} p95 {pct(latency, 95)}"
+    talking = sum(len(i.mic) for i in paused) / RATE
+    model = (
+        (
+            f"{pct(questions.cpu_s, 50)} / {pct(questions.cpu_s, 95)}",
+            pct(questions.wall_s, 50),
+            f"{sum(questions.cpu_s) / talking * 100:.1f}%",
+        )
+        if questions is not None
+        else ("-", "-", "-")
     )
-    if questions is not None and cut:
-        print(f"    pause cut: {', '.join(i.label for i in cut)}")
+    table.row(name, f"{len(outcomes) - len(cut)}/{len(outcomes)}", pct(latency, 50), pct(latency, 95), *model)
+    return f"{name}, pauses cut: {', '.join(i.label for i in cut)}" if questions is not None and cut else ""
 
 
-def end_of_turn_rows(paused: list[Item], local: list[list[float]]) -> None:
+def end_of_turn_rows(out: Report, paused: list[Item], local: list[list[float]]) -> Table:
     """The silence window and the model, on the paused sentences and their Silero probabilities."""
     before = rss_mb()
     model = smart_turn()
     model(np.zeros(RATE, np.int16))  # the first question allocates what the session needs
     added = rss_mb() - before
-    print("end of turn, local detection, paused sentences (the model silent), same corpus:")
-    row(f"silence {FLOOR.end_silence_ms} ms (PARLA_FLOOR_END_MODEL=none)", paused, local, None)
-    talking = sum(len(i.mic) for i in paused) / RATE
+    table = Table(COLUMNS, title="end of turn, local detection, paused sentences (the model silent), same corpus")
+    notes = [row(table, f"silence {FLOOR.end_silence_ms} ms (PARLA_FLOOR_END_MODEL=none)", paused, local, None)]
     for check, by_wall in ((check, by_wall) for check in CHECKS_MS for by_wall in (False, True)):
         questions = Questions(model, dataclasses.replace(END, check_ms=check), by_wall)
         timed = "wall" if by_wall else "CPU"
         name = f"smart-turn p>={END.threshold} asked at {check} ms, else {FLOOR.end_silence_ms} ms, {timed}-timed"
-        row(name, paused, local, questions)
-        print(
-            f"    {len(questions.cpu_s)} questions: CPU p50 {pct(questions.cpu_s, 50)} p95 {pct(questions.cpu_s, 95)}, "
-            f"wall p50 {pct(questions.wall_s, 50)} p95 {pct(questions.wall_s, 95)} per question; "
-            f"{sum(questions.cpu_s) / talking * 100:.1f}% of a core over the {talking:.0f} s of sentences"
-        )
-    print(
-        f"  smart-turn resident memory +{added:.1f} MB, onnxruntime included "
+        notes.append(row(table, name, paused, local, questions))
+    out.table(table)
+    for note in filter(None, notes):
+        out.line(note)
+    out.line(
+        f"smart-turn resident memory +{added:.1f} MB, onnxruntime included "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
     )
+    return table

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from pathlib import Path
 
 import httpx
 
+from bench.report import Report, Table, parse
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.settings import Settings
 from parla.memory.store.sqlite import SQLiteChatStore
@@ -51,7 +51,7 @@ async def timed(fn, runs: int) -> tuple[float, float]:
     return min(times), statistics.median(times)
 
 
-async def main(sizes: list[int], runs: int) -> None:
+async def main(out: Report, sizes: list[int], runs: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         settings = Settings(
             store_path=Path(folder) / "parla.db",
@@ -72,9 +72,9 @@ async def main(sizes: list[int], runs: int) -> None:
             try:
                 async with serve_inspector(Inspector(mem, TOKEN), 0) as serving, httpx.AsyncClient() as http:
                     page = await browser.page()
-                    print(f"Chat page load, best / median of {runs} runs; load average {os.getloadavg()[0]:.1f}")
-                    print(
-                        f"{'turns':>6} {'HTML bytes':>11} {'server ms':>16} {'chromium ms':>16} {'chromium / smallest':>20}"
+                    table = Table(
+                        ["turns", "HTML bytes", "server ms", "chromium ms", "chromium / smallest"],
+                        title=f"chat page load, best / median of {runs} runs",
                     )
                     base = None
                     for n, chat_id in ids.items():
@@ -91,10 +91,14 @@ async def main(sizes: list[int], runs: int) -> None:
                             assert count == shows, f"the page shows {count} turns, not {shows}"
                             base = base or shown[1]
                             label = f"{n} ({shows} shown)"
-                            print(
-                                f"{label:>18} {size:11,} {server[0] * 1000:7.0f} / {server[1] * 1000:6.0f} "
-                                f"{shown[0] * 1000:7.0f} / {shown[1] * 1000:6.0f} {shown[1] / base:19.1f}x"
+                            table.row(
+                                label,
+                                size,
+                                f"{server[0] * 1000:.0f} / {server[1] * 1000:.0f}",
+                                f"{shown[0] * 1000:.0f} / {shown[1] * 1000:.0f}",
+                                f"{shown[1] / base:.1f}x",
                             )
+                    out.table(table)
                     await browser.close_page(page)
             finally:
                 browser.close()
@@ -104,5 +108,5 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=5)
-    args = parser.parse_args()
-    asyncio.run(main([50, args.turns], args.runs))
+    args, out = parse(parser)
+    asyncio.run(main(out, [50, args.turns], args.runs))

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from bench.memory import percentile
+from bench.report import Report, Table, parse
 from tests.peers.pulse import PulseServer, speech
 
 BURST_S = 0.1
@@ -111,16 +112,20 @@ def _emulator_main(cert: str, key: str, bursts: int, bargeins: int, questions: i
     asyncio.run(main())
 
 
-def _ms(values: list[float]) -> str:
+def _ms(values: list[float]) -> list[str]:
     if not values:
-        return "no samples"
-    return f"p50 {percentile(values, 0.5):6.1f} ms  p95 {percentile(values, 0.95):6.1f} ms  (n={len(values)})"
+        return ["", "", "0"]
+    return [f"{percentile(values, 0.5):.1f}", f"{percentile(values, 0.95):.1f}", str(len(values))]
 
 
-def _row(label: str, ours: list[float], base: list[float]) -> None:
-    ratio = f"{percentile(ours, 0.5) / percentile(base, 0.5):.2f}x" if ours and base and percentile(base, 0.5) else ""
-    print(f"  {label:<26} {_ms(ours)}")
-    print(f"  {'  baseline':<26} {_ms(base)}   ratio {ratio}")
+def _row(table: Table, label: str, ours: list[float], base: list[float] | None = None) -> None:
+    """A figure, and under it its baseline measured in the same run with the ratio of their p50s."""
+    table.row(label, *_ms(ours), "")
+    if base is not None:
+        ratio = (
+            f"{percentile(ours, 0.5) / percentile(base, 0.5):.2f}x" if ours and base and percentile(base, 0.5) else ""
+        )
+        table.row(f"{label}: baseline", *_ms(base), ratio)
 
 
 def _sound_times(chunks: list[tuple[float, bytes]], threshold: int = 1000) -> list[float]:
@@ -136,7 +141,7 @@ def _last_between(times: list[float], start: float, end: float) -> float | None:
     return inside[-1] if inside else None
 
 
-async def run(pulse: PulseServer, quick: bool) -> None:
+async def run(out: Report, pulse: PulseServer, quick: bool) -> None:
     from google import genai
     from google.genai import types
 
@@ -258,27 +263,34 @@ async def run(pulse: PulseServer, quick: bool) -> None:
     stop_ms = [(s - t) * 1000 for t in report["interrupts"] if (s := _last_between(sounds, t, t + 0.35))]
     base_stop_ms = [(s - t) * 1000 for t in direct_flush if (s := _last_between(sounds, t, t + 0.35))]
 
-    print(f"voice path, 20 ms blocks, {bursts} answers, {bargeins} barge-ins (sound timed at the monitor)")
-    _row("mic block -> websocket", mic_ms, sink_ms)
-    _row("emulator audio -> speaker", out_ms, base_out_ms)
-    _row("barge-in stop", [max(v, 0.0) for v in stop_ms], [max(v, 0.0) for v in base_stop_ms])
-    print(f"  {'CPU while streaming':<26} {cpu:5.1f} % of a core   baseline (audio streams alone) {base_cpu:5.1f} %")
-    print(
-        f"voice to voice, {questions} spoken questions, emulator answers {SERVICE_DELAY_S * 1000:.0f} ms after the utterance"
+    columns = ["", "p50 ms", "p95 ms", "n", "ratio"]
+    table = Table(
+        columns, title=f"voice path, 20 ms blocks, {bursts} answers, {bargeins} barge-ins (sound timed at the monitor)"
     )
-    print(f"  {'Parla part (target p95 <= 120)':<26} {_ms([t.parla_ms for t in turns])}")
-    _row("service part", [t.service_ms for t in turns], [w * 1000 for w in report["waits"]])
-    print(f"  {'whole':<26} {_ms([t.total_ms for t in turns])}")
+    _row(table, "mic block -> websocket", mic_ms, sink_ms)
+    _row(table, "emulator audio -> speaker", out_ms, base_out_ms)
+    _row(table, "barge-in stop", [max(v, 0.0) for v in stop_ms], [max(v, 0.0) for v in base_stop_ms])
+    out.table(table)
+    out.line(f"CPU while streaming: {cpu:.1f} % of a core; baseline (audio streams alone) {base_cpu:.1f} %")
+    table = Table(
+        columns,
+        title=f"voice to voice, {questions} spoken questions, emulator answers {SERVICE_DELAY_S * 1000:.0f} ms"
+        " after the utterance",
+    )
+    _row(table, "Parla part (target p95 <= 120)", [t.parla_ms for t in turns])
+    _row(table, "service part", [t.service_ms for t in turns], [w * 1000 for w in report["waits"]])
+    _row(table, "whole", [t.total_ms for t in turns])
+    out.table(table)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer rounds")
-    args = parser.parse_args()
+    args, out = parse(parser)
     pulse = PulseServer(Path(tempfile.mkdtemp(prefix="parla-bench-pulse-"))).start()
     os.environ["PULSE_SERVER"] = pulse.env["PULSE_SERVER"]  # before sounddevice loads
     try:
-        asyncio.run(run(pulse, args.quick))
+        asyncio.run(run(out, pulse, args.quick))
     finally:
         pulse.stop()
 

@@ -9,13 +9,14 @@ import dataclasses
 
 import numpy as np
 
-from bench.turns import DEFAULTS, energy, over_answer, pauses, recorded, replay
+from bench.report import Table
+from bench.turns import DEFAULTS, OVER_ANSWER, PAUSES, energy, over_answer, pauses, recorded, replay
 from parla.voice.floor import FRAME_SAMPLES, silero
 from tests.peers.answer_room import AnswerInRoom
 from tests.peers.turn_corpus import RATE, corpus
 
 
-def test_the_corpus_and_both_detectors_on_one_item_per_set(capsys):
+def test_the_corpus_and_both_detectors_on_one_item_per_set():
     items = list(corpus(per_set=1))
     assert [i.kind for i in items] == ["interruption", "not_a_turn", "pause"]
     interruption, _, pause = items
@@ -28,11 +29,14 @@ def test_the_corpus_and_both_detectors_on_one_item_per_set(capsys):
     ]
     outcome = replay(pause, recorded(local), DEFAULTS)
     assert len(outcome.ends) == 1 and outcome.ends[0] > pause.end_s, "the default silence rule cut the pause"
-    over_answer("energy", items, energy, dataclasses.replace(DEFAULTS, barge_in_ms=DEFAULTS.start_ms), cut_at_once=True)
-    over_answer("local", items, silero, DEFAULTS, cut_at_once=False)
-    pauses("local", [pause], [local], DEFAULTS)
-    out = capsys.readouterr().out
-    assert out.count("false interruptions") == 2 and out.count("pauses kept") == 1
+    over, kept = Table(OVER_ANSWER), Table(PAUSES)
+    energy_rules = dataclasses.replace(DEFAULTS, barge_in_ms=DEFAULTS.start_ms)
+    over_answer(over, "energy", items, energy, energy_rules, cut_at_once=True)
+    over_answer(over, "local", items, silero, DEFAULTS, cut_at_once=False)
+    pauses(kept, "local", [pause], [local], DEFAULTS)
+    assert [row[0] for row in over.rows] == ["energy", "local"]
+    assert all(row[OVER_ANSWER.index("false interruptions")] in ("0/1", "1/1") for row in over.rows)
+    assert kept.rows == [["local", "1/1", kept.rows[0][2], kept.rows[0][3]]]
 
 
 def test_the_live_replay_stops_echoing_the_answer_while_it_is_paused():
