@@ -80,7 +80,7 @@ def replay(item: Item, probability: SpeechProbability, rules: FloorRules, near_e
     hold = start = None
     holds = 0
     ends: list[float] = []
-    room = AnswerInRoom(item, near_end=NearEnd() if near_end else None) if item.model_speaking else None
+    room = AnswerInRoom(item, near_end=NearEnd.of(VoiceConfig()) if near_end else None) if item.model_speaking else None
     pcm = item.mic.astype("<i2").tobytes()
     blocks = room.blocks() if room else (pcm[i : i + STEP * 2] for i in range(0, len(pcm) - STEP * 2 + 1, STEP * 2))
     now = 0.0
@@ -216,7 +216,7 @@ def main() -> None:
         echo = fftconvolve(item.answer, item.echo_path)[: len(item.user)]
         mic = item.user.copy()
         mic[: len(echo)] += echo
-        judge = NearEnd()
+        judge = NearEnd.of(VoiceConfig())
         cpu = time.process_time()
         for i in range(0, len(mic) - STEP + 1, STEP):
             judge.process(mic[i : i + STEP], far[i : i + STEP])

@@ -70,7 +70,7 @@ async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
     worker = mem.compaction_worker()
     played = PlayedAudio() if s.echo_cancellation else None
     # Local turn detection judges the microphone against the expected echo as well (voice.near_end).
-    near_end = NearEnd() if s.turn_detection == "local" else None
+    near_end = NearEnd.of(s) if s.turn_detection == "local" else None
     echo = EchoCanceller(played, near_end=near_end) if played is not None else None
     async with (
         worker,

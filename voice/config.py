@@ -138,6 +138,33 @@ class VoiceConfig(BaseModel):
     floor_near_end_ms: int = Field(
         20, ge=10, description="Local detection: how long the microphone must stay that far above the echo."
     )
+    floor_near_end_tail_ms: int = Field(
+        200,
+        ge=10,
+        description="Local detection: the echo path the near-end judgement's own linear filter models (ms of "
+        "the room's echo after the speaker).",
+    )
+    floor_near_end_step: float = Field(
+        0.3, gt=0, le=1, description="Local detection: the near-end filter's adaptation step (normalised per bin)."
+    )
+    floor_near_end_adapt_below_db: float = Field(
+        3.0,
+        gt=0,
+        description="Local detection: the near-end filter adapts only while the microphone is within this of the "
+        "expected echo (double talk does not teach it a wrong echo path).",
+    )
+    floor_near_end_warm_s: float = Field(
+        1.0,
+        ge=0,
+        description="Local detection: played sound the near-end filter adapts on before its judgement is "
+        "trusted (Silero's onset holds the answer until then).",
+    )
+    floor_near_end_decay_db_per_s: float = Field(
+        75.0,
+        gt=0,
+        description="Local detection: how fast the expected echo may fall after the speaker stops (the room's "
+        "reverberation).",
+    )
     floor_confirm_ms: int = Field(
         300,
         ge=0,

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parla.voice.config import MIC_RATE
+from parla.voice.config import MIC_RATE, VoiceConfig
 
 BLOCK = MIC_RATE // 100  # 10 ms
 # The residual's floor: quieter than this is silence whatever the echo (about -56 dBFS).
@@ -32,11 +32,11 @@ _FLOOR_POWER = 50.0**2
 class NearEnd:
     def __init__(
         self,
-        tail_ms: int = 200,
-        step: float = 0.3,
-        adapt_below_db: float = 3.0,
-        warm_s: float = 1.0,
-        decay_db_per_s: float = 75.0,
+        tail_ms: int,
+        step: float,
+        adapt_below_db: float,
+        warm_s: float,
+        decay_db_per_s: float,
     ) -> None:
         self.partitions = max(1, tail_ms * MIC_RATE // 1000 // BLOCK)
         bins = BLOCK + 1
@@ -50,6 +50,16 @@ class NearEnd:
         self._envelope = 0.0  # the echo estimate's power, falling no faster than the room's reverberation
         self._decay = 10 ** (-decay_db_per_s / 100 / 10)
         self._warm = round(warm_s * 100)  # 10 ms frames of played sound left before the ratio is trusted
+
+    @classmethod
+    def of(cls, config: VoiceConfig) -> NearEnd:
+        return cls(
+            config.floor_near_end_tail_ms,
+            config.floor_near_end_step,
+            config.floor_near_end_adapt_below_db,
+            config.floor_near_end_warm_s,
+            config.floor_near_end_decay_db_per_s,
+        )
 
     @property
     def ready(self) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from parla.voice.config import VoiceConfig
 from parla.voice.echo import Cancelled, EchoCanceller, PlayedAudio, WebRtcEngine
 from parla.voice.floor import Floor, FloorRules, Marker
 from parla.voice.near_end import BLOCK, NearEnd
@@ -31,7 +32,7 @@ def room() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 
 def judge(near: np.ndarray, far: np.ndarray) -> np.ndarray:
-    near_end = NearEnd()
+    near_end = NearEnd.of(VoiceConfig())
     return np.array(
         [near_end.process(near[i : i + BLOCK], far[i : i + BLOCK]) for i in range(0, len(near) - BLOCK + 1, BLOCK)]
     )
@@ -86,7 +87,7 @@ def leaked_floor(answer: np.ndarray, echo: np.ndarray, near_end: NearEnd | None)
 
 def test_an_echo_the_canceller_lets_through_does_not_hold_the_answer(room):
     answer, echo, _ = room
-    markers = leaked_floor(answer, echo, NearEnd())
+    markers = leaked_floor(answer, echo, NearEnd.of(VoiceConfig()))
     assert Marker.START not in markers and Marker.HOLD not in markers, "the answer's own echo held or cut it"
     # Without the judgement beside the canceller the same leak is speech to Silero and cuts the answer.
     assert Marker.START in leaked_floor(answer, echo, None)
@@ -94,7 +95,7 @@ def test_an_echo_the_canceller_lets_through_does_not_hold_the_answer(room):
 
 def test_blocks_judged_while_the_speaker_plays_carry_the_judgement(room):
     answer, echo, user = room
-    blocks = captured(EchoCanceller(PlayedAudio(), near_end=NearEnd()), answer, echo + user)
+    blocks = captured(EchoCanceller(PlayedAudio(), near_end=NearEnd.of(VoiceConfig())), answer, echo + user)
     judged = [b for b in blocks if isinstance(b, Cancelled)]
     assert judged and all(len(b.near_end_db) == 2 for b in judged)
     assert not isinstance(blocks[0], Cancelled), "judged before the filter had settled"
