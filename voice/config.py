@@ -168,8 +168,9 @@ class VoiceConfig(BaseModel):
     floor_confirm_ms: int = Field(
         300,
         ge=0,
-        description="Local detection: how long a paused answer waits for speech to show once the speaker is "
-        "quiet (the canceller lets the user's voice through then) before it goes on.",
+        description="Local detection: how long an answer paused by the near-end judgement waits for speech to "
+        "show once the speaker is quiet (the canceller lets the user's voice through then) before it goes on; "
+        "a pause Silero started ends at the first gap.",
     )
     floor_prefix_ms: int = Field(
         300, ge=0, description="Local detection: audio from before the detected onset sent with the user's turn."

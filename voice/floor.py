@@ -15,7 +15,7 @@ The rules, per 32 ms frame of speech probability:
   through is speech to Silero but not above the expected echo, so it does not hold the answer.
   Once the speaker is quiet the canceller lets the user's voice through: if Silero then hears
   `barge_in_ms` of speech it is a barge-in (activityStart goes, the service cuts the answer, and
-  the audio from before the onset goes with the turn). If no speech shows within `confirm_ms`, or
+  the audio from before the onset goes with the turn). If no speech shows within `confirm_ms` (a pause the judgement started), or
   it stops sooner (a cough, a knock, a "mm-hmm"), the answer resumes where it paused: a sound that
   is not someone taking the floor costs a pause, not the answer. Without that judgement (no
   canceller, or its filter not settled yet) Silero's onset holds the answer.
@@ -113,6 +113,7 @@ class Floor:
     _quiet_ms: float = 0.0  # non-speech frames in a row
     _talking: bool = False  # the user has the floor (activityStart sent)
     _holding: bool = False  # the answer is paused for a sound that may be a barge-in
+    _held_by_level: bool = False  # that pause came from the near-end judgement, not from Silero
     _held_ms: float = 0.0
     _judged: deque[float | None] = field(default_factory=deque)  # per 10 ms of _pending: near end in dB
     _taken: int = 0  # bytes judged by the detector so far
@@ -200,7 +201,9 @@ class Floor:
             self._held_ms += ms
             if self._speech_ms >= self.rules.barge_in_ms:
                 return self._take_floor()
-            waited = self._held_ms >= self.rules.confirm_ms
+            # The confirm window is for a hold the near-end judgement started (Silero has not heard
+            # the voice yet); one Silero started ends at the first gap, as a knock's does.
+            waited = not self._held_by_level or self._held_ms >= self.rules.confirm_ms
             if (waited and self._quiet_ms >= GAP_MS) or not model_speaking:
                 self._holding = False
                 self._speech_ms = 0.0
@@ -211,6 +214,7 @@ class Floor:
         if model_speaking:
             if self._onset():
                 self._holding = True
+                self._held_by_level = self._near_ms is not None
                 self._held_ms = 0.0
                 return [Marker.HOLD]
         elif self._speech_ms >= self.rules.start_ms:
