@@ -15,7 +15,7 @@ from google.genai import types
 from google.genai.live import AsyncSession
 
 from parla.memory.tasks import cancel_and_wait
-from parla.voice.config import MIC_RATE
+from parla.voice.config import MIC_RATE, SAMPLE_BYTES
 from parla.voice.floor import Floor, Marker
 from parla.voice.latency import VoiceToVoice
 from parla.voice.live_messages import Outbox, Outgoing
@@ -25,6 +25,7 @@ from parla.voice.session_memory import Seed
 log = logging.getLogger(__name__)
 
 MIC_MIME = f"audio/pcm;rate={MIC_RATE}"
+BYTES_PER_S = MIC_RATE * SAMPLE_BYTES  # of microphone audio
 
 
 async def send_audio(session: AsyncSession, block: bytes) -> None:
@@ -130,12 +131,12 @@ class Sender:
     @property
     def unsent_s(self) -> float:
         """Seconds of microphone audio read and not sent yet."""
-        return self._unsent_bytes / (MIC_RATE * 2)
+        return self._unsent_bytes / BYTES_PER_S
 
     def _keep(self, block: bytes) -> None:
         self._unsent.append((block, time.monotonic()))
         self._unsent_bytes += len(block)
-        limit = self.hold_s * MIC_RATE * 2
+        limit = self.hold_s * BYTES_PER_S
         while self._unsent_bytes > limit and len(self._unsent) > 1:
             dropped, _ = self._unsent.popleft()
             self._unsent_bytes -= len(dropped)
@@ -150,7 +151,7 @@ class Sender:
             log.warning(
                 "a switch took longer than %g s: the first %.1f s said during it were dropped",
                 self.hold_s,
-                self._dropped_bytes / (MIC_RATE * 2),
+                self._dropped_bytes / BYTES_PER_S,
                 extra={"event": "switch_audio_dropped"},
             )
             self._dropped_bytes = 0
