@@ -29,7 +29,14 @@ _PROBE = timedelta(days=7)
 
 def _settings(base: datetime) -> dict[str, Any]:
     # "on Friday" said on Wednesday is the coming Friday; "last Friday" still reads as the past one.
-    return {"RELATIVE_BASE": base, "PREFER_DATES_FROM": "future", "RETURN_AS_TIMEZONE_AWARE": False}
+    # A month named without its day reads as its first day, not the base's day of the month: else
+    # "March", said on the 4th, reads as 4 March and a week later as 11 March, and passes for relative.
+    return {
+        "RELATIVE_BASE": base,
+        "PREFER_DATES_FROM": "future",
+        "PREFER_DAY_OF_MONTH": "first",
+        "RETURN_AS_TIMEZONE_AWARE": False,
+    }
 
 
 def _parse(phrase: str, base: datetime, languages: list[str]) -> datetime | None:
@@ -107,6 +114,15 @@ def _duration(phrase: str, before: str) -> bool:
     return _COUNTED.fullmatch(phrase.strip()) is not None and previous not in _FROM_NOW
 
 
+_LETTERS = re.compile(r"[^\W\d_]+")
+
+
+def _abbreviated(words: str) -> bool:
+    """dateparser reads "we", "sat", "sun" or "fr" as weekdays: a phrase with no word of four
+    letters or more is read as the words it also is. A spoken transcript spells dates out."""
+    return all(len(word) < 4 for word in _LETTERS.findall(words))
+
+
 def _readable(text: str, languages: Sequence[str]) -> tuple[str, list[tuple[int, int, int, int]]]:
     """The copy of `text` dateparser searches, and the pieces replaced in it: (start, end) in the
     copy, then (start, end) in `text`."""
@@ -165,7 +181,7 @@ def with_absolute_dates(text: str, said_at: datetime, languages: Sequence[str]) 
     for phrase, _ in found:
         at = readable.find(phrase, searched)
         relative = _relative(phrase, base, langs) if at >= 0 else None
-        if relative is None or _duration(relative[0], readable[:at]):
+        if relative is None or _abbreviated(relative[0]) or _duration(relative[0], readable[:at]):
             continue
         words, when = relative
         searched = at + len(words)

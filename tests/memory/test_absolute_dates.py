@@ -35,3 +35,29 @@ SAID = datetime(2026, 11, 25, 10, 30)  # a Wednesday
 )
 def test_relative_dates_get_their_date_and_nothing_else_changes(said, language, kept):
     assert with_absolute_dates(said, SAID, [language]) == kept
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["time until March 12", "I may go in May", "we met in June, I think", "back in March"],
+)
+def test_a_month_without_its_day_is_not_read_as_relative_early_in_a_month(said):
+    """A month named without a day took the day of the month it was said on: said on the 4th,
+    "March" read as 4 March, and a week later as 11 March, so it passed for a relative date."""
+    early = datetime(2026, 11, 4, 9, 0)
+    assert with_absolute_dates(said, early, ["en"]) == said
+
+
+@pytest.mark.parametrize(
+    ("said", "kept"),
+    [
+        ("we should go", "we should go"),
+        ("I sat in the sun", "I sat in the sun"),
+        ("so we go on Friday", "so we go on Friday (Friday 27 November 2026)"),
+        ("Marco is fr", "Marco is fr"),
+    ],
+)
+def test_a_word_that_is_also_a_weekday_abbreviation_is_read_as_the_word(said, kept):
+    """dateparser reads "we", "sat", "sun" and "fr" as weekdays, and a weekday moves by a week
+    with the day it is read from: every "we" in a fact got a date."""
+    assert with_absolute_dates(said, SAID, ["en"]) == kept
