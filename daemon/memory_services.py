@@ -188,7 +188,8 @@ class MemoryServices:
             summarizer: Summarizer = GeminiSummarizer(self.client, s.summary_model, availability, s, spacing)
         else:
             summarizer = ExtractiveSummarizer()
-        compactor = Compactor(self.store, summarizer, self.embedder, s)
+        # dates read as the foreground's compaction reads them: a queued import ends as `--offline` leaves it
+        compactor = Compactor(self.store, summarizer, self.embedder, s, self.dates)
         return SummaryWorker(self.store, compactor, s.summary_lease_s, s.model_offline_cooldown_s)
 
     @cached_property
