@@ -128,12 +128,14 @@ class MemoryServices:
     @cached_property
     def summarizer(self) -> Summarizer:
         from parla.memory.summarizers.extractive import ExtractiveSummarizer
-        from parla.memory.summarizers.fallback import FallbackSummarizer
-        from parla.memory.summarizers.gemini import GeminiSummarizer
 
         if self.settings.summarizer == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
         if self.summarises_with_gemini:
+            # imported only here: the Gemini SDK's import is a second of an offline import's time
+            from parla.memory.summarizers.fallback import FallbackSummarizer
+            from parla.memory.summarizers.gemini import GeminiSummarizer
+
             gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability, self.settings)
             return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()

@@ -233,22 +233,28 @@ async def _index_and_cost(
     mem: MemoryServices, ids: list[str], progress: Progress
 ) -> tuple[list[str], SummaryCost, int]:
     """Index what was said in each chat (its windows and title), and the chats still waiting for
-    summaries (no description yet) with what summarising them costs with Gemini and their turns."""
+    summaries (no description yet) with their turns and what summarising them costs with Gemini
+    (offline nothing: their turns are not read again)."""
     from parla.memory.errors import ModelError
     from parla.memory.summary_queue import SummaryCost, summary_cost
     from parla.memory.tokens import estimate_tokens
+    from parla.memory.turn_windows import WindowIndexer
 
+    # the indexer alone: the compactor would load the summarizer, which is not needed yet
+    windows = WindowIndexer(mem.store, mem.embedder, mem.settings.search_window_turns)
     indexing = progress.add_task("indexing what was said", total=len(ids))
     waiting, cost, count = [], SummaryCost(), 0
     for cid in ids:
         with suppress(ModelError):  # the embedder away: the summarising indexes it, or says why not
-            await mem.compactor.windows.index(cid)
+            await windows.index(cid)
         chat = await mem.store.get_chat(cid)
         if not chat.summary_text:
-            turns = await mem.store.load_turns(cid)
             waiting.append(cid)
-            count += len(turns)
-            cost += summary_cost([estimate_tokens(t.transcript_line()) for t in turns], bool(chat.title), mem.settings)
+            count += chat.turn_count
+            if mem.summarises_with_gemini:
+                turns = await mem.store.load_turns(cid)
+                tokens = [estimate_tokens(t.transcript_line()) for t in turns]
+                cost += summary_cost(tokens, bool(chat.title), mem.settings)
         progress.advance(indexing)
     return waiting, cost, count
 
