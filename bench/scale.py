@@ -221,7 +221,8 @@ def main(out: Report, chat_counts: list[int], with_usearch: bool, import_only: b
             env = env_for(store, folder / "home")
             imports = import_table(f"{chats:,} chats: `parla import` (offline embedder and summarizer)")
             import_row(imports, "parla import (summaries queued)", chats, turns, run_import(jsonl, env))
-            import_row(imports, "the daemon's worker makes the queued summaries", chats, turns, work_queue(env))
+            if not import_only:
+                import_row(imports, "the daemon's worker makes the queued summaries", chats, turns, work_queue(env))
             if foreground:
                 here = folder / f"store-{chats}-here.db"
                 run = run_import(jsonl, env_for(here, folder / "home"), "--offline")
@@ -229,7 +230,8 @@ def main(out: Report, chat_counts: list[int], with_usearch: bool, import_only: b
                 for path in folder.glob(f"store-{chats}-here*"):
                     path.unlink()
             out.table(imports)
-            sizes(out, store, turns, 256, f"{chats:,} chats, 256 dims")
+            made = " (summaries not made: --import-only)" if import_only else ""
+            sizes(out, store, turns, 256, f"{chats:,} chats, 256 dims{made}")
             if not import_only:
                 report(
                     out,
@@ -252,7 +254,11 @@ if __name__ == "__main__":
     size.add_argument("--big", action="store_true", help="20,000 chats too")
     size.add_argument("--chats", type=int, action="append", help="these sizes instead (repeat it)")
     parser.add_argument("--no-usearch", action="store_true", help="leave usearch out of the options")
-    parser.add_argument("--import-only", action="store_true", help="the import and the store's size, no searches")
+    parser.add_argument(
+        "--import-only",
+        action="store_true",
+        help="the import and the store's size: no summaries made from the queue, no searches",
+    )
     parser.add_argument(
         "--foreground", action="store_true", help="also `parla import --offline` (summaries made by the import)"
     )
