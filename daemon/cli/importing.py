@@ -194,7 +194,8 @@ async def _summaries(mem: MemoryServices, ids: list[str], progress: Progress, ye
     waiting, cost, turns = await _index_and_cost(mem, ids, progress)
     if not mem.summarises_with_gemini:
         if turns <= mem.settings.import_offline_now_turns:
-            return {"by": "offline", "state": "done", "failed": await summarise_now(mem, waiting, progress, _RETRY)}
+            # every chat, as before: a compaction cut short by a crash is finished by the next import
+            return {"by": "offline", "state": "done", "failed": await summarise_now(mem, ids, progress, _RETRY)}
         await mem.store.queue_summaries(waiting)
         err.print(
             f"parla: the summaries of {len(waiting):,} chats ({turns:,} turns) are queued: what was said is searchable "
