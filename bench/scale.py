@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.corpus import write_jsonl
@@ -52,20 +53,56 @@ def env_for(store: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def run_import(jsonl: Path, env: dict[str, str]) -> tuple[float, float]:
-    """`parla import` in a process of its own (its settings in `env`): seconds, and its peak RSS in MB."""
+@dataclass(frozen=True)
+class Run:
+    """A child process's wall time, CPU time (its own and its threads') and peak RSS."""
+
+    seconds: float
+    cpu_s: float
+    peak_mb: float
+
+
+def run_measured(args: list[str], env: dict[str, str], what: str) -> Run:
     started = time.perf_counter()
-    child = subprocess.Popen(
-        [str(Path(sys.executable).with_name("parla")), "import", str(jsonl)],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
+    child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
     elapsed = time.perf_counter() - started
     if status:
-        raise SystemExit(f"parla import failed: {child.stderr.read().decode() if child.stderr else status}")
-    return elapsed, usage.ru_maxrss / 1024
+        raise SystemExit(f"{what} failed: {child.stderr.read().decode() if child.stderr else status}")
+    return Run(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+
+
+def run_import(jsonl: Path, env: dict[str, str], *flags: str) -> Run:
+    """`parla import` in a process of its own (its settings in `env`)."""
+    return run_measured(
+        [str(Path(sys.executable).with_name("parla")), "import", str(jsonl), *flags], env, "parla import"
+    )
+
+
+def work_queue(env: dict[str, str]) -> Run:
+    """The summaries a big import queued, made as the daemon's worker makes them (`bench.scale_queue`)."""
+    return run_measured([sys.executable, "-m", "bench.scale_queue"], env, "the summary queue")
+
+
+def import_table(title: str) -> Table:
+    return Table(
+        ["step", "chats", "turns", "s", "turns/s", "CPU s", "turns per CPU s", "peak RSS MB", "load average"],
+        title=title,
+    )
+
+
+def import_row(table: Table, step: str, chats: int, turns: int, run: Run) -> None:
+    table.row(
+        step,
+        chats,
+        turns,
+        f"{run.seconds:.1f}",
+        f"{turns / run.seconds:,.0f}",
+        f"{run.cpu_s:.1f}",
+        f"{turns / run.cpu_s:,.0f}",
+        f"{run.peak_mb:.0f}",
+        f"{os.getloadavg()[0]:.1f}",
+    )
 
 
 def probe(store: Path, dim: int) -> dict[str, list[float]]:
@@ -94,7 +131,7 @@ def options(store: Path, dim: int, with_usearch: bool) -> list[dict[str, object]
     return [json.loads(line) for line in lines.splitlines() if line.strip()]
 
 
-def sizes(out: Report, store: Path, turns: int, dim: int) -> None:
+def sizes(out: Report, store: Path, turns: int, dim: int, title: str) -> None:
     """Bytes per 1,000 turns: the files, and what takes them."""
     with sqlite3.connect(store) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
@@ -104,24 +141,26 @@ def sizes(out: Report, store: Path, turns: int, dim: int) -> None:
             "+ (SELECT count(*) FROM facts WHERE embedding IS NOT NULL) "
             "+ (SELECT count(*) FROM chats WHERE summary_embedding IS NOT NULL)"
         ).fetchone()[0]
-    per = 1000 / turns / 2**20
-
-    def mb(n: float) -> str:
-        return f"{n * per:5.2f} MB"
-
-    vector_bytes = vectors * dim * VECTOR_BYTES
     fts = sum(v for k, v in tables.items() if k.startswith("turn_words"))
     windows = tables.get("turn_windows", 0) + tables.get("sqlite_autoindex_turn_windows_1", 0)
     turns_b = sum(v for k, v in tables.items() if k.startswith(("turns", "sqlite_autoindex_turns")))
-    index = [store.with_name(store.name + s) for s in ("-vectors", "-vectors.i8")]
-    out.line(
-        f"store per 1,000 turns: {mb(store.stat().st_size)} (file) + {mb(sum(p.stat().st_size for p in index))} (index files)"
-    )
-    out.line(
-        f"of which turns {mb(turns_b)}, FTS {mb(fts)}, windows {mb(windows)}, summaries and facts "
-        f"{mb(tables.get('summaries', 0) + tables.get('facts', 0))}; the vectors (half precision) inside those "
-        f"rows {mb(vector_bytes)}"
-    )
+    summaries = tables.get("summaries", 0) + tables.get("facts", 0)
+    file = store.stat().st_size
+    index = sum(store.with_name(store.name + s).stat().st_size for s in ("-vectors", "-vectors.i8"))
+    table = Table(["part", "MB per 1,000 turns"], title=f"{title}: the store's size")
+    for name, size in (
+        ("turns", turns_b),
+        ("word index of the turns (FTS5)", fts),
+        ("windows of what was said (text, words, vector)", windows),
+        ("summaries and facts", summaries),
+        ("other (chats, pins, meta, free pages)", file - turns_b - fts - windows - summaries),
+        ("the file", file),
+        ("its vectors (half precision), inside the rows above", vectors * dim * VECTOR_BYTES),
+        ("the index files beside it", index),
+        ("in all", file + index),
+    ):
+        table.row(name, f"{size * 1000 / turns / 2**20:.2f}")
+    out.table(table)
 
 
 def report(out: Report, name: str, probed: dict[str, list[float]], compared: list[dict[str, object]]) -> None:
@@ -172,29 +211,38 @@ async def widen(source: Path, target: Path) -> None:
         await reembed(store, Wide(), 512)
 
 
-def main(out: Report, chat_counts: list[int], with_usearch: bool) -> None:
+def main(out: Report, chat_counts: list[int], with_usearch: bool, import_only: bool, foreground: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         for chats in chat_counts:
             jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
             turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
             store = folder / f"store-{chats}.db"
-            seconds, peak = run_import(jsonl, env_for(store, folder / "home"))
-            out.line(
-                f"{chats:,} chats, {turns:,} turns: parla import (offline) {turns / seconds:,.0f} turns/s"
-                f" ({seconds:.1f} s), peak RSS {peak:.0f} MB"
-            )
-            report(
-                out,
-                f"{chats:,} chats, offline embedder, 256 dims",
-                probe(store, 256),
-                options(store, 256, with_usearch),
-            )
-            sizes(out, store, turns, 256)
-            wide = folder / f"store-{chats}-768.db"
-            asyncio.run(widen(store, wide))
-            report(out, f"{chats:,} chats, 768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
-            sizes(out, wide, turns, 768)
+            env = env_for(store, folder / "home")
+            imports = import_table(f"{chats:,} chats: `parla import` (offline embedder and summarizer)")
+            import_row(imports, "parla import (summaries queued)", chats, turns, run_import(jsonl, env))
+            if not import_only:
+                import_row(imports, "the daemon's worker makes the queued summaries", chats, turns, work_queue(env))
+            if foreground:
+                here = folder / f"store-{chats}-here.db"
+                run = run_import(jsonl, env_for(here, folder / "home"), "--offline")
+                import_row(imports, "parla import --offline (summaries made here)", chats, turns, run)
+                for path in folder.glob(f"store-{chats}-here*"):
+                    path.unlink()
+            out.table(imports)
+            made = " (summaries not made: --import-only)" if import_only else ""
+            sizes(out, store, turns, 256, f"{chats:,} chats, 256 dims{made}")
+            if not import_only:
+                report(
+                    out,
+                    f"{chats:,} chats, offline embedder, 256 dims",
+                    probe(store, 256),
+                    options(store, 256, with_usearch),
+                )
+                wide = folder / f"store-{chats}-768.db"
+                asyncio.run(widen(store, wide))
+                report(out, f"{chats:,} chats, 768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
+                sizes(out, wide, turns, 768, f"{chats:,} chats, 768-dim stand-in")
             for path in folder.glob(f"store-{chats}*"):
                 path.unlink()
 
@@ -204,7 +252,16 @@ if __name__ == "__main__":
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="500 chats only")
     size.add_argument("--big", action="store_true", help="20,000 chats too")
+    size.add_argument("--chats", type=int, action="append", help="these sizes instead (repeat it)")
     parser.add_argument("--no-usearch", action="store_true", help="leave usearch out of the options")
+    parser.add_argument(
+        "--import-only",
+        action="store_true",
+        help="the import and the store's size: no summaries made from the queue, no searches",
+    )
+    parser.add_argument(
+        "--foreground", action="store_true", help="also `parla import --offline` (summaries made by the import)"
+    )
     parser.add_argument(
         "--store",
         choices=("sqlite", "supabase"),
@@ -212,7 +269,7 @@ if __name__ == "__main__":
         help="supabase: the Postgres peer (bench.scale_supabase)",
     )
     args, out = parse(parser)
-    counts = [500] if args.quick else [500, 5000, 20000] if args.big else [500, 5000]
+    counts = args.chats or ([500] if args.quick else [500, 5000, 20000] if args.big else [500, 5000])
     if args.store == "supabase":
         from bench.scale_supabase import run
 
@@ -221,4 +278,4 @@ if __name__ == "__main__":
             # imported into SQLite and copied (bench.supabase_load), and 100 chats go through the API
             asyncio.run(run(out, chats) if chats <= 500 else run(out, chats, "copy", api_chats=100))
     else:
-        main(out, counts, not args.no_usearch)
+        main(out, counts, not args.no_usearch, args.import_only, args.foreground)

@@ -142,7 +142,9 @@ def api_import(out: Report, folder: Path, url: str, user: str, chats: int, id_pr
         records = [json.loads(line) for line in jsonl.open()]
         jsonl.write_text("".join(json.dumps({**r, "id": id_prefix + r["id"]}) + "\n" for r in records))
     turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
-    seconds, peak = run_import(jsonl, import_env(folder, url, user))
+    # summaries made by the import, as the searches after it expect (a big one would queue them)
+    run = run_import(jsonl, import_env(folder, url, user), "--offline")
+    seconds, peak = run.seconds, run.peak_mb
     out.line(
         f"parla import through the API (offline), {chats:,} chats: {turns / seconds:,.0f} turns/s "
         f"({seconds:.1f} s), peak RSS {peak:.0f} MB"
@@ -156,7 +158,8 @@ def copied(out: Report, folder: Path, dsn: str, user: str, chats: int, store: Pa
     if store is None:
         jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
         store = folder / "copied.db"
-        seconds, peak = run_import(jsonl, env_for(store, folder / "home-sqlite"))
+        run = run_import(jsonl, env_for(store, folder / "home-sqlite"), "--offline")
+        seconds, peak = run.seconds, run.peak_mb
         turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
         out.line(
             f"parla import into SQLite (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), "

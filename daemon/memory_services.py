@@ -128,12 +128,14 @@ class MemoryServices:
     @cached_property
     def summarizer(self) -> Summarizer:
         from parla.memory.summarizers.extractive import ExtractiveSummarizer
-        from parla.memory.summarizers.fallback import FallbackSummarizer
-        from parla.memory.summarizers.gemini import GeminiSummarizer
 
         if self.settings.summarizer == "gemini" and not self.settings.has_gemini_key:
             raise ConfigError(f"PARLA_SUMMARIZER=gemini {NO_KEY}, or set PARLA_SUMMARIZER=offline")
         if self.summarises_with_gemini:
+            # imported only here: the Gemini SDK's import is a second of an offline import's time
+            from parla.memory.summarizers.fallback import FallbackSummarizer
+            from parla.memory.summarizers.gemini import GeminiSummarizer
+
             gemini = GeminiSummarizer(self.client, self.settings.summary_model, self.gemini_availability, self.settings)
             return FallbackSummarizer(gemini, ExtractiveSummarizer())
         return ExtractiveSummarizer()
@@ -188,7 +190,8 @@ class MemoryServices:
             summarizer: Summarizer = GeminiSummarizer(self.client, s.summary_model, availability, s, spacing)
         else:
             summarizer = ExtractiveSummarizer()
-        compactor = Compactor(self.store, summarizer, self.embedder, s)
+        # dates read as the foreground's compaction reads them: a queued import ends as `--offline` leaves it
+        compactor = Compactor(self.store, summarizer, self.embedder, s, self.dates)
         return SummaryWorker(self.store, compactor, s.summary_lease_s, s.model_offline_cooldown_s)
 
     @cached_property

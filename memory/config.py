@@ -159,6 +159,13 @@ class MemoryConfig(BaseModel):
         description="Gemini calls above which `parla import` asks (or needs --yes) and leaves the summaries to "
         "the background queue; below, it summarises at once.",
     )
+    import_offline_now_turns: int = Field(
+        2000,
+        ge=0,
+        description="Turns above which `parla import` with the offline summarizer leaves the summaries to the "
+        "daemon's background queue (what was said is searchable at once); below, or with --offline, it "
+        "summarises at once.",
+    )
     rolling_summary_prompt: str = Field(
         prompts.ROLLING_SUMMARY,
         min_length=1,

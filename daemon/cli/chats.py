@@ -316,7 +316,7 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             rows.update(_flat(value, f"{name}: "))
-        elif prefix.startswith("store_size") and isinstance(value, int) and key != "turns":
+        elif prefix.startswith("store_size") and isinstance(value, int) and name != "store_size: turns":
             rows[name] = f"{value / 2**20:.2f} MB"
         else:
             rows[name] = value

@@ -1,6 +1,8 @@
 """`parla import`: chats from another assistant's export or a JSONL file, stored at once and
-searchable at once; their summaries made here (offline, or a small import with Gemini), or, for a
-big import with Gemini, after saying what it costs and asking, by the background queue."""
+searchable at once; their summaries made here (a small import, or any with --offline), or by the
+daemon's background queue: for a big import with Gemini after saying what it costs and asking, for
+a big one with the offline summarizer at once (summarising in the foreground was most of a big
+import's time: the offline models read each fact's dates)."""
 
 from __future__ import annotations
 
@@ -79,11 +81,12 @@ async def import_chats(
     is reported and left as stored unless --replace is given. A bad line or conversation is skipped
     with its number and reason; when every one is skipped the command fails.
 
-    With Gemini summarising, what was said is searchable as soon as it is stored; when the summaries
+    What was said is searchable as soon as it is stored. With Gemini summarising, when the summaries
     would take more than import_confirm_calls Gemini calls, the import says how many calls and tokens,
     asks (or takes --yes), and queues them: the daemon makes them in the background at
-    summary_calls_per_minute (`parla status` shows how far). --offline makes them here with the
-    offline models instead."""
+    summary_calls_per_minute (`parla status` shows how far). With the offline summarizer, an import of
+    more than import_offline_now_turns turns queues them for the daemon at once. --offline makes them
+    here with the offline models instead."""
     from parla.memory.importer import id_scope, import_chat
     from parla.memory.imports.reading import Export
 
@@ -133,7 +136,7 @@ async def import_chats(
                     progress,
                     size=(export.size / 1e6 if export.size else None, lambda: export.read / 1e6),
                 )
-                summaries = await _summaries(mem, ids, progress, yes)
+                summaries = await _summaries(mem, ids, progress, yes, here=offline)
     if not results:
         raise CommandFailed(f"nothing imported: every {export.what} of {export.where} was skipped")
     what = export.what
@@ -181,13 +184,27 @@ async def _offline(mem: MemoryServices) -> MemoryServices:
     return mem
 
 
-async def _summaries(mem: MemoryServices, ids: list[str], progress: Progress, yes: bool) -> dict[str, Any]:
-    """Summarise the stored chats `ids`: here and now offline or when Gemini's calls are few; else,
-    once the user agrees to what they cost, in the background queue. What was done, as reported."""
-    if not mem.summarises_with_gemini:
+async def _summaries(mem: MemoryServices, ids: list[str], progress: Progress, yes: bool, here: bool) -> dict[str, Any]:
+    """Summarise the stored chats `ids`: here and now when asked (`here`, offline) or when the work
+    is small; else in the background queue (with Gemini once the user agrees to what it costs).
+    What was done, as reported."""
+    if here:
         return {"by": "offline", "state": "done", "failed": await summarise_now(mem, ids, progress, _RETRY)}
     # what was said is searchable at once, whatever happens to the summaries
-    waiting, cost = await _index_and_cost(mem, ids, progress)
+    waiting, cost, turns = await _index_and_cost(mem, ids, progress)
+    if not mem.summarises_with_gemini:
+        if turns <= mem.settings.import_offline_now_turns:
+            # every chat, as before: a compaction cut short by a crash is finished by the next import
+            return {"by": "offline", "state": "done", "failed": await summarise_now(mem, ids, progress, _RETRY)}
+        await mem.store.queue_summaries(waiting)
+        err.print(
+            f"parla: the summaries of {len(waiting):,} chats ({turns:,} turns) are queued: what was said is searchable "
+            "now; the daemon summarises them in the background with the offline models (`parla status` shows how "
+            "far; start it with `parla run` or `parla service install` if it is not running). --offline makes them "
+            "here instead",
+            markup=False,
+        )
+        return {"by": "offline", "chats": len(waiting), "state": "queued", "failed": []}
     shown = {"by": mem.settings.summary_model, "chats": cost.chats, "calls": cost.calls, "tokens": cost.input_tokens}
     if cost.calls <= mem.settings.import_confirm_calls:
         return {**shown, "state": "done", "failed": await summarise_now(mem, waiting, progress, _RETRY)}
@@ -213,25 +230,34 @@ async def _summaries(mem: MemoryServices, ids: list[str], progress: Progress, ye
     return {**shown, "state": "queued", "failed": []}
 
 
-async def _index_and_cost(mem: MemoryServices, ids: list[str], progress: Progress) -> tuple[list[str], SummaryCost]:
+async def _index_and_cost(
+    mem: MemoryServices, ids: list[str], progress: Progress
+) -> tuple[list[str], SummaryCost, int]:
     """Index what was said in each chat (its windows and title), and the chats still waiting for
-    summaries (no description yet) with what summarising them costs."""
+    summaries (no description yet) with their turns and what summarising them costs with Gemini
+    (offline nothing: their turns are not read again)."""
     from parla.memory.errors import ModelError
     from parla.memory.summary_queue import SummaryCost, summary_cost
     from parla.memory.tokens import estimate_tokens
+    from parla.memory.turn_windows import WindowIndexer
 
+    # the indexer alone: the compactor would load the summarizer, which is not needed yet
+    windows = WindowIndexer(mem.store, mem.embedder, mem.settings.search_window_turns)
     indexing = progress.add_task("indexing what was said", total=len(ids))
-    waiting, cost = [], SummaryCost()
+    waiting, cost, count = [], SummaryCost(), 0
     for cid in ids:
         with suppress(ModelError):  # the embedder away: the summarising indexes it, or says why not
-            await mem.compactor.windows.index(cid)
+            await windows.index(cid)
         chat = await mem.store.get_chat(cid)
         if not chat.summary_text:
-            turns = await mem.store.load_turns(cid)
             waiting.append(cid)
-            cost += summary_cost([estimate_tokens(t.transcript_line()) for t in turns], bool(chat.title), mem.settings)
+            count += chat.turn_count
+            if mem.summarises_with_gemini:
+                turns = await mem.store.load_turns(cid)
+                tokens = [estimate_tokens(t.transcript_line()) for t in turns]
+                cost += summary_cost(tokens, bool(chat.title), mem.settings)
         progress.advance(indexing)
-    return waiting, cost
+    return waiting, cost, count
 
 
 def _agreed(said: str, progress: Progress) -> bool:

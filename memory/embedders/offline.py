@@ -55,6 +55,11 @@ def _load_model() -> _Model:
         raise ModelError("the offline embedder needs the wordllama package: pip install wordllama")
     root = Path(spec.origin).parent
     tokenizer = Tokenizer.from_file(str(root / "tokenizers" / f"{_CONFIG}_tokenizer_config.json"))
+    # No word cache: it kept every distinct word (an import's numbers and names) up to tens of
+    # thousands, over 100 MB for a big import, and tokenizing short texts was no faster with it
+    # (bench.scale). `_resize_cache(0)` is how tokenizers turns it off:
+    # https://github.com/huggingface/tokenizers/pull/1675, /issues/1680
+    tokenizer.model._resize_cache(0)
     with safe_open(str(root / "weights" / f"{_CONFIG}_{_DIM}.safetensors"), framework="np") as f:
         weights = f.get_tensor("embedding.weight")
     return _Model(tokenizer, weights)

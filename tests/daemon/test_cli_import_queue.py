@@ -15,7 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from parla.daemon.memory_services import open_memory
+from parla.daemon.settings import Settings
 from parla.memory.store.sqlite import SQLiteChatStore
+from tests.conftest import eventually
 
 TOPICS = ["sourdough starter", "the Lisbon trip", "a python bug in the CSV exporter", "mom's birthday", "guitar"]
 
@@ -95,3 +98,67 @@ def test_on_a_terminal_the_import_asks_before_queueing(with_gemini, export, gemi
     assert done.returncode == 0, done.stderr
     assert "takes about 30 Gemini calls" in done.stderr and "Queue them?" in done.stderr and ": queued." in done.stderr
     assert _queued(tmp_path) == 5 and gemini.calls(":generateContent") == []
+
+
+def test_a_big_offline_import_is_queued_and_the_worker_leaves_it_as_offline_does(parla, export, tmp_path, monkeypatch):
+    """With the offline summarizer a big import stores and indexes what was said and queues the
+    summaries; once the daemon's worker has worked the queue every chat holds what `--offline`
+    makes here (the same summaries, facts and the dates read in them)."""
+    said = [
+        {
+            "role": "user" if i % 2 == 0 else "model",
+            "text": f"My sister's wedding is next Saturday, I booked {i} rooms."
+            if i % 2 == 0
+            else f"Noted {i}: book the train by Friday.",
+            "created_at": f"2026-03-04T10:{i:02d}:00+00:00",
+        }
+        for i in range(12)
+    ]
+    with export.open("a") as f:
+        f.write(json.dumps({"id": "chat-5", "title": "Wedding", "turns": said}) + "\n")
+    monkeypatch.setenv("PARLA_SUMMARIZER", "offline")
+    monkeypatch.setenv("PARLA_EMBEDDER", "offline")
+    monkeypatch.setenv("PARLA_TIME_ZONE", "UTC")
+    monkeypatch.setenv("PARLA_IMPORT_OFFLINE_NOW_TURNS", "100")  # these six chats hold 132 turns
+    report = json.loads(parla("import", str(export), "--json").stdout)
+    assert report["summaries"] == {"by": "offline", "chats": 6, "state": "queued"}
+    assert report["not_summarised"] == [] and _queued(tmp_path) == 6
+    found = json.loads(parla("search", "the bug in the csv exporter", "--json").stdout)
+    assert found["candidates"][0]["title"] == "A python bug in the csv exporter"  # searchable before summaries
+    assert not json.loads(parla("show", "chat-0", "--json").stdout)["summaries"]
+
+    asyncio.run(_work_the_queue(Settings()))
+    queued = {n: _compacted(parla, f"chat-{n}") for n in range(len(TOPICS) + 1)}
+    assert "next Saturday (Saturday 7 March 2026)" in str(queued[5]["facts"])
+    monkeypatch.setenv("PARLA_STORE_PATH", str(tmp_path / "here.db"))
+    here = json.loads(parla("import", str(export), "--offline", "--json").stdout)
+    assert here["summaries"] == {"by": "offline", "state": "done"}
+    for n, compacted in queued.items():
+        assert compacted["summary_text"] and compacted == _compacted(parla, f"chat-{n}")
+
+
+def test_a_small_offline_import_is_summarised_at_once(parla, export, monkeypatch):
+    monkeypatch.setenv("PARLA_SUMMARIZER", "offline")
+    monkeypatch.setenv("PARLA_EMBEDDER", "offline")
+    report = json.loads(parla("import", str(export), "--json").stdout)
+    assert report["summaries"] == {"by": "offline", "state": "done"}
+    assert json.loads(parla("show", "chat-0", "--json").stdout)["chat"]["summary_text"]
+
+
+async def _work_the_queue(settings: Settings) -> None:
+    async with open_memory(settings) as mem, mem.summary_worker as worker:
+
+        async def emptied() -> bool:
+            return (await mem.store.summary_queue()).waiting == 0 and worker.progress.current is None
+
+        await eventually(emptied, timeout=60, what="the queue worked")
+
+
+def _compacted(parla, chat: str) -> dict:
+    shown = json.loads(parla("show", chat, "--json").stdout)
+    return {
+        "summary_text": shown["chat"]["summary_text"],
+        "summaries": [(s["level"], s["range"], s["text"]) for s in shown["summaries"]],
+        "facts": [(f["range"], f["lines"]) for f in shown["facts"]],
+        "pins": sorted(p["content"] for p in shown["pins"]),
+    }
