@@ -17,7 +17,6 @@ from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_identity import FileWatch
 from parla.memory.store.sqlite_rows import half_vector, stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
-from parla.memory.store.sqlite_word_bounds import WordBounds
 
 if TYPE_CHECKING:
     from parla.memory.store.sqlite_vector_file import VectorFile
@@ -50,7 +49,6 @@ class SQLiteConnection:
         self._vectors: VectorFile | None = None  # touched only in the connection's thread
         self._wrote = False
         self._aside: _Aside | None = None
-        self._word_bounds = WordBounds()  # touched only in the second connection's thread
 
     @property
     def _vector_file(self) -> VectorFile:

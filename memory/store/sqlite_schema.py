@@ -209,6 +209,22 @@ CREATE TABLE summary_queue (
 );
 CREATE INDEX summary_queue_due ON summary_queue (not_before, queued_at)
 """,
+    # what each word of a question adds at most to a turn's bm25, and its count of turns
+    # (sqlite_word_bounds.py): kept in the file so a new process need not find them again. A
+    # deleted chat takes turns out of the word index, after which a new turn may take a removed
+    # one's rowid: every figure is dropped with it.
+    """
+CREATE TABLE word_bounds (
+    word TEXT PRIMARY KEY,
+    turns INTEGER NOT NULL,
+    through INTEGER NOT NULL,
+    impact REAL,
+    impact_avglen REAL,
+    impact_through INTEGER
+) WITHOUT ROWID;
+CREATE TRIGGER word_bounds_forget AFTER DELETE ON chats BEGIN
+    DELETE FROM word_bounds; END
+""",
     # vectors at half precision (sqlite_rows.VECTOR_DTYPE): the float32 ones of older files
     # converted (the connection provides parla_half_vector); the index files are built from the
     # same values rounded, so they stay as they are
