@@ -209,22 +209,6 @@ CREATE TABLE summary_queue (
 );
 CREATE INDEX summary_queue_due ON summary_queue (not_before, queued_at)
 """,
-    # what each word of a question adds at most to a turn's bm25, and its count of turns
-    # (sqlite_word_bounds.py): kept in the file so a new process need not find them again. A
-    # deleted chat takes turns out of the word index, after which a new turn may take a removed
-    # one's rowid: every figure is dropped with it.
-    """
-CREATE TABLE word_bounds (
-    word TEXT PRIMARY KEY,
-    turns INTEGER NOT NULL,
-    through INTEGER NOT NULL,
-    impact REAL,
-    impact_avglen REAL,
-    impact_through INTEGER
-) WITHOUT ROWID;
-CREATE TRIGGER word_bounds_forget AFTER DELETE ON chats BEGIN
-    DELETE FROM word_bounds; END
-""",
     # vectors at half precision (sqlite_rows.VECTOR_DTYPE): the float32 ones of older files
     # converted (the connection provides parla_half_vector); the index files are built from the
     # same values rounded, so they stay as they are
@@ -233,5 +217,23 @@ UPDATE chats SET summary_embedding = parla_half_vector(summary_embedding) WHERE 
 UPDATE summaries SET embedding = parla_half_vector(embedding);
 UPDATE facts SET embedding = parla_half_vector(embedding) WHERE embedding IS NOT NULL;
 UPDATE turn_windows SET embedding = parla_half_vector(embedding)
+""",
+    # what each word of a question adds at most to a turn's bm25, and its count of turns
+    # (sqlite_word_bounds.py): kept in the file so a new process need not find them again. A
+    # deleted chat takes turns out of the word index, after which a new turn may take a removed
+    # one's rowid: every figure is dropped with it. After the half-precision conversion, not before:
+    # a file already converted would have that conversion run again on its half-precision vectors,
+    # and never get this table. IF NOT EXISTS: a test rewinds a file to before that conversion.
+    """
+CREATE TABLE IF NOT EXISTS word_bounds (
+    word TEXT PRIMARY KEY,
+    turns INTEGER NOT NULL,
+    through INTEGER NOT NULL,
+    impact REAL,
+    impact_avglen REAL,
+    impact_through INTEGER
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS word_bounds_forget AFTER DELETE ON chats BEGIN
+    DELETE FROM word_bounds; END
 """,
 ]
