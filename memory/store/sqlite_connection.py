@@ -17,7 +17,6 @@ from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_identity import FileWatch
 from parla.memory.store.sqlite_rows import half_vector, stored_turn_importance
 from parla.memory.store.sqlite_schema import MIGRATIONS
-from parla.memory.store.sqlite_word_bounds import WordBounds
 
 if TYPE_CHECKING:
     from parla.memory.store.sqlite_vector_file import VectorFile
@@ -50,7 +49,6 @@ class SQLiteConnection:
         self._vectors: VectorFile | None = None  # touched only in the connection's thread
         self._wrote = False
         self._aside: _Aside | None = None
-        self._word_bounds = WordBounds()  # touched only in the second connection's thread
 
     @property
     def _vector_file(self) -> VectorFile:
@@ -204,8 +202,9 @@ class SQLiteConnection:
 
 
 class _Aside:
-    """A second, read-only connection to a store the first one opened (and migrated), with its
-    own thread and its own watch on the files, for reads that may run beside the first's."""
+    """A second connection to a store the first one opened (and migrated), with its own thread
+    and its own watch on the files, for reads that may run beside the first's. Read-only (query_only)
+    but for the word search's figures, which it writes back only when that needs no wait."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -228,8 +227,15 @@ class _Aside:
             db = sqlite3.connect(self.path.resolve().as_uri() + "?mode=rw", isolation_level=None, uri=True)
             try:
                 db.row_factory = sqlite3.Row
-                db.execute(f"PRAGMA busy_timeout={BUSY_SLICE_MS}")
-                db.execute("PRAGMA query_only=ON")
+                # the word search writes back the figures it found (sqlite_word_bounds), as the
+                # first connection writes: no sync at each commit, what it replaces overwritten
+                for pragma in (
+                    f"busy_timeout={BUSY_SLICE_MS}",
+                    "query_only=ON",
+                    "synchronous=NORMAL",
+                    "secure_delete=ON",
+                ):
+                    db.execute(f"PRAGMA {pragma}")
                 self._watch.opened()
             except BaseException:
                 db.close()

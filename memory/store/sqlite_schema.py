@@ -218,4 +218,22 @@ UPDATE summaries SET embedding = parla_half_vector(embedding);
 UPDATE facts SET embedding = parla_half_vector(embedding) WHERE embedding IS NOT NULL;
 UPDATE turn_windows SET embedding = parla_half_vector(embedding)
 """,
+    # what each word of a question adds at most to a turn's bm25, and its count of turns
+    # (sqlite_word_bounds.py): kept in the file so a new process need not find them again. A
+    # deleted chat takes turns out of the word index, after which a new turn may take a removed
+    # one's rowid: every figure is dropped with it. After the half-precision conversion, not before:
+    # a file already converted would have that conversion run again on its half-precision vectors,
+    # and never get this table. IF NOT EXISTS: a test rewinds a file to before that conversion.
+    """
+CREATE TABLE IF NOT EXISTS word_bounds (
+    word TEXT PRIMARY KEY,
+    turns INTEGER NOT NULL,
+    through INTEGER NOT NULL,
+    impact REAL,
+    impact_avglen REAL,
+    impact_through INTEGER
+) WITHOUT ROWID;
+CREATE TRIGGER IF NOT EXISTS word_bounds_forget AFTER DELETE ON chats BEGIN
+    DELETE FROM word_bounds; END
+""",
 ]

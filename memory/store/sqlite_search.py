@@ -39,7 +39,7 @@ from parla.memory.store.sqlite_vectors import (
     vector_count,
     vectors_changed,
 )
-from parla.memory.store.sqlite_word_bounds import WordBounds, indexed_turns
+from parla.memory.store.sqlite_word_bounds import WordBounds
 from parla.memory.words import query_words
 
 if TYPE_CHECKING:
@@ -165,24 +165,24 @@ class SQLiteSearch(SQLiteConnection):
         def read(db: sqlite3.Connection) -> list[TurnMatch]:
             if not words or match_count <= 0:
                 return []
-            marks = ",".join("?" * len(words))
-            found = dict(
-                db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", list(words)).fetchall()
-            )
-            total, _ = indexed_turns(db)
-            telling = telling_words(words, found, total)
+            bounds = WordBounds(db)
+            found = bounds.counts(words)
+            telling = telling_words(words, found, bounds.rows)
             if not telling:
-                return []
-            if chat_id is None:
-                return _best_across(db, telling, found, total, match_count, self._word_bounds)
-            rows = db.execute(
-                "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
-                "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
-                "JOIN chats c ON c.id = w.chat_id "
-                "WHERE turn_words MATCH ? AND w.chat_id = ? ORDER BY bm25(turn_words), w.seq LIMIT ?",
-                (_fts_query(telling), chat_id, match_count),
-            ).fetchall()
-            return [turn_match(r) for r in rows]
+                found_turns: list[TurnMatch] = []
+            elif chat_id is None:
+                found_turns = _best_across(db, telling, found, bounds.rows, match_count, bounds)
+            else:
+                rows = db.execute(
+                    "SELECT w.chat_id, w.seq, w.body, -bm25(turn_words) AS score, t.role, c.title, c.last_activity_at "
+                    "FROM turn_words w JOIN turns t ON t.chat_id = w.chat_id AND t.seq = w.seq "
+                    "JOIN chats c ON c.id = w.chat_id "
+                    "WHERE turn_words MATCH ? AND w.chat_id = ? ORDER BY bm25(turn_words), w.seq LIMIT ?",
+                    (_fts_query(telling), chat_id, match_count),
+                ).fetchall()
+                found_turns = [turn_match(r) for r in rows]
+            bounds.keep()
+            return found_turns
 
         return await self._read_aside(read)
 
@@ -312,7 +312,6 @@ def _pruned(
 ) -> dict[int, float]:
     """bm25 (FTS5's rank: lower is better) by rowid of every turn that may be among the
     `match_count` best, the words' turns scored rarest word first."""
-    bounds.start(db)
     rarest_first = sorted(telling, key=lambda w: doc_counts[w])
     ranks: dict[int, float] = {}
     for i, word in enumerate(rarest_first):
@@ -322,14 +321,12 @@ def _pruned(
             floor = -sorted(ranks.values())[match_count - 1]
             if sum(_most_added(doc_counts[w], total) for w in rest) < floor:
                 break
-            if _bounded_below(db, bounds, rest, doc_counts, total, floor):
+            if _bounded_below(bounds, rest, doc_counts, total, floor):
                 break
     return ranks
 
 
-def _bounded_below(
-    db: sqlite3.Connection, bounds: WordBounds, rest: list[str], doc_counts: dict[str, int], total: int, floor: float
-) -> bool:
+def _bounded_below(bounds: WordBounds, rest: list[str], doc_counts: dict[str, int], total: int, floor: float) -> bool:
     """Whether the words of `rest` (rarest first) together add less than `floor` to any turn,
     by the most each adds to a turn: those kept first, then the others while finding theirs
     (every turn of the word scored) costs less than scoring the next word's turns would."""
@@ -340,7 +337,7 @@ def _bounded_below(
             budget -= doc_counts[word]
             if budget < 0:
                 return False
-        most[word] = bounds.most_added(db, word, doc_counts[word])
+        most[word] = bounds.most_added(word, doc_counts[word])
         if sum(most.values()) < floor:
             return True
     return False

@@ -210,11 +210,14 @@ class VectorFile:
         order = np.argsort(rows, kind="stable")
         rows, chats = rows[order], chats[order]
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
-        parts = []
-        for run in np.split(rows, breaks):
-            raw = os.pread(self._codes_fd, len(run) * code.itemsize, _CODES_HEADER.size + int(run[0]) * code.itemsize)
-            parts.append(np.frombuffer(raw, dtype=code, count=len(run)))
-        codes = np.concatenate(parts)
+        starts, ends = np.concatenate(([0], breaks)).tolist(), np.concatenate((breaks, [len(rows)])).tolist()
+        # the runs' bytes joined and read as one array: concatenating one small array per run
+        # costs more than the reads (numpy checks the record's fields for each)
+        raw = b"".join(
+            os.pread(self._codes_fd, (end - start) * code.itemsize, _CODES_HEADER.size + first * code.itemsize)
+            for start, end, first in zip(starts, ends, rows[starts].tolist(), strict=True)
+        )
+        codes = np.frombuffer(raw, dtype=code, count=len(rows))
         sims = (codes["v"].astype(np.float32) @ query) * codes["scale"]
         numbers, of_row = np.unique(chats, return_inverse=True)
         best = np.full(len(numbers), -np.inf, dtype=np.float32)
@@ -389,11 +392,22 @@ def _exact(
     if not rows:
         return []
     sims = vector_matrix([row[4] for row in rows]) @ query
-    by_chat: dict[str, list[int]] = {}
-    for i, row in enumerate(rows):
-        by_chat.setdefault(row[0], []).append(i)
-    ranked = [sorted(texts, key=lambda i: -sims[i])[:texts_per_chat] for texts in by_chat.values()]
-    ranked.sort(key=lambda texts: -sims[texts[0]])
+    # each chat's rows by similarity, ties in row order; the chats by their best, ties in the
+    # order they first appear (sorted in numpy: a key function a row costs more than the rest)
+    ids = [row[0] for row in rows]
+    number = {chat_id: n for n, chat_id in enumerate(dict.fromkeys(ids))}
+    chat = np.array([number[chat_id] for chat_id in ids])
+    order = np.lexsort((np.arange(len(rows)), -sims, chat))
+    starts = np.flatnonzero(np.diff(chat[order], prepend=-1))
+    ends = np.append(starts[1:], len(order))
+    best = np.lexsort((chat[order[starts]], -sims[order[starts]]))[:chat_count]
     return [
-        (rows[texts[0]][0], [(text_ref(*rows[i][:4]), float(sims[i])) for i in texts]) for texts in ranked[:chat_count]
+        (
+            rows[order[starts[g]]][0],
+            [
+                (text_ref(*rows[i][:4]), float(sims[i]))
+                for i in order[starts[g] : min(ends[g], starts[g] + texts_per_chat)]
+            ],
+        )
+        for g in best.tolist()
     ]

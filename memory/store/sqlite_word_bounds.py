@@ -1,20 +1,30 @@
-"""The most a word can add to a turn's bm25 in the SQLite store's word index, kept per word.
+"""What the words of a question weigh in the SQLite store's word index, kept per word in the
+store's file (the `word_bounds` table): how many turns hold the word, and the most it can add to
+a turn's bm25.
 
 MaxScore's pruning (`sqlite_search._best_across`) stops scoring turns once what the words not yet
 scored could add is below the best scores found. Bounding a word by 2.2 idf (what bm25 allows for
 any number of occurrences) is about twice what it really adds: on a 5,000-chat store that let 18
 of 76 questions stop after their rarest word, the real figure all 76. The real figure is FTS5's
-bm25 of the word alone, best over its turns: costly to find (every turn of the word scored), so
-it is kept, per word, in this process, and brought up to date as turns come:
+bm25 of the word alone, best over its turns; and the idf needs the word's count of turns, which
+fts5vocab finds by walking the word's whole list of turns. Both cost a walk of every turn of a
+common word (tens of thousands at 5,000 chats), so both are kept in the file, where a new
+process (`parla recall` without a daemon, the daemon's first recall) finds them, and brought up
+to date as turns come:
 
 - a word adds idf × tf (k1 + 1) / (tf + k1 (1 − b + b · len / avglen)) to a turn
   (https://sqlite.org/fts5.html#the_bm25_function); the part after idf, its impact, is kept: the
   idf is computed afresh from the word's count of turns;
+- each figure is kept with the last rowid it covers; the turns after it are counted or scored for
+  the word alone (FTS5 seeks to them by rowid);
 - when the average length of a turn grows by a factor r, no turn's impact grows by more than r
   (each term of the denominator shrinks by at most r), so the kept impact is scaled by it;
-- turns added since are scored for the word alone (FTS5 seeks to them by rowid);
-- when a turn was removed (a chat deleted), everything kept is dropped: a removed turn could let
-  a later one take its rowid.
+- a deleted chat takes its turns out of the index, and a turn added after may take a removed
+  one's rowid: the trigger `word_bounds_forget` drops every figure in the deleting transaction.
+
+A search writes the figures it found back in its own transaction: only when no other connection
+wrote since its snapshot began and none is writing (it never waits), so a kept figure always
+describes the index it was found in; otherwise they are found again by a later search.
 
 The average length and the count of turns are FTS5's own, from its averages record (the row of
 rowid 1 in the index's `_data` table: varints of the row count and each column's token count).
@@ -22,9 +32,15 @@ rowid 1 in the index's `_data` table: varints of the row count and each column's
 
 from __future__ import annotations
 
+import logging
 import math
 import sqlite3
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from parla.memory.store.sqlite_connection import BUSY_SLICE_MS
+
+log = logging.getLogger("parla.memory")
 
 # rounding, and a count of turns for a word that fts5vocab gives and bm25 finds alike
 _MARGIN = 1.001
@@ -32,72 +48,115 @@ _MARGIN = 1.001
 
 @dataclass
 class _Kept:
-    impact: float  # most over the turns up to `through` (a bm25 share per unit of idf)
-    avglen: float  # the average length it was found at
-    through: int  # the last rowid it covers
-
-
-@dataclass(frozen=True)
-class _IndexState:
-    rows: int
-    avglen: float
-    last: int  # the highest rowid
-    last_turn: tuple[str, int] | None  # its chat and turn
+    turns: int  # turns holding the word, up to rowid `through`
+    through: int
+    impact: float | None = None  # most over the turns up to `impact_through` (a bm25 share per unit of idf)
+    impact_avglen: float = 0.0  # the average length it was found at
+    impact_through: int = 0
 
 
 class WordBounds:
-    """Used only in the thread of the connection that searches words: `start` at each search,
-    before `most_added`."""
+    """One word search's view of the figures, inside its transaction: `counts` first, then
+    `most_added` as the pruning asks, and `keep` at the end."""
 
-    def __init__(self) -> None:
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+        self.rows, tokens = indexed_turns(db)
+        self._avglen = tokens / self.rows if self.rows else 0.0
+        last = db.execute("SELECT rowid FROM turn_words ORDER BY rowid DESC LIMIT 1").fetchone()
+        self._last = 0 if last is None else int(last[0])
         self._kept: dict[str, _Kept] = {}
-        self._since: _IndexState | None = None  # the index when the kept figures were started
-        self._now: _IndexState | None = None
+        self._changed: set[str] = set()
 
-    def start(self, db: sqlite3.Connection) -> None:
-        """Read the index as this search sees it; drop what is kept if a turn was removed."""
-        self._now = _index_state(db)
-        if not self._unchanged_but_appended(db, self._now):
-            self._kept.clear()
-            self._since = self._now
+    def counts(self, words: Sequence[str]) -> dict[str, int]:
+        """The turns holding each of `words` (those in none left out)."""
+        wanted = sorted(set(words))
+        marks = ",".join("?" * len(wanted))
+        for row in self._db.execute(
+            "SELECT word, turns, through, impact, impact_avglen, impact_through FROM word_bounds "
+            f"WHERE word IN ({marks})",
+            wanted,
+        ):
+            kept = _Kept(int(row[1]), int(row[2]), row[3], row[4] or 0.0, row[5] or 0)
+            if kept.through < self._last:
+                kept.turns += self._count_after(row[0], kept.through)
+                kept.through = self._last
+                self._changed.add(row[0])
+            self._kept[row[0]] = kept
+        missing = [w for w in wanted if w not in self._kept]
+        if missing:
+            marks = ",".join("?" * len(missing))
+            for word, turns in self._db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", missing):
+                self._kept[word] = _Kept(int(turns), self._last)
+                self._changed.add(word)
+        return {w: k.turns for w, k in self._kept.items() if k.turns}
 
     def kept(self, word: str) -> bool:
-        return word in self._kept
-
-    def most_added(self, db: sqlite3.Connection, word: str, doc_count: int) -> float:
-        """More than `word`, found in `doc_count` turns, can add to the bm25 of any turn now."""
-        state = self._now
-        assert state is not None, "start() first"
-        idf = math.log((state.rows - doc_count + 0.5) / (doc_count + 0.5))
+        """Whether the most `word` adds is known without scoring all its turns."""
         kept = self._kept.get(word)
-        if kept is None:
-            impact = _best_impact(db, word, idf, after=None)
-        elif kept.through == state.last and kept.avglen == state.avglen:
-            impact = kept.impact
+        return kept is not None and kept.impact is not None
+
+    def most_added(self, word: str, doc_count: int) -> float:
+        """More than `word`, found in `doc_count` turns, can add to the bm25 of any turn now
+        (after `counts`)."""
+        kept = self._kept[word]
+        idf = math.log((self.rows - doc_count + 0.5) / (doc_count + 0.5))
+        if kept.impact is None:
+            impact = self._best_impact(word, idf, after=None)
+        elif kept.impact_through == self._last and kept.impact_avglen == self._avglen:
+            return idf * kept.impact * _MARGIN
         else:
-            grown = max(1.0, state.avglen / kept.avglen) if kept.avglen > 0 else math.inf
-            impact = max(kept.impact * grown, _best_impact(db, word, idf, after=kept.through))
-        self._kept[word] = _Kept(impact, state.avglen, state.last)
+            grown = max(1.0, self._avglen / kept.impact_avglen) if kept.impact_avglen > 0 else math.inf
+            impact = max(kept.impact * grown, self._best_impact(word, idf, after=kept.impact_through))
+        kept.impact, kept.impact_avglen, kept.impact_through = impact, self._avglen, self._last
+        self._changed.add(word)
         return idf * impact * _MARGIN
 
-    def _unchanged_but_appended(self, db: sqlite3.Connection, state: _IndexState) -> bool:
-        """No turn was removed since the kept figures were started: every turn then is still
-        there under its rowid, and the others have higher ones."""
-        since = self._since
-        if since is None or state.last < since.last:
-            return False
-        (added,) = db.execute("SELECT count(*) FROM turn_words WHERE rowid > ?", (since.last,)).fetchone()
-        return state.rows == since.rows + added and _turn_at(db, since.last) == since.last_turn
+    def keep(self) -> None:
+        """Write the figures found or brought up to date, when that needs no wait (see above)."""
+        if not self._changed:
+            return
+        rows = [
+            (w, k.turns, k.through, k.impact, k.impact_avglen if k.impact is not None else None, k.impact_through)
+            for w, k in self._kept.items()
+            if w in self._changed
+        ]
+        db = self._db
+        db.execute("PRAGMA busy_timeout = 0")
+        db.execute("PRAGMA query_only = OFF")
+        try:
+            db.executemany(
+                "INSERT INTO word_bounds (word, turns, through, impact, impact_avglen, impact_through) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (word) DO UPDATE SET turns = excluded.turns, "
+                "through = excluded.through, impact = excluded.impact, impact_avglen = excluded.impact_avglen, "
+                "impact_through = excluded.impact_through",
+                rows,
+            )
+        except sqlite3.OperationalError as e:  # another writer, a read-only file or a full disk
+            log.debug("word figures of %s not kept: %s", [r[0] for r in rows], e)
+            if not db.in_transaction:  # some failures end the transaction: the caller commits one
+                db.execute("BEGIN")
+        finally:
+            db.execute("PRAGMA query_only = ON")
+            db.execute(f"PRAGMA busy_timeout = {BUSY_SLICE_MS}")
+
+    def _count_after(self, word: str, after: int) -> int:
+        (count,) = self._db.execute(
+            "SELECT count(*) FROM turn_words WHERE turn_words MATCH ? AND rowid > ?", (_phrase(word), after)
+        ).fetchone()
+        return int(count)
+
+    def _best_impact(self, word: str, idf: float, after: int | None) -> float:
+        """The most `word` adds to a turn (after rowid `after`, or in all), per unit of idf."""
+        ranks = self._db.execute(
+            "SELECT bm25(turn_words) FROM turn_words WHERE turn_words MATCH ? AND rowid > ?",
+            (_phrase(word), -1 if after is None else after),
+        ).fetchall()
+        return -min((r[0] for r in ranks), default=0.0) / idf
 
 
-def _best_impact(db: sqlite3.Connection, word: str, idf: float, after: int | None) -> float:
-    """The most `word` adds to a turn (after rowid `after`, or in all), per unit of idf."""
-    query = '"' + word.replace('"', '""') + '"'
-    ranks = db.execute(
-        "SELECT bm25(turn_words) FROM turn_words WHERE turn_words MATCH ? AND rowid > ?",
-        (query, -1 if after is None else after),
-    ).fetchall()
-    return -min((r[0] for r in ranks), default=0.0) / idf
+def _phrase(word: str) -> str:
+    return '"' + word.replace('"', '""') + '"'
 
 
 def indexed_turns(db: sqlite3.Connection) -> tuple[int, int]:
@@ -106,18 +165,6 @@ def indexed_turns(db: sqlite3.Connection) -> tuple[int, int]:
     row = db.execute("SELECT block FROM turn_words_data WHERE id = 1").fetchone()
     counts = _varints(bytes(row[0])) if row is not None and row[0] else [0]
     return counts[0], sum(counts[1:])
-
-
-def _index_state(db: sqlite3.Connection) -> _IndexState:
-    rows, tokens = indexed_turns(db)
-    last_row = db.execute("SELECT rowid FROM turn_words ORDER BY rowid DESC LIMIT 1").fetchone()
-    last = 0 if last_row is None else int(last_row[0])
-    return _IndexState(rows, tokens / rows if rows else 0.0, last, _turn_at(db, last))
-
-
-def _turn_at(db: sqlite3.Connection, rowid: int) -> tuple[str, int] | None:
-    row = db.execute("SELECT chat_id, seq FROM turn_words WHERE rowid = ?", (rowid,)).fetchone()
-    return None if row is None else (str(row[0]), int(row[1]))
 
 
 def _varints(blob: bytes) -> list[int]:

@@ -62,7 +62,7 @@ async def test_a_store_made_before_the_word_index_gets_its_turns_indexed(tmp_pat
             "DROP TRIGGER turn_words_insert; DROP TRIGGER turn_words_delete; DROP TABLE turn_vocab; "
             "DROP TABLE turn_words; ALTER TABLE turns DROP COLUMN usage; DROP TRIGGER title_window_stale; "
             "DROP TABLE profile; DROP TABLE vector_chats; ALTER TABLE turns DROP COLUMN sources; DROP TABLE reminders; "
-            "DROP TABLE summary_queue; "
+            "DROP TABLE summary_queue; DROP TRIGGER word_bounds_forget; DROP TABLE word_bounds; "
             "DELETE FROM meta WHERE key = 'store_id'; "
             f"PRAGMA user_version = {MIGRATIONS.index(WORD_INDEX)};"
         )
@@ -267,41 +267,114 @@ async def test_a_word_search_runs_while_the_store_connection_is_busy(store):
         await holding
 
 
-async def test_a_word_search_stays_exact_as_turns_come_and_chats_go(store):
-    """The most each word adds to a turn is kept between searches: a turn added later that adds
-    more (short, its words twice) is still found, and so after a chat is deleted. Here the
-    question's common words recur together, so only what they really add (not 2.2 idf) lets the
-    search stop after the turns of "heron", which are long and score low."""
+# Words that recur together, so only what they really add (not 2.2 idf) lets a search of all five
+# stop after the turns of "heron", which are long and score low.
+_TOGETHER = "alpha beta gamma delta"
+_WORDS = ["heron", "alpha", "beta", "gamma", "delta"]
+
+
+async def _recurring_words(store: SQLiteChatStore) -> list[str]:
+    """30 chats where the words of `_TOGETHER` recur together: their ids."""
     rng = random.Random(5)
     filler = [f"filler{n}" for n in range(60)]
-    together = "alpha beta gamma delta"
     chats = []
     for c in range(30):
         turns = []
         for t in range(10):
-            words = rng.sample(filler, 8) + [together] * (rng.random() < 0.3)
+            words = rng.sample(filler, 8) + [_TOGETHER] * (rng.random() < 0.3)
             if t == 3 and c < 10:  # ten long turns of "heron", each with the other words
-                words = rng.sample(filler, 26) + ["heron", together]
+                words = rng.sample(filler, 26) + ["heron", _TOGETHER]
             turns.append(Turn.of("user" if t % 2 else "model", " ".join(words)))
         chats.append((await store.create_chat(turns=turns)).chat.id)
-    words = ["heron", "alpha", "beta", "gamma", "delta"]
+    return chats
 
-    async def same_as_every_turn_ranked() -> list[tuple[str, int]]:
-        with sqlite3.connect(store.path) as db:
-            every = db.execute(
-                "SELECT chat_id, seq FROM turn_words WHERE turn_words MATCH 'heron OR alpha OR beta OR gamma OR delta' "
-                "ORDER BY bm25(turn_words), chat_id, seq LIMIT 10"
-            ).fetchall()
-        found = [(m.chat_id, m.seq) for m in await store.search_words(words, 10)]
-        assert found == every
-        return found
 
+async def _same_as_every_turn_ranked(store: SQLiteChatStore) -> list[tuple[str, int]]:
+    with sqlite3.connect(store.path) as db:
+        every = db.execute(
+            "SELECT chat_id, seq FROM turn_words WHERE turn_words MATCH 'heron OR alpha OR beta OR gamma OR delta' "
+            "ORDER BY bm25(turn_words), chat_id, seq LIMIT 10"
+        ).fetchall()
+    found = [(m.chat_id, m.seq) for m in await store.search_words(_WORDS, 10)]
+    assert found == every
+    return found
+
+
+def _kept_figures(path: Path) -> dict[str, tuple[int, bool]]:
+    """Each kept word's count of turns, and whether the most it adds is kept."""
+    with sqlite3.connect(path) as db:
+        return {
+            w: (n, impact is not None) for w, n, impact in db.execute("SELECT word, turns, impact FROM word_bounds")
+        }
+
+
+def _turns_of_words(path: Path) -> dict[str, int]:
+    with sqlite3.connect(path) as db:
+        marks = ",".join("?" * len(_WORDS))
+        return dict(db.execute(f"SELECT term, doc FROM turn_vocab WHERE term IN ({marks})", _WORDS).fetchall())
+
+
+async def test_a_word_search_stays_exact_as_turns_come_and_chats_go(store):
+    """The most each word adds to a turn is kept between searches: a turn added later that adds
+    more (short, its words twice) is still found, and so after a chat is deleted."""
+    chats = await _recurring_words(store)
     for _ in range(3):  # what each word adds is found and kept
-        assert all(seq == 4 for _, seq in await same_as_every_turn_ranked())
-    short = (await store.create_chat(turns=[Turn.of("user", f"{together} {together}")])).chat.id
-    assert (short, 1) in await same_as_every_turn_ranked()
+        assert all(seq == 4 for _, seq in await _same_as_every_turn_ranked(store))
+    short = (await store.create_chat(turns=[Turn.of("user", f"{_TOGETHER} {_TOGETHER}")])).chat.id
+    assert (short, 1) in await _same_as_every_turn_ranked(store)
     await store.delete_chat(short)
     await store.delete_chat(chats[0])
-    assert all(chat not in (short, chats[0]) for chat, _ in await same_as_every_turn_ranked())
-    shorter = (await store.create_chat(turns=[Turn.of("user", f"{together} {together}")])).chat.id
-    assert (shorter, 1) in await same_as_every_turn_ranked()
+    assert all(chat not in (short, chats[0]) for chat, _ in await _same_as_every_turn_ranked(store))
+    shorter = (await store.create_chat(turns=[Turn.of("user", f"{_TOGETHER} {_TOGETHER}")])).chat.id
+    assert (shorter, 1) in await _same_as_every_turn_ranked(store)
+
+
+async def test_what_each_word_weighs_is_kept_in_the_file_for_the_next_process(store, monkeypatch):
+    """A new process (`parla recall` without a daemon) finds each word's count of turns and the
+    most it adds to a turn in the store's file, instead of walking every turn of the word again;
+    new turns bring them up to date, and a deleted chat drops them."""
+    from parla.memory.store.sqlite_word_bounds import WordBounds
+
+    chats = await _recurring_words(store)
+    for _ in range(3):  # the figures fill as searches come (a first search finds only the cheap ones)
+        await _same_as_every_turn_ranked(store)
+    kept = _kept_figures(store.path)
+    assert {w: n for w, (n, _) in kept.items()} == _turns_of_words(store.path)
+    assert [w for w, (_, has_impact) in kept.items() if has_impact] == ["alpha", "beta", "delta", "gamma"]
+
+    walks: list[str] = []
+    finding = WordBounds._best_impact
+
+    def walked(self: WordBounds, word: str, idf: float, after: int | None) -> float:
+        if after is None:
+            walks.append(word)
+        return finding(self, word, idf, after)
+
+    monkeypatch.setattr(WordBounds, "_best_impact", walked)
+    async with SQLiteChatStore(store.path) as other:
+        await _same_as_every_turn_ranked(other)
+        assert walks == []  # found in the file
+        short = (await other.create_chat(turns=[Turn.of("user", f"{_TOGETHER} {_TOGETHER}")])).chat.id
+        assert (short, 1) in await _same_as_every_turn_ranked(other)
+        assert walks == []  # only the new turn was scored
+        assert {w: n for w, (n, _) in _kept_figures(store.path).items()} == _turns_of_words(store.path)
+        await other.delete_chat(chats[0])
+    assert _kept_figures(store.path) == {}
+    await _same_as_every_turn_ranked(store)
+    assert {w: n for w, (n, _) in _kept_figures(store.path).items()} == _turns_of_words(store.path)
+
+
+async def test_a_word_search_never_waits_to_keep_its_figures(store):
+    """While another connection holds the file's write lock (`parla import` beside the daemon),
+    a word search answers at once and keeps nothing; a later one keeps its figures."""
+    await _recurring_words(store)
+    writer = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        await asyncio.wait_for(_same_as_every_turn_ranked(store), 5)
+        writer.execute("ROLLBACK")
+    finally:
+        writer.close()
+    assert _kept_figures(store.path) == {}
+    await _same_as_every_turn_ranked(store)
+    assert set(_kept_figures(store.path)) == set(_WORDS)
