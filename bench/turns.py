@@ -51,7 +51,7 @@ SILENCES_MS = (300, 700, 1000, 1500)
 DURATION_ROWS = ((0.3, 200), (0.3, 450), (0.5, 450))
 # (when the service's transcript of a sound arrives after the sound ends, the words wait; 0: the
 # default): the wait is tuned on other seeds than the benchmark's.
-WORDS_ROWS = ((0.3, 0), (0.8, 0), (0.8, 1000))
+WORDS_ROWS = ((0.3, 400), (0.3, 0), (0.8, 0), (0.8, 1000))
 THRESHOLDS = (0.3, 0.5)
 DEFAULTS = FloorRules.of(VoiceConfig())
 
@@ -75,6 +75,7 @@ class Outcome:
     ends: list[float]  # times of activityEnd
     holds: int = 0  # how many times the answer paused
     resumed_before_cut: bool = False  # with words: the answer went on before a request's word cut it
+    still_s: float = 0.0  # how long the answer stood paused, in all
 
 
 def replay(
@@ -98,7 +99,10 @@ def replay(
     hold = start = None
     words_at = item.end_s + transcript_lag_s
     holds = 0
-    released = False
+    released = False  # with words: the answer went on after the floor was taken, before a cut
+    taken = False
+    paused_at: float | None = None
+    still = 0.0
     ends: list[float] = []
     room = AnswerInRoom(item, near_end=NearEnd.of(VoiceConfig()) if near_end else None) if item.model_speaking else None
     pcm = item.mic.astype("<i2").tobytes()
@@ -113,20 +117,24 @@ def replay(
             if out is Marker.HOLD:
                 holds += 1
                 hold = now if hold is None else hold
+                paused_at = now
                 if room:
                     room.pause()
             elif out is Marker.RELEASE and room:
                 room.resume()
-                released = start is None
-            elif start is None and (out is Marker.CUT or (out is Marker.START and not (rules.words and room))):
-                start = now  # the answer cut: by the floor taken, or with words by a request's word
+                released = released or (taken and start is None)
+                still += now - (paused_at or now)
+            elif out is Marker.START:
+                taken = True
             elif out is Marker.END:
                 ends.append(now)
+            if start is None and (out is Marker.CUT or (out is Marker.START and not (rules.words and room))):
+                start = now  # the answer cut: by the floor taken, or with words by a request's word
         if start is not None and room:
             break  # the service cuts the answer here: what follows is another story
     rel = lambda t: None if t is None else t - item.onset_s
     cut_late = rules.words and released and start is not None
-    return Outcome(rel(hold if hold is not None else start), rel(start), ends, holds, cut_late)
+    return Outcome(rel(hold if hold is not None else start), rel(start), ends, holds, cut_late, still)
 
 
 def pct(values: list[float], q: float) -> str:
@@ -195,6 +203,9 @@ def over_answer(
     missed = [i.label for i, o in inter if o.start_s is None]
     if missed:
         notes.append(f"{name}, not cut by: {', '.join(missed)}")
+    stood = [o.still_s for _, o in false if o.holds and o.start_s is None]
+    if stood:
+        notes.append(f"{name}, the answer stood paused for a non-turn: p50 {pct(stood, 50)}, p95 {pct(stood, 95)}")
     went_on = [i.label for i, o in inter if o.resumed_before_cut]
     if went_on:
         notes.append(f"{name}, the answer went on a moment before the words cut it: {', '.join(went_on)}")

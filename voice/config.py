@@ -182,7 +182,7 @@ class VoiceConfig(BaseModel):
         "the answer go on from where it paused. Off: the barge-in window alone cuts it.",
     )
     floor_words_wait_ms: int = Field(
-        400,
+        600,
         ge=0,
         description="Local detection, with floor_words: quiet after a sound over the answer, without a word that "
         "cuts it in the transcript, after which the answer goes on (a word that comes later still cuts it).",

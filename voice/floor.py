@@ -96,7 +96,7 @@ class FloorRules:
     near_end_ms: int = 20
     confirm_ms: int = 300
     words: bool = False  # a barge-in cuts the answer only once its transcript holds a request's word
-    words_wait_ms: int = 400
+    words_wait_ms: int = 600
     backchannels: frozenset[str] = frozenset()
 
     @classmethod
