@@ -19,16 +19,16 @@ The rules, per 32 ms frame of speech probability:
   it stops sooner (a cough, a knock, a "mm-hmm"), the answer resumes where it paused: a sound that
   is not someone taking the floor costs a pause, not the answer. Without that judgement (no
   canceller, or its filter not settled yet) Silero's onset holds the answer.
-- With `words` on, the barge-in does not cut the answer by itself: the speaker stays paused
-  and keeps what it has not played (the service stops generating at activityStart, and what it
-  sent before is all Parla has), until the service's transcript of the sound says. A word
-  other than a backchannel cuts it (CUT: drop what the speaker holds). Quiet for
-  `words_wait_ms` without such a word, and the answer goes on from where it paused (RELEASE);
-  the sound ends as a user turn of its own (activityEnd), which the model answers after it. A
-  word that comes later still cuts the answer. Duration alone cannot tell a "mm-hmm" from a
-  "stop": the former is often the longer (docs/design/turn-taking.md); what stacks such as
-  LiveKit Agents (false-interruption resume, a minimum of interruption words) and Pipecat (a
-  minimum-words interruption strategy) decide on is the words.
+- With `words` on, the barge-in does not cut the answer by itself (without, it cuts what the
+  speaker holds at once): the speaker stays paused and keeps what it has not played (the service
+  stops generating at activityStart, and what it sent before is all Parla has), until the
+  service's transcript of the sound says. A word other than a backchannel cuts it (CUT: drop what
+  the speaker holds). Quiet for `words_wait_ms` without such a word, and the answer goes on from
+  where it paused (RELEASE); the sound ends as a user turn of its own (activityEnd), which the
+  model answers after it. A word that comes later still cuts the answer. Duration alone cannot
+  tell a "mm-hmm" from a "stop": the former is often the longer (docs/design/turn-taking.md);
+  what stacks such as LiveKit Agents (false-interruption resume, a minimum of interruption words)
+  and Pipecat (a minimum-words interruption strategy) decide on is the words.
 
 Audio outside the user's turn is not sent: with automatic detection off the service takes only the
 audio between the markers as the turn (the API's default turn coverage, TURN_INCLUDES_ONLY_ACTIVITY,
@@ -251,7 +251,10 @@ class Floor:
             self._held_ms += ms
             if self._speech_ms >= self.rules.barge_in_ms:
                 self._deciding, self._resumed, self._said = self.rules.words, False, ""
-                return self._take_floor()
+                taken = self._take_floor()
+                # Without words the barge-in cuts what the speaker holds here: the service's
+                # `interrupted` may never come (it had sent all of the answer already).
+                return taken if self.rules.words else [*taken, Marker.CUT]
             # The confirm window is for a hold the near-end judgement started (Silero has not heard
             # the voice yet); one Silero started ends at the first gap, as a knock's does.
             waited = not self._held_by_level or self._held_ms >= self.rules.confirm_ms

@@ -167,10 +167,10 @@ async def test_a_backchannel_pauses_the_answer_which_then_goes_on_from_where_it_
 
 
 async def _words_over_the_answer(
-    pulse, live, live_client, voice_config, store, sound: bytes, said: str, **settings
+    pulse, live, live_client, voice_config, store, sound: bytes, said: str, speed: float = 2.0, **settings
 ) -> tuple[int, int, list[str]]:
     """Play `sound` 3 s into a spoken answer (the canceller and the near-end judgement have
-    learnt the room by then) that the service generates twice as fast as it is played, through
+    learnt the room by then) that the service generates `speed` times as fast as it is played, through
     the test room and Parla's canceller; if Parla sends it as the user's, the service transcribes
     it as `said` 300 ms after it starts (nothing for ""). The bytes of the answer that reached
     Parla's speaker, the bytes it played, and the activity markers sent (an echo the canceller
@@ -191,7 +191,7 @@ async def _words_over_the_answer(
         await asyncio.sleep(1.0)
         speaking.set()
         transcribing = asyncio.create_task(transcribe()) if said else None
-        answered.append(await conn.reply(LONG_ANSWER, answer, paced=True, speed=2.0))
+        answered.append(await conn.reply(LONG_ANSWER, answer, paced=True, speed=speed))
         if transcribing is not None:
             await transcribing
         await conn.closed.wait()
@@ -231,6 +231,19 @@ async def test_a_short_stop_cuts_the_answer(pulse, live, live_client, voice_conf
     assert activity[:2] == ["start", "end"], "the 'stop' was not sent as the user's"
     # The service sent the answer twice as fast as it played: cut at once, over a second of it
     # is never heard.
+    assert received - played > 24_000 * 2, f"a 'stop' did not cut the answer: {received} received, {played} played"
+
+
+async def test_without_words_a_barge_in_cuts_an_answer_the_service_had_sent_in_full(
+    pulse, live, live_client, voice_config, store
+):
+    # The service has sent the whole answer before the user speaks: no `interrupted` will come, so
+    # Parla itself must drop what the speaker holds (it was left paused for good).
+    sound = voice("stop", "slt", USER * 2, factor=1.0)
+    received, played, activity = await _words_over_the_answer(
+        pulse, live, live_client, voice_config, store, sound, "", speed=100.0, **{**SENT, "floor_words": False}
+    )
+    assert activity[:1] == ["start"], "the 'stop' was not sent as the user's"
     assert received - played > 24_000 * 2, f"a 'stop' did not cut the answer: {received} received, {played} played"
 
 

@@ -58,7 +58,7 @@ def test_a_sound_without_words_lets_the_answer_go_on_and_ends_as_a_turn():
 
 def test_without_words_the_barge_in_window_alone_decides():
     floor = Floor(dataclasses.replace(RULES, words=False))
-    assert over_the_answer(floor, "mm-hmm") == [Marker.HOLD, Marker.START]
+    assert over_the_answer(floor, "mm-hmm") == [Marker.HOLD, Marker.START, Marker.CUT]
     assert not floor.deciding and floor.heard("mm-hmm") == []
 
 
