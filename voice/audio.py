@@ -305,6 +305,11 @@ class Speaker(_AudioStream):
         device = float(stream.latency) if stream is not None else float(self.latency)
         return queued + device
 
+    def queued(self) -> bool:
+        """Audio is waiting to play (paused or not)."""
+        with self._lock:
+            return bool(self._buffer)
+
     def pause(self) -> None:
         """Play silence and keep what is queued (a sound over the answer that may be a barge-in);
         what the device already holds, one device buffer, still plays."""

@@ -175,6 +175,24 @@ class VoiceConfig(BaseModel):
     floor_prefix_ms: int = Field(
         300, ge=0, description="Local detection: audio from before the detected onset sent with the user's turn."
     )
+    floor_words: bool = Field(
+        True,
+        description="Local detection: a sound over the answer that reaches the barge-in window cuts it only if the "
+        "service's transcript of it holds a word other than a backchannel; a wordless or backchannel-only one lets "
+        "the answer go on from where it paused. Off: the barge-in window alone cuts it.",
+    )
+    floor_words_wait_ms: int = Field(
+        600,
+        ge=0,
+        description="Local detection, with floor_words: quiet after a sound over the answer, without a word that "
+        "cuts it in the transcript, after which the answer goes on (a word that comes later still cuts it).",
+    )
+    floor_backchannels: str = Field(
+        "mm,hmm,mhm,uh,huh,um,ah,oh,yeah,yep,yes,okay,ok,right,sure,alright,i,see,got,it",
+        description="Local detection, with floor_words: the words (comma-separated, lower case) that do not cut "
+        "the answer when all of a sound's transcript is made of them; hyphenated words count as their parts "
+        "(mm-hmm, uh-huh).",
+    )
     compression_trigger_tokens: int = Field(
         64_000, ge=1000, description="Context size at which the Live session compresses its history (sliding window)."
     )

@@ -19,6 +19,16 @@ The rules, per 32 ms frame of speech probability:
   it stops sooner (a cough, a knock, a "mm-hmm"), the answer resumes where it paused: a sound that
   is not someone taking the floor costs a pause, not the answer. Without that judgement (no
   canceller, or its filter not settled yet) Silero's onset holds the answer.
+- With `words` on, the barge-in does not cut the answer by itself (without, it cuts what the
+  speaker holds at once): the speaker stays paused and keeps what it has not played (the service
+  stops generating at activityStart, and what it sent before is all Parla has), until the
+  service's transcript of the sound says. A word other than a backchannel cuts it (CUT: drop what
+  the speaker holds). Quiet for `words_wait_ms` without such a word, and the answer goes on from
+  where it paused (RELEASE); the sound ends as a user turn of its own (activityEnd), which the
+  model answers after it. A word that comes later still cuts the answer. Duration alone cannot
+  tell a "mm-hmm" from a "stop": the former is often the longer (docs/design/turn-taking.md);
+  what stacks such as LiveKit Agents (false-interruption resume, a minimum of interruption words)
+  and Pipecat (a minimum-words interruption strategy) decide on is the words.
 
 Audio outside the user's turn is not sent: with automatic detection off the service takes only the
 audio between the markers as the turn (the API's default turn coverage, TURN_INCLUDES_ONLY_ACTIVITY,
@@ -30,6 +40,7 @@ no onnxruntime, no download); docs/design/turn-taking.md has what was measured.
 
 from __future__ import annotations
 
+import re
 import time
 from collections import deque
 from collections.abc import Callable
@@ -69,6 +80,7 @@ class Marker(Enum):
     END = "activity_end"  # the user's turn is over: activityEnd
     HOLD = "hold"  # a sound over the answer: pause the speaker, keep what it has not played
     RELEASE = "release"  # it was not a barge-in: the answer goes on
+    CUT = "cut"  # its words make it a request: drop what the speaker holds of the answer
 
 
 @dataclass(frozen=True)
@@ -83,6 +95,9 @@ class FloorRules:
     near_end_db: float = 6.0
     near_end_ms: int = 20
     confirm_ms: int = 300
+    words: bool = False  # a barge-in cuts the answer only once its transcript holds a request's word
+    words_wait_ms: int = 600
+    backchannels: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, config: VoiceConfig) -> FloorRules:
@@ -95,7 +110,14 @@ class FloorRules:
             near_end_db=config.floor_near_end_db,
             near_end_ms=config.floor_near_end_ms,
             confirm_ms=config.floor_confirm_ms,
+            words=config.floor_words,
+            words_wait_ms=config.floor_words_wait_ms,
+            backchannels=frozenset(w.strip() for w in config.floor_backchannels.lower().split(",") if w.strip()),
         )
+
+    def is_request(self, transcript: str) -> bool:
+        """The transcript holds a word that is not a backchannel ("mm-hmm" counts as "mm" "hmm")."""
+        return any(w not in self.backchannels for w in re.findall(r"[a-z']+", transcript.lower()))
 
 
 @dataclass
@@ -119,6 +141,9 @@ class Floor:
     _taken: int = 0  # bytes judged by the detector so far
     _judged_taken: int = 0  # bytes whose 10 ms judgements were counted
     _near_ms: float | None = None  # the microphone above the expected echo, in a row; None: not judged
+    _deciding: bool = False  # the floor was taken over a paused answer; its transcript decides
+    _resumed: bool = False  # ... and the answer went on meanwhile, no request's word heard yet
+    _said: str = ""  # the transcript of the turn taken over the answer, so far
 
     @property
     def talking(self) -> bool:
@@ -126,7 +151,25 @@ class Floor:
 
     @property
     def holding(self) -> bool:
-        return self._holding
+        """The answer is paused on the speaker for a sound."""
+        return self._holding or (self._deciding and not self._resumed)
+
+    @property
+    def deciding(self) -> bool:
+        """The user's sound over the answer went to the service (which stopped the answer's
+        generation); whether it cuts what the speaker holds waits for its words."""
+        return self._deciding
+
+    def heard(self, text: str) -> list[Marker]:
+        """The service's transcript of the user's input, a piece at a time: while deciding, a
+        request's word cuts the answer."""
+        if not self._deciding:
+            return []
+        self._said += text
+        if not self.rules.is_request(self._said):
+            return []
+        self._deciding = False
+        return [Marker.CUT]
 
     def feed(self, block: bytes, model_speaking: bool) -> list[bytes | Marker]:
         started = time.thread_time()
@@ -190,17 +233,28 @@ class Floor:
             if self._quiet_ms >= GAP_MS:  # a stop inside a word or between words does not end the run
                 self._speech_ms = 0.0
         if self._talking:
+            out: list[bytes | Marker] = [frame]
+            if self._deciding and not self._resumed and self._quiet_ms >= self.rules.words_wait_ms:
+                self._resumed = True  # no request's word yet: the answer goes on
+                out.append(Marker.RELEASE)
             finished = self.end_of_turn is not None and self.end_of_turn.over(frame, self._quiet_ms)
             if finished or self._quiet_ms >= self.rules.end_silence_ms:
                 self._talking = False
                 self._recent.clear()
-                return [frame, Marker.END]
-            return [frame]
+                out.append(Marker.END)
+                if self._deciding and not self._resumed:
+                    out.append(Marker.RELEASE)
+                self._deciding = False
+            return out
         self._remember(frame)
         if self._holding:
             self._held_ms += ms
             if self._speech_ms >= self.rules.barge_in_ms:
-                return self._take_floor()
+                self._deciding, self._resumed, self._said = self.rules.words, False, ""
+                taken = self._take_floor()
+                # Without words the barge-in cuts what the speaker holds here: the service's
+                # `interrupted` may never come (it had sent all of the answer already).
+                return taken if self.rules.words else [*taken, Marker.CUT]
             # The confirm window is for a hold the near-end judgement started (Silero has not heard
             # the voice yet); one Silero started ends at the first gap, as a knock's does.
             waited = not self._held_by_level or self._held_ms >= self.rules.confirm_ms

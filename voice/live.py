@@ -131,10 +131,16 @@ class LiveConversation:
             self.speaker,
             floor,
             self.latency,
-            lambda: self.assembler.model_speaking,
+            self._answer_under_way,
             switching=lambda: self.switching,
             hold_s=self.config.switch_hold_s,
         )
+
+    def _answer_under_way(self) -> bool:
+        """For the floor: the model speaks, or the speaker still plays what it sent (the service
+        generates faster than it is played, and an answer the floor let go on after the service
+        stopped it plays to its end)."""
+        return self.assembler.model_speaking or (self.speaker is not None and self.speaker.queued())
 
     # lifecycle
 
@@ -460,6 +466,7 @@ class LiveConversation:
     def _on_content(self, content: types.LiveServerContent) -> None:
         if content.input_transcription is not None and content.input_transcription.text:
             self.assembler.user_text(content.input_transcription.text)
+            self._sender.heard(content.input_transcription.text)
         if content.model_turn is not None:
             for part in content.model_turn.parts or []:
                 blob = part.inline_data
@@ -472,7 +479,10 @@ class LiveConversation:
         if content.output_transcription is not None and content.output_transcription.text:
             self.assembler.model_text(content.output_transcription.text)
         if content.interrupted:
-            unplayed = self.speaker.flush() if self.speaker is not None else 0
+            # While the floor waits for the words of the sound that stopped the answer, the speaker
+            # keeps what it has not played: a "mm-hmm" lets it go on.
+            deciding = self._sender.deciding
+            unplayed = self.speaker.flush() if self.speaker is not None and not deciding else 0
             self._queue_save(self.assembler.interrupt(unplayed))
             self._model_turn_ended()
         if content.turn_complete:

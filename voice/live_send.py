@@ -15,7 +15,7 @@ from google.genai import types
 from google.genai.live import AsyncSession
 
 from parla.memory.tasks import cancel_and_wait
-from parla.voice.config import MIC_RATE, SAMPLE_BYTES
+from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
 from parla.voice.floor import Floor, Marker
 from parla.voice.latency import VoiceToVoice
 from parla.voice.live_messages import Outbox, Outgoing
@@ -58,6 +58,7 @@ class AudioSink(Protocol):
     def play(self, pcm: bytes) -> None: ...
     def flush(self) -> int: ...
     def ahead_s(self) -> float: ...
+    def queued(self) -> bool: ...
     def overlay(self, pcm: bytes) -> None: ...
     def pause(self) -> None: ...
     def resume(self) -> None: ...
@@ -178,5 +179,32 @@ class Sender:
                 await session.send_realtime_input(activity_start=types.ActivityStart())
             elif item is Marker.END:
                 await session.send_realtime_input(activity_end=types.ActivityEnd())
-            elif self.speaker is not None:
-                self.speaker.pause() if item is Marker.HOLD else self.speaker.resume()
+            else:
+                self._speaker(item)
+
+    @property
+    def deciding(self) -> bool:
+        """The answer's fate waits for the words of the user's sound over it (the speaker keeps
+        what it has not played, whatever the service says)."""
+        return self.floor is not None and self.floor.deciding
+
+    def heard(self, text: str) -> None:
+        """The service's transcript of the user's input, for the floor's decision."""
+        if self.floor is not None:
+            for item in self.floor.heard(text):
+                self._speaker(item)
+
+    def _speaker(self, item: Marker) -> None:
+        if self.speaker is None:
+            return
+        if item is Marker.HOLD:
+            self.speaker.pause()
+        elif item is Marker.RELEASE:
+            self.speaker.resume()
+        elif item is Marker.CUT:
+            dropped = self.speaker.flush()
+            log.info(
+                "the words over the answer asked for the floor: %.1f s of the answer dropped",
+                dropped / (SPEAKER_RATE * SAMPLE_BYTES),
+                extra={"event": "floor_cut"},
+            )

@@ -39,6 +39,21 @@ def test_the_corpus_and_both_detectors_on_one_item_per_set():
     assert kept.rows == [["local", "1/1", kept.rows[0][2], kept.rows[0][3]]]
 
 
+def test_with_words_a_backchannel_lets_the_answer_go_on_and_a_request_cuts_it():
+    interruption, backchannel, _ = corpus(per_set=1)
+    assert backchannel.said == "mm-hmm" and interruption.said == "wait"
+    # A barge-in window shorter than both sounds: each reaches the service, and its words decide.
+    words = dataclasses.replace(DEFAULTS, barge_in_ms=96, words=True)
+    duration = dataclasses.replace(words, words=False)
+    assert replay(backchannel, silero(), duration, near_end=True).start_s is not None, "the 'mm-hmm' was too short"
+    kept = replay(backchannel, silero(), words, near_end=True, transcript_lag_s=0.3)
+    assert kept.holds and kept.start_s is None, "an 'mm-hmm' cut the answer"
+    cut = replay(interruption, silero(), words, near_end=True, transcript_lag_s=0.3)
+    assert cut.start_s is not None, "a 'wait' did not cut the answer"
+    # Cut when its words arrived, not before.
+    assert cut.start_s >= interruption.end_s + 0.3 - interruption.onset_s - 0.011
+
+
 def test_the_live_replay_stops_echoing_the_answer_while_it_is_paused():
     item = next(corpus(per_set=1))
     assert item.answer is not None

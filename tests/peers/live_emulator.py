@@ -488,10 +488,11 @@ class LiveConnection:
         complete: bool = True,
         paced: bool = False,
         transcript: str = "inline",
+        speed: float = 1.0,
     ) -> bool:
         """A spoken answer: audio in chunks, the transcript spread across them, then
-        generationComplete and turnComplete. `paced` sends a chunk per `chunk_ms` (a generation
-        the client can cut into); `transcript` "late" sends it after turnComplete, "none" not at
+        generationComplete and turnComplete. `paced` sends a chunk per `chunk_ms` / `speed` (a
+        generation the client can cut into; the service generates faster than it is played); `transcript` "late" sends it after turnComplete, "none" not at
         all (the script sends it with `transcribe`, interleaved as it likes). False when the
         client's input cut it off: then `interrupted` and turnComplete went instead."""
         chunk = OUT_RATE * 2 * chunk_ms // 1000
@@ -514,7 +515,7 @@ class LiveConnection:
             if said and transcript == "inline":
                 await self.content(outputTranscription={"text": said})
             if paced:
-                await asyncio.sleep(chunk_ms / 1000)
+                await asyncio.sleep(chunk_ms / 1000 / speed)
         if complete:
             await self.content(generationComplete=True)
             await self.content(turnComplete=True)

@@ -54,6 +54,9 @@ class Item:
     end_s: float  # when the user's sound ends (the last word, for "pause")
     model_speaking: bool
     pause_s: tuple[float, float] = (0.0, 0.0)
+    # The words in the sound (the TV's too), as a recogniser that hears them right writes them;
+    # "" for a cough, a knock or typing.
+    said: str = ""
     # Over an answer, the parts the microphone signal was made of, so that a replay can pause the
     # answer where a detector paused the speaker (the room then stops echoing it): the user's
     # sound as it reaches the microphone, the answer as played (16 kHz), and the speaker-to-
@@ -155,22 +158,28 @@ def corpus(seed: int = 7, per_set: int = 20) -> Iterator[Item]:
     answer = {v: _flite(ANSWER, v) for v in ("kal16", "slt")}
     for i in range(per_set):
         phrase, voice = INTERRUPTIONS[i % len(INTERRUPTIONS)], VOICES[i // len(INTERRUPTIONS) % len(VOICES)]
-        yield _over_answer(rng, "interruption", f"{voice}: {phrase}", _flite(phrase, voice), answer)
-    others: list[tuple[str, np.ndarray, bool]] = []
+        yield _over_answer(rng, "interruption", f"{voice}: {phrase}", _flite(phrase, voice), answer, said=phrase)
+    others: list[tuple[str, np.ndarray, bool, str]] = []
     for voice in VOICES[:3]:
-        others += [(f"{voice}: {b}", _flite(b, voice), False) for b in BACKCHANNELS]
+        others += [(f"{voice}: {b}", _flite(b, voice), False, b) for b in BACKCHANNELS]
     for k in range(2):
-        others += [(f"cough {k}", cough(rng), False), (f"knock {k}", knock(rng), False)]
-        others += [(f"typing {k}", typing(rng), False), (f"TV {k}", _flite(TV[k], VOICES[2 + k]), True)]
-    for label, sound, far in others[:per_set]:
-        yield _over_answer(rng, "not_a_turn", label, sound, answer, far=far)
+        others += [(f"cough {k}", cough(rng), False, ""), (f"knock {k}", knock(rng), False, "")]
+        others += [(f"typing {k}", typing(rng), False, ""), (f"TV {k}", _flite(TV[k], VOICES[2 + k]), True, TV[k])]
+    for label, sound, far, said in others[:per_set]:
+        yield _over_answer(rng, "not_a_turn", label, sound, answer, far=far, said=said)
     for i in range(per_set):
         (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
         yield _paused(rng, f"{voice}: {first} ... {second}", _flite(first, voice), _flite(second, voice))
 
 
 def _over_answer(
-    rng: np.random.Generator, kind: str, label: str, sound: np.ndarray, answer: dict[str, np.ndarray], far: bool = False
+    rng: np.random.Generator,
+    kind: str,
+    label: str,
+    sound: np.ndarray,
+    answer: dict[str, np.ndarray],
+    far: bool = False,
+    said: str = "",
 ) -> Item:
     user_rir, spk_rir, tv_rir = _room(rng)
     model = answer["kal16" if rng.random() < 0.5 else "slt"]
@@ -187,7 +196,7 @@ def _over_answer(
     near = user + _place(length, echo, 0.0)
     mic = cancel(near, np.pad(model, (0, length - len(model))))
     end = ONSET_S + len(sound) / RATE
-    return Item(kind, label, mic, ONSET_S, end, True, user=user, answer=model, echo_path=echo_path)
+    return Item(kind, label, mic, ONSET_S, end, True, user=user, answer=model, echo_path=echo_path, said=said)
 
 
 def _paused(rng: np.random.Generator, label: str, first: np.ndarray, second: np.ndarray) -> Item:
