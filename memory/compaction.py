@@ -28,7 +28,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -159,7 +159,9 @@ class Compactor:
                 chat, unsummarised = await self._fold(chat_id, report)
             if report.titled:  # a generated title is searchable as soon as it is given
                 report.windows_indexed += await index_title(self.store, self.embedder, chat)
-            await self._dual_memory(chat, report, only=None, said=offline_candidates(unsummarised))
+            await self._dual_memory(
+                chat, report, only=None, said=offline_candidates(unsummarised), read_before=unsummarised
+            )
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})
         return report
@@ -289,10 +291,12 @@ class Compactor:
         only: MessageRange | None,
         facts_only: bool = False,
         said: list[PinCandidate] | None = None,
+        read_before: Sequence[Turn] = (),
     ) -> None:
         """Missing chunk summaries, facts and meta summaries; with `only`, redo those inside it
         (with `facts_only`, the facts alone). The profile gets what the chunks' detection found
-        and the statements `said` outside them."""
+        and the statements `said` outside them. A chunk whose turns are all in `read_before`
+        (read by this run) is made from them: on Supabase each read is a request."""
         chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
         # Chunk texts by range; the jobs below add what they write, for the meta summaries.
         chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
@@ -302,6 +306,7 @@ class Compactor:
         # what the chunks' detections found and the turns they read, pinned once every chunk is done
         found: list[PinCandidate] = []
         read: list[Turn] = []
+        in_hand = {t.seq: t for t in read_before}
         for rng in chunks:
             forced = only is not None and only.contains(rng)
             need_summary = not facts_only and (forced or rng not in chunk_text)
@@ -319,6 +324,7 @@ class Compactor:
                         extracted.get(rng, set()),
                         found,
                         read,
+                        in_hand,
                     )
                 )
         with report.timed("chunks"):
@@ -362,8 +368,12 @@ class Compactor:
         forgotten: set[str],
         found: list[PinCandidate],
         read: list[Turn],
+        in_hand: dict[int, Turn],
     ) -> None:
-        turns = await self.store.load_turns(chat_id, rng.start, rng.end)
+        held = [in_hand[seq] for seq in range(rng.start, rng.end + 1) if seq in in_hand]
+        turns = (
+            held if len(held) == rng.end - rng.start + 1 else await self.store.load_turns(chat_id, rng.start, rng.end)
+        )
         summary_call = (
             self.summarizer.chunk_summary(turns, self.config.chunk_summary_token_cap) if need_summary else _none()
         )

@@ -11,7 +11,7 @@
 --
 -- Now each index is read further (400 texts, or ten per chat asked for; pgvector >= 0.8's
 -- iterative scans keep reading past hnsw.ef_search until that many of the caller's rows are
--- found, https://docs.pgedge.com/pgvector/v0-8-1/iterative-index-scans/), each text found is
+-- found, https://docs.pgedge.com/pgvector/v0-8-0/iterative-index-scans/), each text found is
 -- compared at full precision as it is read, and the chats are ordered by their best such text.
 -- Twice the chats asked for (a chat's best text may not be among those found) have all their
 -- texts compared exactly, as before, and the best of them are the answer.

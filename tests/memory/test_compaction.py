@@ -361,3 +361,19 @@ async def test_each_compaction_step_logs_its_duration(store, compactor, caplog):
     assert record.metas_ms == report.metas_ms >= 0
     assert report.fold_ms + report.chunks_ms + report.metas_ms <= report.duration_ms + 1
     assert f"fold_ms={report.fold_ms}" in record.getMessage()
+
+
+async def test_the_chunks_of_a_new_chat_are_made_from_the_turns_the_fold_read(supabase, tmp_path, embedder):
+    """On Supabase each read is a request: compacting a chat that was never summarised (an
+    imported one) reads its turns for the windows and the fold, not once more per chunk."""
+    from tests.conftest import signed_in_store
+
+    async with await signed_in_store(supabase, tmp_path) as store:
+        compactor = Compactor(store, ExtractiveSummarizer(), embedder, SMALL)
+        chat = (await store.create_chat(turns=make_turns(17))).chat
+        before = len(supabase.shim.log)
+        report = await compactor.compact(chat.id)
+        reads = [path for _, path, _ in supabase.shim.log[before:] if path.endswith("/rpc/load_chat")]
+        assert report.chunk_summaries == 4
+        assert len(reads) == 6, reads  # the windows: chat, turns; each of the fold's two steps: chat, turns
+        assert [s.range for s in await store.list_summaries(chat.id, SummaryLevel.CHUNK)] == chunk_ranges(17, 4)
