@@ -203,8 +203,10 @@ class Compactor:
         chat and the turns that were unsummarised when the run began."""
         races = 0
         began: list[Turn] | None = None
+        committed: Chat | None = None
         while True:
-            chat = await self.store.get_chat(chat_id)
+            # after a step, the chat its commit returned (on Supabase each read is a request)
+            chat = committed or await self.store.get_chat(chat_id)
             unsummarised = await self.store.load_turns(chat_id, chat.summarized_through + 1)
             report.tokens_after = history_tokens(chat.rolling_summary, unsummarised)
             if began is None:
