@@ -152,11 +152,13 @@ class Compactor:
     async def compact(self, chat_id: str) -> CompactionReport:
         started = time.perf_counter()
         report = CompactionReport(chat_id)
-        # what was said is searchable first, even when a summary call fails below
-        report.windows_indexed = await self.windows.index(chat_id)
+        # what was said is searchable first, even when a summary call fails below; the chat read
+        # once for both steps (on Supabase each read is a request)
+        chat = await self.store.get_chat(chat_id)
+        report.windows_indexed = await self.windows.index(chat_id, chat)
         with _offline_noted(report):
             with report.timed("fold"):
-                chat, unsummarised = await self._fold(chat_id, report)
+                chat, unsummarised = await self._fold(chat_id, report, chat)
             if report.titled:  # a generated title is searchable as soon as it is given
                 report.windows_indexed += await index_title(self.store, self.embedder, chat)
             await self._dual_memory(
@@ -196,17 +198,18 @@ class Compactor:
 
     # -- rolling summary -------------------------------------------------------------------
 
-    async def _fold(self, chat_id: str, report: CompactionReport) -> tuple[Chat, list[Turn]]:
+    async def _fold(self, chat_id: str, report: CompactionReport, read: Chat | None = None) -> tuple[Chat, list[Turn]]:
         """Fold until the unsummarised part is under the triggers again. One step folds at most
         `chunk_summarize_threshold` tokens of turns, so a long imported chat is summarised in
         several bounded calls rather than one huge one; each step commits on its own. Returns the
-        chat and the turns that were unsummarised when the run began."""
+        chat and the turns that were unsummarised when the run began. `read`: the chat as the
+        caller just read it."""
         races = 0
         began: list[Turn] | None = None
-        committed: Chat | None = None
+        known = read
         while True:
             # after a step, the chat its commit returned (on Supabase each read is a request)
-            chat = committed or await self.store.get_chat(chat_id)
+            chat = known or await self.store.get_chat(chat_id)
             unsummarised = await self.store.load_turns(chat_id, chat.summarized_through + 1)
             report.tokens_after = history_tokens(chat.rolling_summary, unsummarised)
             if began is None:
@@ -220,7 +223,7 @@ class Compactor:
             )
             (summary_text,) = await embed_texts(self.embedder, [summary])
             title = await self._title(chat, summary, summary_text, chat.turn_count)
-            committed = await self.store.commit_compaction(
+            known = committed = await self.store.commit_compaction(
                 CompactionCommit(
                     chat_id=chat_id,
                     expected_version=chat.compaction_version,
