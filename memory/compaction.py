@@ -28,7 +28,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
@@ -152,14 +152,18 @@ class Compactor:
     async def compact(self, chat_id: str) -> CompactionReport:
         started = time.perf_counter()
         report = CompactionReport(chat_id)
-        # what was said is searchable first, even when a summary call fails below
-        report.windows_indexed = await self.windows.index(chat_id)
+        # what was said is searchable first, even when a summary call fails below; the chat read
+        # once for both steps (on Supabase each read is a request)
+        chat = await self.store.get_chat(chat_id)
+        report.windows_indexed = await self.windows.index(chat_id, chat)
         with _offline_noted(report):
             with report.timed("fold"):
-                chat, unsummarised = await self._fold(chat_id, report)
+                chat, unsummarised = await self._fold(chat_id, report, chat)
             if report.titled:  # a generated title is searchable as soon as it is given
                 report.windows_indexed += await index_title(self.store, self.embedder, chat)
-            await self._dual_memory(chat, report, only=None, said=offline_candidates(unsummarised))
+            await self._dual_memory(
+                chat, report, only=None, said=offline_candidates(unsummarised), read_before=unsummarised
+            )
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})
         return report
@@ -194,15 +198,18 @@ class Compactor:
 
     # -- rolling summary -------------------------------------------------------------------
 
-    async def _fold(self, chat_id: str, report: CompactionReport) -> tuple[Chat, list[Turn]]:
+    async def _fold(self, chat_id: str, report: CompactionReport, read: Chat | None = None) -> tuple[Chat, list[Turn]]:
         """Fold until the unsummarised part is under the triggers again. One step folds at most
         `chunk_summarize_threshold` tokens of turns, so a long imported chat is summarised in
         several bounded calls rather than one huge one; each step commits on its own. Returns the
-        chat and the turns that were unsummarised when the run began."""
+        chat and the turns that were unsummarised when the run began. `read`: the chat as the
+        caller just read it."""
         races = 0
         began: list[Turn] | None = None
+        known = read
         while True:
-            chat = await self.store.get_chat(chat_id)
+            # after a step, the chat its commit returned (on Supabase each read is a request)
+            chat = known or await self.store.get_chat(chat_id)
             unsummarised = await self.store.load_turns(chat_id, chat.summarized_through + 1)
             report.tokens_after = history_tokens(chat.rolling_summary, unsummarised)
             if began is None:
@@ -216,7 +223,7 @@ class Compactor:
             )
             (summary_text,) = await embed_texts(self.embedder, [summary])
             title = await self._title(chat, summary, summary_text, chat.turn_count)
-            committed = await self.store.commit_compaction(
+            known = committed = await self.store.commit_compaction(
                 CompactionCommit(
                     chat_id=chat_id,
                     expected_version=chat.compaction_version,
@@ -289,10 +296,12 @@ class Compactor:
         only: MessageRange | None,
         facts_only: bool = False,
         said: list[PinCandidate] | None = None,
+        read_before: Sequence[Turn] = (),
     ) -> None:
         """Missing chunk summaries, facts and meta summaries; with `only`, redo those inside it
         (with `facts_only`, the facts alone). The profile gets what the chunks' detection found
-        and the statements `said` outside them."""
+        and the statements `said` outside them. A chunk whose turns are all in `read_before`
+        (read by this run) is made from them: on Supabase each read is a request."""
         chunks = chunk_ranges(chat.turn_count, self.config.chunk_size)
         # Chunk texts by range; the jobs below add what they write, for the meta summaries.
         chunk_text = {s.range: s.text for s in await self.store.list_summaries(chat.id, SummaryLevel.CHUNK)}
@@ -302,6 +311,7 @@ class Compactor:
         # what the chunks' detections found and the turns they read, pinned once every chunk is done
         found: list[PinCandidate] = []
         read: list[Turn] = []
+        in_hand = {t.seq: t for t in read_before}
         for rng in chunks:
             forced = only is not None and only.contains(rng)
             need_summary = not facts_only and (forced or rng not in chunk_text)
@@ -319,6 +329,7 @@ class Compactor:
                         extracted.get(rng, set()),
                         found,
                         read,
+                        in_hand,
                     )
                 )
         with report.timed("chunks"):
@@ -362,8 +373,12 @@ class Compactor:
         forgotten: set[str],
         found: list[PinCandidate],
         read: list[Turn],
+        in_hand: dict[int, Turn],
     ) -> None:
-        turns = await self.store.load_turns(chat_id, rng.start, rng.end)
+        held = [in_hand[seq] for seq in range(rng.start, rng.end + 1) if seq in in_hand]
+        turns = (
+            held if len(held) == rng.end - rng.start + 1 else await self.store.load_turns(chat_id, rng.start, rng.end)
+        )
         summary_call = (
             self.summarizer.chunk_summary(turns, self.config.chunk_summary_token_cap) if need_summary else _none()
         )

@@ -73,10 +73,10 @@ class WindowIndexer:
         self.embedder = embedder
         self.size = size
 
-    async def index(self, chat_id: str) -> int:
+    async def index(self, chat_id: str, chat: Chat | None = None) -> int:
         """Embed and store the chat's title if it changed and its missing or grown windows; how
-        many were written."""
-        written = await index_title(self.store, self.embedder, await self.store.get_chat(chat_id))
+        many were written. `chat`: the chat as the caller just read it."""
+        written = await index_title(self.store, self.embedder, chat or await self.store.get_chat(chat_id))
         first = await self.store.window_frontier(chat_id, self.size)
         turns = await self.store.load_turns(chat_id, first)
         windows = turn_windows(turns, self.size, first)

@@ -361,3 +361,20 @@ async def test_each_compaction_step_logs_its_duration(store, compactor, caplog):
     assert record.metas_ms == report.metas_ms >= 0
     assert report.fold_ms + report.chunks_ms + report.metas_ms <= report.duration_ms + 1
     assert f"fold_ms={report.fold_ms}" in record.getMessage()
+
+
+async def test_compacting_a_new_chat_reads_it_once_per_step(supabase, tmp_path, embedder):
+    """On Supabase each read is a request: compacting a chat that was never summarised (an
+    imported one) reads the chat once, its turns for the windows and for each step of the fold,
+    not once more per chunk, and a fold step goes on from the chat its commit returned."""
+    from tests.conftest import signed_in_store
+
+    async with await signed_in_store(supabase, tmp_path) as store:
+        compactor = Compactor(store, ExtractiveSummarizer(), embedder, SMALL)
+        chat = (await store.create_chat(turns=make_turns(17))).chat
+        before = len(supabase.shim.log)
+        report = await compactor.compact(chat.id)
+        reads = [path for _, path, _ in supabase.shim.log[before:] if path.endswith("/rpc/load_chat")]
+        assert report.chunk_summaries == 4
+        assert len(reads) == 4, reads  # the chat; the turns for the windows, then at each of the fold's two steps
+        assert [s.range for s in await store.list_summaries(chat.id, SummaryLevel.CHUNK)] == chunk_ranges(17, 4)

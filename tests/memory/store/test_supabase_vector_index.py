@@ -117,6 +117,30 @@ def test_the_search_uses_the_index_and_equals_an_exact_search(supabase, db):
         assert uses_index(plans, "chat_windows_hnsw_256"), "\n".join(plans)
 
 
+def test_long_chats_on_the_asked_subject_do_not_crowd_out_the_rest(supabase, db):
+    """Three long chats hold 180 windows nearer the request than any other chat's: the chats ranked
+    4th to 10th are found past them (a history repeats itself: many texts at nearly one distance)."""
+    rng = np.random.default_rng(5)
+    uid = supabase.shim.create_user("repeats@example.com")
+    vectors = fill(db, uid, chats=150, windows=8, rng=rng)
+    query = near(rng, TOPICS, 1)[0]
+    long_chats = {str(uuid.uuid4()): query + 0.05 * unit(rng, 60) for _ in range(3)}
+    with db.cursor() as cur:
+        for chat, windows in long_chats.items():
+            windows = windows / np.linalg.norm(windows, axis=1, keepdims=True)
+            vectors[chat] = windows
+            cur.execute("INSERT INTO public.chats (id, user_id, turn_count) VALUES (%s, %s, 60)", (chat, uid))
+            cur.executemany(
+                "INSERT INTO public.chat_windows (chat_id, user_id, start_seq, end_seq, body, words, embedding,"
+                " embedder) VALUES (%s, %s, %s, %s, 'again', '{}', %s::extensions.vector, %s)",
+                [(chat, uid, i + 1, i + 1, literal(v), EMBEDDER) for i, v in enumerate(windows)],
+            )
+    db.execute("ANALYZE public.chat_windows")
+    found, plans = search(db, uid, query, 10)
+    assert uses_index(plans, "chat_windows_hnsw_256"), "\n".join(plans)
+    assert found == exact_top(vectors, query, 10)
+
+
 def test_a_user_whose_rows_are_rare_still_gets_k_chats(supabase, db):
     """Another user holds 96% of the index; with the index forced (as when the planner picks it)
     the iterative scan reads on until the caller's rows are found, and the results are exact."""

@@ -69,113 +69,8 @@ create index concurrently if not exists chats_hnsw_3072 on public.chats
     using hnsw ((summary_embedding::extensions.halfvec(3072)) extensions.halfvec_cosine_ops)
     where extensions.vector_dims(summary_embedding) = 3072;
 
--- The p_count chats whose best text is nearest to p_query by the indexes (half precision, in
--- approximate order), among the caller's texts made by p_embedder. The dimension is written into
--- the statement so the planner can match the partial indexes.
-create or replace function parla.candidate_chats(p_uid uuid, p_query extensions.vector, p_embedder text, p_count integer)
-returns table (chat_id uuid)
-language plpgsql stable security invoker
-set search_path = pg_catalog, public, extensions
-set hnsw.iterative_scan = 'relaxed_order'
-set hnsw.ef_search = 200
-as $$
-declare
-    v_dim integer := vector_dims(p_query);
-begin
-    return query execute format($sql$
-        with near as materialized (
-            (select w.chat_id, w.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) as d from public.chat_windows w
-             where w.user_id = $1 and vector_dims(w.embedding) = %1$s and w.embedder = $3
-             order by w.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) limit $4)
-            union all
-            (select m.chat_id, m.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) from public.chat_summaries m
-             where m.user_id = $1 and vector_dims(m.embedding) = %1$s and m.embedder = $3
-             order by m.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) limit $4)
-            union all
-            (select f.chat_id, f.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) from public.chat_facts f
-             where f.user_id = $1 and vector_dims(f.embedding) = %1$s and f.embedder = $3
-             order by f.embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) limit $4)
-            union all
-            (select c.id, c.summary_embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) from public.chats c
-             where c.user_id = $1 and vector_dims(c.summary_embedding) = %1$s and c.summary_embedder = $3
-             order by c.summary_embedding::halfvec(%1$s) <=> $2::halfvec(%1$s) limit $4)
-        )
-        select n.chat_id from near n group by n.chat_id order by min(n.d), n.chat_id limit $4
-    $sql$, v_dim) using p_uid, p_query, p_embedder, p_count;
-end $$;
-
--- As before, but the texts compared exactly are those of the chats the indexes propose (five times
--- the chats asked for, at least 100), and only texts of the store's embedder (a re-embed in pages
--- writes the new vectors before the store switches to them).
-create or replace function public.search_chats_semantic(
-    query_embedding extensions.vector, match_count integer default 10, p_embedder text default null,
-    p_texts_per_chat integer default 1, p_user_id uuid default null
-) returns table (
-    chat_id uuid, title text, created_at timestamptz, last_activity_at timestamptz, chat_rank integer,
-    text_rank integer, similarity double precision, matched_kind text, start_seq integer, end_seq integer,
-    matched_text text
-)
-language plpgsql stable security invoker set search_path = pg_catalog, public, extensions as $$
-declare
-    v_uid uuid := parla.owner_id(p_user_id);
-    v_embedder text;
-    v_near uuid[];
-begin
-    if match_count <= 0 or not parla.query_fits(v_uid, p_embedder, query_embedding) then
-        return;
-    end if;
-    select e.embedder into v_embedder from public.memory_embedders e where e.user_id = v_uid;
-    select array_agg(n.chat_id) into v_near
-    from parla.candidate_chats(v_uid, query_embedding, v_embedder, greatest(5 * match_count, 100)) n;
-    return query
-    with texts as (
-        select c.id as chat_id, 'summary'::text as kind, 0 as s, 0 as e,
-               1 - (c.summary_embedding <=> query_embedding) as sim
-        from public.chats c
-        where c.user_id = v_uid and c.id = any (v_near) and c.summary_embedder = v_embedder
-        union all
-        select m.chat_id, case m.level when 0 then 'chunk' else 'meta' end, m.start_seq, m.end_seq,
-               1 - (m.embedding <=> query_embedding)
-        from public.chat_summaries m
-        where m.user_id = v_uid and m.chat_id = any (v_near) and m.embedder = v_embedder
-        union all
-        select f.chat_id, 'facts', f.start_seq, f.end_seq, 1 - (f.embedding <=> query_embedding)
-        from public.chat_facts f
-        where f.user_id = v_uid and f.chat_id = any (v_near) and f.embedder = v_embedder
-        union all
-        select w.chat_id, 'turns', w.start_seq, w.end_seq, 1 - (w.embedding <=> query_embedding)
-        from public.chat_windows w
-        where w.user_id = v_uid and w.chat_id = any (v_near) and w.embedder = v_embedder
-    ),
-    best as (
-        select t.chat_id, max(t.sim) as sim from texts t group by t.chat_id
-    ),
-    top as (
-        select b.chat_id, b.sim, c.title, c.created_at, c.last_activity_at,
-               row_number() over (order by b.sim desc, c.last_activity_at desc, b.chat_id) as chat_rank
-        from best b join public.chats c on c.id = b.chat_id
-        order by b.sim desc, c.last_activity_at desc, b.chat_id
-        limit match_count
-    ),
-    ranked as (
-        select t.*, row_number() over (partition by t.chat_id order by t.sim desc, t.kind, t.s) as text_rank
-        from texts t join top b on b.chat_id = t.chat_id
-    )
-    select b.chat_id, b.title, b.created_at, b.last_activity_at, b.chat_rank::integer, r.text_rank::integer,
-           r.sim, r.kind, r.s, r.e,
-           case r.kind
-               when 'turns' then (select w.body from public.chat_windows w
-                                  where w.chat_id = r.chat_id and w.start_seq = r.s)
-               when 'summary' then (select c.summary_text from public.chats c where c.id = r.chat_id)
-               when 'facts' then (select f.facts from public.chat_facts f
-                                  where f.chat_id = r.chat_id and f.start_seq = r.s and f.end_seq = r.e)
-               else (select m.summary from public.chat_summaries m
-                     where m.chat_id = r.chat_id and m.level = case r.kind when 'chunk' then 0 else 1 end
-                       and m.start_seq = r.s and m.end_seq = r.e)
-           end
-    from top b join ranked r on r.chat_id = b.chat_id and r.text_rank <= greatest(p_texts_per_chat, 1)
-    order by b.chat_rank, r.text_rank;
-end $$;
+-- The search that asks these indexes (public.search_chats_semantic and parla.candidate_chats) is
+-- in 20261126053500_parla_near_texts.sql.
 
 -- Recall inside one chat, as before, keeping to the texts of the store's embedder (during a
 -- re-embed in pages a chat holds vectors of both, perhaps of two sizes).
@@ -339,10 +234,8 @@ begin
     return 0;
 end $$;
 
-revoke all on function parla.candidate_chats, parla.texts_not_embedded_by, public.commit_embeddings
-    from public, anon;
-grant execute on function parla.candidate_chats, parla.texts_not_embedded_by, public.commit_embeddings
-    to authenticated, service_role;
+revoke all on function parla.texts_not_embedded_by, public.commit_embeddings from public, anon;
+grant execute on function parla.texts_not_embedded_by, public.commit_embeddings to authenticated, service_role;
 
 create or replace function public.parla_schema_version() returns integer
-language sql immutable as $$ select 15 $$;
+language sql immutable as $$ select 16 $$;
