@@ -44,8 +44,8 @@ CHATS_AS_BEFORE = (
 # `parla search` with what the memory services imported before they imported each part when asked
 SEARCH_AS_BEFORE = (
     "import sys, google.genai, dateparser, parla.memory.compaction, parla.memory.summarizers.gemini,"
-    " parla.tools.chats, parla.tools.reminders; import parla.daemon.cli as cli;"
-    " sys.argv = ['parla', 'search', 'my sourdough starter']; cli.script()"
+    " parla.tools.chats, parla.tools.reminders; from parla.daemon.__main__ import script;"
+    " sys.argv = ['parla', 'search', 'my sourdough starter']; script()"
 )
 SEARCH = ["-m", "parla.daemon", "search", "my sourdough starter"]
 CASES = {
