@@ -69,8 +69,9 @@ def store(tmp_path_factory):
     ],
 )
 def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
-    # the --json shapes and the control protocol's models only for a document to check
-    unneeded = HEAVY if "--json" in args else (*HEAVY, "parla.daemon.cli.json_shapes", "parla.daemon.protocol")
+    # the --json shapes only for a document to check, the control protocol's models only for a status
+    shapes = () if "--json" in args else ("parla.daemon.cli.json_shapes",)
+    unneeded = (*HEAVY, "parla.daemon.protocol", *shapes)
     probe = PROBE.replace(repr(HEAVY), repr(unneeded))
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], env=store, capture_output=True, text=True, check=False, timeout=120
