@@ -36,8 +36,8 @@ from bench.report import Table, parse
 from parla.daemon.control import DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 
-# `parla chats` through `main`, as the script ran it before: the cyclic collector running while the
-# modules load, nothing frozen, and pydantic looking for plugins
+# `parla chats` through `main` alone: the cyclic collector running while the modules load (as the
+# script let it before), nothing frozen, and pydantic looking for plugins
 CHATS_THROUGH_MAIN = "import sys, parla.daemon.cli as cli; sys.argv = ['parla', 'chats']; cli.main()"
 # `parla chats` with the modules the store imported before it left them to the code that needs them
 CHATS_AS_BEFORE = (
