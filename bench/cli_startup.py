@@ -6,9 +6,11 @@ SQLite store (`chats`, `stats`, `show`, `export`, `config show`: the store alone
 embedder, no numpy), on a store holding the test's ChatGPT export; `search` without a daemon (the
 store, the offline embedder and the search); the floor of any typer + pydantic-settings program
 and a bare interpreter; and, to compare, earlier states made again in the same run: `parla chats`
-run through `main` (no frozen start-up objects) and loading numpy and dateparser as the store once
-did, and `parla search` loading what the memory services imported before they imported each part
-when first asked for (google-genai, dateparser, the summarizers, compaction, the model's tools).
+run through `main` (the collector running while the modules load, nothing frozen, pydantic
+looking for plugins: what the script arranges before it loads the command line) and loading
+numpy and dateparser as the store once did, and `parla search` loading what the memory services
+imported before they imported each part when first asked for (google-genai, dateparser, the
+summarizers, compaction, the model's tools).
 Then `search` through a running daemon (`parla run` in push-to-talk on a headless PulseAudio, with
 the offline embedder), which answers with its warm index and embedder. Each figure is the best of N
 runs after one unmeasured run (which writes the bytecode of Parla's modules, as installing a wheel
@@ -34,8 +36,9 @@ from bench.report import Table, parse
 from parla.daemon.control import DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 
-# `parla chats` through `main`, which freezes nothing, where the script freezes what the imports made
-CHATS_UNFROZEN = "import sys, parla.daemon.cli as cli; sys.argv = ['parla', 'chats']; cli.main()"
+# `parla chats` through `main` alone: the cyclic collector running while the modules load (as the
+# script let it before), nothing frozen, and pydantic looking for plugins
+CHATS_THROUGH_MAIN = "import sys, parla.daemon.cli as cli; sys.argv = ['parla', 'chats']; cli.main()"
 # `parla chats` with the modules the store imported before it left them to the code that needs them
 CHATS_AS_BEFORE = (
     "import sys, numpy, dateparser, parla.memory.embedding, parla.memory.store.sqlite_vector_file;"
@@ -44,8 +47,8 @@ CHATS_AS_BEFORE = (
 # `parla search` with what the memory services imported before they imported each part when asked
 SEARCH_AS_BEFORE = (
     "import sys, google.genai, dateparser, parla.memory.compaction, parla.memory.summarizers.gemini,"
-    " parla.tools.chats, parla.tools.reminders; import parla.daemon.cli as cli;"
-    " sys.argv = ['parla', 'search', 'my sourdough starter']; cli.script()"
+    " parla.tools.chats, parla.tools.reminders; from parla.daemon.__main__ import script;"
+    " sys.argv = ['parla', 'search', 'my sourdough starter']; script()"
 )
 SEARCH = ["-m", "parla.daemon", "search", "my sourdough starter"]
 CASES = {
@@ -60,7 +63,7 @@ CASES = {
     "parla stats --json": ["-m", "parla.daemon", "stats", "--json"],
     "parla show CHAT": ["-m", "parla.daemon", "show", "Sourdough timing"],
     "parla export --all": ["-m", "parla.daemon", "export", "--all"],
-    "parla chats, nothing frozen (before)": ["-c", CHATS_UNFROZEN],
+    "parla chats, collecting while loading (before)": ["-c", CHATS_THROUGH_MAIN],
     "parla chats, loading numpy and dateparser (before)": ["-c", CHATS_AS_BEFORE],
     "parla search (embedder, no daemon)": SEARCH,
     "parla search, loading the SDK and compaction (before)": ["-c", SEARCH_AS_BEFORE],

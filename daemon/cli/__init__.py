@@ -1,4 +1,4 @@
-"""The `parla` command line: the app, its global options and the script's entry point. Each module
+"""The `parla` command line: the app, its global options and `main`. Each module
 of this package holds one group of commands and exposes them the same way: COMMANDS (name → command
 function, or a group of subcommands) and PANEL (the help section they are listed under).
 
@@ -9,7 +9,6 @@ line on stderr saying what went wrong and what to do.
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from importlib.metadata import PackageNotFoundError, version
@@ -111,13 +110,3 @@ def main() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         code = 1
     sys.exit(code if isinstance(code, int) else 0)
-
-
-def script() -> None:
-    """`main` in a process of its own: the installed `parla` script and `python -m parla.daemon`.
-    What the imports made (modules, pydantic's validators, typer's commands) lives as long as the
-    process: frozen, the cyclic collector stops walking it again at each full collection while the
-    command loads and runs the rest, a fifth of `parla chats`'s CPU time (bench/cli_startup.py). Not
-    in `main`, which a test may call: its own objects would be frozen too."""
-    gc.freeze()
-    main()

@@ -6,13 +6,12 @@ reference names, or the command fails its tests. Times are ISO 8601 strings with
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
-from parla.daemon.protocol import StatusAnswer
 from parla.memory.pins import Pin
-from parla.memory.search_result import SearchResult
 from parla.memory.stats import MemoryStats
 
 if TYPE_CHECKING:  # it loads numpy: `_store_stats` resolves it for `parla stats`, which has loaded it
@@ -190,12 +189,6 @@ class StoreStats(MemoryStats):
     store_size: StoreSize | None = Field(None, description="SQLite, without `--chat`: what takes the file's bytes")
 
 
-class Running(StatusAnswer):
-    """The daemon's status (the control socket's answer) with `running: true`."""
-
-    running: Literal[True]
-
-
 class NotRunning(Shape):
     """No daemon answers; the command exits 1."""
 
@@ -275,16 +268,37 @@ def _store_stats() -> type[StoreStats]:
     return StoreStats
 
 
+@cache
+def _status() -> Any:
+    # imported here: the control protocol's two dozen models (and the search result's) cost a `--json`
+    # command that prints no status about a twentieth of what any typer + pydantic-settings program
+    # takes to start (instructions counted under valgrind)
+    from parla.daemon.protocol import StatusAnswer
+
+    class Running(StatusAnswer):
+        """The daemon's status (the control socket's answer) with `running: true`."""
+
+        running: Literal[True]
+
+    return Running | NotRunning
+
+
+def _search_result() -> Any:
+    from parla.memory.search_result import SearchResult
+
+    return SearchResult
+
+
 # Each command's `--json` document: a model, or a list or mapping of one (made when asked for: the
 # model of stats needs the store's modules, which `parla stats` has loaded).
 SHAPES: dict[str, Callable[[], Any]] = {
     "chats": lambda: list[ChatRow],
     "show": lambda: ShowReport,
-    "search": lambda: SearchResult,
+    "search": _search_result,
     "recall": lambda: list[RecallRow],
     "import": lambda: ImportReport,
     "stats": _store_stats,
-    "status": lambda: Running | NotRunning,
+    "status": _status,
     "profile list": lambda: list[ProfileRow],
     "memory forgotten": lambda: list[ForgottenRow],
     "memory backfill": lambda: BackfillCounts,

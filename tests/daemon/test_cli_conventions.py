@@ -35,7 +35,7 @@ def parla(*args: str):
 
 
 def script(monkeypatch, capsys, *args: str) -> tuple[int, str, str]:
-    """The installed `parla` script (parla.daemon.cli.main), in this process."""
+    """What the installed `parla` script runs (parla.daemon.cli.main), in this process."""
     monkeypatch.setattr(sys, "argv", ["parla", *args])
     with pytest.raises(SystemExit) as done:
         cli.main()

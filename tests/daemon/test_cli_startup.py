@@ -69,8 +69,9 @@ def store(tmp_path_factory):
     ],
 )
 def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
-    # the --json shapes and the control protocol's models only for a document to check
-    unneeded = HEAVY if "--json" in args else (*HEAVY, "parla.daemon.cli.json_shapes", "parla.daemon.protocol")
+    # the --json shapes only for a document to check, the control protocol's models only for a status
+    shapes = () if "--json" in args else ("parla.daemon.cli.json_shapes",)
+    unneeded = (*HEAVY, "parla.daemon.protocol", *shapes)
     probe = PROBE.replace(repr(HEAVY), repr(unneeded))
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], env=store, capture_output=True, text=True, check=False, timeout=120
@@ -132,3 +133,73 @@ async def test_search_asks_the_running_daemon_and_loads_no_embedder(daemon_setti
     found = json.loads(out)
     assert found["decision"] == expected.decision
     assert [c["chat_id"] for c in found["candidates"]] == [c.chat_id for c in expected.candidates]
+
+
+# runs `parla ARGS` through the script, counting the cyclic collections that ran while the command
+# line loaded (before `main` exists) and the objects frozen by the time the command runs
+SCRIPT_PROBE = """
+import gc, json, sys
+loading = []
+frozen = []
+
+
+def watch(phase, info):
+    cli = sys.modules.get("parla.daemon.cli")
+    if phase == "start" and cli is not None and not hasattr(cli, "main"):
+        loading.append(info["generation"])
+
+
+gc.callbacks.append(watch)
+import parla.daemon.__main__ as entry
+sys.argv = ["parla", *sys.argv[1:]]
+try:
+    entry.script()
+except SystemExit as e:
+    code = e.code
+print(json.dumps({"code": code, "collections": len(loading), "frozen": gc.get_freeze_count()}), file=sys.stderr)
+"""
+
+
+def test_the_script_loads_the_command_line_without_collecting_and_freezes_it(store):
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT_PROBE, "chats"],
+        env=store,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    report = json.loads(done.stderr.strip().splitlines()[-1])
+    assert report["code"] in (0, None), done.stderr
+    # about a hundred collections walked the loaded modules again and again before
+    assert report["collections"] == 0
+    assert report["frozen"] > 10_000  # the loaded modules' objects: about 70,000 for `parla chats`
+
+
+def test_the_script_does_not_look_for_pydantic_plugins(store, tmp_path):
+    # a distribution that declares a pydantic plugin: pydantic imports it when it builds its
+    # first model, unless told there are none
+    (tmp_path / "probe_plugin.py").write_text(
+        "import os, pathlib\npathlib.Path(os.environ['PROBE_MARK']).touch()\nplugin = object()\n", encoding="utf-8"
+    )
+    info = tmp_path / "probe_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: probe-plugin\nVersion: 1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[pydantic]\nprobe = probe_plugin:plugin\n", encoding="utf-8")
+    mark = tmp_path / "loaded"
+    env = {**store, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)]), "PROBE_MARK": str(mark)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    through_main = "import sys; from parla.daemon.cli import main; sys.argv = ['parla', 'chats']; main()"
+    subprocess.run([sys.executable, "-c", through_main], env=env, capture_output=True, check=False, timeout=120)
+    assert mark.exists()  # found where the script's process would find it
+    mark.unlink()
+    done = subprocess.run(
+        [sys.executable, "-m", "parla.daemon", "chats"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert not mark.exists()
