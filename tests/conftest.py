@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -164,12 +165,20 @@ async def any_store(request, tmp_path):
 @pytest.fixture(scope="session")
 def pulse(tmp_path_factory) -> Iterator[PulseServer]:
     """A headless PulseAudio with a virtual microphone and speaker, the default devices of this
-    test process (set before sounddevice is first imported)."""
+    test process (PortAudio started again if sounddevice was imported before it ran)."""
     from tests.peers.pulse import PulseServer
 
     server = PulseServer(tmp_path_factory.mktemp("pulse")).start()
     previous = os.environ.get("PULSE_SERVER")
     os.environ["PULSE_SERVER"] = server.env["PULSE_SERVER"]
+    if "sounddevice" in sys.modules:
+        # PortAudio lists the devices once, when it starts: a test that ran before this one
+        # imported sounddevice (pyroomacoustics does, for the turn-taking corpus) and left it with
+        # none. Started again, it finds this server's.
+        import sounddevice
+
+        sounddevice._terminate()
+        sounddevice._initialize()
     yield server
     server.stop()
     if previous is None:
