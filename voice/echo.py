@@ -37,6 +37,12 @@ _HOLD_S = 1.0
 # of a few ms would make the canceller search for the echo again). A restart (a flush, a reopened
 # stream) or an underrun/overflow PortAudio reports moves it.
 _CONTINUOUS_S = 0.04
+# On capture the reported ADC time can also creep away from the sample clock while the blocks
+# keep arriving on time (PulseAudio with a second recorder on the source: 0.25 ms a block). A
+# creep is not followed, or the reference would jump each time it passed the tolerance; a step
+# between two blocks beyond the tolerance is (samples lost without an overflow reported), and so
+# is a creep past `_CREEP_LIMIT_S`, where the sample clock can no longer be the better guess.
+_CREEP_LIMIT_S = 0.25
 
 
 # Where each 16 kHz sample of a 10 ms frame falls among the 24 kHz samples played.
@@ -149,11 +155,19 @@ class EchoCanceller:
         self.processed_blocks = 0
         self.cpu_s = 0.0  # thread CPU time spent cancelling
         self._next: float | None = None  # the ADC time the next block should have
+        self._strayed = 0.0  # how far the last block's reported ADC time was from `_next`
+
+    def _continues(self, strayed: float) -> bool:
+        if abs(strayed) <= _CONTINUOUS_S:
+            return True
+        return abs(strayed - self._strayed) <= _CONTINUOUS_S and abs(strayed) <= _CREEP_LIMIT_S
 
     def process(self, block: bytes, adc_time: float, resync: bool = False) -> bytes:
         """`block` was captured from `adc_time`; `resync` when PortAudio reported an overflow."""
-        if self._next is not None and not resync and abs(adc_time - self._next) <= _CONTINUOUS_S:
-            adc_time = self._next
+        if self._next is not None and not resync and self._continues(adc_time - self._next):
+            self._strayed, adc_time = adc_time - self._next, self._next
+        else:  # the first block, a resync, a step or a creep too far: the device's time is taken
+            self._strayed = 0.0
         self._next = adc_time + len(block) / SAMPLE_BYTES / MIC_RATE
         if not self.reference.sounding(adc_time):
             return block

@@ -68,6 +68,37 @@ def test_silence_passes_untouched_without_the_engine():
     assert EchoCanceller(PlayedAudio(), Refuses()).process(block, 5.0) == block
 
 
+class FarFrames:
+    """Keeps the first sample of every far-end frame the canceller was given."""
+
+    def __init__(self) -> None:
+        self.firsts: list[int] = []
+
+    def process(self, near: bytes, far: bytes) -> bytes:
+        self.firsts.append(int(np.frombuffer(far, "<i2")[0]))
+        return near
+
+
+def test_the_reference_does_not_jump_when_the_reported_capture_time_creeps():
+    """Seen on PulseAudio with a second recorder on the microphone: while the blocks arrive every
+    20 ms, the ADC time PortAudio reports for them advances 19.75 ms a block. Followed whenever
+    it strayed 40 ms from the sample clock, the reference jumped 40 ms every 3 s and AEC3 let
+    the echo through while it searched again (9 dB removed instead of 50). A sample lost between
+    two blocks still moves it."""
+    played = PlayedAudio(rate=24_000, keep_s=30.0)
+    played.played(np.arange(24_000 * 20, dtype=np.int64).astype("<i2").tobytes(), 100.0)  # a ramp: sample i is i
+    engine = FarFrames()
+    canceller = EchoCanceller(played, engine)
+    block = bytes(320 * 2)  # 20 ms at 16 kHz
+    for n in range(600):  # 12 s
+        canceller.process(block, 100.0 + n * 0.01975)
+    steps = np.diff(np.array(engine.firsts, dtype=np.int64)) % 65_536
+    assert set(steps.tolist()) == {240}, "the reference moved other than by the sample clock"
+    engine.firsts.clear()
+    canceller.process(block, 100.0 + 600 * 0.02 + 0.1)  # 100 ms of samples lost: a step, not a creep
+    assert (engine.firsts[0] - (600 * 0.02 + 0.1) * 24_000) % 65_536 == 0
+
+
 async def test_the_echo_is_removed_by_a_clear_margin(pulse):
     model = voice(ANSWER, "kal16", 3300)
     played = PlayedAudio()
