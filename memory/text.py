@@ -8,6 +8,7 @@ them, while a German "war" costs little."""
 
 from __future__ import annotations
 
+import functools
 import re
 
 # A letter, then letters, apostrophes or hyphens ("don't", "dell'IVA" is split below); or a number.
@@ -302,8 +303,18 @@ FRAMING = frozenset(_FRAMING_OTHER.split()) | frozenset(
 
 
 def words(text: str) -> list[str]:
+    # Line by line, each line's words remembered for a while: an indexed window is two turns, and
+    # each window is read for its words and again by the offline embedder, so without the cache
+    # an import split every turn four times. No word runs across a line break: the same words.
+    if "\n" not in text:
+        return list(_line_words(text))
+    return [w for line in text.split("\n") for w in _line_words(line)]
+
+
+@functools.lru_cache(maxsize=512)
+def _line_words(line: str) -> tuple[str, ...]:
     # the elision pattern only for the few words with an apostrophe: search reads thousands of words
-    return [_ELISION.sub("", w) if "'" in w or "’" in w else w for w in WORD.findall(text.lower())]
+    return tuple(_ELISION.sub("", w) if "'" in w or "’" in w else w for w in WORD.findall(line.lower()))
 
 
 def content_words(text: str) -> list[str]:
