@@ -7,6 +7,7 @@ import's time: the offline models read each fact's dates)."""
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 from collections import Counter
 from collections.abc import Iterable, Iterator
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from parla.memory.summary_queue import SummaryCost
 
 _RETRY = "run the same import again to retry"
+_NOTES_ONE_BY_ONE = 10  # what was left out is said chat by chat up to this many notes, else summed
 
 
 def store_name(settings: Settings) -> str:
@@ -154,9 +156,9 @@ async def import_chats(
         "not_summarised": summaries.pop("failed"),
         "summaries": summaries,
     }
+    for line in _said_left_out(results, what):
+        err.print(f"parla: {line}", markup=False)
     for n, r in results:
-        for note in r.notes:
-            err.print(f"parla: {what} {n}: {note}", markup=False)
         if r.outcome == "differs":
             how = "" if replace else "; `parla import --replace` replaces it with the file's version"
             err.print(f"parla: {what} {n}: chat {r.chat_id[:8]} not changed: {r.detail}{how}", markup=False)
@@ -169,6 +171,25 @@ async def import_chats(
         f"{len(report['differs'])} differ; {len(errors)} {what}s skipped. Store: {store_name(settings)}",
         markup=False,
     )
+
+
+def _said_left_out(results: list[tuple[int, ImportResult]], what: str) -> list[str]:
+    """What the converters left out, for the terminal: each note with its chat when there are few;
+    else each kind once, its counts summed, with how many chats it came from (a heavy user's
+    export leaves something out of most conversations: thousands of lines would bury the rest)."""
+    notes = [(n, note) for n, r in results for note in r.notes]
+    if len(notes) <= _NOTES_ONE_BY_ONE:
+        return [f"{what} {n}: {note}" for n, note in notes]
+    kinds: dict[str, tuple[int, int]] = {}
+    for _, note in notes:
+        count = re.search(r"\d+", note)
+        kind = note[: count.start()] + "{}" + note[count.end() :] if count else note
+        total, chats = kinds.get(kind, (0, 0))
+        kinds[kind] = (total + (int(count.group()) if count else 1), chats + 1)
+    return [
+        f"{kind.format(f'{total:,}')}, from {chats:,} of {len(results):,} {what}s (`--json` lists each)"
+        for kind, (total, chats) in kinds.items()
+    ]
 
 
 async def _offline(mem: MemoryServices) -> MemoryServices:

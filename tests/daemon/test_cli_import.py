@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from collections import Counter
 from pathlib import Path
 
 DATA = Path(__file__).parents[1] / "data" / "imports"
@@ -79,3 +80,23 @@ def test_a_chat_is_found_by_its_imported_title_and_by_the_name_the_user_gives_it
     found = json.loads(parla("search", "weekend baking plans", "--json").stdout)
     assert found["decision"] == "switch" and found["candidates"][0]["title"] == "Weekend baking plans"
     assert found["candidates"][0]["matched_kind"] == "title"
+
+
+def test_what_many_conversations_left_out_is_said_once_per_kind(parla, tmp_path):
+    """A heavy user's export leaves something out of most conversations: the terminal gets one line
+    per kind with its total, not two lines per conversation; `--json` keeps each."""
+    conversations = json.loads((DATA / "chatgpt_conversations.json").read_text())
+    many = []
+    for n in range(30):
+        for c in conversations:
+            many.append({**c, "id": f"{c['id'][:-4]}{n:04d}", "conversation_id": f"{c['id'][:-4]}{n:04d}"})
+    source = tmp_path / "conversations.json"
+    source.write_text(json.dumps(many))
+    result = parla("import", str(source), "--json")
+    report = json.loads(result.stdout)
+    assert report["imported"] == 60
+    each = Counter(note["note"] for note in report["notes"])
+    assert each["regenerated or edited branches: 2 left out"] == 30
+    said = [line for line in result.stderr.splitlines() if "left out" in line]
+    assert len(said) == len({note.split(":")[0] for note in each}) <= 3, said
+    assert "parla: regenerated or edited branches: 60 left out, from 30 of 60 conversations" in result.stderr
