@@ -9,16 +9,16 @@ of the results) is timed across every chat and inside one chat, p50 / p95 over r
 in wall time and in the process's CPU time (all its threads: what the figures would be on an idle
 machine, which a shared one is not).
 
-`--store`: the store is copied (never written), then fresh processes open the copy as `parla
-recall` without a daemon does, and as the daemon's first recall after a start: each times 20
+`--store`: the store is copied (never written), then fresh processes that load what `parla run`
+loads open the copy as the daemon does, and time its first recalls after a start: each times 20
 `recall` questions across chats and then 20 switch searches (`bench.scale_probe`'s), in wall and
 CPU time. The processes alternate between three states:
 - as the daemon once ready: what the process loaded kept out of the garbage collector's passes
   (`daemon/heap.py`), the word search's figures (each word's count of turns and the most it adds
   to a turn) kept in the file by the questions asked before (the copy is asked them once first),
   as in a store in use;
-- the same with the collector walking everything, as before the daemon settled its heap (and as
-  `parla recall` in a process of its own): the baseline of the same run;
+- the same with the collector walking everything, as before the daemon settled its heap: the
+  baseline of the same run;
 - that and the word figures dropped just before the process, so that it finds them itself, as
   every new process did before they were kept.
 """
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import importlib
 import json
 import os
 import random
@@ -88,6 +89,10 @@ async def fresh(path: Path, dim: int, runs: int, settled: bool) -> dict[str, lis
     """One fresh process's figures (run by `--probe`): each recall's wall and CPU milliseconds,
     then each switch search's; `settled`: the heap kept out of the collector's passes, as the
     daemon's once ready."""
+    # what `parla run` loads (about 195,000 objects the collector tracks), so that a collection
+    # walks what it walks in the daemon
+    for module in ("parla.daemon.cli", "parla.daemon.supervisor"):
+        importlib.import_module(module)
     embedder = embedder_of(dim)
     await embedder.embed(["warm the embedder's tables"], "query")  # its loading is not the store's cost
     switches, questions = requests()
