@@ -6,7 +6,9 @@ about 195,000 objects) and live as long as it does; a full pass over them costs 
 CPU time, and fell in about one `recall` across chats in ten at 5,000 chats
 (`bench.recall_latency --store`; docs/design/recall.md). Frozen, they are left out of every
 later collection ("to speed up collection": https://docs.python.org/3/library/gc.html#gc.freeze);
-what was already garbage is collected first, so none of it is kept."""
+what was already garbage is collected first, so none of it is kept. A frozen object that later
+becomes part of a garbage cycle stays until the daemon stops: bounded by what it held at ready,
+since nothing made after is frozen."""
 
 from __future__ import annotations
 
