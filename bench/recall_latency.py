@@ -9,20 +9,26 @@ of the results) is timed across every chat and inside one chat, p50 / p95 over r
 in wall time and in the process's CPU time (all its threads: what the figures would be on an idle
 machine, which a shared one is not).
 
-`--store`: the store is copied (never written), then fresh processes open the copy as `parla
-recall` without a daemon does, and as the daemon's first recall after a start: each times 20
+`--store`: the store is copied (never written), then fresh processes that load what `parla run`
+loads open the copy as the daemon does, and time its first recalls after a start: each times 20
 `recall` questions across chats and then 20 switch searches (`bench.scale_probe`'s), in wall and
-CPU time. The processes alternate between two states of the copy: the word search's figures
-(each word's count of turns and the most it adds to a turn) kept in the file by the questions
-asked before (the copy is asked them once first), as in a store in use; and dropped just before
-the process, so that it finds them itself, as every new process did before they were kept: the
-baseline of the same run.
+CPU time. The processes alternate between three states:
+- as the daemon once ready: what the process loaded kept out of the garbage collector's passes
+  (`daemon/heap.py`), the word search's figures (each word's count of turns and the most it adds
+  to a turn) kept in the file by the questions asked before (the copy is asked them once first),
+  as in a store in use;
+- the same with the collector walking everything, as before the daemon settled its heap: the
+  baseline of the same run;
+- that and the word figures dropped just before the process, so that it finds them itself, as
+  every new process did before they were kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import importlib
 import json
 import os
 import random
@@ -37,6 +43,7 @@ from pathlib import Path
 from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
 from bench.report import Report, Table, parse
 from bench.scale_probe import embedder_of, requests
+from parla.daemon.heap import settled_heap
 from parla.memory.recall import Recall
 from parla.memory.search import ChatSearch
 from parla.memory.store.sqlite import SQLiteChatStore
@@ -78,14 +85,19 @@ async def main(out: Report, chats: int, turns: int, queries: int) -> None:
             out.table(table)
 
 
-async def fresh(path: Path, dim: int, runs: int) -> dict[str, list[float]]:
+async def fresh(path: Path, dim: int, runs: int, settled: bool) -> dict[str, list[float]]:
     """One fresh process's figures (run by `--probe`): each recall's wall and CPU milliseconds,
-    then each switch search's."""
+    then each switch search's; `settled`: the heap kept out of the collector's passes, as the
+    daemon's once ready."""
+    # what `parla run` loads (about 195,000 objects the collector tracks), so that a collection
+    # walks what it walks in the daemon
+    for module in ("parla.daemon.cli", "parla.daemon.supervisor"):
+        importlib.import_module(module)
     embedder = embedder_of(dim)
     await embedder.embed(["warm the embedder's tables"], "query")  # its loading is not the store's cost
     switches, questions = requests()
     out: dict[str, list[float]] = {"recall": [], "cpu": [], "switch": []}
-    async with SQLiteChatStore(path) as store:
+    async with SQLiteChatStore(path) as store, settled_heap() if settled else contextlib.nullcontext():
         recall, search = Recall(store, embedder, CONFIG), ChatSearch(store, embedder, CONFIG)
         for i in range(runs):
             began, began_cpu = time.perf_counter(), time.process_time()
@@ -130,19 +142,24 @@ def on_store(out: Report, store: Path, processes: int, dim: int, runs: int) -> N
                 shutil.copy2(part, copy.with_name(part.name))
         asyncio.run(_ready(copy, dim, runs))
         turns = _on_file(copy, "SELECT count(*) FROM turns")
-        states = {"word figures kept in the file": True, "dropped before each process (baseline)": False}
+        states = {  # (heap settled, word figures kept)
+            "heap settled as the daemon's, word figures kept": (True, True),
+            "heap as before, word figures kept (baseline)": (False, True),
+            "heap as before, word figures dropped": (False, False),
+        }
         figures: dict[str, dict[str, list[float]]] = {
             s: {"recall": [], "cpu": [], "switch": [], "first": []} for s in states
         }
         loads: dict[str, list[float]] = {s: [] for s in states}
         for _ in range(processes):
-            for state, kept in states.items():
+            for state, (settled, kept) in states.items():
                 if not kept:
                     _on_file(copy, "DELETE FROM word_bounds")
                 loads[state].append(os.getloadavg()[0])
                 line = subprocess.run(
                     [sys.executable, "-m", "bench.recall_latency", "--probe", str(copy), "--dim", str(dim)]
-                    + ["--queries", str(runs)],
+                    + ["--queries", str(runs)]
+                    + (["--settled"] if settled else []),
                     check=True,
                     capture_output=True,
                     text=True,
@@ -167,11 +184,12 @@ def on_store(out: Report, store: Path, processes: int, dim: int, runs: int) -> N
             *(f"{percentile(f['switch'], q):.1f}" for q in (0.5, 0.95)),
         )
     out.table(table)
-    kept, dropped = figures.values()
+    settled, before, _ = figures.values()
     out.line(
-        "kept / dropped, p95: wall "
-        f"{percentile(kept['recall'], 0.95) / percentile(dropped['recall'], 0.95):.2f}, CPU time "
-        f"{percentile(kept['cpu'], 0.95) / percentile(dropped['cpu'], 0.95):.2f}"
+        "settled / before, p95: wall "
+        f"{percentile(settled['recall'], 0.95) / percentile(before['recall'], 0.95):.2f}, CPU time "
+        f"{percentile(settled['cpu'], 0.95) / percentile(before['cpu'], 0.95):.2f}, first recall "
+        f"{percentile(settled['first'], 0.5) / percentile(before['first'], 0.5):.2f}"
     )
 
 
@@ -181,8 +199,9 @@ if __name__ == "__main__":
         probe.add_argument("--probe", type=Path)
         probe.add_argument("--dim", type=int)
         probe.add_argument("--queries", type=int)
+        probe.add_argument("--settled", action="store_true")
         a = probe.parse_args()
-        print(json.dumps(asyncio.run(fresh(a.probe, a.dim, a.queries))))
+        print(json.dumps(asyncio.run(fresh(a.probe, a.dim, a.queries, a.settled))))
         raise SystemExit
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chats", type=int, default=1000)

@@ -37,6 +37,7 @@ from parla.daemon.control import ControlServer
 from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
 from parla.daemon.daemon_status import DaemonStatus, status_answer
 from parla.daemon.errors import CommandError
+from parla.daemon.heap import settled_heap
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.protocol import (
     NewRequest,
@@ -173,7 +174,7 @@ class Daemon:
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored)
             self._tools = self.mem.chat_tools(self._current)
             # the commands are answered from here on, also while the inspector starts
-            async with self._serve_inspector(), self._reminder_scheduler() as self.reminders:
+            async with self._serve_inspector(), self._reminder_scheduler() as self.reminders, settled_heap():
                 log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
                 self.ready.set()
                 try:

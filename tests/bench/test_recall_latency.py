@@ -1,6 +1,6 @@
 """`bench.recall_latency --store` times recall in fresh processes on a copy of a store: its
-Markdown table has a row for each state of the word figures, and the store itself is never
-written."""
+Markdown table has a row for each state of the process's heap and the word figures, and the
+store itself is never written."""
 
 from __future__ import annotations
 
@@ -42,7 +42,11 @@ async def test_a_store_is_timed_in_fresh_processes_on_a_copy(tmp_path, embedder)
     )
     (table,) = tables(done.stdout)
     header, _, *rows = table
-    assert [row[0] for row in rows] == ["word figures kept in the file", "dropped before each process (baseline)"]
+    assert [row[0] for row in rows] == [
+        "heap settled as the daemon's, word figures kept",
+        "heap as before, word figures kept (baseline)",
+        "heap as before, word figures dropped",
+    ]
     assert all(len(row) == len(header) for row in rows) and "recall p95 ms" in header
-    assert "kept / dropped, p95: wall" in done.stdout
+    assert "settled / before, p95: wall" in done.stdout
     assert _digests(folder) == before

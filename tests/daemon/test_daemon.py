@@ -5,6 +5,7 @@ socket, and a shutdown in the middle of an answer."""
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import sqlite3
 import stat
@@ -358,3 +359,21 @@ async def test_a_key_makes_gemini_the_embedder_and_the_daemon_reembeds_in_the_ba
         assert await mem.store.embedder_info() == ("gemini-gemini-embedding-001-768", 768)
         found = await mem.search.search("the bread starter that smells odd")
         assert "sourdough" in found.candidates[0].matched_text
+
+
+async def test_what_the_daemon_loaded_before_ready_is_out_of_the_collectors_full_passes(daemon_settings):
+    # a full pass walks every object the collector tracks: the daemon's modules, models and
+    # settings would otherwise be walked again, in the middle of a recall, each time one runs
+    class Loaded:
+        pass
+
+    before = Loaded()
+    assert any(o is before for o in gc.get_objects())
+    async with running(daemon_settings):
+        assert gc.get_freeze_count() > 0
+        assert not any(o is before for o in gc.get_objects())
+        after = Loaded()
+        assert any(o is after for o in gc.get_objects())
+    # a daemon run inside another program (these tests) gives its heap back to the collector
+    assert gc.get_freeze_count() == 0
+    assert any(o is before for o in gc.get_objects())
