@@ -28,8 +28,8 @@ import numpy as np
 from bench.report import Report, Table
 from parla.voice.config import VoiceConfig
 from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
-from parla.voice.floor import FRAME_BYTES, FRAME_S, Floor, FloorRules, Marker
-from tests.peers.turn_corpus import RATE, Item
+from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, silero
+from tests.peers.turn_corpus import PAUSED, RATE, VOICES, Item, _flite, _paused
 
 FLOOR = FloorRules.of(VoiceConfig())
 END = EndRules.of(VoiceConfig())
@@ -151,6 +151,58 @@ def row(
     return f"{name}, pauses cut: {', '.join(i.label for i in cut)}" if cut and len(cut) < len(outcomes) else ""
 
 
+def filled(seed: int, n: int) -> list[Item]:
+    """`n` of the corpus' paused sentences with the hesitation filled: "um" said after the first half (as
+    in issue 31's "I'd like to book... um... the hotel"), rooms drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for i in range(n):
+        (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
+        items.append(
+            _paused(rng, f"{voice}: {first} um ... {second}", _flite(f"{first} um", voice), _flite(second, voice))
+        )
+    return items
+
+
+def filled_rows(out: Report, model: TurnCompletion, n: int, seed: int = 1007) -> None:
+    """The silence window, the model and the words on `n` filled hesitations."""
+    items = filled(seed, n)
+    vad = silero()
+    probs = [
+        [vad(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
+        for i in items
+    ]
+    table = Table(
+        COLUMNS, title=f"end of turn, the hesitation filled with 'um' ({len(items)} sentences, rooms of seed {seed})"
+    )
+    notes = [row(table, f"silence {FLOOR.end_silence_ms} ms", items, probs, None)]
+    notes.append(
+        row(
+            table,
+            f"smart-turn p>={END.threshold} asked at {END.check_ms} ms, else {FLOOR.end_silence_ms} ms, CPU-timed",
+            items,
+            probs,
+            Questions(model, END, by_wall=False),
+        )
+    )
+    words = dataclasses.replace(FLOOR, end_words=True)
+    for lag in WORDS_LAGS_S:
+        notes.append(
+            row(
+                table,
+                f"words at +{lag * 1000:.0f} ms, end at {words.end_check_ms} ms unless the last word goes on",
+                items,
+                probs,
+                None,
+                words,
+                lag,
+            )
+        )
+    out.table(table)
+    for note in filter(None, notes):
+        out.line(note)
+
+
 def end_of_turn_rows(out: Report, paused: list[Item], local: list[list[float]]) -> Table:
     """The silence window and the model, on the paused sentences and their Silero probabilities."""
     before = rss_mb()
@@ -181,6 +233,7 @@ def end_of_turn_rows(out: Report, paused: list[Item], local: list[list[float]]) 
     out.table(table)
     for note in filter(None, notes):
         out.line(note)
+    filled_rows(out, model, len(paused))
     out.line(
         f"smart-turn resident memory +{added:.1f} MB, onnxruntime included "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
