@@ -116,7 +116,9 @@ def replay(
         for out in said + floor.feed(block, room.model_speaking if room else False):
             if out is Marker.HOLD:
                 holds += 1
-                hold = now if hold is None else hold
+                # The first pause from the user's sound on (one before it, for the echo, went on).
+                if hold is None or (hold < item.onset_s and start is None):
+                    hold = now
                 paused_at = now
                 if room:
                     room.pause()
@@ -132,7 +134,8 @@ def replay(
                 start = now  # the answer cut: by the floor taken, or with words by a request's word
         if start is not None and room:
             break  # the service cuts the answer here: what follows is another story
-    rel = lambda t: None if t is None else t - item.onset_s
+    # To the 10 ms step (the clock is a sum of float steps: 0.3 came out as 0.30000000000000014).
+    rel = lambda t: None if t is None else round(t - item.onset_s, 3)
     cut_late = rules.words and released and start is not None
     return Outcome(rel(hold if hold is not None else start), rel(start), ends, holds, cut_late, still)
 
