@@ -162,7 +162,6 @@ class Floor:
     _taken: int = 0  # bytes judged by the detector so far
     _judged_taken: int = 0  # bytes whose 10 ms judgements were counted
     _near_ms: float | None = None  # the microphone above the expected echo, in a row; None: not judged
-    _near_best: float | None = None  # the longest such run within the frame being judged
     _deciding: bool = False  # the floor was taken over a paused answer; its transcript decides
     _resumed: bool = False  # ... and the answer went on meanwhile, no request's word heard yet
     _said: str = ""  # the transcript of the turn taken over the answer, so far
@@ -210,9 +209,7 @@ class Floor:
             frame = bytes(self._pending[:FRAME_BYTES])
             del self._pending[:FRAME_BYTES]
             self._taken += FRAME_BYTES
-            # The 10 ms judgements of the audio taken in up to the end of this frame: a run that
-            # reached `near_end_ms` inside the frame counts even if it ended before the frame did.
-            self._near_best = self._near_ms
+            # The 10 ms judgements of the audio taken in up to the end of this frame.
             while self._judged and self._taken - self._judged_taken >= JUDGED_BYTES:
                 self._judged_taken += JUDGED_BYTES
                 self._near(self._judged.popleft())
@@ -234,7 +231,6 @@ class Floor:
             self._near_ms = (self._near_ms or 0.0) + JUDGED_SAMPLES / MIC_RATE * 1000
         else:
             self._near_ms = 0.0
-        self._near_best = None if self._near_ms is None else max(self._near_best or 0.0, self._near_ms)
 
     def _remember(self, frame: bytes) -> None:
         """Keep `prefix_ms` of audio for an onset; while the answer is held, all since then too
@@ -250,8 +246,8 @@ class Floor:
     def _onset(self) -> bool:
         """Over the answer: someone started talking. Judged by the microphone's level above the
         echo where the canceller says so, else by Silero's speech."""
-        if self._near_best is not None:
-            return self._near_best >= self.rules.near_end_ms
+        if self._near_ms is not None:
+            return self._near_ms >= self.rules.near_end_ms
         return self._speech_ms >= self.rules.start_ms
 
     def _step(self, frame: bytes, speech: bool, model_speaking: bool) -> list[bytes | Marker]:
@@ -292,7 +288,7 @@ class Floor:
             if (waited and self._quiet_ms >= GAP_MS) or not model_speaking:
                 self._holding = False
                 self._speech_ms = 0.0
-                self._near_ms = self._near_best = None if self._near_ms is None else 0.0
+                self._near_ms = None if self._near_ms is None else 0.0
                 self._trim()
                 return [Marker.RELEASE]
             return []
