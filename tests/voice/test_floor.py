@@ -237,6 +237,14 @@ async def test_a_backchannel_the_service_heard_lets_the_answer_go_on(pulse, live
     assert r.played >= r.received, "the answer stopped for an 'mm-hmm': what the service sent was not all played"
 
 
+def assert_cut(r: OverTheAnswer) -> None:
+    """The answer was cut at once: the service sent it faster than it played (twice as fast, or all
+    of it at once), so over a second of it is never heard."""
+    assert r.received - r.played > 24_000 * 2, (
+        f"a 'stop' did not cut the answer: {r.received} received, {r.played} played"
+    )
+
+
 async def _stored_model_turn(store, r: OverTheAnswer) -> str:
     """The model's answer as stored once the conversation closed: marked cut off, and only as much
     of its transcript as was played (its share of the audio, to a word)."""
@@ -257,11 +265,7 @@ async def test_a_short_stop_cuts_the_answer_and_its_turn_keeps_only_what_was_pla
     # The service's `interrupted` comes at the sound's activityStart, before its words cut the answer.
     r = await _words_over_the_answer(pulse, live, live_client, voice_config, store, sound, "Stop.", **SENT)
     assert r.activity[:2] == ["start", "end"], "the 'stop' was not sent as the user's"
-    # The service sent the answer twice as fast as it played: cut at once, over a second of it
-    # is never heard.
-    assert r.received - r.played > 24_000 * 2, (
-        f"a 'stop' did not cut the answer: {r.received} received, {r.played} played"
-    )
+    assert_cut(r)
     await _stored_model_turn(store, r)
 
 
@@ -273,9 +277,7 @@ async def test_without_words_a_barge_in_cuts_the_answer_and_its_turn_keeps_only_
     r = await _words_over_the_answer(
         pulse, live, live_client, voice_config, store, sound, "", **{**SENT, "floor_words": False}
     )
-    assert r.received - r.played > 24_000 * 2, (
-        f"a 'stop' did not cut the answer: {r.received} received, {r.played} played"
-    )
+    assert_cut(r)
     await _stored_model_turn(store, r)
 
 
@@ -289,9 +291,7 @@ async def test_without_words_a_barge_in_cuts_an_answer_the_service_had_sent_in_f
         pulse, live, live_client, voice_config, store, sound, "", speed=100.0, **{**SENT, "floor_words": False}
     )
     assert r.activity[:1] == ["start"], "the 'stop' was not sent as the user's"
-    assert r.received - r.played > 24_000 * 2, (
-        f"a 'stop' did not cut the answer: {r.received} received, {r.played} played"
-    )
+    assert_cut(r)
 
 
 async def test_a_connection_lost_while_the_user_talks_carries_the_turn_on_to_the_next(
