@@ -115,7 +115,8 @@ class VoiceConfig(BaseModel):
         200,
         ge=32,
         description="Local detection: silence after which the end-of-turn model is asked whether the user has "
-        "finished; if it says so the turn ends, else it ends after PARLA_FLOOR_END_SILENCE_MS.",
+        "finished (and the transcript's last word judged, with PARLA_FLOOR_END_WORDS); if it says so the turn "
+        "ends, else it ends after PARLA_FLOOR_END_SILENCE_MS.",
     )
     floor_end_threshold: float = Field(
         0.5,
