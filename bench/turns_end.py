@@ -28,12 +28,14 @@ import numpy as np
 from bench.report import Report, Table
 from parla.voice.config import VoiceConfig
 from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
-from parla.voice.floor import FRAME_BYTES, FRAME_S, Floor, FloorRules, Marker
-from tests.peers.turn_corpus import RATE, Item
+from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, silero
+from tests.peers.turn_corpus import PAUSED, RATE, VOICES, Item, _flite, _paused
 
 FLOOR = FloorRules.of(VoiceConfig())
 END = EndRules.of(VoiceConfig())
 CHECKS_MS = (200, 300)
+STRICT_ROWS = ((0.9, 1500), (0.9, 2000), (0.97, 2000))  # (model threshold, fallback silence ms)
+WORDS_LAGS_S = (0.3, 0.8)  # the service's transcript, this long after the words (bench.turns' words rows)
 
 
 def rss_mb() -> float:
@@ -74,16 +76,32 @@ class Questions:
         return EndOfTurn(self.rules, self.model, submit=submit)
 
 
-def turn_ends(item: Item, probabilities: list[float], questions: Questions | None) -> list[float]:
-    """When the floor ends the user's turn in the item, replayed frame by frame."""
+def halves(item: Item) -> tuple[str, str]:
+    """The words before and after the paused sentence's hesitation (its label: "voice: first ... second")."""
+    first, second = item.label.split(": ", 1)[1].split(" ... ")
+    return first, second
+
+
+def turn_ends(
+    item: Item,
+    probabilities: list[float],
+    questions: Questions | None,
+    rules: FloorRules = FLOOR,
+    words_lag_s: float | None = None,
+) -> list[float]:
+    """When the floor ends the user's turn in the item, replayed frame by frame. With `words_lag_s`,
+    the service's transcript of each half reaches the floor that long after the half's last word."""
     clock = [0.0]
     it = iter(probabilities)
     end = questions.end_of_turn(clock) if questions is not None else None
-    floor = Floor(FLOOR, probability=lambda frame: next(it), end_of_turn=end)
+    floor = Floor(rules, probability=lambda frame: next(it), end_of_turn=end)
     pcm = item.mic.astype("<i2").tobytes()
+    words = [] if words_lag_s is None else list(zip((item.pause_s[0], item.end_s), halves(item), strict=True))
     ends = []
     for i in range(len(probabilities)):
         clock[0] = (i + 1) * FRAME_S
+        while words and clock[0] >= words[0][0] + (words_lag_s or 0.0):
+            floor.heard(" " + words.pop(0)[1])
         if Marker.END in floor.feed(pcm[i * FRAME_BYTES : (i + 1) * FRAME_BYTES], model_speaking=False):
             ends.append(clock[0])
     return ends
@@ -104,9 +122,17 @@ COLUMNS = [
 ]
 
 
-def row(table: Table, name: str, paused: list[Item], local: list[list[float]], questions: Questions | None) -> str:
+def row(
+    table: Table,
+    name: str,
+    paused: list[Item],
+    local: list[list[float]],
+    questions: Questions | None,
+    rules: FloorRules = FLOOR,
+    words_lag_s: float | None = None,
+) -> str:
     """Adds the row; returns the pauses the rule cut, to say under the table."""
-    outcomes = [(i, turn_ends(i, p, questions)) for i, p in zip(paused, local, strict=True)]
+    outcomes = [(i, turn_ends(i, p, questions, rules, words_lag_s)) for i, p in zip(paused, local, strict=True)]
     cut = [i for i, ends in outcomes if any(i.onset_s < t < i.end_s for t in ends)]
     latency = [
         min(t for t in ends if t >= i.end_s) - i.end_s for i, ends in outcomes if any(t >= i.end_s for t in ends)
@@ -122,7 +148,59 @@ def row(table: Table, name: str, paused: list[Item], local: list[list[float]], q
         else ("-", "-", "-")
     )
     table.row(name, f"{len(outcomes) - len(cut)}/{len(outcomes)}", pct(latency, 50), pct(latency, 95), *model)
-    return f"{name}, pauses cut: {', '.join(i.label for i in cut)}" if questions is not None and cut else ""
+    return f"{name}, pauses cut: {', '.join(i.label for i in cut)}" if cut and len(cut) < len(outcomes) else ""
+
+
+def filled(seed: int, n: int) -> list[Item]:
+    """`n` of the corpus' paused sentences with the hesitation filled: "um" said after the first half (as
+    in issue 31's "I'd like to book... um... the hotel"), rooms drawn from `seed`."""
+    rng = np.random.default_rng(seed)
+    items = []
+    for i in range(n):
+        (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
+        items.append(
+            _paused(rng, f"{voice}: {first} um ... {second}", _flite(f"{first} um", voice), _flite(second, voice))
+        )
+    return items
+
+
+def filled_rows(out: Report, model: TurnCompletion, n: int, seed: int = 1007) -> None:
+    """The silence window, the model and the words on `n` filled hesitations."""
+    items = filled(seed, n)
+    vad = silero()
+    probs = [
+        [vad(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
+        for i in items
+    ]
+    table = Table(
+        COLUMNS, title=f"end of turn, the hesitation filled with 'um' ({len(items)} sentences, rooms of seed {seed})"
+    )
+    notes = [row(table, f"silence {FLOOR.end_silence_ms} ms", items, probs, None)]
+    notes.append(
+        row(
+            table,
+            f"smart-turn p>={END.threshold} asked at {END.check_ms} ms, else {FLOOR.end_silence_ms} ms, CPU-timed",
+            items,
+            probs,
+            Questions(model, END, by_wall=False),
+        )
+    )
+    words = dataclasses.replace(FLOOR, end_words=True)
+    for lag in WORDS_LAGS_S:
+        notes.append(
+            row(
+                table,
+                f"words at +{lag * 1000:.0f} ms, end at {words.end_check_ms} ms unless the last word goes on",
+                items,
+                probs,
+                None,
+                words,
+                lag,
+            )
+        )
+    out.table(table)
+    for note in filter(None, notes):
+        out.line(note)
 
 
 def end_of_turn_rows(out: Report, paused: list[Item], local: list[list[float]]) -> Table:
@@ -138,9 +216,24 @@ def end_of_turn_rows(out: Report, paused: list[Item], local: list[list[float]]) 
         timed = "wall" if by_wall else "CPU"
         name = f"smart-turn p>={END.threshold} asked at {check} ms, else {FLOOR.end_silence_ms} ms, {timed}-timed"
         notes.append(row(table, name, paused, local, questions))
+    # A stricter model with a longer fallback silence (CPU-timed).
+    for threshold, silence in STRICT_ROWS:
+        questions = Questions(model, dataclasses.replace(END, threshold=threshold), by_wall=False)
+        rules = dataclasses.replace(FLOOR, end_silence_ms=silence)
+        name = f"smart-turn p>={threshold} asked at {END.check_ms} ms, else {silence} ms, CPU-timed"
+        notes.append(row(table, name, paused, local, questions, rules))
+    # The transcript's last word (PARLA_FLOOR_END_WORDS), alone and as a veto on the model.
+    words = dataclasses.replace(FLOOR, end_words=True)
+    for lag in WORDS_LAGS_S:
+        name = f"words at +{lag * 1000:.0f} ms, end at {words.end_check_ms} ms unless the last word goes on"
+        notes.append(row(table, name, paused, local, None, words, lag))
+        questions = Questions(model, END, by_wall=False)
+        name = f"smart-turn p>={END.threshold} at {END.check_ms} ms unless the last word goes on, words at +{lag * 1000:.0f} ms"
+        notes.append(row(table, name, paused, local, questions, words, lag))
     out.table(table)
     for note in filter(None, notes):
         out.line(note)
+    filled_rows(out, model, len(paused))
     out.line(
         f"smart-turn resident memory +{added:.1f} MB, onnxruntime included "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"

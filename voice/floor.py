@@ -6,7 +6,9 @@ The rules, per 32 ms frame of speech probability:
 - While the model is silent: `start_ms` of speech in a row starts the user's turn (activityStart,
   then the audio from `prefix_ms` before the onset, so the first syllable is not lost); then
   `end_silence_ms` without speech ends it (activityEnd), or sooner if the end-of-turn model
-  (voice.end_of_turn), asked after a short silence, says the user has finished.
+  (voice.end_of_turn), asked after a short silence, says the user has finished; or, with
+  `end_words`, if the service's transcript, come since the user went quiet, ends on a word a
+  sentence can end on (one of `goes_on` keeps the floor, also against the model).
 - While the model speaks, an onset only *holds* the answer: the speaker pauses at once and keeps
   what it has not played. Over the answer the onset is judged beside the echo canceller
   (voice.near_end, carried by `Cancelled` blocks): the microphone `near_end_db` above the echo
@@ -98,6 +100,9 @@ class FloorRules:
     words: bool = False  # a barge-in cuts the answer only once its transcript holds a request's word
     words_wait_ms: int = 600
     backchannels: frozenset[str] = frozenset()
+    end_words: bool = False  # the transcript's last word helps end the user's turn
+    end_check_ms: int = 200
+    goes_on: frozenset[str] = frozenset()  # words a sentence does not end on
 
     @classmethod
     def of(cls, config: VoiceConfig) -> FloorRules:
@@ -112,12 +117,28 @@ class FloorRules:
             confirm_ms=config.floor_confirm_ms,
             words=config.floor_words,
             words_wait_ms=config.floor_words_wait_ms,
-            backchannels=frozenset(w.strip() for w in config.floor_backchannels.lower().split(",") if w.strip()),
+            backchannels=_words(config.floor_backchannels),
+            end_words=config.floor_end_words,
+            end_check_ms=config.floor_end_check_ms,
+            goes_on=_words(config.floor_end_goes_on),
         )
 
     def is_request(self, transcript: str) -> bool:
         """The transcript holds a word that is not a backchannel ("mm-hmm" counts as "mm" "hmm")."""
-        return any(w not in self.backchannels for w in re.findall(r"[a-z']+", transcript.lower()))
+        return any(w not in self.backchannels for w in _spoken_words(transcript))
+
+    def sentence_goes_on(self, transcript: str) -> bool | None:
+        """Whether the sentence goes on after the transcript's last word; None without words."""
+        words = _spoken_words(transcript)
+        return words[-1] in self.goes_on if words else None
+
+
+def _words(setting: str) -> frozenset[str]:
+    return frozenset(w.strip() for w in setting.lower().split(",") if w.strip())
+
+
+def _spoken_words(transcript: str) -> list[str]:
+    return re.findall(r"[a-z']+", transcript.lower())
 
 
 @dataclass
@@ -144,6 +165,9 @@ class Floor:
     _deciding: bool = False  # the floor was taken over a paused answer; its transcript decides
     _resumed: bool = False  # ... and the answer went on meanwhile, no request's word heard yet
     _said: str = ""  # the transcript of the turn taken over the answer, so far
+    _turn_said: str = ""  # the transcript of the user's turn, so far
+    _said_since_quiet: bool = False  # a piece of it came since the user last spoke
+    _model_done: bool = False  # the end-of-turn model said the user has finished, in this pause
 
     @property
     def talking(self) -> bool:
@@ -162,7 +186,10 @@ class Floor:
 
     def heard(self, text: str) -> list[Marker]:
         """The service's transcript of the user's input, a piece at a time: while deciding, a
-        request's word cuts the answer."""
+        request's word cuts the answer; with `end_words` it may end the turn (`_finished`)."""
+        if self._talking:
+            self._turn_said += text
+            self._said_since_quiet = self._quiet_ms > 0
         if not self._deciding:
             return []
         self._said += text
@@ -228,6 +255,7 @@ class Floor:
         if speech:
             self._speech_ms += ms
             self._quiet_ms = 0.0
+            self._said_since_quiet = self._model_done = False
         else:
             self._quiet_ms += ms
             if self._quiet_ms >= GAP_MS:  # a stop inside a word or between words does not end the run
@@ -237,8 +265,7 @@ class Floor:
             if self._deciding and not self._resumed and self._quiet_ms >= self.rules.words_wait_ms:
                 self._resumed = True  # no request's word yet: the answer goes on
                 out.append(Marker.RELEASE)
-            finished = self.end_of_turn is not None and self.end_of_turn.over(frame, self._quiet_ms)
-            if finished or self._quiet_ms >= self.rules.end_silence_ms:
+            if self._finished(frame) or self._quiet_ms >= self.rules.end_silence_ms:
                 self._talking = False
                 self._recent.clear()
                 out.append(Marker.END)
@@ -275,8 +302,23 @@ class Floor:
             return self._take_floor()
         return []
 
+    def _finished(self, frame: bytes) -> bool:
+        """Before the silence window: the end-of-turn model says the user has finished, or (with
+        `end_words`) the transcript since the user went quiet ends on a word a sentence ends on.
+        A last word the sentence goes on after keeps the floor, whatever the model says."""
+        if self.end_of_turn is not None and self.end_of_turn.over(frame, self._quiet_ms):
+            self._model_done = True  # its one answer for this pause; the words may come later
+        if not self.rules.end_words:
+            return self._model_done
+        if not self._said_since_quiet or self._quiet_ms < self.rules.end_check_ms:
+            return False
+        if self.rules.sentence_goes_on(self._turn_said) is not False:
+            return False
+        return self._model_done or self.end_of_turn is None
+
     def _take_floor(self) -> list[bytes | Marker]:
         self._talking = True
+        self._turn_said, self._said_since_quiet, self._model_done = "", False, False
         self._holding = False
         prefix = list(self._recent)
         self._recent.clear()

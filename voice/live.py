@@ -134,6 +134,8 @@ class LiveConversation:
             self._answer_under_way,
             switching=lambda: self.switching,
             hold_s=self.config.switch_hold_s,
+            unheard=self._unheard,
+            decided=self._decided,
         )
 
     def _answer_under_way(self) -> bool:
@@ -510,7 +512,24 @@ class LiveConversation:
 
     def _release_held(self) -> None:
         self._hold_timer = None
-        self._queue_save(self.assembler.release())
+        # The answer's fate waits for the words of the sound that stopped it: if they cut it, the
+        # stored turn keeps only what was played. The floor decides by the end of that sound's
+        # turn at the latest (`_decided`).
+        if not self._sender.deciding:
+            self._queue_save(self.assembler.release())
+
+    def _decided(self) -> None:
+        """The floor decided on the sound over the answer: a turn held for it may go."""
+        if self._hold_timer is None and self.assembler.holding:
+            self._release_held()
+
+    def _unheard(self, nbytes: int) -> None:
+        """The floor dropped `nbytes` of the answer from the speaker."""
+        if not self.assembler.unheard(nbytes):
+            log.warning(
+                "the user cut an answer that was stored already: it is stored as heard in full",
+                extra={"event": "floor_cut_stored"},
+            )
 
     def _watch_silence(self) -> None:
         """(Re)start the clock of the model's silence: model output with no turnComplete after it

@@ -86,6 +86,10 @@ class Sender:
     model_speaking: Callable[[], bool]
     switching: Callable[[], bool] = lambda: False
     hold_s: float = 30.0
+    # The floor dropped this many bytes of the answer from the speaker (the stored turn keeps
+    # only what was played).
+    unheard: Callable[[int], None] = lambda nbytes: None
+    decided: Callable[[], None] = lambda: None  # the floor stopped deciding (see `deciding`)
     _unsent: deque[tuple[bytes, float]] = field(default_factory=deque)  # (block, read at), oldest first
     _unsent_bytes: int = 0
     _dropped_bytes: int = 0
@@ -172,6 +176,7 @@ class Sender:
         if self.floor is None:
             await send_audio(session, block)
             return
+        deciding = self.floor.deciding
         for item in self.floor.feed(block, self.model_speaking()):
             if isinstance(item, bytes):
                 await send_audio(session, item)
@@ -181,6 +186,8 @@ class Sender:
                 await session.send_realtime_input(activity_end=types.ActivityEnd())
             else:
                 self._speaker(item)
+        if deciding and not self.floor.deciding:
+            self.decided()
 
     @property
     def deciding(self) -> bool:
@@ -191,8 +198,11 @@ class Sender:
     def heard(self, text: str) -> None:
         """The service's transcript of the user's input, for the floor's decision."""
         if self.floor is not None:
+            deciding = self.floor.deciding
             for item in self.floor.heard(text):
                 self._speaker(item)
+            if deciding and not self.floor.deciding:
+                self.decided()
 
     def _speaker(self, item: Marker) -> None:
         if self.speaker is None:
@@ -204,7 +214,9 @@ class Sender:
         elif item is Marker.CUT:
             dropped = self.speaker.flush()
             log.info(
-                "the words over the answer asked for the floor: %.1f s of the answer dropped",
+                "the user took the floor over the answer: %.1f s of the answer dropped",
                 dropped / (SPEAKER_RATE * SAMPLE_BYTES),
                 extra={"event": "floor_cut"},
             )
+            if dropped:
+                self.unheard(dropped)

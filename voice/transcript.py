@@ -25,6 +25,9 @@ the next model turn starts speaking. Attribution follows the order of turns, not
   while the model answered it added.
 - An interrupted model turn keeps only what was played: its text (late fragments included) cut
   at the share of its audio that reached the speaker, at a word boundary, marked `interrupted`.
+  Parla's local floor may drop what the speaker holds before the service's `interrupted` comes
+  (a barge-in) or after it (the words of the sound decided later): `unheard` counts those bytes
+  against the answer under way, or else the one held for late fragments.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ class Exchange:
     model_audio_bytes: int = 0
     user_source: Source = "voice"
     played: float | None = None  # share of the model's audio heard, once it was interrupted
+    unplayed_bytes: int = 0  # of the model's audio, dropped from the speaker unplayed
     words_due: bool = False  # the answer completed before any word of the user was heard
     usage: TokenUsage | None = None  # what the service reported for the model's answer
     typed: Turn | None = None  # a typed turn the user's words (`user`) follow, kept exactly
@@ -75,6 +79,11 @@ class Exchange:
         if other.said:
             self.user_source = other.user_source
             self.typed = self.typed or other.typed
+
+    def heard_share(self) -> float:
+        if not self.model_audio_bytes:
+            return 1.0
+        return max(0.0, 1.0 - self.unplayed_bytes / self.model_audio_bytes)
 
     @property
     def model_started(self) -> bool:
@@ -171,6 +180,8 @@ class TranscriptAssembler:
         ex.user += ex.late_user
         ex.late_user = []
         ex.words_due = not ex.said
+        if ex.unplayed_bytes:  # the service finished it, but the speaker was told to drop some of it
+            ex.played = ex.heard_share()
         self.closing = ex
         return released
 
@@ -183,9 +194,24 @@ class TranscriptAssembler:
         released = self.release()
         self.current = Exchange(user=ex.late_user)
         ex.late_user = []
-        ex.played = 1.0 - unplayed_bytes / ex.model_audio_bytes if ex.model_audio_bytes else 1.0
+        ex.unplayed_bytes += unplayed_bytes
+        ex.played = ex.heard_share()
         self.closing = ex
         return released
+
+    def unheard(self, unplayed_bytes: int) -> bool:
+        """The speaker dropped this much of the model's audio unplayed, apart from the service's
+        `interrupted`: it counts against the answer under way (its share is set when it ends),
+        else the ended one still held. False when neither is left to take it (stored already)."""
+        if self.current.model_started:
+            self.current.unplayed_bytes += unplayed_bytes
+            return True
+        ex = self.closing
+        if ex is None or not ex.model_audio_bytes:
+            return False
+        ex.unplayed_bytes += unplayed_bytes
+        ex.played = ex.heard_share()
+        return True
 
     def release(self) -> list[Turn]:
         """The held exchange's turns, final now. A model turn that was not transcribed at all

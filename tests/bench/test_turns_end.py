@@ -1,5 +1,5 @@
 """bench.turns_end on one paused sentence: the rows come out, the silence window keeps the pause,
-and the model's questions are counted and timed."""
+the model's questions are counted and timed, and the transcript's words end the turn sooner."""
 
 from __future__ import annotations
 
@@ -20,5 +20,11 @@ def test_the_end_of_turn_rows_on_one_paused_sentence(capsys):
     out = capsys.readouterr().out
     silence, *models = table.rows
     assert silence[COLUMNS.index("pauses kept")] == "1/1", "the silence window cut the pause"
-    assert len(models) == 4 and all(r[COLUMNS.index("model wall p50")].endswith(" ms") for r in models)
+    asked = [r for r in models if r[COLUMNS.index("model wall p50")] != "-"]
+    assert len(models) == 11 and len(asked) == 9
+    assert all(r[COLUMNS.index("model wall p50")].endswith(" ms") for r in asked)
+    # The words rule alone ends the finished sentence long before the silence window would.
+    words = next(r for r in models if r[0].startswith("words at +300 ms"))
+    p50 = COLUMNS.index("end of turn p50")
+    assert int(words[p50].split()[0]) < int(silence[p50].split()[0]) - 500
     assert "smart-turn resident memory +" in out

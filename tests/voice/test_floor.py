@@ -9,11 +9,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 
 import numpy as np
 
 from parla.voice.audio import Microphone, Speaker
 from parla.voice.echo import EchoCanceller, PlayedAudio
+from parla.voice.transcript import spoken_prefix
 from tests.conftest import eventually
 from tests.peers.live_emulator import LiveConnection, tone
 from tests.peers.pulse import speech
@@ -146,8 +148,8 @@ async def test_a_knock_over_the_answer_does_not_cut_it(pulse, live, live_client,
     sound = loud(bytes(1600) + (knock(np.random.default_rng(1)) * 3000).astype("<i2").tobytes() + bytes(1600), USER)
     # With the default rules: the knock pauses the answer at most; if it lasted long enough to go to
     # the service, the service heard no words in it.
-    received, played, activity = await _words_over_the_answer(pulse, live, live_client, voice_config, store, sound, "")
-    assert played >= received, f"a knock cut the answer: {received} received, {played} played ({activity})"
+    r = await _words_over_the_answer(pulse, live, live_client, voice_config, store, sound, "")
+    assert r.played >= r.received, f"a knock cut the answer: {r.received} received, {r.played} played ({r.activity})"
 
 
 async def test_a_backchannel_pauses_the_answer_which_then_goes_on_from_where_it_stopped(
@@ -166,16 +168,24 @@ async def test_a_backchannel_pauses_the_answer_which_then_goes_on_from_where_it_
     assert played_all, "the answer did not go on from where it paused: some of it was dropped"
 
 
+@dataclass
+class OverTheAnswer:
+    received: int  # bytes of the answer that reached Parla's speaker
+    played: int  # ... and that it played
+    activity: list[str]  # the activity markers sent
+    chat_id: str
+    transcript: str  # the service's transcript of the answer, as far as it was generated
+
+
 async def _words_over_the_answer(
     pulse, live, live_client, voice_config, store, sound: bytes, said: str, speed: float = 2.0, **settings
-) -> tuple[int, int, list[str]]:
+) -> OverTheAnswer:
     """Play `sound` 3 s into a spoken answer (the canceller and the near-end judgement have
     learnt the room by then) that the service generates `speed` times as fast as it is played, through
     the test room and Parla's canceller; if Parla sends it as the user's, the service transcribes
-    it as `said` 300 ms after it starts (nothing for ""). The bytes of the answer that reached
-    Parla's speaker, the bytes it played, and the activity markers sent (an echo the canceller
-    lets through while the rest of the answer plays may add a turn after them on a busy machine:
-    docs/design/turn-taking.md, Known weak)."""
+    it as `said` 300 ms after it starts (nothing for ""). The activity markers sent may have more
+    after the first turn's: an echo the canceller lets through while the rest of the answer plays
+    may add a turn on a busy machine (docs/design/turn-taking.md, Known weak)."""
     chat = await new_chat(store)
     speaking = asyncio.Event()
     answered: list[bool] = []
@@ -206,7 +216,13 @@ async def _words_over_the_answer(
         conn = live.connections[0]
         if conn.activity:
             await eventually(lambda: len(conn.activity) >= 2, timeout=20, what="the end of the user's sound")
-        return speaker.received, speaker.played_bytes, [kind for kind, _ in conn.activity]
+        received, played = speaker.received, speaker.played_bytes
+    transcript = "".join(
+        m["serverContent"]["outputTranscription"]["text"]
+        for m in conn.sent
+        if "outputTranscription" in m.get("serverContent", {})
+    )
+    return OverTheAnswer(received, played, [kind for kind, _ in conn.activity], chat.id, " ".join(transcript.split()))
 
 
 # A barge-in window shorter than the sound: it always reaches the service, and its words decide.
@@ -215,23 +231,54 @@ SENT = {"floor_barge_in_ms": 96, "floor_words": True}
 
 async def test_a_backchannel_the_service_heard_lets_the_answer_go_on(pulse, live, live_client, voice_config, store):
     sound = voice("mm-hmm", "slt", USER * 2, factor=1.0)
-    received, played, activity = await _words_over_the_answer(
-        pulse, live, live_client, voice_config, store, sound, "Mm-hmm.", **SENT
-    )
-    assert activity[:2] == ["start", "end"]
+    r = await _words_over_the_answer(pulse, live, live_client, voice_config, store, sound, "Mm-hmm.", **SENT)
+    assert r.activity[:2] == ["start", "end"]
     assert live.connections[0].cut_replies == 1, "the service's answer was not stopped by the 'mm-hmm'"
-    assert played >= received, "the answer stopped for an 'mm-hmm': what the service sent before it was not all played"
+    assert r.played >= r.received, "the answer stopped for an 'mm-hmm': what the service sent was not all played"
 
 
-async def test_a_short_stop_cuts_the_answer(pulse, live, live_client, voice_config, store):
-    sound = voice("stop", "slt", USER * 2, factor=1.0)
-    received, played, activity = await _words_over_the_answer(
-        pulse, live, live_client, voice_config, store, sound, "Stop.", **SENT
+def assert_cut(r: OverTheAnswer) -> None:
+    """The answer was cut at once: the service sent it faster than it played (twice as fast, or all
+    of it at once), so over a second of it is never heard."""
+    assert r.received - r.played > 24_000 * 2, (
+        f"a 'stop' did not cut the answer: {r.received} received, {r.played} played"
     )
-    assert activity[:2] == ["start", "end"], "the 'stop' was not sent as the user's"
-    # The service sent the answer twice as fast as it played: cut at once, over a second of it
-    # is never heard.
-    assert received - played > 24_000 * 2, f"a 'stop' did not cut the answer: {received} received, {played} played"
+
+
+async def _stored_model_turn(store, r: OverTheAnswer) -> str:
+    """The model's answer as stored once the conversation closed: marked cut off, and only as much
+    of its transcript as was played (its share of the audio, to a word)."""
+    model = [t for t in (await store.load_history(r.chat_id)).full_history if t.role == "model"]
+    assert model and model[0].interrupted, f"the cut answer was not stored as cut off: {model}"
+    heard = spoken_prefix(r.transcript, r.played / r.received)
+    # The speaker's count of played bytes runs a device buffer (50 ms) ahead of what was heard.
+    assert len(heard) - 25 <= len(model[0].text) <= len(heard) + 25, (
+        f"the stored answer is not what was played ({r.played} of {r.received} bytes): {model[0].text!r}"
+    )
+    return model[0].text
+
+
+async def test_a_short_stop_cuts_the_answer_and_its_turn_keeps_only_what_was_played(
+    pulse, live, live_client, voice_config, store
+):
+    sound = voice("stop", "slt", USER * 2, factor=1.0)
+    # The service's `interrupted` comes at the sound's activityStart, before its words cut the answer.
+    r = await _words_over_the_answer(pulse, live, live_client, voice_config, store, sound, "Stop.", **SENT)
+    assert r.activity[:2] == ["start", "end"], "the 'stop' was not sent as the user's"
+    assert_cut(r)
+    await _stored_model_turn(store, r)
+
+
+async def test_without_words_a_barge_in_cuts_the_answer_and_its_turn_keeps_only_what_was_played(
+    pulse, live, live_client, voice_config, store
+):
+    # Parla drops what the speaker holds at the barge-in, before the service's `interrupted` comes.
+    sound = voice("stop", "slt", USER * 2, factor=1.0)
+    r = await _words_over_the_answer(
+        pulse, live, live_client, voice_config, store, sound, "", **{**SENT, "floor_words": False}
+    )
+    assert_cut(r)
+    await _stored_model_turn(store, r)
 
 
 async def test_without_words_a_barge_in_cuts_an_answer_the_service_had_sent_in_full(
@@ -240,11 +287,11 @@ async def test_without_words_a_barge_in_cuts_an_answer_the_service_had_sent_in_f
     # The service has sent the whole answer before the user speaks: no `interrupted` will come, so
     # Parla itself must drop what the speaker holds (it was left paused for good).
     sound = voice("stop", "slt", USER * 2, factor=1.0)
-    received, played, activity = await _words_over_the_answer(
+    r = await _words_over_the_answer(
         pulse, live, live_client, voice_config, store, sound, "", speed=100.0, **{**SENT, "floor_words": False}
     )
-    assert activity[:1] == ["start"], "the 'stop' was not sent as the user's"
-    assert received - played > 24_000 * 2, f"a 'stop' did not cut the answer: {received} received, {played} played"
+    assert r.activity[:1] == ["start"], "the 'stop' was not sent as the user's"
+    assert_cut(r)
 
 
 async def test_a_connection_lost_while_the_user_talks_carries_the_turn_on_to_the_next(

@@ -167,3 +167,41 @@ def test_words_transcribed_after_the_answer_they_got_join_its_exchange():
     a.user_text(" Today?")
     assert texts(a.release()) == [("user", "How is the weather? Today?", False), ("model", "Sunny.", False)]
     assert not a.in_progress
+
+
+def _answer(a: TranscriptAssembler) -> None:
+    a.user_text("Tell me about Lisbon")
+    a.model_audio(10_000)
+    a.model_text("Lisbon is the capital of Portugal and sits on seven hills by the river")
+
+
+def test_audio_the_floor_dropped_before_interrupted_counts_as_unplayed():
+    a = TranscriptAssembler()
+    _answer(a)
+    assert a.unheard(7_000)  # Parla's barge-in dropped what the speaker held
+    a.interrupt(unplayed_bytes=0)  # the service's `interrupted` comes after: nothing left to drop
+    assert texts(a.release())[1] == ("model", "Lisbon is the capital", True)
+
+
+def test_audio_dropped_after_interrupted_cuts_the_held_turn():
+    a = TranscriptAssembler()
+    _answer(a)
+    a.interrupt(unplayed_bytes=0)  # the speaker kept the answer while the sound's words decided
+    assert a.unheard(7_000)  # ... and they cut it
+    assert texts(a.release())[1] == ("model", "Lisbon is the capital", True)
+
+
+def test_audio_dropped_from_an_answer_the_service_finished_marks_it_cut():
+    a = TranscriptAssembler()
+    _answer(a)
+    a.complete()
+    assert a.unheard(7_000)
+    assert texts(a.release())[1] == ("model", "Lisbon is the capital", True)
+
+
+def test_audio_dropped_from_a_stored_answer_is_reported():
+    a = TranscriptAssembler()
+    _answer(a)
+    a.complete()
+    a.release()
+    assert not a.unheard(7_000)
