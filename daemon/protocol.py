@@ -87,6 +87,10 @@ class RemindersRequest(Request):
     """Reminders were set or cancelled elsewhere on this machine (`parla reminders`): read them again."""
 
 
+class SummariesRequest(Request):
+    """Chats were queued for their summaries elsewhere on this machine (`parla import`): look at the queue now."""
+
+
 class UiRequest(Request):
     """The memory inspector's address."""
 
@@ -231,6 +235,7 @@ COMMANDS: dict[str, tuple[type[Request], type[Answer]]] = {
     "say": (SayRequest, ResultAnswer),
     "search": (SearchRequest, SearchAnswer),
     "reminders": (RemindersRequest, ResultAnswer),
+    "summaries": (SummariesRequest, ResultAnswer),
     "ui": (UiRequest, UiAnswer),
     "mute": (MuteRequest, ResultAnswer),
     "unmute": (UnmuteRequest, ResultAnswer),

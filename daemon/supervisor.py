@@ -118,6 +118,7 @@ class Daemon:
             "talk": self._cmd_talk,
             "say": self._cmd_say,
             "reminders": self._cmd_reminders,
+            "summaries": self._cmd_summaries,
             "search": self._cmd_search,
             "ui": self._cmd_ui,
             "mute": self._cmd_mute,
@@ -502,6 +503,11 @@ class Daemon:
     async def _cmd_reminders(self, request: object) -> dict[str, Any]:
         """Reminders were set or cancelled elsewhere on this machine (`parla reminders`): read them again."""
         self.mem.reminder_wake.set()
+        return {"result": "ok"}
+
+    async def _cmd_summaries(self, request: object) -> dict[str, Any]:
+        """Chats were queued for their summaries elsewhere on this machine (`parla import`): look now."""
+        self.mem.summary_worker.wake()
         return {"result": "ok"}
 
     async def _cmd_mute(self, request: object) -> dict[str, Any]:

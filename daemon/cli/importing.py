@@ -27,6 +27,7 @@ from parla.daemon.cli.support import (
     progress_bar,
     store_with_progress,
     summarise_now,
+    tell_daemon,
 )
 from parla.daemon.errors import CommandFailed
 from parla.daemon.settings import Settings
@@ -218,6 +219,7 @@ async def _summaries(mem: MemoryServices, ids: list[str], progress: Progress, ye
             # every chat, as before: a compaction cut short by a crash is finished by the next import
             return {"by": "offline", "state": "done", "failed": await summarise_now(mem, ids, progress, _RETRY)}
         await mem.store.queue_summaries(waiting)
+        await tell_daemon(mem.settings.control_socket, "summaries")
         err.print(
             f"parla: the summaries of {len(waiting):,} chats ({turns:,} turns) are queued: what was said is searchable "
             "now; the daemon summarises them in the background with the offline models (`parla status` shows how "
@@ -243,6 +245,7 @@ async def _summaries(mem: MemoryServices, ids: list[str], progress: Progress, ye
         )
         return {**shown, "state": "not queued", "failed": []}
     await mem.store.queue_summaries(waiting)
+    await tell_daemon(mem.settings.control_socket, "summaries")
     err.print(
         f"parla: {said}: queued. What was said is searchable now; the daemon summarises them in the background "
         "(`parla status` shows how far; start it with `parla run` or `parla service install` if it is not running)",

@@ -20,12 +20,11 @@ from parla.daemon.cli.support import (
     load_settings,
     open_memory,
     out,
+    tell_daemon,
 )
 from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from parla.daemon.settings import Settings
     from parla.memory.reminders import Reminder
     from parla.memory.store import ChatStore
@@ -53,16 +52,6 @@ def _json(settings: Settings, number: int | None, r: Reminder) -> dict[str, Any]
         "said_by": r.claimed_by,
         "said_at": iso(r.fired_at),
     }
-
-
-async def _tell_daemon(socket: Path) -> None:
-    """A running daemon reads the reminders again; none running reads them when it starts."""
-    from parla.daemon.control import DaemonNotRunning, send_command
-
-    try:
-        await send_command(socket, "reminders", timeout=5)
-    except DaemonNotRunning:
-        pass
 
 
 async def _find(store: ChatStore, ref: str) -> Reminder:
@@ -123,7 +112,7 @@ async def add(
         try:
             stored = await mem.store.add_reminder(reminder)
         finally:
-            await _tell_daemon(settings.control_socket)  # a queued one is said here all the same
+            await tell_daemon(settings.control_socket, "reminders")  # a queued one is said here all the same
     out.print(f"Set {stored.id[:8]} for {_local(settings, stored)}: {escape(stored.text)}")
 
 
@@ -138,7 +127,7 @@ async def cancel(
         try:
             stored = await mem.store.cancel_reminder(found.id)
         finally:
-            await _tell_daemon(settings.control_socket)
+            await tell_daemon(settings.control_socket, "reminders")
     out.print(f"Cancelled {stored.id[:8]}: {escape(stored.text)}")
 
 

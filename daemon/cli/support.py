@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import wraps
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import typer
 from rich.console import Console
@@ -142,6 +142,17 @@ async def running_daemon_chat(socket: Path) -> str | None:
     except DaemonNotRunning:
         return None
     return str(status["chat"]["id"])
+
+
+async def tell_daemon(socket: Path, cmd: Literal["reminders", "summaries"]) -> None:
+    """A running daemon looks again at what `cmd` names (the reminders, the summary queue) at
+    once; none running finds it when it starts."""
+    from parla.daemon.control import DaemonNotRunning, send_command
+
+    try:
+        await send_command(socket, cmd, timeout=5)
+    except DaemonNotRunning:
+        pass
 
 
 async def resolve_chat(store: ChatStore, ref: str) -> str:

@@ -5,6 +5,7 @@ makes it wait without failing a chat, and `parla status` says how far it is."""
 from __future__ import annotations
 
 import asyncio
+import json
 
 from typer.testing import CliRunner
 
@@ -45,3 +46,48 @@ async def test_queued_chats_are_summarised_in_the_background_and_status_says_how
 async def _done(pending) -> bool:
     state = await pending
     return state["waiting"] == 0 and state["done"] == 2
+
+
+async def test_an_import_wakes_the_daemons_summary_queue(daemon_settings, tmp_path):
+    """The worker looks at the queue every 30 s; chats `parla import` queued while the daemon runs
+    are taken at once, as the import tells the daemon."""
+    settings = daemon_settings.model_copy(update={"embedder": "offline", "import_offline_now_turns": 0})
+    source = tmp_path / "chats.jsonl"
+    source.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "title": f"chat {n}",
+                    "turns": [
+                        {"role": "user", "text": f"question {n} about kayaks"},
+                        {"role": "model", "text": f"answer {n} about paddles"},
+                    ],
+                }
+            )
+            + "\n"
+            for n in range(3)
+        )
+    )
+    env = {
+        "PARLA_STORE_PATH": str(settings.store_path),
+        "PARLA_CONTROL_SOCKET": str(settings.control_socket),
+        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
+        "PARLA_IMPORT_OFFLINE_NOW_TURNS": "0",
+        "PARLA_EMBEDDER": "offline",
+        "PARLA_GEMINI_API_KEY": "",
+    }
+    async with running(settings) as (_daemon, _mem, _chat):
+        await asyncio.sleep(0.5)  # the worker found the queue empty and sleeps its 30 s
+        result = await asyncio.to_thread(CliRunner().invoke, app, ["import", str(source)], env=env)
+        assert result.exit_code == 0, result.output
+        assert "summaries of 3 chats (6 turns) are queued" in result.stderr
+
+        async def summaries() -> dict:
+            return (await send_command(settings.control_socket, "status"))["summaries"]
+
+        await eventually(lambda: _all_done(summaries(), 3), timeout=10, what="the imported chats summarised")
+
+
+async def _all_done(pending, count: int) -> bool:
+    state = await pending
+    return state["waiting"] == 0 and state["done"] == count
