@@ -19,6 +19,7 @@ from tests.memory.store.test_supabase import user_id
 
 DIM = 256
 EMBEDDER = "test-embedder"
+TABLES = ("chat_windows", "chat_summaries", "chat_facts", "chats")
 
 
 def unit(rng: np.random.Generator, n: int, dim: int = DIM) -> np.ndarray:
@@ -114,7 +115,7 @@ def test_the_search_uses_the_index_and_equals_an_exact_search(supabase, db):
     for query in near(rng, TOPICS, 20):
         found, plans = search(db, uid, query, 10)
         assert found == exact_top(vectors, query, 10)
-        assert uses_index(plans, "chat_windows_hnsw_256"), "\n".join(plans)
+        assert uses_index(plans, "chat_windows_hnsw_256_m32"), "\n".join(plans)
 
 
 def test_long_chats_on_the_asked_subject_do_not_crowd_out_the_rest(supabase, db):
@@ -137,7 +138,7 @@ def test_long_chats_on_the_asked_subject_do_not_crowd_out_the_rest(supabase, db)
             )
     db.execute("ANALYZE public.chat_windows")
     found, plans = search(db, uid, query, 10)
-    assert uses_index(plans, "chat_windows_hnsw_256"), "\n".join(plans)
+    assert uses_index(plans, "chat_windows_hnsw_256_m32"), "\n".join(plans)
     assert found == exact_top(vectors, query, 10)
 
 
@@ -153,7 +154,7 @@ def test_a_user_whose_rows_are_rare_still_gets_k_chats(supabase, db):
     db.execute("SET enable_sort = off")  # no btree-and-sort plan: the HNSW index or nothing
     for query in near(rng, TOPICS, 5):
         found, plans = search(db, rare, query, 10)
-        assert uses_index(plans, "chat_windows_hnsw_256"), "\n".join(plans)
+        assert uses_index(plans, "chat_windows_hnsw_256_m32"), "\n".join(plans)
         assert found == exact_top(mine, query, 10)
 
 
@@ -221,16 +222,28 @@ def test_a_failed_concurrent_build_is_built_again(supabase, pg_cluster):
     name = psycopg.conninfo.conninfo_to_dict(supabase.dsn)["dbname"]
     latest = migrations()[-1]
     alone, rest = latest.parts()
-    assert "chat_windows_hnsw_768" in [n for _, n in alone]
+    assert "chat_windows_hnsw_768_m32" in [n for _, n in alone]
     assert not any(line.lower().startswith("create index") for line in rest.splitlines())
     with psycopg.connect(supabase.dsn, autocommit=True) as conn:
         conn.execute(
-            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'public.chat_windows_hnsw_768'::regclass"
+            "UPDATE pg_index SET indisvalid = false WHERE indexrelid = 'public.chat_windows_hnsw_768_m32'::regclass"
         )
         conn.execute("DELETE FROM supabase_migrations.schema_migrations WHERE version = %s", (latest.version,))
     assert apply_migrations(pg_cluster.owner_dsn(name)) == [latest]
     with psycopg.connect(supabase.dsn) as conn:
         row = conn.execute(
-            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.chat_windows_hnsw_768'::regclass"
+            "SELECT indisvalid FROM pg_index WHERE indexrelid = 'public.chat_windows_hnsw_768_m32'::regclass"
         ).fetchone()
         assert row == (True,)
+
+
+def test_the_indexes_have_32_links_and_a_wide_build_search(supabase, db):
+    """The defaults (m 16, ef_construction 64) left regions of a clustered 5,000-chat history
+    unreached at 768 dims; each index is built with m 32 and ef_construction 256 instead, and the
+    first indexes (the defaults) are gone."""
+    rows = db.execute(
+        "SELECT c.relname, c.reloptions FROM pg_class c JOIN pg_am a ON a.oid = c.relam WHERE a.amname = 'hnsw'"
+    ).fetchall()
+    names = {name for name, _ in rows}
+    assert names == {f"{t}_hnsw_{d}_m32" for t in TABLES for d in (256, 768, 1536, 3072)}
+    assert all(sorted(options) == ["ef_construction=256", "m=32"] for _, options in rows)
