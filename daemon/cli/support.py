@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+log = logging.getLogger(__name__)
+# Telling a running daemon to look again waits this long for its answer.
+_TELL_TIMEOUT_S = 2.0
 
 
 class _Console(Console):
@@ -146,13 +151,16 @@ async def running_daemon_chat(socket: Path) -> str | None:
 
 async def tell_daemon(socket: Path, cmd: Literal["reminders", "summaries"]) -> None:
     """A running daemon looks again at what `cmd` names (the reminders, the summary queue) at
-    once; none running finds it when it starts."""
-    from parla.daemon.control import DaemonNotRunning, send_command
+    once; none running finds it when it starts. A courtesy: what the command stored stands
+    whatever the daemon does, so one that cannot be told (suspended, hung, busy, older than this
+    command) finds the work at its next look, and the command goes on."""
+    from parla.daemon.control import send_command
+    from parla.daemon.errors import ControlError
 
     try:
-        await send_command(socket, cmd, timeout=5)
-    except DaemonNotRunning:
-        pass
+        await send_command(socket, cmd, timeout=_TELL_TIMEOUT_S)
+    except (ControlError, TimeoutError, OSError) as e:
+        log.info("the daemon was not told (%s): %s", cmd, e)
 
 
 async def resolve_chat(store: ChatStore, ref: str) -> str:

@@ -5,6 +5,7 @@ said what, and an import cut short carried on by running it again."""
 from __future__ import annotations
 
 import json
+import socket
 import zipfile
 from collections import Counter
 from pathlib import Path
@@ -100,3 +101,18 @@ def test_what_many_conversations_left_out_is_said_once_per_kind(parla, tmp_path)
     said = [line for line in result.stderr.splitlines() if "left out" in line]
     assert len(said) == len({note.split(":")[0] for note in each}) <= 3, said
     assert "parla: regenerated or edited branches: 60 left out, from 30 of 60 conversations" in result.stderr
+
+
+def test_an_import_finishes_and_reports_when_the_daemon_does_not_answer(parla, tmp_path, monkeypatch):
+    """Telling a running daemon that summaries are queued is a courtesy: a daemon that takes the
+    connection and never answers (suspended, or hung) must not turn a stored import into a failure."""
+    folder = tmp_path / "run"
+    folder.mkdir(mode=0o700)
+    monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(folder / "ctl.sock"))
+    monkeypatch.setenv("PARLA_IMPORT_OFFLINE_NOW_TURNS", "0")
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as suspended:
+        suspended.bind(str(folder / "ctl.sock"))
+        suspended.listen(8)  # connections wait in the backlog: nobody accepts or answers
+        result = parla("import", str(DATA / "chatgpt_conversations.json"))
+    assert "Imported 2 chats" in result.stdout
+    assert "are queued" in result.stderr
