@@ -181,15 +181,17 @@ def _said_left_out(results: list[tuple[int, ImportResult]], what: str) -> list[s
     notes = [(n, note) for n, r in results for note in r.notes]
     if len(notes) <= _NOTES_ONE_BY_ONE:
         return [f"{what} {n}: {note}" for n, note in notes]
-    kinds: dict[str, tuple[int, int]] = {}
+    # a kind is a note with its count taken out: (before the count, after it), or (note, None)
+    kinds: dict[tuple[str, str | None], tuple[int, int]] = {}
     for _, note in notes:
         count = re.search(r"\d+", note)
-        kind = note[: count.start()] + "{}" + note[count.end() :] if count else note
+        kind = (note[: count.start()], note[count.end() :]) if count else (note, None)
         total, chats = kinds.get(kind, (0, 0))
         kinds[kind] = (total + (int(count.group()) if count else 1), chats + 1)
     return [
-        f"{kind.format(f'{total:,}')}, from {chats:,} of {len(results):,} {what}s (`--json` lists each)"
-        for kind, (total, chats) in kinds.items()
+        f"{before if after is None else f'{before}{total:,}{after}'}, from {chats:,} of {len(results):,} {what}s"
+        " (`--json` lists each)"
+        for (before, after), (total, chats) in kinds.items()
     ]
 
 
