@@ -15,7 +15,8 @@ import pytest
 from parla.memory.errors import ChatNotFound, ImportLineError
 from parla.memory.import_bounds import split_text
 from parla.memory.importer import chat_id_of, decode_line, id_scope, import_chat, parse_line, turns_of
-from tests.conftest import signed_in_store
+from parla.memory.store.supabase import RetryPolicy
+from tests.conftest import copied_store, signed_in_store
 
 
 @pytest.mark.parametrize(
@@ -224,3 +225,22 @@ async def test_two_imports_of_one_file_at_once_count_each_chat_once(any_store):
     outcomes = Counter(r.outcome for r in results)
     assert outcomes == {"imported": 20, "unchanged": 20}, outcomes
     assert sum(r.turns_added for r in results) == 40 and len(await any_store.list_chats()) == 20
+
+
+@pytest.mark.xfail(strict=True, reason="a retried write after a lost answer reports its own turns as found stored")
+@pytest.mark.parametrize("copied", [False, True], ids=["supabase", "supabase-copy"])
+async def test_a_chat_whose_answer_was_lost_is_still_counted_imported(supabase, tmp_path, copied):
+    # The import above once counted 19 imported / 21 unchanged under load: a create_chat stored its
+    # turns, its answer was lost (a timeout), and the retry found them stored and reported 0 added.
+    chat = parse_line(1, _line([("user", "Japan in April?"), ("model", "Book early.")]))
+    supabase.shim.faults.next("/rest/v1/rpc/create_chat", "drop_after")
+    if copied:
+        async with copied_store(supabase, tmp_path) as store:
+            store.remote.retry = RetryPolicy(attempts=2, delay=0.01, max_delay=0.05)
+            result = await import_chat(store, chat)
+    else:
+        async with await signed_in_store(supabase, tmp_path) as store:
+            store.retry = RetryPolicy(attempts=2, delay=0.01, max_delay=0.05)
+            result = await import_chat(store, chat)
+    assert supabase.shim.faults.injected["drop_after"] == 1
+    assert (result.outcome, result.turns_added) == ("imported", 2)
