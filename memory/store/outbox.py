@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import sqlite3
+import uuid
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass
@@ -70,10 +71,11 @@ CREATE TABLE IF NOT EXISTS outbox (
     chat_id TEXT NOT NULL,
     payload TEXT NOT NULL,
     queued_at TEXT NOT NULL,
-    failed TEXT
+    failed TEXT,
+    write_key TEXT
 )
 """
-_COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed"
+_COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed, write_key"
 _SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
 _SET_ASIDE_MARK = ".damaged-"
 
@@ -84,6 +86,9 @@ class OutboxEntry:
     op: OutboxOp
     chat_id: str
     payload: dict[str, Any]
+    # sent with the write, so the server answers a retry of it with its first try's result; None
+    # for an entry queued by a version without keys
+    key: str | None = None
 
 
 async def _nothing(db: aiosqlite.Connection) -> None:
@@ -102,6 +107,13 @@ async def _to_the_end(work: Awaitable[T]) -> T:
         if not task.cancelled() and task.exception() is not None:
             log.error("an outbox operation failed after its caller was cancelled", exc_info=task.exception())
         raise
+
+
+async def _add_write_key(db: aiosqlite.Connection) -> None:
+    """An outbox table of a version without write keys gains the column (its entries keep none)."""
+    columns = {r[1] for r in await (await db.execute("PRAGMA table_info(outbox)")).fetchall()}
+    if "write_key" not in columns:
+        await db.execute("ALTER TABLE outbox ADD COLUMN write_key TEXT")
 
 
 async def _widen_ops(db: aiosqlite.Connection) -> None:
@@ -169,6 +181,7 @@ class Outbox:
             for pragma in ("journal_mode=WAL", "busy_timeout=10000", "synchronous=FULL"):
                 await db.execute(f"PRAGMA {pragma}")
             await db.execute(_SCHEMA)
+            await _add_write_key(db)
             await _widen_ops(db)
             await db.commit()
             # reads every page of the outbox table: a damaged one is found now, not at a later write
@@ -262,7 +275,7 @@ class Outbox:
             moved = self._move_aside()
             await self._connect()
         db = self._conn()
-        await db.executemany(f"INSERT OR IGNORE INTO outbox ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        await db.executemany(f"INSERT OR IGNORE INTO outbox ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
         last = max([self._last_id, *(r[0] for r in rows)])
         await db.execute(
             "INSERT INTO sqlite_sequence (name, seq) SELECT 'outbox', 0 "
@@ -288,8 +301,8 @@ class Outbox:
     async def put(self, op: OutboxOp, chat_id: str, payload: dict[str, Any]) -> int:
         """Queue a write; it is on disk (synchronous=FULL) when this returns. The same turns queued
         before (a caller trying again after an outage or a refusal) are queued in the entry they
-        have, not in a second one. Any other write is queued anew: a rename back to an earlier
-        title must still come after the rename between them."""
+        have, not in a second one, and keep its write key. Any other write is queued anew: a rename
+        back to an earlier title must still come after the rename between them."""
         row = (self.remote, op, chat_id, json.dumps(payload, ensure_ascii=False))
 
         async def insert(db: aiosqlite.Connection) -> int:
@@ -308,8 +321,8 @@ class Outbox:
                 entry_id = int(again[0])
             else:
                 cur = await db.execute(
-                    "INSERT INTO outbox (remote, op, chat_id, payload, queued_at) VALUES (?, ?, ?, ?, ?)",
-                    (*row, utcnow().isoformat()),
+                    "INSERT INTO outbox (remote, op, chat_id, payload, queued_at, write_key) VALUES (?, ?, ?, ?, ?, ?)",
+                    (*row, utcnow().isoformat(), str(uuid.uuid4())),
                 )
                 assert cur.lastrowid is not None
                 entry_id = cur.lastrowid
@@ -323,12 +336,13 @@ class Outbox:
         async def select(db: aiosqlite.Connection) -> list[OutboxEntry]:
             rows = await (
                 await db.execute(
-                    "SELECT id, op, chat_id, payload FROM outbox WHERE remote = ? AND failed IS NULL ORDER BY id",
+                    "SELECT id, op, chat_id, payload, write_key FROM outbox "
+                    "WHERE remote = ? AND failed IS NULL ORDER BY id",
                     (self.remote,),
                 )
             ).fetchall()
             self._last_id = max([self._last_id, *(r[0] for r in rows)])
-            return [OutboxEntry(r[0], r[1], r[2], json.loads(r[3])) for r in rows]
+            return [OutboxEntry(r[0], r[1], r[2], json.loads(r[3]), r[4]) for r in rows]
 
         return await self._run(select)
 

@@ -83,6 +83,7 @@ from parla.memory.store.supabase_rows import (
     is_uuid,
     kind_in_sql,
     kind_of_sql,
+    page_key,
     summary_of,
     turn_payload,
     vector_value,
@@ -233,7 +234,8 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
     async def _send(self, entry: OutboxEntry) -> object:
         """One queued write; turns are sent in pages: the first with the chat's creation, the
         others appended. Each page is idempotent by turn id, so a retry after a partial send
-        stores every turn once."""
+        stores every turn once, and carries a key of its own, so a retry of a page whose answer
+        was lost gets that answer (its turns counted added) rather than "all stored already"."""
         if entry.op in USER_WRITES:
             return await self._send_user_write(entry)
         if entry.op in REMINDER_WRITES:
@@ -242,9 +244,12 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
         results = []
         for number, page in enumerate(chunks(p["turns"], _TURN_PAGE)):
             create = entry.op == "create_chat" and number == 0
+            key = page_key(entry.key, number)
             if not create:
                 try:
-                    data = await self._rpc("append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=page)
+                    data = await self._rpc(
+                        "append_turns", "append turns", p_chat_id=entry.chat_id, p_turns=page, p_write_key=key
+                    )
                 except ChatNotFound:
                     if number:
                         raise
@@ -263,6 +268,7 @@ class SupabaseChatStore(SupabaseReminders, SupabaseQueue):
                     p_title=p.get("title"),
                     p_created_at=p.get("created_at"),
                     p_turns=page,
+                    p_write_key=key,
                 )
             results.append(data)
         return append_result(results, [Turn.model_validate(t) for t in p["turns"]])

@@ -50,6 +50,14 @@ def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:
     return [items[i : i + size] for i in range(0, len(items), size)] or [items[:0]]
 
 
+def page_key(key: str | None, number: int) -> str | None:
+    """The write key of page `number` of an outbox entry's turns (none for an entry queued
+    without a key): the entry's key for the first, one derived from it for the others."""
+    if key is None or number == 0:
+        return key
+    return str(uuid.uuid5(uuid.UUID(key), str(number)))
+
+
 def chat_of(row: dict[str, Any]) -> Chat:
     return Chat.model_validate(row)
 

@@ -227,7 +227,6 @@ async def test_two_imports_of_one_file_at_once_count_each_chat_once(any_store):
     assert sum(r.turns_added for r in results) == 40 and len(await any_store.list_chats()) == 20
 
 
-@pytest.mark.xfail(strict=True, reason="a retried write after a lost answer reports its own turns as found stored")
 @pytest.mark.parametrize("copied", [False, True], ids=["supabase", "supabase-copy"])
 async def test_a_chat_whose_answer_was_lost_is_still_counted_imported(supabase, tmp_path, copied):
     # The import above once counted 19 imported / 21 unchanged under load: a create_chat stored its

@@ -100,6 +100,7 @@ async def test_a_file_deleted_while_running_keeps_its_queue(supabase, tmp_path, 
         for turn in queued:
             with pytest.raises(StoreOffline):
                 await store.append_turns(chat.id, [turn])
+        keys = [e.key for e in await store.outbox.pending()]
         path = outbox_file(tmp_path)
         for suffix in ("", "-wal", "-shm"):  # `rm parla.db*`, or a restore of an old copy
             Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -111,6 +112,7 @@ async def test_a_file_deleted_while_running_keeps_its_queue(supabase, tmp_path, 
             assert await store.outbox.depth() == (3, 0)  # what `parla status` asks
         assert path.exists() and "deleted or replaced" in (store.outbox.problems[-1])
         assert len(store.outbox.set_aside_files()) == (1 if what == "replaced by junk" else 0)
+        assert [e.key for e in await store.outbox.pending()] == keys  # a retry of each still gets its first answer
     assert any(r.levelno == logging.ERROR and "deleted or replaced" in r.getMessage() for r in caplog.records)
     supabase.shim.recover()
     async with await reopen(supabase, tmp_path) as store:  # the next run sends what the last one queued
@@ -222,6 +224,8 @@ async def test_an_outbox_of_an_earlier_version_keeps_its_entries_and_takes_every
             (entry, "save_profile"),
         ]
         assert pin > 7
+        keys = [e.key for e in await outbox.pending()]  # the old entry is sent without one, as it was
+        assert keys[0] is None and None not in keys[1:] and len(set(keys)) == 3
     finally:
         await outbox.close()
 

@@ -200,7 +200,7 @@ async def test_a_temporary_server_error_is_retried_not_failed(supabase, tmp_path
         supabase.shim.faults.next("/rest/v1/rpc/append_turns", fault, times=2)
         turns = make_turns(2, start=2)
         result = await store.append_turns(chat.id, turns)  # the third try goes through
-        assert [t.seq for t in result.turns] == [3, 4] and result.added == (0 if fault == "drop_after" else 2)
+        assert [t.seq for t in result.turns] == [3, 4] and result.added == 2  # a lost answer too: its retry gets it
         assert supabase.shim.faults.injected[fault] == 2
         assert await store.outbox.depth() == (0, 0)
         history = await store.load_history(chat.id)
