@@ -148,12 +148,18 @@ async def say_aloud(speaker: Speaker, words: str, speech_command: str, keep_open
     speaker.open()
     speaker.play(cue(rising=True))
     try:
-        pcm = await spoken(words, speech_command)
-        speaker.play(pcm)
-    except SpeechFailed as e:
         pcm = b""
-        log.warning("reminder not said in words: %s", e, extra={"event": "reminder_speech_failed"})
-    finally:
+        try:
+            pcm = await spoken(words, speech_command)
+            speaker.play(pcm)
+        except SpeechFailed as e:
+            log.warning("reminder not said in words: %s", e, extra={"event": "reminder_speech_failed"})
         await speaker.drained(len(pcm) / (SPEAKER_RATE * SAMPLE_BYTES) + 2.0)
+    except asyncio.CancelledError:
+        # stopped: silence now, so nothing is left queued to play at the next open, and the wait
+        # for the speaker to drain (in a thread, which would hold the process's exit) ends
+        speaker.flush()
+        raise
+    finally:
         if not keep_open():
             speaker.close()

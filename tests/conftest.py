@@ -121,6 +121,7 @@ def supabase(pg_cluster) -> Iterator[SupabasePeer]:
     dsn = pg_cluster.new_database()
     with PostgrestShim(dsn) as shim:
         yield SupabasePeer(dsn, shim)
+    pg_cluster.drop_database(dsn)
 
 
 async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> SupabaseChatStore:

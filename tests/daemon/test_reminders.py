@@ -8,11 +8,13 @@ import time
 from datetime import datetime, timedelta
 
 import numpy as np
+import pytest
 
-from parla.daemon.reminders import ReminderScheduler
+from parla.daemon.reminders import ReminderScheduler, say_aloud
 from parla.memory.reminders import Reminder
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.turn import utcnow
+from parla.voice.audio import Speaker
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl
@@ -131,3 +133,24 @@ async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in
         stored = await store.list_reminders(history=True)
     assert sorted(said) == ["Reminder: first", "Reminder: second", "Reminder: third"]
     assert all(r.fired_at is not None and (r.fired_at - r.due_at).total_seconds() <= 1.0 for r in stored)
+
+
+@pytest.mark.parametrize("when", ["making the words", "saying them"])
+async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed(pulse, when):
+    """A stop (the task cancelled) while the words were being made: the cleanup read words never
+    made and raised UnboundLocalError, which hid the cancellation, so the scheduler went on and the
+    daemon's stop waited out its 10 s shutdown limit. While they were said: the wait for the
+    speaker to drain went on in its thread after the speaker was closed, and the daemon's process
+    ended only when that wait timed out (seconds after "Parla stopped")."""
+    speaker = Speaker()
+    command = "sleep 3" if when == "making the words" else "flite -voice slt -t {text} -o {wav}"
+    words = "Reminder: call my sister about the trip to Japan in April, and book the train early."
+    saying = asyncio.create_task(say_aloud(speaker, words, command, lambda: False))
+    if when == "making the words":
+        await eventually(lambda: speaker.is_open, what="the cue playing")
+    else:
+        await eventually(lambda: speaker.ahead_s() > 2.0, what="the words queued")
+    saying.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await saying
+    assert not speaker.is_open and not speaker.queued()  # nothing left for a thread to wait on

@@ -139,6 +139,14 @@ class PostgresCluster:
         self._create(name, TEMPLATE if migrated else "template0", standin=not migrated)
         return self.dsn(name)
 
+    def drop_database(self, dsn: str) -> None:
+        """Drop a test's database when it ends: kept to the end, each test's copy of the template
+        (about 11 MB) made the folder hold gigabytes by the end of the suite, and deleting them
+        then took up to a minute of a loaded machine's disk."""
+        name = psycopg.conninfo.conninfo_to_dict(dsn)["dbname"]
+        with psycopg.connect(self.admin_dsn, autocommit=True) as conn:
+            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
     def close(self) -> None:
         if self._data.exists() and (self._data / "postmaster.pid").exists():
             self._pg("pg_ctl", "-D", str(self._data), "-w", "-m", "immediate", "stop")
