@@ -13,15 +13,18 @@ from __future__ import annotations
 import json
 import re
 from contextlib import AsyncExitStack
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
-from mcp import types as mcp_types
 from pydantic import BaseModel, ConfigDict
 
 from parla.tools.confirmations import Confirmations
-from parla.tools.mcp_client import McpServer, McpTool
 from parla.tools.mcp_config import McpServerConfig
 from parla.tools.registry import Tool
+
+if TYPE_CHECKING:
+    from mcp import types as mcp_types
+
+    from parla.tools.mcp_client import McpServer, McpTool
 
 SEPARATOR = "__"
 _UNTRUSTED = (
@@ -42,6 +45,8 @@ class McpArgs(BaseModel):
 
 
 def _text(result: mcp_types.CallToolResult, limit: int) -> str:
+    from mcp import types as mcp_types
+
     parts = [p.text if isinstance(p, mcp_types.TextContent) else f"[{p.type} left out]" for p in result.content]
     text = "\n".join(parts)
     if not text and result.structured_content is not None:
@@ -55,7 +60,12 @@ class McpTools:
     """The user's MCP servers, kept running while this is entered, and their tools for the registry."""
 
     def __init__(self, configs: list[McpServerConfig], confirm_s: float, ping_s: float = 30.0) -> None:
-        self.servers = [McpServer(c, ping_s) for c in configs]
+        # the MCP SDK is imported only when a server is configured: it was a third of the daemon's start
+        self.servers: list[McpServer] = []
+        if configs:
+            from parla.tools.mcp_client import McpServer
+
+            self.servers = [McpServer(c, ping_s) for c in configs]
         self._confirmations = Confirmations(confirm_s)
         self._stack = AsyncExitStack()
 
