@@ -12,16 +12,21 @@
 --   still runs waits for it, then finds its receipt.
 -- * A receipt is kept 7 days (the outbox retries a lost answer within seconds, or when the device
 --   is back online); each keyed write drops the caller's older ones, so the table stays small.
+-- * A receipt belongs to its chat and goes with it: a retry of a write whose chat was deleted
+--   meanwhile (on another device) brings the chat back with its turns, not an answer about turns
+--   deleted with it.
 -- * Owned by the user under RLS like the chats.
 
 create table public.write_receipts (
     user_id uuid not null default auth.uid() references auth.users (id) on delete cascade,
     key uuid not null,
+    chat_id uuid not null references public.chats (id) on delete cascade,
     result jsonb not null,
     created_at timestamptz not null default now(),
     primary key (user_id, key)
 );
 create index write_receipts_age on public.write_receipts (user_id, created_at);
+create index write_receipts_chat on public.write_receipts (chat_id);
 
 alter table public.write_receipts enable row level security;
 create policy write_receipts_owner on public.write_receipts for all to authenticated
@@ -37,13 +42,15 @@ begin
     if p_key is null then
         return parla.append(p_chat, p_turns);
     end if;
-    select result into v_result from public.write_receipts where user_id = p_chat.user_id and key = p_key;
+    select result into v_result from public.write_receipts
+        where user_id = p_chat.user_id and key = p_key and chat_id = p_chat.id;
     if found then
         return v_result;
     end if;
     v_result := parla.append(p_chat, p_turns);
     delete from public.write_receipts where user_id = p_chat.user_id and created_at < now() - interval '7 days';
-    insert into public.write_receipts (user_id, key, result) values (p_chat.user_id, p_key, v_result);
+    insert into public.write_receipts (user_id, key, chat_id, result) values (p_chat.user_id, p_key, p_chat.id, v_result)
+    on conflict (user_id, key) do update set chat_id = excluded.chat_id, result = excluded.result, created_at = now();
     return v_result;
 end $$;
 

@@ -52,6 +52,21 @@ def test_a_key_answers_with_its_first_result_for_its_user_only(supabase):
         assert other["chat"]["id"] == mine and other["added"] == 2  # the same key: never A's answer
 
 
+def test_a_receipt_goes_with_its_chat(supabase):
+    """A retry of a write whose chat was deleted meanwhile (on another device) brings the chat back
+    with its turns ("talk wins over delete"): the deleted chat's receipt must not answer it."""
+    user = supabase.shim.create_user("a@example.com")
+    chat, key = str(uuid.uuid4()), str(uuid.uuid4())
+    turns = [t.model_dump(mode="json", exclude={"seq"}) for t in make_turns(2)]
+    body = {"p_chat_id": chat, "p_turns": turns, "p_write_key": key}
+    with _rest(supabase, supabase.shim.user_token(user)) as http:
+        assert http.post("/rpc/create_chat", json=body).json()["added"] == 2
+        assert http.post("/rpc/delete_chat", json={"p_chat_id": chat}).status_code in (200, 204)
+        again = http.post("/rpc/create_chat", json=body).json()
+        stored = http.post("/rpc/load_chat", json={"p_chat_id": chat}).json()
+        assert again["added"] == 2 and [t["id"] for t in stored["turns"]] == [t["id"] for t in turns]
+
+
 def test_receipts_older_than_a_week_are_dropped_by_the_next_keyed_write(supabase):
     user = supabase.shim.create_user("a@example.com")
     turns = [t.model_dump(mode="json", exclude={"seq"}) for t in make_turns(3)]
