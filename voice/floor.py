@@ -174,6 +174,11 @@ class Floor:
         return self._talking
 
     @property
+    def quiet_ms(self) -> float:
+        """How long the user has been quiet: frames without speech in a row."""
+        return self._quiet_ms
+
+    @property
     def holding(self) -> bool:
         """The answer is paused on the speaker for a sound."""
         return self._holding or (self._deciding and not self._resumed)
@@ -307,7 +312,7 @@ class Floor:
         `end_words`) the transcript since the user went quiet ends on a word a sentence ends on.
         A last word the sentence goes on after keeps the floor, whatever the model says."""
         if self.end_of_turn is not None and self.end_of_turn.over(frame, self._quiet_ms):
-            self._model_done = True  # its one answer for this pause; the words may come later
+            self._model_done = True  # it said so in this pause; the words may come later
         if not self.rules.end_words:
             return self._model_done
         if not self._said_since_quiet or self._quiet_ms < self.rules.end_check_ms:
