@@ -30,7 +30,7 @@ from bench.report import Report, Table
 from parla.voice.config import VoiceConfig
 from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
 from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, silero
-from tests.peers.turn_corpus import PAUSED, RATE, VOICES, Item, _flite, _paused
+from tests.peers.turn_corpus import DRAWN_OUT, PAUSED, RATE, VOICES, Item, _paused, hesitant
 
 FLOOR = FloorRules.of(VoiceConfig())
 END = EndRules.of(VoiceConfig())
@@ -162,14 +162,14 @@ def row(
 
 def filled(seed: int, n: int) -> list[Item]:
     """`n` of the corpus' paused sentences with the hesitation filled: "um" said after the first half (as
-    in issue 31's "I'd like to book... um... the hotel"), rooms drawn from `seed`."""
+    in issue 31's "I'd like to book... um... the hotel"), drawn out, inside the sentence said once as
+    the corpus' hesitations are; rooms drawn from `seed`."""
     rng = np.random.default_rng(seed)
     items = []
     for i in range(n):
         (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
-        items.append(
-            _paused(rng, f"{voice}: {first} um ... {second}", _flite(f"{first} um", voice), _flite(second, voice))
-        )
+        halves = hesitant(f"{first} um", second, voice, DRAWN_OUT)
+        items.append(_paused(rng, f"{voice}: {first} um ... {second}", *halves))
     return items
 
 
@@ -261,6 +261,14 @@ def end_of_turn_rows(
         questions = Questions(model, END, by_wall=False)
         name = f"smart-turn p>={END.threshold} at {END.check_ms} ms unless the last word goes on, words at +{lag * 1000:.0f} ms"
         notes.append(row(table, name, paused, local, questions, words, lag))
+    # All three together: the strictest model, asked soon, the words' veto, a longer fallback.
+    threshold, silence, _ = STRICT_ROWS[2]
+    soon = dataclasses.replace(END, threshold=threshold, check_ms=SOONER_MS[0])
+    for lag in (None, WORDS_LAGS_S[0]):
+        rules = dataclasses.replace(words if lag else FLOOR, end_silence_ms=silence, end_check_ms=soon.check_ms)
+        veto = f" unless the last word goes on, words at +{lag * 1000:.0f} ms" if lag else ""
+        name = f"smart-turn p>={threshold} asked at {soon.check_ms} ms{veto}, else {silence} ms, CPU-timed"
+        notes.append(row(table, name, paused, local, Questions(model, soon, by_wall=False), rules, lag))
     out.table(table)
     for note in filter(None, notes):
         out.line(note)
