@@ -3,7 +3,8 @@ asserts nothing.
 
 The corpus is tests/peers/turn_corpus.py (flite voices in simulated reverberant rooms, the model's
 answer on laptop speakers through Parla's echo canceller, synthesised cough/knock/typing, TV
-speech 15 dB below the user, sentences with a 1.0-1.5 s hesitation). Each detector runs over the
+speech 15 dB below the user, sentences with a 1.0-1.5 s hesitation said two ways: inside one
+utterance, as a person hesitates, and after a complete-sounding clause). Each detector runs over the
 same items in the same run, through the same rules (voice.floor.Floor). The sounds over the answer
 are replayed live (tests/peers/answer_room.py): when a detector pauses the speaker the room stops
 echoing the answer, and the canceller hears what was really played, as on a laptop.
@@ -17,7 +18,9 @@ echoing the answer, and the canceller hears what was really played, as on a lapt
 
 Figures: "false interruptions N/M" (not-a-turn sounds that cut the answer), "interruptions
 detected N/M within 300 ms" (the answer paused within 300 ms of the user's first sound and then
-cut; for energy, cut within 300 ms), "pauses kept N/M", end-of-turn p50/p95 after the last word;
+cut; for energy, cut within 300 ms), "pauses kept N/M" and end-of-turn p50/p95 after the last word
+(one line per way of saying the paused sentences: issue 31's target is on the hesitations said
+inside the sentence; bench.turns_pitch's note shows how the two differ);
 and the local detector's CPU per second of audio and the resident memory its model adds. Then
 bench.turns_end: the end of the turn by silence and by the end-of-turn model, side by side.
 """

@@ -1,5 +1,6 @@
 """The end of the user's turn in bench.turns, by silence and by the end-of-turn model, side by side
-on the corpus' paused sentences (a 1.0-1.5 s hesitation in the middle, the model silent).
+on each set of the corpus' paused sentences (a 1.0-1.5 s hesitation in the middle, the model
+silent), and on sentences with the hesitation filled with "um".
 
 Each row replays the same Silero probabilities through Floor with the default rules: the silence
 window alone, then with Pipecat's smart-turn v3.2 (voice.end_of_turn) asked after
@@ -9,7 +10,8 @@ while the audio goes on: each question's measured time is added to the replay's 
 time (as on an idle core: the same figures on any machine of the same speed) or its wall time (as
 on this machine now; an answer that comes after the user went on is dropped, so a busy machine
 keeps more pauses).
-Figures: "pauses kept N/M", end of turn p50/p95 after the last word, the model's CPU and wall time
+Figures: "pauses kept N/M", end of turn p50/p95 after the last word and where it goes (Silero's tail
+after the last word, then the quiet until the turn ends), the model's CPU and wall time
 per question, the share of a core it takes over the sentences, the resident memory it adds.
 """
 
