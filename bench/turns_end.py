@@ -40,6 +40,7 @@ CHECKS_MS = (200, 300)
 SOONER_MS = (64, 100)  # the model asked after less silence
 # (model threshold, fallback silence ms, asked again every N ms of silence; 0: once)
 STRICT_ROWS = ((0.9, 1500, 0), (0.9, 2000, 0), (0.97, 2000, 0), (0.5, 1500, 200), (0.9, 1500, 200), (0.97, 2000, 300))
+BLOCK_BYTES = int(0.02 * RATE) * 2  # the microphone's 20 ms blocks (voice.audio.Microphone)
 WORDS_LAGS_S = (0.3, 0.8)  # the service's transcript, this long after the words (bench.turns' words rows)
 
 
@@ -94,22 +95,23 @@ def turn_ends(
     rules: FloorRules = FLOOR,
     words_lag_s: float | None = None,
 ) -> list[tuple[float, float]]:
-    """When the floor ends the user's turn in the item, replayed frame by frame, and when the user's
-    quiet before it began (Silero's last speech frame). With `words_lag_s`, the service's transcript
-    of each half reaches the floor that long after the half's last word."""
+    """When the floor ends the user's turn in the item, replayed in the microphone's 20 ms blocks,
+    and when the user's quiet before it began (Silero's last speech frame). With `words_lag_s`, the
+    service's transcript of each half reaches the floor that long after the half's last word."""
     clock = [0.0]
     it = iter(probabilities)
     end = questions.end_of_turn(clock) if questions is not None else None
     floor = Floor(rules, probability=lambda frame: next(it), end_of_turn=end)
-    pcm = item.mic.astype("<i2").tobytes()
+    pcm = item.mic.astype("<i2").tobytes()[: len(probabilities) * FRAME_BYTES]
     words = [] if words_lag_s is None else list(zip((item.pause_s[0], item.end_s), halves(item), strict=True))
     ends = []
-    for i in range(len(probabilities)):
-        clock[0] = (i + 1) * FRAME_S
+    for at in range(0, len(pcm), BLOCK_BYTES):
+        clock[0] = min(at + BLOCK_BYTES, len(pcm)) / FRAME_BYTES * FRAME_S
         while words and clock[0] >= words[0][0] + (words_lag_s or 0.0):
             floor.heard(" " + words.pop(0)[1])
-        if Marker.END in floor.feed(pcm[i * FRAME_BYTES : (i + 1) * FRAME_BYTES], model_speaking=False):
-            ends.append((clock[0], clock[0] - floor.quiet_ms / 1000))
+        if Marker.END in floor.feed(pcm[at : at + BLOCK_BYTES], model_speaking=False):
+            judged = min(at + BLOCK_BYTES, len(pcm)) // FRAME_BYTES * FRAME_S  # the last frame Silero judged
+            ends.append((clock[0], judged - floor.quiet_ms / 1000))
     return ends
 
 

@@ -199,18 +199,19 @@ class EndOfTurn:
         self._asked = None
         self._next_ms = self.rules.check_ms
         for frame in prefix:
-            self._keep(frame)
+            self.hear(frame)
 
-    def _keep(self, frame: bytes) -> None:
+    def hear(self, frame: bytes) -> None:
+        """The turn's next frame."""
         self._frames.append(frame)
         self._samples += len(frame) // 2
         while self._samples - len(self._frames[0]) // 2 >= WINDOW_SAMPLES:
             self._samples -= len(self._frames.popleft()) // 2
 
-    def over(self, frame: bytes, quiet_ms: float) -> bool:
-        """Feed the turn's next frame and how long the user has been quiet: whether the model says
-        the turn is complete. A question asked before the user went on is forgotten."""
-        self._keep(frame)
+    def over(self, quiet_ms: float) -> bool:
+        """Whether the model says the turn is complete, the user quiet for `quiet_ms` (asked when
+        the silence reaches the next question's, looked for at each call after). A question asked
+        before the user went on is forgotten."""
         if quiet_ms == 0:
             if self._asked is not None:
                 self._asked.cancel()  # if it has not started: it would only be dropped
