@@ -1,5 +1,6 @@
 """The end of the user's turn in bench.turns, by silence and by the end-of-turn model, side by side
-on the corpus' paused sentences (a 1.0-1.5 s hesitation in the middle, the model silent).
+on each set of the corpus' paused sentences (a 1.0-1.5 s hesitation in the middle, the model
+silent), and on sentences with the hesitation filled with "um".
 
 Each row replays the same Silero probabilities through Floor with the default rules: the silence
 window alone, then with Pipecat's smart-turn v3.2 (voice.end_of_turn) asked after
@@ -9,7 +10,8 @@ while the audio goes on: each question's measured time is added to the replay's 
 time (as on an idle core: the same figures on any machine of the same speed) or its wall time (as
 on this machine now; an answer that comes after the user went on is dropped, so a busy machine
 keeps more pauses).
-Figures: "pauses kept N/M", end of turn p50/p95 after the last word, the model's CPU and wall time
+Figures: "pauses kept N/M", end of turn p50/p95 after the last word and where it goes (Silero's tail
+after the last word, then the quiet until the turn ends), the model's CPU and wall time
 per question, the share of a core it takes over the sentences, the resident memory it adds.
 """
 
@@ -22,6 +24,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from functools import cache
 
 import numpy as np
 
@@ -29,12 +32,15 @@ from bench.report import Report, Table
 from parla.voice.config import VoiceConfig
 from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
 from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, silero
-from tests.peers.turn_corpus import PAUSED, RATE, VOICES, Item, _flite, _paused
+from tests.peers.turn_corpus import DRAWN_OUT, PAUSED, RATE, VOICES, Item, _paused, hesitant
 
 FLOOR = FloorRules.of(VoiceConfig())
 END = EndRules.of(VoiceConfig())
 CHECKS_MS = (200, 300)
-STRICT_ROWS = ((0.9, 1500), (0.9, 2000), (0.97, 2000))  # (model threshold, fallback silence ms)
+SOONER_MS = (64, 100)  # the model asked after less silence
+# (model threshold, fallback silence ms, asked again every N ms of silence; 0: once)
+STRICT_ROWS = ((0.9, 1500, 0), (0.9, 2000, 0), (0.97, 2000, 0), (0.5, 1500, 200), (0.9, 1500, 200), (0.97, 2000, 300))
+BLOCK_BYTES = int(0.02 * RATE) * 2  # the microphone's 20 ms blocks (voice.audio.Microphone)
 WORDS_LAGS_S = (0.3, 0.8)  # the service's transcript, this long after the words (bench.turns' words rows)
 
 
@@ -88,22 +94,24 @@ def turn_ends(
     questions: Questions | None,
     rules: FloorRules = FLOOR,
     words_lag_s: float | None = None,
-) -> list[float]:
-    """When the floor ends the user's turn in the item, replayed frame by frame. With `words_lag_s`,
-    the service's transcript of each half reaches the floor that long after the half's last word."""
+) -> list[tuple[float, float]]:
+    """When the floor ends the user's turn in the item, replayed in the microphone's 20 ms blocks,
+    and when the user's quiet before it began (Silero's last speech frame). With `words_lag_s`, the
+    service's transcript of each half reaches the floor that long after the half's last word."""
     clock = [0.0]
     it = iter(probabilities)
     end = questions.end_of_turn(clock) if questions is not None else None
     floor = Floor(rules, probability=lambda frame: next(it), end_of_turn=end)
-    pcm = item.mic.astype("<i2").tobytes()
+    pcm = item.mic.astype("<i2").tobytes()[: len(probabilities) * FRAME_BYTES]
     words = [] if words_lag_s is None else list(zip((item.pause_s[0], item.end_s), halves(item), strict=True))
     ends = []
-    for i in range(len(probabilities)):
-        clock[0] = (i + 1) * FRAME_S
+    for at in range(0, len(pcm), BLOCK_BYTES):
+        clock[0] = min(at + BLOCK_BYTES, len(pcm)) / FRAME_BYTES * FRAME_S
         while words and clock[0] >= words[0][0] + (words_lag_s or 0.0):
             floor.heard(" " + words.pop(0)[1])
-        if Marker.END in floor.feed(pcm[i * FRAME_BYTES : (i + 1) * FRAME_BYTES], model_speaking=False):
-            ends.append(clock[0])
+        if Marker.END in floor.feed(pcm[at : at + BLOCK_BYTES], model_speaking=False):
+            judged = min(at + BLOCK_BYTES, len(pcm)) // FRAME_BYTES * FRAME_S  # the last frame Silero judged
+            ends.append((clock[0], judged - floor.quiet_ms / 1000))
     return ends
 
 
@@ -116,6 +124,8 @@ COLUMNS = [
     "pauses kept",
     "end of turn p50",
     "end of turn p95",
+    "of it: Silero's tail p50",
+    "then quiet p50",
     "model CPU p50 / p95 per question",
     "model wall p50",
     "model, % of a core",
@@ -133,10 +143,12 @@ def row(
 ) -> str:
     """Adds the row; returns the pauses the rule cut, to say under the table."""
     outcomes = [(i, turn_ends(i, p, questions, rules, words_lag_s)) for i, p in zip(paused, local, strict=True)]
-    cut = [i for i, ends in outcomes if any(i.onset_s < t < i.end_s for t in ends)]
-    latency = [
-        min(t for t in ends if t >= i.end_s) - i.end_s for i, ends in outcomes if any(t >= i.end_s for t in ends)
-    ]
+    cut = [i for i, ends in outcomes if any(i.onset_s < t < i.end_s for t, _ in ends)]
+    # The first end after the last word: when, and when the quiet before it began.
+    final = [(i, min(e for e in ends if e[0] >= i.end_s)) for i, ends in outcomes if any(t >= i.end_s for t, _ in ends)]
+    latency = [t - i.end_s for i, (t, _) in final]
+    tail = [quiet - i.end_s for i, (_, quiet) in final]
+    after = [t - quiet for _, (t, quiet) in final]
     talking = sum(len(i.mic) for i in paused) / RATE
     model = (
         (
@@ -147,31 +159,48 @@ def row(
         if questions is not None
         else ("-", "-", "-")
     )
-    table.row(name, f"{len(outcomes) - len(cut)}/{len(outcomes)}", pct(latency, 50), pct(latency, 95), *model)
+    kept = f"{len(outcomes) - len(cut)}/{len(outcomes)}"
+    table.row(name, kept, pct(latency, 50), pct(latency, 95), pct(tail, 50), pct(after, 50), *model)
     return f"{name}, pauses cut: {', '.join(i.label for i in cut)}" if cut and len(cut) < len(outcomes) else ""
 
 
 def filled(seed: int, n: int) -> list[Item]:
     """`n` of the corpus' paused sentences with the hesitation filled: "um" said after the first half (as
-    in issue 31's "I'd like to book... um... the hotel"), rooms drawn from `seed`."""
+    in issue 31's "I'd like to book... um... the hotel"), drawn out, inside the sentence said once as
+    the corpus' hesitations are; rooms drawn from `seed`."""
     rng = np.random.default_rng(seed)
     items = []
     for i in range(n):
         (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
-        items.append(
-            _paused(rng, f"{voice}: {first} um ... {second}", _flite(f"{first} um", voice), _flite(second, voice))
-        )
+        halves = hesitant(f"{first} um", second, voice, DRAWN_OUT)
+        items.append(_paused(rng, f"{voice}: {first} um ... {second}", *halves))
     return items
 
 
-def filled_rows(out: Report, model: TurnCompletion, n: int, seed: int = 1007) -> None:
-    """The silence window, the model and the words on `n` filled hesitations."""
-    items = filled(seed, n)
+def probabilities(items: list[Item]) -> list[list[float]]:
+    """Silero's speech probability per frame of each item."""
     vad = silero()
-    probs = [
+    return [
         [vad(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
         for i in items
     ]
+
+
+@cache
+def loaded() -> tuple[TurnCompletion, float]:
+    """The model, asked once (the first question allocates what the session needs), and the resident
+    memory it added (MB)."""
+    before = rss_mb()
+    model = smart_turn()
+    model(np.zeros(RATE, np.int16))
+    return model, rss_mb() - before
+
+
+def filled_rows(out: Report, n: int, seed: int = 1007) -> None:
+    """The silence window, the model and the words on `n` filled hesitations."""
+    model = loaded()[0]
+    items = filled(seed, n)
+    probs = probabilities(items)
     table = Table(
         COLUMNS, title=f"end of turn, the hesitation filled with 'um' ({len(items)} sentences, rooms of seed {seed})"
     )
@@ -203,24 +232,30 @@ def filled_rows(out: Report, model: TurnCompletion, n: int, seed: int = 1007) ->
         out.line(note)
 
 
-def end_of_turn_rows(out: Report, paused: list[Item], local: list[list[float]]) -> Table:
-    """The silence window and the model, on the paused sentences and their Silero probabilities."""
-    before = rss_mb()
-    model = smart_turn()
-    model(np.zeros(RATE, np.int16))  # the first question allocates what the session needs
-    added = rss_mb() - before
-    table = Table(COLUMNS, title="end of turn, local detection, paused sentences (the model silent), same corpus")
+def end_of_turn_rows(
+    out: Report, paused: list[Item], local: list[list[float]], name: str = "paused sentences"
+) -> Table:
+    """The silence window, the model and the words, on one set of paused sentences and their Silero
+    probabilities."""
+    model, added = loaded()
+    table = Table(COLUMNS, title=f"end of turn, local detection, the model silent: {name}")
     notes = [row(table, f"silence {FLOOR.end_silence_ms} ms (PARLA_FLOOR_END_MODEL=none)", paused, local, None)]
     for check, by_wall in ((check, by_wall) for check in CHECKS_MS for by_wall in (False, True)):
         questions = Questions(model, dataclasses.replace(END, check_ms=check), by_wall)
         timed = "wall" if by_wall else "CPU"
         name = f"smart-turn p>={END.threshold} asked at {check} ms, else {FLOOR.end_silence_ms} ms, {timed}-timed"
         notes.append(row(table, name, paused, local, questions))
-    # A stricter model with a longer fallback silence (CPU-timed).
-    for threshold, silence in STRICT_ROWS:
-        questions = Questions(model, dataclasses.replace(END, threshold=threshold), by_wall=False)
+    # Asked sooner: less of the silence before the question (CPU-timed).
+    for check in SOONER_MS:
+        questions = Questions(model, dataclasses.replace(END, check_ms=check), by_wall=False)
+        name = f"smart-turn p>={END.threshold} asked at {check} ms, else {FLOOR.end_silence_ms} ms, CPU-timed"
+        notes.append(row(table, name, paused, local, questions))
+    # A stricter model with a longer fallback silence, asked once or again as the silence grows (CPU-timed).
+    for threshold, silence, recheck in STRICT_ROWS:
+        questions = Questions(model, dataclasses.replace(END, threshold=threshold, recheck_ms=recheck), by_wall=False)
         rules = dataclasses.replace(FLOOR, end_silence_ms=silence)
-        name = f"smart-turn p>={threshold} asked at {END.check_ms} ms, else {silence} ms, CPU-timed"
+        again = f", again every {recheck} ms" if recheck else ""
+        name = f"smart-turn p>={threshold} asked at {END.check_ms} ms{again}, else {silence} ms, CPU-timed"
         notes.append(row(table, name, paused, local, questions, rules))
     # The transcript's last word (PARLA_FLOOR_END_WORDS), alone and as a veto on the model.
     words = dataclasses.replace(FLOOR, end_words=True)
@@ -230,10 +265,17 @@ def end_of_turn_rows(out: Report, paused: list[Item], local: list[list[float]]) 
         questions = Questions(model, END, by_wall=False)
         name = f"smart-turn p>={END.threshold} at {END.check_ms} ms unless the last word goes on, words at +{lag * 1000:.0f} ms"
         notes.append(row(table, name, paused, local, questions, words, lag))
+    # All three together: the strictest model, asked soon, the words' veto, a longer fallback.
+    threshold, silence, _ = STRICT_ROWS[2]
+    soon = dataclasses.replace(END, threshold=threshold, check_ms=SOONER_MS[0])
+    for lag in (None, WORDS_LAGS_S[0]):
+        rules = dataclasses.replace(words if lag else FLOOR, end_silence_ms=silence, end_check_ms=soon.check_ms)
+        veto = f" unless the last word goes on, words at +{lag * 1000:.0f} ms" if lag else ""
+        name = f"smart-turn p>={threshold} asked at {soon.check_ms} ms{veto}, else {silence} ms, CPU-timed"
+        notes.append(row(table, name, paused, local, Questions(model, soon, by_wall=False), rules, lag))
     out.table(table)
     for note in filter(None, notes):
         out.line(note)
-    filled_rows(out, model, len(paused))
     out.line(
         f"smart-turn resident memory +{added:.1f} MB, onnxruntime included "
         f"(process peak {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB)"

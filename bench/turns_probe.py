@@ -3,7 +3,8 @@ Prints its figures; asserts nothing.
 
 A set apart from bench.turns' corpus, to look at thresholds without looking at the cases the
 benchmark checks: other sentences, rooms from another seed, the same flite voices (the only
-usable ones) and the same way of making a paused sentence (tests/peers/turn_corpus.py). For each
+usable ones) and the same ways of making a paused sentence (tests/peers/turn_corpus.py: the whole
+sentence said once and cut at the word boundary, or with `--alone` each half its own utterance). For each
 sentence the model hears the turn up to 200 ms into its pause, and the whole sentence up to 200 ms
 after its last word; optionally with a microphone noise floor added (white noise at N RMS).
 """
@@ -11,11 +12,12 @@ after its last word; optionally with a microphone noise floor added (white noise
 from __future__ import annotations
 
 import argparse
+from functools import partial
 
 import numpy as np
 
 from parla.voice.end_of_turn import smart_turn
-from tests.peers.turn_corpus import RATE, VOICES, _flite, _paused
+from tests.peers.turn_corpus import DRAWN_OUT, RATE, VOICES, _flite, _paused, hesitant
 
 SENTENCES = (
     ("could you tell me", "how the weather looks this weekend"),
@@ -32,10 +34,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--seed", type=int, default=99)
     parser.add_argument("--noise", type=float, nargs="*", default=[0.0, 10.0, 30.0], help="noise floors, RMS")
+    parser.add_argument(
+        "--alone", action="store_true", help="each half its own utterance (a complete-sounding clause, then silence)"
+    )
+    parser.add_argument(
+        "--lengthen", type=float, default=DRAWN_OUT, help="the first half's last syllable that much longer"
+    )
     args = parser.parse_args()
     model = smart_turn()
     rng = np.random.default_rng(args.seed)
-    items = [_paused(rng, f"{v}: {a} ... {b}", _flite(a, v), _flite(b, v)) for v in VOICES for a, b in SENTENCES]
+    halves = (lambda a, b, v: (_flite(a, v), _flite(b, v))) if args.alone else partial(hesitant, lengthen=args.lengthen)
+    items = [_paused(rng, f"{v}: {a} ... {b}", *halves(a, b, v)) for v in VOICES for a, b in SENTENCES]
     for noise in args.noise:
         mid, end = [], []
         for item in items:

@@ -118,6 +118,12 @@ class VoiceConfig(BaseModel):
         "finished (and the transcript's last word judged, with PARLA_FLOOR_END_WORDS); if it says so the turn "
         "ends, else it ends after PARLA_FLOOR_END_SILENCE_MS.",
     )
+    floor_end_recheck_ms: int = Field(
+        0,
+        ge=0,
+        description="Local detection: after the end-of-turn model said the user has not finished, ask it again "
+        "after this much more silence (and again, until the silence window ends the turn); 0: once per pause.",
+    )
     floor_end_threshold: float = Field(
         0.5,
         gt=0,

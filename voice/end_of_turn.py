@@ -165,15 +165,21 @@ class EndRules:
 
     check_ms: int
     threshold: float
+    recheck_ms: int = 0  # 0: one question per pause
 
     @classmethod
     def of(cls, config: VoiceConfig) -> EndRules:
-        return cls(check_ms=config.floor_end_check_ms, threshold=config.floor_end_threshold)
+        return cls(
+            check_ms=config.floor_end_check_ms,
+            threshold=config.floor_end_threshold,
+            recheck_ms=config.floor_end_recheck_ms,
+        )
 
 
 @dataclass
 class EndOfTurn:
-    """The user's turn so far (its last 8 s), and one question to the model per pause."""
+    """The user's turn so far (its last 8 s), and the model's questions in a pause: one, or one every
+    `recheck_ms` of silence while it says the user has not finished."""
 
     rules: EndRules
     model: TurnCompletion
@@ -181,41 +187,46 @@ class EndOfTurn:
     _frames: deque[bytes] = field(default_factory=deque)
     _samples: int = 0
     _asked: Future[float] | None = None
-    _answered: bool = False  # the model has answered for this pause
+    _next_ms: float | None = field(init=False)  # the silence at which to ask next in this pause; None: no more
+
+    def __post_init__(self) -> None:
+        self._next_ms = self.rules.check_ms
 
     def start(self, prefix: list[bytes]) -> None:
         """A new turn, with the audio sent before its onset."""
         self._frames.clear()
         self._samples = 0
         self._asked = None
-        self._answered = False
+        self._next_ms = self.rules.check_ms
         for frame in prefix:
-            self._keep(frame)
+            self.hear(frame)
 
-    def _keep(self, frame: bytes) -> None:
+    def hear(self, frame: bytes) -> None:
+        """The turn's next frame."""
         self._frames.append(frame)
         self._samples += len(frame) // 2
         while self._samples - len(self._frames[0]) // 2 >= WINDOW_SAMPLES:
             self._samples -= len(self._frames.popleft()) // 2
 
-    def over(self, frame: bytes, quiet_ms: float) -> bool:
-        """Feed the turn's next frame and how long the user has been quiet: whether the model says
-        the turn is complete. A question asked before the user went on is forgotten."""
-        self._keep(frame)
+    def over(self, quiet_ms: float) -> bool:
+        """Whether the model says the turn is complete, the user quiet for `quiet_ms` (asked when
+        the silence reaches the next question's, looked for at each call after). A question asked
+        before the user went on is forgotten."""
         if quiet_ms == 0:
             if self._asked is not None:
                 self._asked.cancel()  # if it has not started: it would only be dropped
             self._asked = None
-            self._answered = False
+            self._next_ms = self.rules.check_ms
             return False
-        if self._answered or quiet_ms < self.rules.check_ms:
+        if self._next_ms is None or quiet_ms < self._next_ms:
             return False
         if self._asked is None:
             audio = np.frombuffer(b"".join(self._frames), "<i2")
             self._asked = self.submit(lambda: self.model(audio))
         if not self._asked.done():
             return False
-        asked, self._asked, self._answered = self._asked, None, True
+        asked, self._asked = self._asked, None
+        self._next_ms = quiet_ms + self.rules.recheck_ms if self.rules.recheck_ms else None
         try:
             return asked.result() >= self.rules.threshold
         except Exception:  # the long silence window still ends the turn

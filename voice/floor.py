@@ -174,6 +174,11 @@ class Floor:
         return self._talking
 
     @property
+    def quiet_ms(self) -> float:
+        """How long the user has been quiet: frames without speech in a row."""
+        return self._quiet_ms
+
+    @property
     def holding(self) -> bool:
         """The answer is paused on the speaker for a sound."""
         return self._holding or (self._deciding and not self._resumed)
@@ -221,6 +226,10 @@ class Floor:
             lenient = self._talking or (self._holding and self._near_ms is not None)
             speech = p >= self.rules.threshold or (lenient and p >= self.rules.threshold - 0.15)
             out += self._step(frame, speech, model_speaking)
+        # An answer of the end-of-turn model (or a piece of the transcript) that came since the
+        # last frame ends the turn now, not a frame (up to 32 ms) later.
+        if self._talking and self._quiet_ms > 0 and self._finished():
+            out += self._end_turn()
         self.cpu_s += time.thread_time() - started
         return out
 
@@ -265,13 +274,10 @@ class Floor:
             if self._deciding and not self._resumed and self._quiet_ms >= self.rules.words_wait_ms:
                 self._resumed = True  # no request's word yet: the answer goes on
                 out.append(Marker.RELEASE)
-            if self._finished(frame) or self._quiet_ms >= self.rules.end_silence_ms:
-                self._talking = False
-                self._recent.clear()
-                out.append(Marker.END)
-                if self._deciding and not self._resumed:
-                    out.append(Marker.RELEASE)
-                self._deciding = False
+            if self.end_of_turn is not None:
+                self.end_of_turn.hear(frame)
+            if self._finished() or self._quiet_ms >= self.rules.end_silence_ms:
+                out += self._end_turn()
             return out
         self._remember(frame)
         if self._holding:
@@ -302,12 +308,21 @@ class Floor:
             return self._take_floor()
         return []
 
-    def _finished(self, frame: bytes) -> bool:
+    def _end_turn(self) -> list[bytes | Marker]:
+        self._talking = False
+        self._recent.clear()
+        out: list[bytes | Marker] = [Marker.END]
+        if self._deciding and not self._resumed:
+            out.append(Marker.RELEASE)
+        self._deciding = False
+        return out
+
+    def _finished(self) -> bool:
         """Before the silence window: the end-of-turn model says the user has finished, or (with
         `end_words`) the transcript since the user went quiet ends on a word a sentence ends on.
         A last word the sentence goes on after keeps the floor, whatever the model says."""
-        if self.end_of_turn is not None and self.end_of_turn.over(frame, self._quiet_ms):
-            self._model_done = True  # its one answer for this pause; the words may come later
+        if self.end_of_turn is not None and self.end_of_turn.over(self._quiet_ms):
+            self._model_done = True  # it said so in this pause; the words may come later
         if not self.rules.end_words:
             return self._model_done
         if not self._said_since_quiet or self._quiet_ms < self.rules.end_check_ms:

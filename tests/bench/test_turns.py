@@ -8,18 +8,24 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pytest
 
 from bench.report import Table
 from bench.turns import DEFAULTS, OVER_ANSWER, PAUSES, energy, over_answer, pauses, recorded, replay
+from bench.turns_pitch import end_semitones
 from parla.voice.floor import FRAME_SAMPLES, silero
 from tests.peers.answer_room import AnswerInRoom
-from tests.peers.turn_corpus import RATE, corpus
+from tests.peers.turn_corpus import RATE, _flite, corpus, hesitant
 
 
 def test_the_corpus_and_both_detectors_on_one_item_per_set():
     items = list(corpus(per_set=1))
-    assert [i.kind for i in items] == ["interruption", "not_a_turn", "pause"]
-    interruption, _, pause = items
+    assert [i.kind for i in items] == ["interruption", "not_a_turn", "pause", "hesitation"]
+    interruption, _, pause, hesitation = items
+    # The same sentence, room and pause, said two ways: only how the first half ends differs.
+    assert hesitation.label == pause.label and hesitation.pause_s[1] - hesitation.pause_s[0] == pytest.approx(
+        pause.pause_s[1] - pause.pause_s[0]
+    )
     before = interruption.mic[: int(interruption.onset_s * RATE)].astype(float)
     assert np.sqrt(np.mean(before**2)) < 150, "the answer's echo was not cancelled before the user spoke"
     assert pause.pause_s[1] - pause.pause_s[0] >= 1.0 and not pause.model_speaking
@@ -40,7 +46,7 @@ def test_the_corpus_and_both_detectors_on_one_item_per_set():
 
 
 def test_with_words_a_backchannel_lets_the_answer_go_on_and_a_request_cuts_it():
-    interruption, backchannel, _ = corpus(per_set=1)
+    interruption, backchannel, *_ = corpus(per_set=1)
     assert backchannel.said == "mm-hmm" and interruption.said == "wait"
     # A barge-in window shorter than both sounds: each reaches the service, and its words decide.
     words = dataclasses.replace(DEFAULTS, barge_in_ms=96, words=True)
@@ -82,3 +88,14 @@ def test_the_live_replay_stops_echoing_the_answer_while_it_is_paused():
 
 def rms(a: np.ndarray) -> float:
     return float(np.sqrt(np.mean(a**2)))
+
+
+def test_a_hesitation_is_one_utterance_cut_at_the_word_boundary():
+    first, second = "I'd like to book", "the hotel near the river"
+    head, tail = hesitant(first, second, "slt")
+    assert np.array_equal(np.concatenate([head, tail]), _flite(f"{first} {second}", "slt"))
+    drawn, rest = hesitant(first, second, "slt", lengthen=1.5)
+    assert np.array_equal(rest, tail) and len(drawn) > len(head) + 0.04 * RATE, "the last syllable was not drawn out"
+    # Said alone, the first half ends lower (flite's final fall) than where the sentence goes on.
+    alone = _flite(first, "slt")
+    assert end_semitones(drawn)[0] > end_semitones(alone)[0] + 1.0

@@ -10,7 +10,7 @@ from tests.peers.turn_corpus import corpus
 
 
 def test_the_end_of_turn_rows_on_one_paused_sentence(capsys):
-    paused = [i for i in corpus(per_set=1) if i.kind == "pause"]
+    paused = [i for i in corpus(per_set=1) if i.kind == "hesitation"]
     model = silero()
     local = [
         [model(i.mic[f * FRAME_SAMPLES : (f + 1) * FRAME_SAMPLES]) for f in range(len(i.mic) // FRAME_SAMPLES)]
@@ -21,7 +21,7 @@ def test_the_end_of_turn_rows_on_one_paused_sentence(capsys):
     silence, *models = table.rows
     assert silence[COLUMNS.index("pauses kept")] == "1/1", "the silence window cut the pause"
     asked = [r for r in models if r[COLUMNS.index("model wall p50")] != "-"]
-    assert len(models) == 11 and len(asked) == 9
+    assert len(models) == 18 and len(asked) == 16
     assert all(r[COLUMNS.index("model wall p50")].endswith(" ms") for r in asked)
     # The words rule alone ends the finished sentence long before the silence window would.
     words = next(r for r in models if r[0].startswith("words at +300 ms"))

@@ -3,23 +3,34 @@ impulse responses, RT60 0.3-0.8 s, the laptop speaker 30 cm from the microphone 
 as the user), with the model's answer coming back through the room and WebRTC's echo canceller
 (Parla's engine) in front of the detectors, as on a laptop with the answer on its speakers.
 
-Three sets of 20 items each:
+Four sets of 20 items each:
 - "interruption": the user talks over the answer ("wait", "stop", "no, the other one", a new
   question...); it should cut the answer, soon.
 - "not_a_turn": backchannels ("mm-hmm", "yeah", "okay", "right"), a cough, a knock, typing, and TV
   speech 15 dB below the user, over the answer; none should cut it.
-- "pause": a sentence with a 1.0-1.5 s hesitation in the middle, the model silent; the user's turn
-  must not end in the pause, and should end soon after the last word.
+- "hesitation": a sentence with a 1.0-1.5 s hesitation in the middle, the model silent; the user's
+  turn must not end in the pause, and should end soon after the last word. The sentence is ONE
+  flite utterance, cut at the word boundary (flite's segment timings) with the silence put there,
+  so the first half ends as a sentence that goes on ends, not with a final fall; its last syllable
+  is drawn out, as before a hesitation.
+- "pause": the same sentences, rooms and pauses, with each half synthesised as an utterance of its
+  own: the first half ends with flite's sentence-final contour, a complete-sounding clause and then
+  silence. Harder than a hesitation (an end-of-turn model is trained to hear that fall as an end),
+  and kept so that it stays measured.
 
 Each item's signal is the microphone after echo cancellation, 16 kHz int16, with the time the
-user's sound starts (`onset_s`) and, for "pause", when the sentence's last word ends (`end_s`) and
+user's sound starts (`onset_s`) and, for "hesitation" and "pause", when the sentence's last word ends (`end_s`) and
 where the pause is (`pause_s`). Noises are synthesised (seeded), never recorded.
 """
 
 from __future__ import annotations
 
+import subprocess
+import tempfile
+import wave
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -43,15 +54,18 @@ PAUSED = (
     ("how long does it take", "to get to the airport by train"),
 )
 ONSET_S = 1.5  # the user's sound starts this long into the answer
+# A hesitation draws out the syllable before it; this much, moderately (on bench.turns_probe's set,
+# smart-turn's answers in the pause barely move between 1.0 and 2.0).
+DRAWN_OUT = 1.5
 
 
 @dataclass(frozen=True)
 class Item:
-    kind: str  # "interruption", "not_a_turn", "pause"
+    kind: str  # "interruption", "not_a_turn", "hesitation", "pause"
     label: str
     mic: np.ndarray  # int16 at 16 kHz, after echo cancellation
     onset_s: float
-    end_s: float  # when the user's sound ends (the last word, for "pause")
+    end_s: float  # when the user's sound ends (the last word, for "hesitation" and "pause")
     model_speaking: bool
     pause_s: tuple[float, float] = (0.0, 0.0)
     # The words in the sound (the TV's too), as a recogniser that hears them right writes them;
@@ -70,11 +84,70 @@ def _rms(a: np.ndarray) -> float:
     return float(np.sqrt(np.mean(a.astype(float) ** 2))) if len(a) else 0.0
 
 
+def _trimmed(a: np.ndarray) -> tuple[int, int]:
+    """Where the sound in flite's output starts and ends (its pads are near silence)."""
+    loud = np.flatnonzero(np.abs(a) > 100)
+    return (int(loud[0]), int(loud[-1]) + 1) if len(loud) else (0, len(a))
+
+
 def _flite(text: str, voice: str) -> np.ndarray:
     """flite's speech without its pads, as float."""
     a = np.frombuffer(speech(text, voice, pad_ms=0), "<i2").astype(float)
-    loud = np.flatnonzero(np.abs(a) > 100)
-    return a[loud[0] : loud[-1] + 1] if len(loud) else a
+    start, end = _trimmed(a)
+    return a[start:end]
+
+
+def _segments(text: str, voice: str, stretch: float = 1.0) -> tuple[np.ndarray, list[tuple[str, float]]]:
+    """flite's speech of `text` (float, pads included) and its segments with their end times (s);
+    `stretch` makes every segment that much longer (flite's duration_stretch)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "speech.wav"
+        done = subprocess.run(
+            ["flite", "-voice", voice, "--setf", f"duration_stretch={stretch}", "-psdur", "-t", text, "-o", str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        with wave.open(str(path)) as w:
+            assert w.getframerate() == RATE and w.getsampwidth() == 2 and w.getnchannels() == 1
+            a = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(float)
+    segments = [(name, float(end)) for name, end in (s.rsplit(":", 1) for s in done.stdout.split())]
+    return a, segments
+
+
+VOWELS = frozenset(
+    ("aa", "ae", "ah", "ao", "aw", "ax", "axr", "ay", "eh", "er", "ey", "ih", "iy", "ow", "oy", "uh", "uw")
+)
+SPLICE = int(0.005 * RATE)  # a cross-fade where two renderings of the sentence meet
+
+
+def hesitant(first: str, second: str, voice: str, lengthen: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
+    """The sentence "first second" said once by flite, cut where `first`'s last phone ends: the two
+    halves of one utterance, so the first ends with the pitch of a sentence that goes on (flite's
+    SSML <break time="..."/> is no help: it gives a 95 ms pause and a phrase boundary, whatever the
+    time asked). With `lengthen`, the first half's last vowel and what follows it come from the same
+    sentence said that much slower (a hesitation's drawn-out last syllable, same pitch contour)."""
+    text = f"{first} {second}"
+    whole, segments = _segments(text, voice)
+    phones = [name for name, _ in _segments(first, voice)[1] if name != "pau"]
+    spoken = [(name, end) for name, end in segments if name != "pau"]
+    if [name for name, _ in spoken[: len(phones)]] != phones:
+        raise ValueError(f"flite says {first!r} differently inside {text!r} ({voice})")
+    last = len(phones) - 1
+    start, end = _trimmed(whole)
+    cut = round(spoken[last][1] * RATE)
+    head = whole[start:cut]
+    if lengthen != 1.0:
+        # From the start of the last vowel (the end of the phone before it) to the half's end.
+        vowel = max(i for i, name in enumerate(phones) if name in VOWELS)
+        slow, slow_segments = _segments(text, voice, lengthen)
+        slow_ends = [end for name, end in slow_segments if name != "pau"]
+        at = round(spoken[vowel - 1][1] * RATE) - start if vowel else 0
+        rhyme = slow[round(slow_ends[vowel - 1] * RATE) if vowel else _trimmed(slow)[0] : round(slow_ends[last] * RATE)]
+        fade = np.linspace(1.0, 0.0, SPLICE)
+        joined = head[at : at + SPLICE] * fade + rhyme[:SPLICE] * (1 - fade)
+        head = np.concatenate([head[:at], joined, rhyme[SPLICE:]])
+    return head, whole[cut:end]
 
 
 def _room(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -169,7 +242,11 @@ def corpus(seed: int = 7, per_set: int = 20) -> Iterator[Item]:
         yield _over_answer(rng, "not_a_turn", label, sound, answer, far=far, said=said)
     for i in range(per_set):
         (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
-        yield _paused(rng, f"{voice}: {first} ... {second}", _flite(first, voice), _flite(second, voice))
+        label = f"{voice}: {first} ... {second}"
+        user_rir, pause = _room(rng)[0], rng.uniform(1.0, 1.5)
+        # The same room and pause for both ways of saying it, so that only the first half's end differs.
+        yield _in_room("pause", label, _flite(first, voice), _flite(second, voice), user_rir, pause)
+        yield _in_room("hesitation", label, *hesitant(first, second, voice, DRAWN_OUT), user_rir, pause)
 
 
 def _over_answer(
@@ -200,8 +277,12 @@ def _over_answer(
 
 
 def _paused(rng: np.random.Generator, label: str, first: np.ndarray, second: np.ndarray) -> Item:
-    user_rir, _, _ = _room(rng)
-    pause = rng.uniform(1.0, 1.5)
+    """Two utterances with silence between them, in a room drawn from `rng`."""
+    user_rir = _room(rng)[0]
+    return _in_room("pause", label, first, second, user_rir, rng.uniform(1.0, 1.5))
+
+
+def _in_room(kind: str, label: str, first: np.ndarray, second: np.ndarray, user_rir: np.ndarray, pause: float) -> Item:
     start = 0.5
     said = np.concatenate([first, np.zeros(int(pause * RATE)), second])
     at_mic = _scaled(np.convolve(said, user_rir), USER_RMS)
@@ -209,4 +290,4 @@ def _paused(rng: np.random.Generator, label: str, first: np.ndarray, second: np.
     mic = np.clip(_place(length, at_mic, start), -32768, 32767).astype(np.int16)
     end = start + len(said) / RATE
     gap = (start + len(first) / RATE, start + len(first) / RATE + pause)
-    return Item("pause", label, mic, start, end, model_speaking=False, pause_s=gap)
+    return Item(kind, label, mic, start, end, model_speaking=False, pause_s=gap)

@@ -173,3 +173,50 @@ async def test_through_the_emulator_a_paused_sentence_stays_one_turn(pulse, live
     assert [kind for kind, _ in activity] == ["start", "end"], "the pause ended the turn"
     span = activity[1][1] - activity[0][1]
     assert span > (len(first) + len(second)) / 2 / RATE + 1.2, "the turn did not hold the whole sentence"
+
+
+def test_asked_again_as_the_silence_grows_the_model_can_end_the_turn_later_in_the_pause():
+    """PARLA_FLOOR_END_RECHECK_MS: after a "not finished", the model is asked again every so much
+    more silence, until the silence window; 0 asks once per pause. The answers here are scripted
+    (the first "not finished", the next ones "finished") to see when each question comes."""
+    said = np.frombuffer(bytes(RATE) + spoken(FINISHED) + bytes(RATE * 2 * 3), "<i2")
+    last_word = 0.5 + len(spoken(FINISHED)) / 2 / RATE
+
+    def scripted(asked: list[int]):
+        def answer(audio: np.ndarray) -> float:
+            asked.append(len(audio))
+            return 0.2 if len(asked) == 1 else 0.9
+
+        return answer
+
+    once: list[int] = []
+    (end,) = turn_ends(said, scripted(once))
+    assert len(once) == 1 and end - last_word >= 1.5, "asked once, the silence window ends the turn"
+    again: list[int] = []
+    (end,) = turn_ends(said, scripted(again), floor_end_recheck_ms=300)
+    assert len(again) == 2, f"asked {len(again)} times"
+    # The second question hears 300 ms (and a frame) more of the silence than the first.
+    assert 0.3 <= (again[1] - again[0]) / RATE <= 0.3 + FRAME_S + 1e-9
+    assert end - last_word < 1.0, f"the turn ended {end - last_word:.2f} s after the last word"
+
+
+def test_the_models_answer_ends_the_turn_at_the_next_microphone_block_not_the_next_frame():
+    """Silero judges 32 ms frames, the microphone gives 20 ms blocks: an answer that comes between
+    two frames ends the turn at the block it came before, not a frame later."""
+    config = VoiceConfig(turn_detection="local", floor_end_model="smart-turn")
+    asked: list[Future[float]] = []
+
+    def later(question: Callable[[], float]) -> Future[float]:
+        asked.append(Future())
+        return asked[-1]
+
+    floor = Floor(FloorRules.of(config), end_of_turn=EndOfTurn(EndRules.of(config), lambda audio: 1.0, submit=later))
+    data = bytes(RATE) + spoken(FINISHED) + bytes(RATE * 2 * 3)
+    block = 320 * 2  # 20 ms
+    at = 0
+    while not asked:
+        assert Marker.END not in floor.feed(data[at : at + block], model_speaking=False)
+        at += block
+    asked[0].set_result(0.9)
+    # One sample more: 20 ms blocks leave a multiple of 64 samples short of a frame, so it completes none.
+    assert Marker.END in floor.feed(data[at : at + 2], model_speaking=False)
