@@ -4,8 +4,11 @@ with no conversation open; within 1 s of the due time; once, by the device whose
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -136,21 +139,27 @@ async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in
 
 
 @pytest.mark.parametrize("when", ["making the words", "saying them"])
-async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed(pulse, when):
+async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed(pulse, tmp_path, when):
     """A stop (the task cancelled) while the words were being made: the cleanup read words never
     made and raised UnboundLocalError, which hid the cancellation, so the scheduler went on and the
     daemon's stop waited out its 10 s shutdown limit. While they were said: the wait for the
     speaker to drain went on in its thread after the speaker was closed, and the daemon's process
     ended only when that wait timed out (seconds after "Parla stopped")."""
     speaker = Speaker()
-    command = "sleep 3" if when == "making the words" else "flite -voice slt -t {text} -o {wav}"
+    pid_file = tmp_path / "speech.pid"
+    making = f"sh -c 'echo $$ > {pid_file}; exec sleep 30'"  # words that never come
+    command = making if when == "making the words" else "flite -voice slt -t {text} -o {wav}"
     words = "Reminder: call my sister about the trip to Japan in April, and book the train early."
     saying = asyncio.create_task(say_aloud(speaker, words, command, lambda: False))
     if when == "making the words":
-        await eventually(lambda: speaker.is_open, what="the cue playing")
+        await eventually(pid_file.exists, what="the speech command started")
     else:
         await eventually(lambda: speaker.ahead_s() > 2.0, what="the words queued")
     saying.cancel()
     with pytest.raises(asyncio.CancelledError):
         await saying
     assert not speaker.is_open and not speaker.queued()  # nothing left for a thread to wait on
+    if when == "making the words":  # the speech command outlives the cancel: ended here, within the test
+        pid = int(pid_file.read_text())
+        os.kill(pid, signal.SIGKILL)
+        await eventually(lambda: not Path(f"/proc/{pid}").exists(), what="the speech command reaped")
