@@ -254,9 +254,12 @@ def test_installed_console_script(tmp_path):
     assert json.loads(done.stdout)["total_chats"] == 0
 
 
-def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, monkeypatch, gemini):
+def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, monkeypatch, gemini, tmp_path):
     # Gemini embeddings have no offline stand-in (a store holds one embedder's vectors), so a
-    # Gemini that keeps failing leaves the chats unsummarised until the rerun.
+    # Gemini that keeps failing leaves the chats unsummarised until the rerun. Three chats, not all
+    # twelve: the twelve made about 500 calls to the failing model (no cooldown) for the same checks.
+    source = tmp_path / "three.jsonl"
+    source.write_text("".join((DATA / "search_chats.jsonl").read_text().splitlines(keepends=True)[:3]))
     monkeypatch.setenv("PARLA_SUMMARIZER", "gemini")
     monkeypatch.setenv("PARLA_EMBEDDER", "gemini")
     monkeypatch.setenv("PARLA_MODEL_OFFLINE_COOLDOWN_S", "0")
@@ -265,14 +268,14 @@ def test_import_keeps_turns_when_summarising_fails_and_a_rerun_finishes(parla, m
     monkeypatch.setenv("PARLA_MODEL_RETRIES", "1")
     monkeypatch.setenv("PARLA_MODEL_RETRY_DELAY", "0.01")
     gemini.fail_next(500, times=1000, message="model down")
-    first = parla("import", str(DATA / "search_chats.jsonl"), "--json")
+    first = parla("import", str(source), "--json")
     report = json.loads(first.stdout)
-    assert report["imported"] == 12 and len(report["not_summarised"]) == 12
+    assert report["imported"] == 3 and len(report["not_summarised"]) == 3
     assert "run the same import again to retry" in first.stderr
-    assert json.loads(parla("stats", "--json").stdout)["total_messages"] == 72
+    assert json.loads(parla("stats", "--json").stdout)["total_messages"] == 18
     gemini.faults.clear()
-    again = json.loads(parla("import", str(DATA / "search_chats.jsonl"), "--json").stdout)
-    assert again["unchanged"] == 12 and again["not_summarised"] == []
+    again = json.loads(parla("import", str(source), "--json").stdout)
+    assert again["unchanged"] == 3 and again["not_summarised"] == []
     assert all(c["title"] for c in json.loads(parla("chats", "--json").stdout))
 
 
