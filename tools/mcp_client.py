@@ -88,7 +88,8 @@ class McpServer:
                 async with AsyncExitStack() as stack:
                     read, write = await stack.enter_async_context(self._transport())
                     session = await stack.enter_async_context(ClientSession(read, write))
-                    async with asyncio.timeout(self.config.call_timeout_s):
+                    # a start is a process starting (an interpreter, its imports): longer than a call
+                    async with asyncio.timeout(self.config.start_timeout_s):
                         await session.initialize()
                         listed = await session.list_tools()
                     allow = self.config.allow

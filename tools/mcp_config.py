@@ -19,6 +19,9 @@ class McpServerConfig(BaseModel):
     url: str | None = Field(None, description="A streamable HTTP server's address, instead of a command.")
     allow: list[str] | None = Field(None, description="The tools offered to the model; unset: all of them.")
     call_timeout_s: float = Field(15.0, gt=0, description="Seconds a call may take before it is abandoned.")
+    start_timeout_s: float = Field(
+        30.0, gt=0, description="Seconds the server may take to start and list its tools before it is started again."
+    )
     max_result_chars: int = Field(4000, ge=100, description="A result longer than this is cut.")
     restart_delay_s: float = Field(1.0, gt=0, description="First wait before a server that died is restarted.")
     restart_max_delay_s: float = Field(60.0, gt=0, description="The longest wait between restarts.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
 from mcp.server.mcpserver import MCPServer
 from mcp.types import ToolAnnotations
@@ -47,6 +48,7 @@ def has_token() -> str:
 
 
 if __name__ == "__main__":
+    time.sleep(float(os.environ.get("MISBEHAVING_START_DELAY_S", "0")))  # a server slow to start
     # `--http PORT`: streamable HTTP on 127.0.0.1:PORT/mcp instead of stdio
     if len(sys.argv) == 3 and sys.argv[1] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

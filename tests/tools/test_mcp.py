@@ -29,11 +29,15 @@ def bad_server(**kw) -> McpServerConfig:
         name="bad",
         command=sys.executable,
         args=[mcp_misbehaving.__file__],
-        env={"MISBEHAVING_TOKEN": TOKEN},
-        call_timeout_s=1.0,
-        max_result_chars=1000,
-        restart_delay_s=0.1,
-        **kw,
+        **(
+            {
+                "env": {"MISBEHAVING_TOKEN": TOKEN},
+                "call_timeout_s": 1.0,
+                "max_result_chars": 1000,
+                "restart_delay_s": 0.1,
+            }
+            | kw
+        ),
     )
 
 
@@ -95,6 +99,15 @@ async def test_a_misbehaving_server_is_survived(caplog):
         await running(mcp)
         assert mcp.servers[0].starts == 2 and "bad__has_token" in names(registry)
     assert TOKEN not in caplog.text and all(TOKEN not in str(r.__dict__) for r in caplog.records)
+
+
+async def test_a_server_slower_to_start_than_a_call_may_take_still_starts():
+    # the start was held to call_timeout_s: a loaded machine took longer than 1 s to start the test
+    # server (a Python process importing the MCP SDK), which was then restarted again and again
+    config = bad_server(env={"MISBEHAVING_TOKEN": TOKEN, "MISBEHAVING_START_DELAY_S": "1.5"}, start_timeout_s=20)
+    async with McpTools([config], confirm_s=60) as mcp:
+        await running(mcp)
+        assert mcp.servers[0].starts == 1
 
 
 async def test_the_declarations_stay_within_the_limit_and_parlas_own_tools_always_stay():
