@@ -80,4 +80,4 @@ drop index if exists public.chats_hnsw_1536;
 drop index if exists public.chats_hnsw_3072;
 
 create or replace function public.parla_schema_version() returns integer
-language sql immutable as $$ select 18 $$;
+language sql immutable as $$ select 17 $$;

@@ -85,3 +85,6 @@ end $$;
 
 revoke all on function public.create_chat, public.append_turns, parla.append_once from public, anon;
 grant execute on function public.create_chat, public.append_turns, parla.append_once to authenticated, service_role;
+
+create or replace function public.parla_schema_version() returns integer
+language sql immutable as $$ select 18 $$;
