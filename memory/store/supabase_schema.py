@@ -16,7 +16,7 @@ import psycopg
 from parla.memory.errors import StoreError
 
 # what public.parla_schema_version() returns once every shipped migration is applied
-SCHEMA_VERSION = 17
+SCHEMA_VERSION = 18
 
 _SOURCE_DIR = Path(__file__).resolve().parents[2] / "supabase" / "migrations"
 _INSTALLED_DIR = Path(sysconfig.get_path("data")) / "share" / "parla" / "supabase" / "migrations"

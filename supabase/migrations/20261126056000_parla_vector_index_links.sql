@@ -1,3 +1,5 @@
+-- (Renumbered from 20261126055000 to stay the last migration: a project that applied it under
+-- that version runs it again, and finds every index built: nothing is rebuilt.)
 -- The HNSW indexes of 20261126054000_parla_vector_index.sql built again with more links per
 -- element (m = 32, twice the default) and a wider search while building (ef_construction = 256,
 -- four times it). With the defaults, at 5,000 chats and 768 dims, a build could leave whole
@@ -80,4 +82,4 @@ drop index if exists public.chats_hnsw_1536;
 drop index if exists public.chats_hnsw_3072;
 
 create or replace function public.parla_schema_version() returns integer
-language sql immutable as $$ select 17 $$;
+language sql immutable as $$ select 18 $$;
