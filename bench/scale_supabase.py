@@ -9,7 +9,9 @@ tests/peers (statement timeouts, max-rows, READ ONLY reads), one user of the ser
   and committed in pages, timed; `--build copy`: the history copied again into a fresh database
   with the stand-in's vectors): the first switch search of 5 fresh store connections (p95), switch search and `recall` across
   chats p50 / p95 (through supabase-py, as the daemon asks), and the top-10 chats' agreement with
-  an exact scan of every vector of the user in SQL (the search before the HNSW indexes);
+  an exact scan of every vector of the user in SQL (the search before the HNSW indexes), after
+  `--build copy` has checked its indexes as `parla db migrate` does (and built one again when
+  it fell short);
 - the size of the vectors' tables and of their HNSW indexes (half precision), per 1,000 turns.
 With `--markdown`, its tables as Markdown under a header line (docs/design/scale.md).
 """
@@ -39,6 +41,7 @@ from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.reembed import reembed
 from parla.memory.search import ChatSearch
 from parla.memory.store.supabase import SupabaseChatStore
+from parla.memory.store.supabase_schema import IndexCheck, check_vector_indexes
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 
@@ -203,10 +206,21 @@ def copied(
     started = time.perf_counter()
     counts = copy_store(store, dsn, user, projection)
     what = f"{counts['chat_turns']:,} turns, {sum(counts.values()) - counts['chat_turns']:,} other rows"
+    dims = projection.dim if projection else "stored"
     build.row(
-        f"copied to the peer by COPY, indexes rebuilt ({projection.dim if projection else 'stored'} dims)",
+        f"copied to the peer by COPY, indexes rebuilt ({dims} dims)",
         f"{time.perf_counter() - started:,.1f} s",
         what,
+        "",
+        f"{os.getloadavg()[0]:.1f}",
+    )
+    # as `parla db migrate` does after it builds indexes
+    started = time.perf_counter()
+    checked = check_vector_indexes(dsn, IndexCheck())
+    build.row(
+        f"HNSW indexes checked against an exact scan, built again when short ({dims} dims)",
+        f"{time.perf_counter() - started:,.1f} s",
+        "; ".join(c.text.removeprefix("index ").replace(": top-10 agreement with an exact scan", "") for c in checked),
         "",
         f"{os.getloadavg()[0]:.1f}",
     )
