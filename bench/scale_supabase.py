@@ -228,14 +228,24 @@ def copied(
 
 
 async def run(
-    out: Report, chats: int, build: str = "import", api_chats: int = 0, widen: bool = True, store: Path | None = None
+    out: Report,
+    chats: int,
+    build: str = "import",
+    api_chats: int = 0,
+    widen: bool = True,
+    store: Path | None = None,
+    wide_builds: int = 1,
+    narrow: bool = True,
 ) -> None:
     """`chats` chats of one user on the peer, built by `parla import` through the API (`import`)
     or by `bench.supabase_load` (`copy`); with `copy`, `api_chats` chats of another user of the
     same project through the API first (its turns/s; its rows share the indexes); `widen`: then
     the same history at 768 dims (re-embedded through the API after `import`, copied again with
     the stand-in's vectors into a fresh database after `copy`) and measured again. `store`: with
-    `copy`, a SQLite store `parla import` made before (of `chats` chats) instead of importing."""
+    `copy`, a SQLite store `parla import` made before (of `chats` chats) instead of importing;
+    `wide_builds`: with `copy`, the 768-dim history built that many times, each in a fresh
+    database (an HNSW build is random: its agreement varies from build to build); not `narrow`:
+    with `copy` and `store`, the 768-dim builds alone."""
     steps = Table(["step", "time", "what", "peak RSS", "load"], title=f"Building {chats:,} chats ({build})")
     columns: dict[str, Column] = {}
     user, turns = "", 0
@@ -245,7 +255,9 @@ async def run(
         cluster = PostgresCluster()
         try:
             dsn = cluster.new_database()
-            for dim in [256, 768] if widen else [256]:
+            wides = [768] * (wide_builds if build == "copy" else 1) if widen else []
+            dims = ([256] if narrow or store is None or build != "copy" else []) + wides
+            for n, dim in enumerate(dims):
                 if build == "copy" and dim != 256:
                     dsn = cluster.new_database()  # the same history copied again, at this width
                 with PostgrestShim(dsn) as shim, psycopg.connect(dsn, autocommit=True) as conn:
@@ -275,7 +287,8 @@ async def run(
                     conn.execute("ANALYZE")
                     column = await probe(shim.url, user, folder, embedder, conn)
                     column[SIZES] = sizes(conn, turns)
-                    columns[f"{dim} dims"] = column
+                    repeat = f", build {n - len(dims) + len(wides) + 1}" if dim != 256 and len(wides) > 1 else ""
+                    columns[f"{dim} dims{repeat}"] = column
         finally:
             cluster.close()
     out.table(steps)
@@ -305,5 +318,22 @@ if __name__ == "__main__":
         type=Path,
         help="with --build copy: copy this SQLite store (`parla import` of --chats chats, made before) instead",
     )
+    parser.add_argument(
+        "--wide-builds", type=int, default=1, help="with --build copy: build the 768-dim history this many times"
+    )
+    parser.add_argument(
+        "--no-256", action="store_true", help="with --build copy and --from-store: the 768-dim builds alone"
+    )
     args, out = parse(parser)
-    asyncio.run(run(out, args.chats, args.build, args.api_chats, not args.no_768, args.from_store))
+    asyncio.run(
+        run(
+            out,
+            args.chats,
+            args.build,
+            args.api_chats,
+            not args.no_768,
+            args.from_store,
+            args.wide_builds,
+            not args.no_256,
+        )
+    )
