@@ -267,10 +267,13 @@ def test_an_index_that_misses_rows_is_found_and_built_again(supabase, caplog):
     with psycopg.connect(supabase.dsn, autocommit=True) as conn:
         conn.execute(f"UPDATE pg_index SET indisready = false WHERE indexrelid = {index}")
     with psycopg.connect(supabase.dsn, autocommit=True) as conn:
-        conn.execute(
-            "UPDATE public.chat_windows SET embedding = %s::extensions.vector WHERE start_seq <= 4",
-            (literal(TOPICS[0]),),
-        )
+        rows = conn.execute("SELECT chat_id, start_seq FROM public.chat_windows WHERE start_seq <= 4").fetchall()
+        moved = near(rng, TOPICS, len(rows))  # each row a vector of its own (HNSW keeps few duplicates)
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE public.chat_windows SET embedding = %s::extensions.vector WHERE chat_id = %s AND start_seq = %s",
+                [(literal(v), chat, seq) for v, (chat, seq) in zip(moved, rows, strict=True)],
+            )
         conn.execute(f"UPDATE pg_index SET indisready = true WHERE indexrelid = {index}")
     with caplog.at_level(logging.INFO, logger="parla.memory.store.supabase_schema"):
         (kept,) = check_vector_indexes(supabase.dsn, IndexCheck(rebuilds=0))
