@@ -145,6 +145,15 @@ def check_vector_indexes(db_url: str, check: IndexCheck) -> list[IndexChecked]:
 
 
 def _check(conn: psycopg.Connection, check: IndexCheck) -> list[IndexChecked]:
+    # a build again that failed or was cut leaves its new index invalid, named <index>_ccnew: kept,
+    # every write would still update it
+    for (left,) in conn.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace "
+        "WHERE n.nspname = 'public' AND NOT i.indisvalid AND c.relname LIKE '%%hnsw%%ccnew%%'"
+    ).fetchall():
+        log.warning("dropping %s, left invalid by a build again that did not finish", left)
+        conn.execute(f'DROP INDEX CONCURRENTLY IF EXISTS public."{left}"')
     names = [
         r[0]
         for r in conn.execute(

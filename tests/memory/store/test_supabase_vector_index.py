@@ -282,3 +282,21 @@ def test_an_index_that_misses_rows_is_found_and_built_again(supabase, caplog):
         (mended,) = check_vector_indexes(supabase.dsn, IndexCheck())
     assert mended.rebuilds == 1 and mended.agreement >= 0.99
     assert "building it again" in caplog.text
+
+
+def test_a_build_again_left_unfinished_is_dropped_by_the_next_check(supabase):
+    """REINDEX CONCURRENTLY cut short leaves its new index invalid (named <index>_ccnew), still
+    updated by every write: the next check drops it."""
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE INDEX chat_windows_hnsw_256_m32_ccnew ON public.chat_windows USING hnsw "
+            "((embedding::extensions.halfvec(256)) extensions.halfvec_cosine_ops) "
+            "WHERE extensions.vector_dims(embedding) = 256"
+        )
+        conn.execute(
+            "UPDATE pg_index SET indisvalid = false "
+            "WHERE indexrelid = 'public.chat_windows_hnsw_256_m32_ccnew'::regclass"
+        )
+    assert check_vector_indexes(supabase.dsn, IndexCheck()) == []  # no index has rows
+    with psycopg.connect(supabase.dsn) as conn:
+        assert conn.execute("SELECT to_regclass('public.chat_windows_hnsw_256_m32_ccnew')").fetchone() == (None,)
