@@ -1,6 +1,6 @@
 """The Supabase store's word search at a heavy user's size, on the Postgres peer: the per-user word
-counts follow every write of turns, and the search that leaves out turns holding only common words
-answers what scoring every matching turn answers."""
+counts and bounds follow every write of turns, and the search that leaves out the turns that cannot
+reach the best scores answers what scoring every matching turn answers."""
 
 from __future__ import annotations
 
@@ -110,9 +110,9 @@ async def test_windows_of_one_call_are_written_at_once_the_later_of_two_kept(sup
 
 
 async def test_word_search_leaves_out_turns_of_common_words_alone_with_the_same_answer(supabase, db, tmp_path):
-    """Turns holding only words too common to reach the best scores are not scored (one scoring
-    pass, over the turns holding the rare word, when it finds enough of them); the answer is what
-    scoring every matching turn gives, for every count, ties included."""
+    """Turns holding only words too common to reach the best scores are not scored (those scored
+    hold the rare word, when enough of them do); the answer is what scoring every matching turn
+    gives, for every count, ties included."""
     rng = random.Random(3)
     filler = [f"filler{n}" for n in range(40)]
     rare = {(5, 2): "heron", (9, 7): "heron heron", (17, 1): "heron", (23, 4): "heron", (31, 6): "a heron"}
