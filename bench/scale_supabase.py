@@ -9,7 +9,9 @@ tests/peers (statement timeouts, max-rows, READ ONLY reads), one user of the ser
   and committed in pages, timed; `--build copy`: the history copied again into a fresh database
   with the stand-in's vectors): the first switch search of 5 fresh store connections (p95), switch search and `recall` across
   chats p50 / p95 (through supabase-py, as the daemon asks), and the top-10 chats' agreement with
-  an exact scan of every vector of the user in SQL (the search before the HNSW indexes);
+  an exact scan of every vector of the user in SQL (the search before the HNSW indexes), after
+  `--build copy` has checked its indexes as `parla db migrate` does (and built one again when
+  it fell short);
 - the size of the vectors' tables and of their HNSW indexes (half precision), per 1,000 turns.
 With `--markdown`, its tables as Markdown under a header line (docs/design/scale.md).
 """
@@ -18,11 +20,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -37,8 +43,11 @@ from bench.supabase_load import copy_store
 from parla.memory.config import MemoryConfig
 from parla.memory.embedding import Embedder, embed_texts
 from parla.memory.reembed import reembed
+from parla.memory.search import _FETCH as SWITCH_CHATS
+from parla.memory.search import _TEXTS_PER_CHAT as SWITCH_TEXTS
 from parla.memory.search import ChatSearch
 from parla.memory.store.supabase import SupabaseChatStore
+from parla.memory.store.supabase_schema import IndexCheck, check_vector_indexes
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 
@@ -71,18 +80,61 @@ Column = dict[str, str]  # a figure's name -> its cell, for one embedder
 
 FIRST = f"first switch search after connecting, p95 of {OPENINGS} (s)"
 SWITCH = f"switch search p50 / p95 of {RUNS} (ms)"
+SWITCH_SQL = "the same switch searches' `search_chats_semantic` in SQL alone p50 / p95 (ms)"
+SWITCH_APART = "switch search, the stand-in in a process of its own, p50 / p95 (ms)"
+RECALL_APART = "`recall` across chats, the stand-in in a process of its own, p50 / p95 (ms)"
 RECALL = f"`recall` across chats p50 / p95 of {RUNS} (ms)"
 AGREEMENT = "top-10 agreement with an exact scan of every vector"
 LOAD = "load average (1 min) at the start and end of the searches"
 SIZES = "per 1,000 turns: chat_windows / chat_turns / HNSW indexes (MB)"
-TARGETS = {FIRST: "≤ 0.5", SWITCH: "≤ 100 p95", RECALL: "≤ 150 p95", AGREEMENT: "≥ 0.99"}
+TARGETS = {
+    FIRST: "≤ 0.5",
+    SWITCH: "≤ 100 p95",
+    SWITCH_APART: "≤ 100 p95",
+    RECALL: "≤ 150 p95",
+    RECALL_APART: "≤ 150 p95",
+    AGREEMENT: "≥ 0.99",
+}
+
+
+def literal(vector: object) -> str:
+    return "[" + ",".join(f"{x:.7g}" for x in np.asarray(vector)) + "]"
 
 
 def spread(ms: list[float]) -> str:
     return f"{percentile(ms, 0.5):,.0f} / {percentile(ms, 0.95):,.0f}"
 
 
-async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection) -> Column:
+# the stand-in serving in a process of its own until its stdin closes
+_APART = """
+import sys
+from tests.peers.postgrest import PostgrestShim
+with PostgrestShim(sys.argv[1]) as shim:
+    print(shim.url, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextlib.contextmanager
+def shim_apart(dsn: str) -> Iterator[str]:
+    """The PostgREST stand-in in a process of its own, as PostgREST is a server of its own: in the
+    benchmark's process its threads share the interpreter's lock with the client. Its URL."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _APART, dsn],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    try:
+        yield proc.stdout.readline().strip()
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=60)
+
+
+async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psycopg.Connection, dsn: str) -> Column:
     """The searches' figures for the store of `user` searched with `embedder`'s vectors."""
     config = MemoryConfig()
     switches, questions = requests()
@@ -96,18 +148,36 @@ async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psy
             first.append(time.perf_counter() - started)
     async with await connect(url, user, folder) as store:
         switch_ms, recall_ms = await searches(store, embedder, RUNS)
+        # the same switch searches' vector search in SQL alone, as ChatSearch asks it: what the
+        # rest of a switch's time (the stand-in, supabase-py, the ranking) is measured against
+        sql_ms = []
+        for i in range(RUNS):
+            query = (await embed_texts(embedder, [switches[(i * 7 + 1) % len(switches)]], "query"))[0]
+            started = time.perf_counter()
+            conn.execute(
+                "SELECT * FROM public.search_chats_semantic(query_embedding => %s::extensions.vector, "
+                "match_count => %s, p_embedder => %s, p_texts_per_chat => %s, p_user_id => %s)",
+                (literal(query.vector), SWITCH_CHATS, query.embedder, SWITCH_TEXTS, user),
+            ).fetchall()
+            sql_ms.append((time.perf_counter() - started) * 1000)
+    with shim_apart(dsn) as apart:
+        async with await connect(apart, user, folder) as store:
+            apart_switch_ms, apart_recall_ms = await searches(store, embedder, RUNS)
+    async with await connect(url, user, folder) as store:
         agreement = []
         for text in switches[:: max(1, len(switches) // 40)] + questions[:: max(1, len(questions) // 40)]:
             query = (await embed_texts(embedder, [text], "query"))[0]
             found = [m.chat_id for m in await store.search(query, 10)]
-            vector = "[" + ",".join(f"{x:.7g}" for x in np.asarray(query.vector)) + "]"
-            exact = dict(conn.execute(EXACT, {"q": vector, "u": user}).fetchall())
+            exact = dict(conn.execute(EXACT, {"q": literal(query.vector), "u": user}).fetchall())
             # a chat tied with the exact 10th (the corpus repeats sentences) agrees too
             tenth = sorted(exact.values())[min(9, len(exact) - 1)]
             agreement.append(sum(exact[c] <= tenth + 1e-6 for c in found) / min(10, len(exact)))
     return {
         FIRST: f"{percentile(first, 0.95):.2f}",
         SWITCH: spread(switch_ms),
+        SWITCH_SQL: spread(sql_ms),
+        SWITCH_APART: spread(apart_switch_ms),
+        RECALL_APART: spread(apart_recall_ms),
         RECALL: spread(recall_ms),
         AGREEMENT: f"{np.mean(agreement):.3f} ({len(agreement)} requests)",
         LOAD: f"{load:.1f} / {os.getloadavg()[0]:.1f}",
@@ -203,10 +273,21 @@ def copied(
     started = time.perf_counter()
     counts = copy_store(store, dsn, user, projection)
     what = f"{counts['chat_turns']:,} turns, {sum(counts.values()) - counts['chat_turns']:,} other rows"
+    dims = projection.dim if projection else "stored"
     build.row(
-        f"copied to the peer by COPY, indexes rebuilt ({projection.dim if projection else 'stored'} dims)",
+        f"copied to the peer by COPY, indexes rebuilt ({dims} dims)",
         f"{time.perf_counter() - started:,.1f} s",
         what,
+        "",
+        f"{os.getloadavg()[0]:.1f}",
+    )
+    # as `parla db migrate` does after it builds indexes
+    started = time.perf_counter()
+    checked = check_vector_indexes(dsn, IndexCheck())
+    build.row(
+        f"HNSW indexes checked against an exact scan, built again when short ({dims} dims)",
+        f"{time.perf_counter() - started:,.1f} s",
+        "; ".join(c.text.removeprefix("index ").replace(": top-10 agreement with an exact scan", "") for c in checked),
         "",
         f"{os.getloadavg()[0]:.1f}",
     )
@@ -214,14 +295,24 @@ def copied(
 
 
 async def run(
-    out: Report, chats: int, build: str = "import", api_chats: int = 0, widen: bool = True, store: Path | None = None
+    out: Report,
+    chats: int,
+    build: str = "import",
+    api_chats: int = 0,
+    widen: bool = True,
+    store: Path | None = None,
+    wide_builds: int = 1,
+    narrow: bool = True,
 ) -> None:
     """`chats` chats of one user on the peer, built by `parla import` through the API (`import`)
     or by `bench.supabase_load` (`copy`); with `copy`, `api_chats` chats of another user of the
     same project through the API first (its turns/s; its rows share the indexes); `widen`: then
     the same history at 768 dims (re-embedded through the API after `import`, copied again with
     the stand-in's vectors into a fresh database after `copy`) and measured again. `store`: with
-    `copy`, a SQLite store `parla import` made before (of `chats` chats) instead of importing."""
+    `copy`, a SQLite store `parla import` made before (of `chats` chats) instead of importing;
+    `wide_builds`: with `copy`, the 768-dim history built that many times, each in a fresh
+    database (an HNSW build is random: its agreement varies from build to build); not `narrow`:
+    with `copy` and `store`, the 768-dim builds alone."""
     steps = Table(["step", "time", "what", "peak RSS", "load"], title=f"Building {chats:,} chats ({build})")
     columns: dict[str, Column] = {}
     user, turns = "", 0
@@ -231,7 +322,9 @@ async def run(
         cluster = PostgresCluster()
         try:
             dsn = cluster.new_database()
-            for dim in [256, 768] if widen else [256]:
+            wides = [768] * (wide_builds if build == "copy" else 1) if widen else []
+            dims = ([256] if narrow or store is None or build != "copy" else []) + wides
+            for n, dim in enumerate(dims):
                 if build == "copy" and dim != 256:
                     dsn = cluster.new_database()  # the same history copied again, at this width
                 with PostgrestShim(dsn) as shim, psycopg.connect(dsn, autocommit=True) as conn:
@@ -259,16 +352,17 @@ async def run(
                             wide = embedder if isinstance(embedder, Wide) else None
                             store, turns = copied(steps, folder, dsn, user, chats, store, wide)
                     conn.execute("ANALYZE")
-                    column = await probe(shim.url, user, folder, embedder, conn)
+                    column = await probe(shim.url, user, folder, embedder, conn, dsn)
                     column[SIZES] = sizes(conn, turns)
-                    columns[f"{dim} dims"] = column
+                    repeat = f", build {n - len(dims) + len(wides) + 1}" if dim != 256 and len(wides) > 1 else ""
+                    columns[f"{dim} dims{repeat}"] = column
         finally:
             cluster.close()
     out.table(steps)
     table = Table(
         ["figure", *columns, "target at 5,000 chats"], title=f"Supabase peer, {chats:,} chats, {turns:,} turns"
     )
-    for name in (FIRST, SWITCH, RECALL, AGREEMENT, LOAD, SIZES):
+    for name in (FIRST, SWITCH, SWITCH_APART, SWITCH_SQL, RECALL, RECALL_APART, AGREEMENT, LOAD, SIZES):
         table.row(name, *(c.get(name, "") for c in columns.values()), TARGETS.get(name, ""))
     out.table(table)
 
@@ -291,5 +385,22 @@ if __name__ == "__main__":
         type=Path,
         help="with --build copy: copy this SQLite store (`parla import` of --chats chats, made before) instead",
     )
+    parser.add_argument(
+        "--wide-builds", type=int, default=1, help="with --build copy: build the 768-dim history this many times"
+    )
+    parser.add_argument(
+        "--no-256", action="store_true", help="with --build copy and --from-store: the 768-dim builds alone"
+    )
     args, out = parse(parser)
-    asyncio.run(run(out, args.chats, args.build, args.api_chats, not args.no_768, args.from_store))
+    asyncio.run(
+        run(
+            out,
+            args.chats,
+            args.build,
+            args.api_chats,
+            not args.no_768,
+            args.from_store,
+            args.wide_builds,
+            not args.no_256,
+        )
+    )

@@ -20,7 +20,13 @@ from pydantic_settings import (
 )
 
 from parla.daemon.config import DaemonConfig, UserPath, expand_path
-from parla.memory.config import SUPABASE_COMMIT_PAGE, MemoryConfig
+from parla.memory.config import (
+    INDEX_CHECK_AGREEMENT,
+    INDEX_CHECK_REBUILDS,
+    INDEX_CHECK_SAMPLE,
+    SUPABASE_COMMIT_PAGE,
+    MemoryConfig,
+)
 from parla.memory.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
 from parla.voice.config import VoiceConfig
 
@@ -91,6 +97,23 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         ge=1,
         description="Re-embedded vectors written a request: each must end within the project's statement timeout "
         "(8 s for signed-in users); fewer for a project with a shorter one.",
+    )
+    supabase_index_check_sample: int = Field(
+        INDEX_CHECK_SAMPLE,
+        ge=1,
+        description="Stored vectors of each HNSW index taken as queries when `parla db migrate` checks the index "
+        "against an exact scan (after building it, or with --check-indexes).",
+    )
+    supabase_index_check_agreement: float = Field(
+        INDEX_CHECK_AGREEMENT,
+        ge=0,
+        le=1,
+        description="Top-10 agreement with the exact scan an HNSW index must reach, else it is built again.",
+    )
+    supabase_index_check_rebuilds: int = Field(
+        INDEX_CHECK_REBUILDS,
+        ge=0,
+        description="Most times `parla db migrate` builds one HNSW index again while it falls short.",
     )
     supabase_retry_attempts: int = Field(
         3,

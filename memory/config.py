@@ -13,6 +13,13 @@ from parla.memory import prompts
 # test machine (bench.scale_supabase), 250 did not.
 SUPABASE_COMMIT_PAGE = 250
 
+# The check of the Supabase HNSW indexes after a build (PARLA_SUPABASE_INDEX_CHECK_*): 40 stored
+# vectors an index as queries (4-10 s for the largest index at 5,000 chats on the test machine),
+# the top-10 agreement of 0.99, and two builds again at most (a build takes minutes there).
+INDEX_CHECK_SAMPLE = 40
+INDEX_CHECK_AGREEMENT = 0.99
+INDEX_CHECK_REBUILDS = 2
+
 
 class MemoryConfig(BaseModel):
     # validated as part of Settings, which builds its own validator: this one is built only when

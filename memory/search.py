@@ -50,7 +50,7 @@ from parla.memory.errors import EmbedderMismatch, EmptyRequest, ModelError, Reem
 from parla.memory.search_result import Candidate, SearchResult
 from parla.memory.store import ChatMatch, ChatStore, TextMatch, TextRef, WordCounts
 from parla.memory.tasks import cancel_and_wait
-from parla.memory.text import FRAMING, STOPWORDS, content_words
+from parla.memory.text import FRAMING, STOPWORDS, content_words, distinct_content_words
 from parla.memory.turn import MessageRange, utcnow
 from parla.memory.turn_windows import TITLE
 
@@ -141,7 +141,7 @@ class RequestWords:
 @functools.lru_cache(maxsize=16384)
 def _words_of(text: str) -> tuple[str, ...]:
     """A stored text's words; stored texts come back search after search, so they are kept."""
-    return tuple(set(content_words(text)))
+    return tuple(distinct_content_words(text))
 
 
 def request_words(request: str) -> list[str]:

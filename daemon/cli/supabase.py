@@ -67,15 +67,35 @@ async def logout() -> None:
 
 
 @command
-async def migrate() -> None:
-    """Apply the migrations in supabase/migrations through PARLA_SUPABASE_DB_URL."""
-    from parla.memory.store.supabase_schema import apply_migrations, migrations
+async def migrate(
+    check_indexes: bool = typer.Option(
+        False,
+        "--check-indexes",
+        help="Check the vector indexes against an exact scan (and build again one that falls short) "
+        "even when no migration built them.",
+    ),
+) -> None:
+    """Apply the migrations in supabase/migrations through PARLA_SUPABASE_DB_URL; after one that
+    builds vector indexes, check that their nearest rows agree with an exact scan, building an
+    index again (without blocking writes) while it does not."""
+    from parla.memory.store.supabase_schema import IndexCheck, apply_migrations, check_vector_indexes, migrations
 
-    applied = apply_migrations(_db_url(load_settings()))
+    settings = load_settings()
+    url = _db_url(settings)
+    applied = apply_migrations(url)
     if not applied:
         out.print(f"The schema is up to date ({len(migrations())} migrations).")
     for m in applied:
         out.print(f"applied {m.path.name}")
+    if check_indexes or any(m.asks_for_index_check for m in applied):
+        check = IndexCheck(
+            settings.supabase_index_check_sample,
+            settings.supabase_index_check_agreement,
+            settings.supabase_index_check_rebuilds,
+        )
+        for checked in check_vector_indexes(url, check):
+            short = checked.agreement < check.agreement
+            out.print(f"{checked.text}{': searches may miss chats' if short else ''}")
 
 
 @command

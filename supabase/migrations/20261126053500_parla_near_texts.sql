@@ -21,6 +21,11 @@
 
 drop function if exists parla.candidate_chats(uuid, extensions.vector, text, integer);
 
+-- candidate_chats sets hnsw.ef_search, which a role other than the superuser may set only once
+-- pgvector's library has defined it in this session: a call into the library loads it (a
+-- project migrated in a session that has not touched a vector yet).
+select extensions.vector_dims('[1]'::extensions.vector);
+
 -- The p_count chats whose nearest text among the indexes' p_texts nearest of each table (the
 -- caller's texts made by p_embedder) is nearest at full precision, best first. The dimension is
 -- written into the statement so the planner can match the partial indexes.

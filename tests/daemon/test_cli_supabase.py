@@ -86,6 +86,10 @@ def test_migrate_login_sync_and_use_a_supabase_project(parla, pg_cluster, tmp_pa
         assert [c["chat_id"] for c in remote["candidates"]] == [c["chat_id"] for c in local["candidates"]]
         check = json.loads(parla("db", "check", "--json").stdout)
         assert check["schema_version"] == check["expected"] == SCHEMA_VERSION
+        # the vector indexes that now have rows, checked against an exact scan on demand
+        checked = parla("db", "migrate", "--check-indexes").output
+        assert "up to date" in checked and "searches may miss" not in checked, checked
+        assert "index chat_windows_hnsw_256_m32: top-10 agreement with an exact scan" in checked, checked
 
         # the store away: what the user asks for is done on this device, said so, and sent later
         first, second, third = (c["id"] for c in chats[:3])

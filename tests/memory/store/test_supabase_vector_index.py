@@ -5,6 +5,7 @@ even when they are rare, and a re-embed commits in pages."""
 from __future__ import annotations
 
 import json
+import logging
 import uuid
 from collections.abc import Iterator
 
@@ -12,7 +13,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from parla.memory.store.supabase_schema import apply_migrations, migrations
+from parla.memory.store.supabase_schema import IndexCheck, apply_migrations, check_vector_indexes, migrations
 from tests.conftest import signed_in_store
 from tests.memory.store.test_contract import emb
 from tests.memory.store.test_supabase import user_id
@@ -247,3 +248,55 @@ def test_the_indexes_have_32_links_and_a_wide_build_search(supabase, db):
     names = {name for name, _ in rows}
     assert names == {f"{t}_hnsw_{d}_m32" for t in TABLES for d in (256, 768, 1536, 3072)}
     assert all(sorted(options) == ["ef_construction=256", "m=32"] for _, options in rows)
+
+
+def test_an_index_that_misses_rows_is_found_and_built_again(supabase, caplog):
+    """After a build, the check compares each index's nearest rows with an exact scan: a good
+    index passes as built; one that cannot reach a part of its rows (here the rows rewritten
+    while the index was not kept up to date: their new vectors are not in it) falls short, is
+    built again without blocking writes, and agrees; with no builds again allowed it is reported."""
+    rng = np.random.default_rng(3)
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        uid = supabase.shim.create_user("heavy@example.com")
+        fill(conn, uid, chats=200, windows=8, rng=rng)
+        conn.execute("ANALYZE public.chat_windows")
+    checked = check_vector_indexes(supabase.dsn, IndexCheck())
+    assert [(c.index, c.rebuilds) for c in checked] == [("chat_windows_hnsw_256_m32", 0)]
+    assert checked[0].agreement >= 0.99
+    index = "'public.chat_windows_hnsw_256_m32'::regclass"
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        conn.execute(f"UPDATE pg_index SET indisready = false WHERE indexrelid = {index}")
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        rows = conn.execute("SELECT chat_id, start_seq FROM public.chat_windows WHERE start_seq <= 4").fetchall()
+        moved = near(rng, TOPICS, len(rows))  # each row a vector of its own (HNSW keeps few duplicates)
+        with conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE public.chat_windows SET embedding = %s::extensions.vector WHERE chat_id = %s AND start_seq = %s",
+                [(literal(v), chat, seq) for v, (chat, seq) in zip(moved, rows, strict=True)],
+            )
+        conn.execute(f"UPDATE pg_index SET indisready = true WHERE indexrelid = {index}")
+    with caplog.at_level(logging.INFO, logger="parla.memory.store.supabase_schema"):
+        (kept,) = check_vector_indexes(supabase.dsn, IndexCheck(rebuilds=0))
+        assert kept.rebuilds == 0 and kept.agreement < 0.99
+        assert "searches may miss chats" in caplog.text
+        (mended,) = check_vector_indexes(supabase.dsn, IndexCheck())
+    assert mended.rebuilds == 1 and mended.agreement >= 0.99
+    assert "building it again" in caplog.text
+
+
+def test_a_build_again_left_unfinished_is_dropped_by_the_next_check(supabase):
+    """REINDEX CONCURRENTLY cut short leaves its new index invalid (named <index>_ccnew), still
+    updated by every write: the next check drops it."""
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        conn.execute(
+            "CREATE INDEX chat_windows_hnsw_256_m32_ccnew ON public.chat_windows USING hnsw "
+            "((embedding::extensions.halfvec(256)) extensions.halfvec_cosine_ops) "
+            "WHERE extensions.vector_dims(embedding) = 256"
+        )
+        conn.execute(
+            "UPDATE pg_index SET indisvalid = false "
+            "WHERE indexrelid = 'public.chat_windows_hnsw_256_m32_ccnew'::regclass"
+        )
+    assert check_vector_indexes(supabase.dsn, IndexCheck()) == []  # no index has rows
+    with psycopg.connect(supabase.dsn) as conn:
+        assert conn.execute("SELECT to_regclass('public.chat_windows_hnsw_256_m32_ccnew')").fetchone() == (None,)
