@@ -13,7 +13,10 @@ keep-alive timer starts only after a response), until the daemon runs out of fil
 
 from __future__ import annotations
 
+import array
 import asyncio
+import fcntl
+import termios
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -68,10 +71,24 @@ class _GuardedH11(H11Protocol):
         """One over the bound: close the connection that has waited longest for its request (this
         one when all the others are being answered). A browser's request follows its connection at
         once, so under a flood of new connections the ones kept are the newest and those answered.
+        A connection whose request is in its socket, not read yet, is passed over while another
+        waits: the loop accepts a burst of connections before it reads any of them, and the user's,
+        accepted first in the burst, would otherwise be the one closed.
         (Closed ones leave `connections` a moment later: they are not counted.)"""
         open_ = [c for c in self.connections if isinstance(c, _GuardedH11) and not c.transport.is_closing()]
         if len(open_) > self.max_connections:
-            min((c for c in open_ if c._waiting()), key=lambda c: c._waiting_since).transport.close()
+            waiting = sorted((c for c in open_ if c._waiting()), key=lambda c: c._waiting_since)
+            next((c for c in waiting if not c._unread()), waiting[0]).transport.close()
+
+    def _unread(self) -> bool:
+        """Bytes have come in that the loop has not read yet."""
+        sock = self.transport.get_extra_info("socket")
+        pending = array.array("i", [0])
+        try:
+            fcntl.ioctl(sock.fileno(), termios.FIONREAD, pending)
+        except (AttributeError, OSError):
+            return False
+        return pending[0] > 0
 
 
 def guarded_protocol(max_connections: int, request_timeout_s: float) -> type[H11Protocol]:

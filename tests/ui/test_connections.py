@@ -5,7 +5,9 @@ served throughout."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -56,3 +58,31 @@ async def test_a_request_sent_slowly_is_closed(tmp_path):
             assert closed.result() == b""
         finally:
             writer.close()
+
+
+async def test_a_request_that_came_in_a_burst_of_connections_is_answered(tmp_path):
+    # CI, the flood scenario (bench.faults): the user's page failed with ReadError('') now and then.
+    # Its request was in the socket, but a burst of newer connections was accepted before the loop
+    # read it, and each made room by closing the connection that had waited longest: the user's.
+    settings = ui_settings(tmp_path, ui_max_connections=MAX, ui_request_timeout_s=30.0)
+    async with SQLiteChatStore(tmp_path / "parla.db") as store, serve_sample(store, settings) as served:
+        address = ("127.0.0.1", served.serving.port)
+        older = [await asyncio.open_connection(*address) for _ in range(MAX)]
+        await asyncio.sleep(0.2)  # accepted, each waiting for a request that never comes
+        target = urlsplit(served.url)
+        # Without letting the loop run, so the kernel queues them all (the listening backlog is MAX):
+        # the user's connection and its request, then MAX more connections that send nothing.
+        user = socket.create_connection(address)
+        burst = [socket.create_connection(address) for _ in range(MAX)]
+        try:
+            user.sendall(f"GET {target.path}?{target.query} HTTP/1.1\r\nHost: {target.netloc}\r\n\r\n".encode())
+            user.setblocking(False)
+            loop = asyncio.get_running_loop()
+            answer = await asyncio.wait_for(loop.sock_recv(user, 65536), 15)
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:200]
+        finally:
+            user.close()
+            for s in burst:
+                s.close()
+            for _, writer in older:
+                writer.close()
