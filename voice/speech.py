@@ -12,6 +12,7 @@ import asyncio
 import shlex
 import tempfile
 import wave
+from contextlib import suppress
 from pathlib import Path
 
 import numpy as np
@@ -60,6 +61,11 @@ async def spoken(text: str, template: str) -> bytes:
             proc.kill()
             await proc.wait()
             raise SpeechFailed(f"the speech command {words[0]!r} took longer than {_TIMEOUT_S:g} s") from None
+        except asyncio.CancelledError:  # a stop: the command is not left running behind the daemon
+            with suppress(ProcessLookupError):  # it ended meanwhile
+                proc.kill()
+            await proc.wait()
+            raise
         if proc.returncode != 0 or not wav.exists():
             raise SpeechFailed(f"the speech command {words[0]!r} failed: {err.decode(errors='replace').strip()[:200]}")
         try:
