@@ -10,9 +10,15 @@ set on a laptop that is closed is still said, by the desktop). A reminder due wh
 stopped has had its turn: it is said at the next start, with the time it was due (when that is a
 minute or more ago).
 
-A store that fails a read or a claim is asked again `_RETRY_S` later; nothing is marked said that
-was not claimed, and a reminder is said at most once by this process (a claim made in the local
-copy while Supabase was away is not said again when the server answers).
+A reminder counts as said once its saying finished: then it is marked said in the store. One
+whose saying was cut off (a stop, a kill -9, a power loss) stays claimed by this device and unsaid,
+and is said again at the next start (late, with the time it was due), like one due while the
+daemon was stopped. A mark the store did not take is tried again at each read.
+
+A store that fails a read or a claim is asked again `_RETRY_S` later; nothing is said that was not
+claimed, and a reminder is said at most once by this process (a claim made in the local copy while
+Supabase was away is not said again when the server answers; one whose saying failed, a broken
+speaker, is said again at the next start).
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import Self
 
-from parla.memory.errors import StoreError
+from parla.memory.errors import StoreError, WriteQueued
 from parla.memory.local_time import LocalClock, LocalTime, spoken_date
 from parla.memory.reminders import Reminder
 from parla.memory.store import ReminderRecords
@@ -73,7 +79,8 @@ class ReminderScheduler:
         self.handoff = timedelta(seconds=handoff_s)
         self.recheck_s = recheck_s
         self.clock = clock or LocalClock()
-        self._said: set[str] = set()
+        self._said: set[str] = set()  # claimed (or taken up again) by this process: never said twice by it
+        self._heard: set[str] = set()  # said to the end, the mark not taken by the store yet
         self._task: asyncio.Task[None] | None = None
         self.said = 0  # reminders said by this process
 
@@ -110,10 +117,11 @@ class ReminderScheduler:
         """Say the reminders whose turn has come; the seconds until the next turn (at most `recheck_s`).
         All of them are claimed first, then said one after the other: a second reminder due with the
         first is claimed at its time, not after the first one's words."""
+        cut_off = await self._unsaid()
         pending = [r for r in await self.store.list_reminders() if r.id not in self._said]
         now = self.clock.now_utc()
         claimed = [c for r in pending if self.turn_at(r) <= now and (c := await self._claim(r)) is not None]
-        for reminder in claimed:
+        for reminder in sorted(cut_off + claimed, key=lambda r: r.due_at):
             await self._say_one(reminder)
         later = [self.turn_at(r) for r in pending if self.turn_at(r) > now]
         if not later:
@@ -133,12 +141,49 @@ class ReminderScheduler:
             )
         return claimed
 
+    async def _unsaid(self) -> list[Reminder]:
+        """The reminders this device claimed whose saying an earlier process did not finish (to say
+        again); the marks of ones said here that the store did not take are tried again."""
+        cut_off = []
+        for reminder in await self.store.unsaid_reminders(self.device):
+            if reminder.id in self._heard:
+                await self._mark_said(reminder)
+            elif reminder.id not in self._said:
+                self._said.add(reminder.id)
+                log.info(
+                    "reminder due %s was claimed here and not said to its end: said again",
+                    reminder.due_at.isoformat(),
+                    extra={"event": "reminder_resaid", "reminder_id": reminder.id, "kind": reminder.kind},
+                )
+                cut_off.append(reminder)
+        return cut_off
+
     async def _say_one(self, reminder: Reminder) -> None:
         self.said += 1
         try:
             await self._say(reminder, words_for(reminder, self.clock.now()))
         except Exception:  # a broken speaker must not stop the reminders after it
             log.exception("reminder %s could not be said", reminder.id, extra={"event": "reminder_unsaid"})
+            return
+        self._heard.add(reminder.id)
+        await self._mark_said(reminder)
+
+    async def _mark_said(self, reminder: Reminder) -> None:
+        """The store told the reminder was said to its end; one it did not take is marked at the
+        next read. Queued while Supabase is away: the copy has it, the server gets it later."""
+        try:
+            await self.store.mark_reminder_said(reminder.id, self.device)
+        except WriteQueued:
+            pass
+        except StoreError as e:
+            log.warning(
+                "reminder %s said but not marked said: %s; trying again",
+                reminder.id,
+                e,
+                extra={"event": "reminder_unmarked"},
+            )
+            return
+        self._heard.discard(reminder.id)
 
 
 async def say_aloud(speaker: Speaker, words: str, speech_command: str, keep_open: Callable[[], bool]) -> None:

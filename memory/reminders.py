@@ -5,7 +5,9 @@ A reminder is due at a moment in UTC (`due_at`) and keeps the user's zone when i
 can be read back in the user's local time. It names the chat (and the turn) it was set in, so
 "take me there" can switch to that chat. Its state moves once: pending to fired (claimed by the
 device that says it, atomically in the store) or pending to cancelled; a fired or cancelled
-reminder stays stored as history.
+reminder stays stored as history. A fired reminder counts as said only once its saying finished
+(`said_at`): one whose saying a stop, a kill or a power loss cut off is said again by the device
+that claimed it, at its next start.
 """
 
 from __future__ import annotations
@@ -37,9 +39,10 @@ class Reminder(BaseModel):
     turn_id: str | None = None
     device: str | None = None  # the device it was set on (it says it first: docs/guides/reminders.md)
     state: ReminderState = "pending"
-    claimed_by: str | None = None  # the device that said it
+    claimed_by: str | None = None  # the device that says it
     created_at: datetime = Field(default_factory=utcnow)
-    fired_at: datetime | None = None
+    fired_at: datetime | None = None  # claimed
+    said_at: datetime | None = None  # its saying finished; None while claimed and not yet said whole
     cancelled_at: datetime | None = None
 
     @field_validator("text")
@@ -47,7 +50,7 @@ class Reminder(BaseModel):
     def _storable(cls, text: str, info: ValidationInfo) -> str:
         return storable_text(text.strip() or text, f"reminder {info.data.get('id')}")
 
-    @field_validator("due_at", "created_at", "fired_at", "cancelled_at")
+    @field_validator("due_at", "created_at", "fired_at", "said_at", "cancelled_at")
     @classmethod
     def _aware(cls, moment: datetime | None) -> datetime | None:
         if moment is not None and moment.tzinfo is None:

@@ -206,8 +206,9 @@ class ReminderRow(Shape):
     state: Literal["pending", "fired", "cancelled"]
     chat_id: str | None = Field(description="the chat it was set in")
     device: str | None = Field(description="the device it was set on")
-    said_by: str | None = Field(description="the device that said it")
-    said_at: str | None
+    claimed_by: str | None = Field(description="the device that claimed it, to say it")
+    said_by: str | None = Field(description="the device that said it to its end")
+    said_at: str | None = Field(description="when its saying finished; null while claimed and cut off")
 
 
 class LiveStep(Shape):

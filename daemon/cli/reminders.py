@@ -49,9 +49,16 @@ def _json(settings: Settings, number: int | None, r: Reminder) -> dict[str, Any]
         "state": r.state,
         "chat_id": r.chat_id,
         "device": r.device,
-        "said_by": r.claimed_by,
-        "said_at": iso(r.fired_at),
+        "claimed_by": r.claimed_by,
+        "said_by": r.claimed_by if r.said_at else None,
+        "said_at": iso(r.said_at),
     }
+
+
+def _state(r: Reminder) -> str:
+    if r.state == "fired" and r.said_at is None:  # cut off: said again when that device starts
+        return f"claimed by {escape(r.claimed_by or '')}, not said to its end yet"
+    return "said" + (f" by {escape(r.claimed_by)}" if r.claimed_by else "") if r.state == "fired" else r.state
 
 
 async def _find(store: ChatStore, ref: str) -> Reminder:
@@ -83,7 +90,7 @@ async def list_(
         return
     table = Table("#" if not everything else "id", "when", "what", "kind", "chat", "state")
     for n, r in numbered:
-        state = r.state + (f" by {escape(r.claimed_by)}" if r.claimed_by else "")
+        state = _state(r)
         chat = r.chat_id[:8] if r.chat_id else ""
         table.add_row(str(n) if n else r.id[:8], _local(settings, r), escape(r.text), r.kind, chat, state)
     out.print(table)

@@ -15,7 +15,10 @@ Semantics every implementation keeps:
   transaction, the current entries of that subject said before it (and is itself stored superseded
   when a current one was said after it); superseded and forgotten entries stay as history.
 - A reminder's state moves once, pending to fired or to cancelled: `claim_reminder` is atomic, so
-  of several devices claiming one reminder exactly one gets it (and says it).
+  of several devices claiming one reminder exactly one gets it (and says it). Fired is claimed, not
+  heard: the claimer marks it said (`mark_reminder_said`) once its saying finished, and until then
+  it is among that device's `unsaid_reminders`, which it says again (after a stop, a kill or a
+  power loss cut the saying off). The mark is written once: a said reminder stays said.
 - Every embedding is written with its text and its embedder; vectors of another embedder or
   dimension are refused (`EmbedderMismatch`) until `replace_embeddings` rebuilds them all.
 """
@@ -335,6 +338,18 @@ class ReminderRecords(Protocol):
     async def claim_reminder(self, reminder_id: str, device: str) -> Reminder | None:
         """Mark a pending reminder fired by `device`, atomically: the reminder as claimed, or None
         when it is no longer pending (another device claimed it, or it was cancelled)."""
+        ...
+
+    async def mark_reminder_said(self, reminder_id: str, device: str) -> Reminder | None:
+        """Record that `device` said the reminder to its end (`said_at`; kept when marked already).
+        One still pending (claimed in this device's local copy while the server was away) is
+        claimed and marked in one step. None when another device holds the claim, it was
+        cancelled, or no reminder has that id."""
+        ...
+
+    async def unsaid_reminders(self, device: str) -> list[Reminder]:
+        """The reminders `device` claimed and never marked said (their saying was cut off),
+        soonest due first."""
         ...
 
 

@@ -395,6 +395,8 @@ class LocalCopyStore:
                     await self.local.cancel_reminder(reminder.id)
                 elif held.state == "pending" and reminder.state == "fired":
                     await self.local.claim_reminder(reminder.id, reminder.claimed_by or "")
+                if reminder.said_at is not None and held.said_at is None and reminder.claimed_by:
+                    await self.local.mark_reminder_said(reminder.id, reminder.claimed_by)
 
         return await self._read(
             lambda: self.remote.list_reminders(history=history),
@@ -417,6 +419,19 @@ class LocalCopyStore:
             return await self.local.claim_reminder(reminder_id, device)
         await self._copy(self.local.claim_reminder(reminder_id, device))
         return claimed
+
+    async def mark_reminder_said(self, reminder_id: str, device: str) -> Reminder | None:
+        """Through the outbox: a reminder said while the server is away is marked in the copy at
+        once (so it is not said again here) and on the server when the outbox is sent."""
+        return await self._write(
+            lambda: self.remote.mark_reminder_said(reminder_id, device),
+            lambda _: self.local.mark_reminder_said(reminder_id, device),
+        )
+
+    async def unsaid_reminders(self, device: str) -> list[Reminder]:
+        return await self._read(
+            lambda: self.remote.unsaid_reminders(device), lambda: self.local.unsaid_reminders(device)
+        )
 
     # -- search ----------------------------------------------------------------------------
 

@@ -55,6 +55,7 @@ OutboxOp = Literal[
     "set_fact_lines",
     "add_reminder",
     "cancel_reminder",
+    "mark_reminder_said",
     "save_profile",
     "set_profile_forgotten",
 ]

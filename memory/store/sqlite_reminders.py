@@ -11,7 +11,8 @@ from parla.memory.store.sqlite_rows import iso
 from parla.memory.turn import utcnow
 
 _COLUMNS = (
-    "id, text, due_at, time_zone, kind, chat_id, turn_id, device, state, claimed_by, created_at, fired_at, cancelled_at"
+    "id, text, due_at, time_zone, kind, chat_id, turn_id, device, state, claimed_by, created_at, fired_at, said_at, "
+    "cancelled_at"
 )
 
 
@@ -33,6 +34,7 @@ def _params(r: Reminder) -> tuple[object, ...]:
         r.claimed_by,
         iso(r.created_at),
         iso(r.fired_at) if r.fired_at else None,
+        iso(r.said_at) if r.said_at else None,
         iso(r.cancelled_at) if r.cancelled_at else None,
     )
 
@@ -41,7 +43,7 @@ class SQLiteReminders(SQLiteConnection):
     async def add_reminder(self, reminder: Reminder) -> Reminder:
         def write(db: sqlite3.Connection) -> Reminder:
             db.execute(
-                f"INSERT INTO reminders ({_COLUMNS}) VALUES ({', '.join('?' * 13)}) ON CONFLICT (id) DO NOTHING",
+                f"INSERT INTO reminders ({_COLUMNS}) VALUES ({', '.join('?' * 14)}) ON CONFLICT (id) DO NOTHING",
                 _params(reminder),
             )
             return reminder_of_row(
@@ -81,3 +83,27 @@ class SQLiteReminders(SQLiteConnection):
             return None if row is None else reminder_of_row(row)
 
         return await self._write(write)
+
+    async def mark_reminder_said(self, reminder_id: str, device: str) -> Reminder | None:
+        def write(db: sqlite3.Connection) -> Reminder | None:
+            now = iso(utcnow())
+            db.execute(
+                "UPDATE reminders SET state = 'fired', claimed_by = ?, fired_at = coalesce(fired_at, ?), "
+                "said_at = coalesce(said_at, ?) "
+                "WHERE id = ? AND (state = 'pending' OR (state = 'fired' AND claimed_by = ?))",
+                (device, now, now, reminder_id, device),
+            )
+            row = db.execute(
+                f"SELECT {_COLUMNS} FROM reminders WHERE id = ? AND state = 'fired' AND claimed_by = ?",
+                (reminder_id, device),
+            ).fetchone()
+            return None if row is None else reminder_of_row(row)
+
+        return await self._write(write)
+
+    async def unsaid_reminders(self, device: str) -> list[Reminder]:
+        query = (
+            f"SELECT {_COLUMNS} FROM reminders WHERE state = 'fired' AND said_at IS NULL AND claimed_by = ? "
+            "ORDER BY due_at, id"
+        )
+        return await self._read(lambda db: [reminder_of_row(r) for r in db.execute(query, (device,))])

@@ -236,4 +236,12 @@ CREATE TABLE IF NOT EXISTS word_bounds (
 CREATE TRIGGER IF NOT EXISTS word_bounds_forget AFTER DELETE ON chats BEGIN
     DELETE FROM word_bounds; END
 """,
+    # a reminder counts as said once its saying finished (memory.reminders): a fired one not marked
+    # said was cut off, and the device that claimed it says it again. Those fired before this were
+    # said as far as anyone knows: they count as said when they were claimed.
+    """
+ALTER TABLE reminders ADD COLUMN said_at TEXT;
+UPDATE reminders SET said_at = fired_at WHERE state = 'fired';
+CREATE INDEX reminders_unsaid ON reminders (claimed_by, due_at) WHERE state = 'fired' AND said_at IS NULL
+""",
 ]

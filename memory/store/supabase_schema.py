@@ -18,7 +18,7 @@ from parla.memory.config import INDEX_CHECK_AGREEMENT, INDEX_CHECK_REBUILDS, IND
 from parla.memory.errors import StoreError
 
 # what public.parla_schema_version() returns once every shipped migration is applied
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 log = logging.getLogger(__name__)
 

@@ -99,3 +99,54 @@ async def test_reminders_survive_kill_9_and_a_stop_and_each_is_said_once(
         recorder.stop()
         if proc.poll() is None:
             proc.kill()
+
+
+async def _reminder(store_path, reminder: Reminder) -> Reminder:
+    async with SQLiteChatStore(store_path) as store:
+        (stored,) = [r for r in await store.list_reminders(history=True) if r.id == reminder.id]
+    return stored
+
+
+async def test_a_reminder_cut_off_by_a_stop_or_a_kill_is_said_again_at_the_start_and_a_said_one_is_not(
+    pulse, live, gemini, live_certificate, tmp_path
+):
+    """The claim marks a reminder fired before it is said: one whose saying a stop (SIGTERM) or a
+    kill -9 cut off was never said again, though the user never heard it whole. Each is said again
+    at the next start, once; one said to its end before a stop is not."""
+    env = process_env(pulse, live, gemini, live_certificate, tmp_path, PARLA_DEVICE_NAME="laptop")
+    socket = tmp_path / "ctl.sock"
+    store_path = tmp_path / "parla.db"
+    recorder = pulse.record_speaker()
+    words = "the train to Milan leaves from platform four, bring the tickets and the passports"
+    proc = await _start(env, socket)
+    try:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            cut = Reminder(text=f"{words} ({sig.name})", due_at=utcnow() + timedelta(seconds=1), device="laptop")
+            async with SQLiteChatStore(store_path) as store:
+                await store.add_reminder(cut)
+            await send_command(socket, "reminders")
+            await heard_after(recorder, monotonic_of(cut.due_at), seconds=0.3)  # the cue and the first words
+            await _stop(proc, sig)  # while it is said
+            if sig == signal.SIGTERM:
+                _stopped_at_once(proc)
+            stored = await _reminder(store_path, cut)
+            assert stored.state == "fired" and stored.said_at is None, "said to its end before the stop"
+
+            restarted = time.monotonic()
+            proc = await _start(env, socket)
+            await heard_after(recorder, restarted, seconds=1.0)
+
+            async def said_again(cut: Reminder = cut) -> Reminder | None:
+                stored = await _reminder(store_path, cut)
+                return stored if stored.said_at is not None else None
+
+            again = await eventually(said_again, timeout=15, what=f"the reminder cut off by {sig.name} said again")
+            assert again.claimed_by == "laptop"
+            # once, and the reminder said whole before this stop is not said again
+            assert (await send_command(socket, "status"))["reminders_said"] == 1
+        await asyncio.sleep(1.0)
+        assert (await send_command(socket, "status"))["reminders_said"] == 1
+    finally:
+        recorder.stop()
+        if proc.poll() is None:
+            proc.kill()

@@ -1,21 +1,27 @@
 """The reminders contract on every store (SQLite, Supabase through the peer, Supabase with this
-device's copy): kept with every field, pending ones soonest first, a state that moves once, and a
-claim that exactly one of many concurrent claimers wins."""
+device's copy): kept with every field, pending ones soonest first, a state that moves once, a
+claim that exactly one of many concurrent claimers wins, and a reminder that counts as said only
+once its claimer marked it so (one cut off is among that device's unsaid ones until then)."""
 
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 from datetime import timedelta
 from zoneinfo import ZoneInfo
 
+import psycopg
 import pytest
 
 from parla.memory.errors import StoreError, WriteQueued
 from parla.memory.reminders import Reminder
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite_schema import MIGRATIONS
+from parla.memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations
 from parla.memory.turn import new_id
-from tests.conftest import T0, copied_store
+from tests.conftest import T0, copied_store, signed_in_store
 from tests.memory.store.test_supabase import rest, token_of, two_users
+from tests.memory.store.test_two_devices import device, shims  # noqa: F401 - the peers' fixture
 
 
 def reminder(text: str, minutes: int, **fields) -> Reminder:
@@ -69,6 +75,38 @@ async def test_a_claim_is_won_once_and_names_the_device(any_store):
     assert await any_store.claim_reminder(new_id(), "laptop") is None
 
 
+async def test_a_claimed_reminder_is_unsaid_for_its_claimer_until_marked_said_once(any_store):
+    early, late = reminder("early", 1), reminder("late", 2)
+    for r in (late, early):
+        await any_store.add_reminder(r)
+        assert (await any_store.claim_reminder(r.id, "laptop")).said_at is None
+    assert [r.text for r in await any_store.unsaid_reminders("laptop")] == ["early", "late"]  # soonest first
+    assert await any_store.unsaid_reminders("desktop") == []  # another device's claims are not its own
+    assert await any_store.mark_reminder_said(early.id, "desktop") is None  # not the claimer
+    said = await any_store.mark_reminder_said(early.id, "laptop")
+    assert said is not None and said.said_at is not None and said.state == "fired" and said.claimed_by == "laptop"
+    assert (await any_store.mark_reminder_said(early.id, "laptop")).said_at == said.said_at  # written once
+    assert [r.text for r in await any_store.unsaid_reminders("laptop")] == ["late"]
+    history = {r.text: r for r in await any_store.list_reminders(history=True)}
+    assert history["early"].said_at == said.said_at and history["late"].said_at is None
+
+
+async def test_marking_a_pending_reminder_said_claims_it_and_a_cancelled_one_is_refused(any_store):
+    """A reminder claimed in a local copy while the server was away is still pending there: the
+    mark sent later claims it for the device that said it."""
+    r = await any_store.add_reminder(reminder("said offline", 1))
+    said = await any_store.mark_reminder_said(r.id, "laptop")
+    assert said is not None and (said.state, said.claimed_by) == ("fired", "laptop")
+    assert said.fired_at is not None and said.said_at is not None
+    assert await any_store.claim_reminder(r.id, "desktop") is None and await any_store.list_reminders() == []
+    gone = await any_store.add_reminder(reminder("cancelled", 2))
+    await any_store.cancel_reminder(gone.id)
+    assert await any_store.mark_reminder_said(gone.id, "laptop") is None
+    assert (await any_store.cancel_reminder(gone.id)).said_at is None
+    assert await any_store.mark_reminder_said(new_id(), "laptop") is None
+    assert await any_store.unsaid_reminders("laptop") == []
+
+
 async def test_concurrent_claims_on_one_reminder_one_wins(any_store):
     r = await any_store.add_reminder(reminder("meeting", 1))
     results = await asyncio.gather(*(any_store.claim_reminder(r.id, f"device-{i}") for i in range(6)))
@@ -120,3 +158,77 @@ async def test_a_user_cannot_see_claim_or_cancel_another_users_reminder(supabase
         with rest(supabase, token_of(a)) as http:
             assert http.get("/reminders", params={"select": "*"}).json() == []
         assert (await b.list_reminders()) == [theirs]
+
+
+async def test_offline_a_reminder_said_is_marked_in_the_copy_and_on_the_server_when_it_is_back(supabase, tmp_path):
+    async with copied_store(supabase, tmp_path) as store:
+        online, away = reminder("claimed online", 1), reminder("claimed away", 2)
+        for r in (online, away):
+            await store.add_reminder(r)
+        assert await store.claim_reminder(online.id, "laptop") is not None
+        supabase.shim.refuse()
+        assert await store.claim_reminder(away.id, "laptop") is not None  # in the copy only
+        for r in (online, away):
+            with pytest.raises(WriteQueued):
+                await store.mark_reminder_said(r.id, "laptop")
+        assert await store.unsaid_reminders("laptop") == []  # from the copy: neither is said again here
+        supabase.shim.recover()
+        # the read sends the queued marks first: the server never lists them unsaid
+        assert await store.remote.unsaid_reminders("laptop") == []
+        said = {r.text: r for r in await store.remote.list_reminders(history=True)}
+        assert {t: (r.state, r.claimed_by) for t, r in said.items()} == {
+            "claimed online": ("fired", "laptop"),
+            "claimed away": ("fired", "laptop"),
+        }
+        assert all(r.said_at is not None for r in said.values())
+
+
+async def test_a_mark_said_on_another_device_reaches_the_copy(shims, tmp_path):  # noqa: F811
+    async with device(shims[0], tmp_path, "laptop") as laptop, device(shims[1], tmp_path, "desktop") as desktop:
+        r = await laptop.add_reminder(reminder("seen both ways", 1))
+        await desktop.list_reminders()  # the desktop's copy holds it pending
+        await laptop.claim_reminder(r.id, "laptop")
+        await laptop.mark_reminder_said(r.id, "laptop")
+        await desktop.list_reminders(history=True)
+        (copied,) = await desktop.local.list_reminders(history=True)
+        assert (copied.state, copied.claimed_by) == ("fired", "laptop") and copied.said_at is not None
+
+
+async def test_sqlite_reminders_said_before_the_mark_existed_count_as_said(tmp_path):
+    """A file from before the said mark: its fired reminders were said as far as anyone knows, so
+    the upgrade does not say them all again."""
+    path = tmp_path / "parla.db"
+    async with SQLiteChatStore(path) as store:
+        fired, pending = reminder("said last week", 1), reminder("to come", 90)
+        for r in (fired, pending):
+            await store.add_reminder(r)
+        await store.claim_reminder(fired.id, "laptop")
+    with sqlite3.connect(path) as raw:  # back to the version before the mark
+        raw.executescript(
+            f"DROP INDEX reminders_unsaid; ALTER TABLE reminders DROP COLUMN said_at; "
+            f"PRAGMA user_version = {len(MIGRATIONS) - 1};"
+        )
+    async with SQLiteChatStore(path) as store:
+        assert await store.unsaid_reminders("laptop") == []
+        history = {r.text: r for r in await store.list_reminders(history=True)}
+    assert history["said last week"].said_at == history["said last week"].fired_at is not None
+    assert history["to come"].said_at is None and history["to come"].state == "pending"
+
+
+async def test_supabase_reminders_said_before_the_mark_existed_count_as_said(supabase, pg_cluster, tmp_path):
+    async with await signed_in_store(supabase, tmp_path) as store:
+        fired, pending = reminder("said last week", 1), reminder("to come", 90)
+        for r in (fired, pending):
+            await store.add_reminder(r)
+        await store.claim_reminder(fired.id, "laptop")
+        (said,) = [m for m in migrations() if m.name == "parla_reminder_said"]
+        name = psycopg.conninfo.conninfo_to_dict(supabase.dsn)["dbname"]
+        with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+            conn.execute("alter table public.reminders drop column said_at cascade")
+            conn.execute("delete from supabase_migrations.schema_migrations where version = %s", (said.version,))
+            assert apply_migrations(pg_cluster.owner_dsn(name)) == [said]
+            assert conn.execute("select public.parla_schema_version()").fetchone() == (SCHEMA_VERSION,)
+        assert await store.unsaid_reminders("laptop") == []
+        history = {r.text: r for r in await store.list_reminders(history=True)}
+    assert history["said last week"].said_at == history["said last week"].fired_at is not None
+    assert history["to come"].said_at is None and history["to come"].state == "pending"
