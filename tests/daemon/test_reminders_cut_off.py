@@ -1,0 +1,96 @@
+"""A reminder whose saying was cut off is said again, with the daemon's real scheduler on real
+stores: Supabase through the PostgREST peer (with this device's copy, as the daemon opens it), the
+copy alone while the server is away, and a mark the SQLite file refused, written at the next read.
+The daemon as its own process, stopped or killed while it says one: test_reminders_restart.py."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+
+from parla.daemon.reminders import ReminderScheduler
+from parla.memory.reminders import Reminder
+from parla.memory.store import ReminderRecords
+from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.turn import utcnow
+from tests.conftest import copied_store, eventually
+
+
+def scheduler(store: ReminderRecords, said: list[str], *, cut: bool = False) -> ReminderScheduler:
+    """The laptop's scheduler; with `cut`, each saying starts and never ends (the stop cuts it)."""
+
+    async def say(reminder: Reminder, words: str) -> None:
+        said.append(words)
+        if cut:
+            await asyncio.Event().wait()
+
+    return ReminderScheduler(store, "laptop", say, asyncio.Event(), handoff_s=10, recheck_s=0.5)
+
+
+def due_now(text: str) -> Reminder:
+    return Reminder(text=text, due_at=utcnow(), device="laptop")
+
+
+async def test_cut_off_on_supabase_it_is_said_again_by_the_next_start_then_never(supabase, tmp_path):
+    said: list[str] = []
+    async with copied_store(supabase, tmp_path) as store:
+        r = await store.add_reminder(due_now("the oven"))
+        async with scheduler(store, said, cut=True):
+            await eventually(lambda: said, timeout=5, what="the saying begun")
+        (held,) = await store.remote.unsaid_reminders("laptop")  # claimed on the server, not said
+        assert held.id == r.id
+        async with scheduler(store, said) as again:  # the next start
+            await eventually(lambda: len(said) == 2, timeout=5, what="the reminder said again")
+            await asyncio.sleep(1.2)  # reads after it: said once
+        assert said == ["Reminder: the oven"] * 2 and again.said == 1
+        assert await store.remote.unsaid_reminders("laptop") == []
+        (stored,) = await store.remote.list_reminders(history=True)
+        assert stored.said_at is not None and stored.claimed_by == "laptop"
+        async with scheduler(store, said):
+            await asyncio.sleep(1.2)
+        assert len(said) == 2
+
+
+async def test_while_supabase_is_away_a_cut_off_one_is_said_again_and_its_mark_sent_later(supabase, tmp_path):
+    said: list[str] = []
+    async with copied_store(supabase, tmp_path, recheck_s=60) as store:
+        r = await store.add_reminder(due_now("the bus"))
+        supabase.shim.refuse()
+        async with scheduler(store, said, cut=True):  # claimed in the copy
+            await eventually(lambda: said, timeout=5, what="the saying begun")
+        async with scheduler(store, said):  # a start while still away: from the copy
+            await eventually(lambda: len(said) == 2, timeout=5, what="the reminder said again")
+            await asyncio.sleep(1.2)
+        async with scheduler(store, said):  # said whole: the copy knows, though the server does not
+            await asyncio.sleep(1.2)
+        assert said == ["Reminder: the bus"] * 2
+        supabase.shim.recover()
+        assert await store.flush() == 1  # the mark, queued: it claims the reminder the server still held pending
+        (stored,) = await store.remote.list_reminders(history=True)
+        assert (stored.id, stored.state, stored.claimed_by) == (r.id, "fired", "laptop")
+        assert stored.said_at is not None
+
+
+async def test_a_mark_the_store_refused_is_written_at_the_next_read_and_not_said_again(tmp_path):
+    said: list[str] = []
+    path = tmp_path / "parla.db"
+    async with SQLiteChatStore(path) as store:
+        await store.add_reminder(due_now("the laundry"))
+        with sqlite3.connect(path) as raw:  # a fault in the file: marks are refused
+            raw.execute(
+                "CREATE TRIGGER refuse_marks BEFORE UPDATE OF said_at ON reminders "
+                "BEGIN SELECT RAISE(ABORT, 'disk says no'); END"
+            )
+        async with scheduler(store, said) as running:
+            await eventually(lambda: said, timeout=5, what="the reminder said")
+            await asyncio.sleep(0.8)  # a read after the saying: the mark refused again
+            assert [r.text for r in await store.unsaid_reminders("laptop")] == ["the laundry"]
+            with sqlite3.connect(path) as raw:
+                raw.execute("DROP TRIGGER refuse_marks")
+
+            async def marked() -> bool:
+                return await store.unsaid_reminders("laptop") == []
+
+            await eventually(marked, timeout=5, what="the mark written at a later read")
+            assert running.said == 1
+        assert said == ["Reminder: the laundry"]
