@@ -121,6 +121,12 @@ class DaemonConfig(BaseModel):
         description="Seconds a due reminder is left to the device it was set on before another running device "
         "of the account says it instead.",
     )
+    reminder_takeover_s: float = Field(
+        300.0,
+        gt=0,
+        description="Seconds after which a reminder another device claimed and never finished saying (it was "
+        "stopped, killed or lost power while saying it, and has not started again) is said by this one.",
+    )
     reminder_recheck_s: float = Field(
         60.0,
         gt=0,

@@ -13,7 +13,8 @@ minute or more ago).
 A reminder counts as said once its saying finished: then it is marked said in the store. One
 whose saying was cut off (a stop, a kill -9, a power loss) stays claimed by this device and unsaid,
 and is said again at the next start (late, with the time it was due), like one due while the
-daemon was stopped. A mark the store did not take is tried again at each read.
+daemon was stopped; a device that does not start again leaves it to the others, which take its
+claim up once it is `takeover_s` old. A mark the store did not take is tried again at each read.
 
 A store that fails a read or a claim is asked again `_RETRY_S` later; nothing is said that was not
 claimed, and a reminder is said at most once by this process (a claim made in the local copy while
@@ -70,6 +71,7 @@ class ReminderScheduler:
         *,
         handoff_s: float,
         recheck_s: float,
+        takeover_s: float,
         clock: LocalClock | None = None,
     ) -> None:
         self.store = store
@@ -78,6 +80,7 @@ class ReminderScheduler:
         self._wake = wake
         self.handoff = timedelta(seconds=handoff_s)
         self.recheck_s = recheck_s
+        self.takeover_s = takeover_s
         self.clock = clock or LocalClock()
         self._said: set[str] = set()  # claimed (or taken up again) by this process: never said twice by it
         self._heard: set[str] = set()  # said to the end, the mark not taken by the store yet
@@ -142,20 +145,27 @@ class ReminderScheduler:
         return claimed
 
     async def _unsaid(self) -> list[Reminder]:
-        """The reminders this device claimed whose saying an earlier process did not finish (to say
-        again); the marks of ones said here that the store did not take are tried again."""
+        """The reminders whose saying was cut off that are this device's to say again, claimed
+        again: the ones it claimed in an earlier process, and other devices' stale ones. The marks
+        of ones said here that the store did not take are tried again."""
         cut_off = []
-        for reminder in await self.store.unsaid_reminders(self.device):
+        for reminder in await self.store.unsaid_reminders(self.device, self.takeover_s):
             if reminder.id in self._heard:
                 await self._mark_said(reminder)
-            elif reminder.id not in self._said:
-                self._said.add(reminder.id)
-                log.info(
-                    "reminder due %s was claimed here and not said to its end: said again",
-                    reminder.due_at.isoformat(),
-                    extra={"event": "reminder_resaid", "reminder_id": reminder.id, "kind": reminder.kind},
-                )
-                cut_off.append(reminder)
+                continue
+            if reminder.id in self._said:
+                continue  # its saying failed in this process: the next start (or another device) says it
+            taken = await self.store.reclaim_reminder(reminder.id, self.device, self.takeover_s)
+            if taken is None:
+                continue  # said meanwhile, or its device took it up again first
+            self._said.add(taken.id)
+            log.info(
+                "reminder due %s, claimed by %s and not said to its end, said again",
+                taken.due_at.isoformat(),
+                "this device" if reminder.claimed_by == self.device else reminder.claimed_by,
+                extra={"event": "reminder_resaid", "reminder_id": taken.id, "kind": taken.kind},
+            )
+            cut_off.append(taken)
         return cut_off
 
     async def _say_one(self, reminder: Reminder) -> None:

@@ -233,6 +233,7 @@ class Daemon:
             say,
             self.mem.reminder_wake,
             handoff_s=s.reminder_handoff_s,
+            takeover_s=s.reminder_takeover_s,
             recheck_s=s.reminder_recheck_s,
             clock=LocalClock(s.time_zone),
         )

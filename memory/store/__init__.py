@@ -16,9 +16,10 @@ Semantics every implementation keeps:
   when a current one was said after it); superseded and forgotten entries stay as history.
 - A reminder's state moves once, pending to fired or to cancelled: `claim_reminder` is atomic, so
   of several devices claiming one reminder exactly one gets it (and says it). Fired is claimed, not
-  heard: the claimer marks it said (`mark_reminder_said`) once its saying finished, and until then
-  it is among that device's `unsaid_reminders`, which it says again (after a stop, a kill or a
-  power loss cut the saying off). The mark is written once: a said reminder stays said.
+  heard: the claimer marks it said (`mark_reminder_said`) once its saying finished. Until then it is
+  among the `unsaid_reminders` (its saying was cut off by a stop, a kill or a power loss): its
+  claimer's at once, any device's once the claim is stale; `reclaim_reminder` is atomic too, so
+  exactly one device says it again. The mark is written once: a said reminder stays said.
 - Every embedding is written with its text and its embedder; vectors of another embedder or
   dimension are refused (`EmbedderMismatch`) until `replace_embeddings` rebuilds them all.
 """
@@ -347,9 +348,17 @@ class ReminderRecords(Protocol):
         cancelled, or no reminder has that id."""
         ...
 
-    async def unsaid_reminders(self, device: str) -> list[Reminder]:
-        """The reminders `device` claimed and never marked said (their saying was cut off),
-        soonest due first."""
+    async def unsaid_reminders(self, device: str, stale_s: float) -> list[Reminder]:
+        """The reminders claimed and never marked said (their saying was cut off) that `device`
+        may say again, soonest due first: those it claimed, and those another device claimed
+        `stale_s` or more ago (by the store's clock)."""
+        ...
+
+    async def reclaim_reminder(self, reminder_id: str, device: str, stale_s: float) -> Reminder | None:
+        """Claim again for `device`, atomically, a reminder claimed and never marked said: one it
+        claimed itself (the claim's time renewed, so no other device takes it meanwhile), or one
+        another device claimed `stale_s` or more ago. None when it was said meanwhile or another
+        device holds a fresh claim."""
         ...
 
 

@@ -393,16 +393,23 @@ class LocalCopyStore:
                 held = await self.local.add_reminder(reminder)
                 if held.state == "pending" and reminder.state == "cancelled":
                     await self.local.cancel_reminder(reminder.id)
-                elif held.state == "pending" and reminder.state == "fired":
-                    await self.local.claim_reminder(reminder.id, reminder.claimed_by or "")
-                if reminder.said_at is not None and held.said_at is None and reminder.claimed_by:
-                    await self.local.mark_reminder_said(reminder.id, reminder.claimed_by)
+                elif reminder.state == "fired" and held.said_at is None and reminder.claimed_by:
+                    await self._copy_claim(held, reminder.claimed_by)
+                    if reminder.said_at is not None:
+                        await self.local.mark_reminder_said(reminder.id, reminder.claimed_by)
 
         return await self._read(
             lambda: self.remote.list_reminders(history=history),
             lambda: self.local.list_reminders(history=history),
             copy,
         )
+
+    async def _copy_claim(self, held: Reminder, device: str) -> None:
+        """The copy's claim as the server has it: claimed, or taken over by another device."""
+        if held.state == "pending":
+            await self.local.claim_reminder(held.id, device)
+        elif held.claimed_by != device:
+            await self.local.reclaim_reminder(held.id, device, 0.0)
 
     async def cancel_reminder(self, reminder_id: str) -> Reminder:
         return await self._write(
@@ -428,10 +435,20 @@ class LocalCopyStore:
             lambda _: self.local.mark_reminder_said(reminder_id, device),
         )
 
-    async def unsaid_reminders(self, device: str) -> list[Reminder]:
+    async def unsaid_reminders(self, device: str, stale_s: float) -> list[Reminder]:
         return await self._read(
-            lambda: self.remote.unsaid_reminders(device), lambda: self.local.unsaid_reminders(device)
+            lambda: self.remote.unsaid_reminders(device, stale_s), lambda: self.local.unsaid_reminders(device, stale_s)
         )
+
+    async def reclaim_reminder(self, reminder_id: str, device: str, stale_s: float) -> Reminder | None:
+        """As `claim_reminder`: the remote decides; while it is away, the copy."""
+        try:
+            taken = await self._reach(lambda: self.remote.reclaim_reminder(reminder_id, device, stale_s))
+        except StoreOffline:
+            return await self.local.reclaim_reminder(reminder_id, device, stale_s)
+        if taken is not None:
+            await self._copy(self.local.reclaim_reminder(reminder_id, device, 0.0))
+        return taken
 
     # -- search ----------------------------------------------------------------------------
 

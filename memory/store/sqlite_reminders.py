@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+from datetime import timedelta
 
 from parla.memory.reminders import Reminder
 from parla.memory.store.checks import reminder_not_found
@@ -101,9 +102,23 @@ class SQLiteReminders(SQLiteConnection):
 
         return await self._write(write)
 
-    async def unsaid_reminders(self, device: str) -> list[Reminder]:
+    async def unsaid_reminders(self, device: str, stale_s: float) -> list[Reminder]:
         query = (
-            f"SELECT {_COLUMNS} FROM reminders WHERE state = 'fired' AND said_at IS NULL AND claimed_by = ? "
-            "ORDER BY due_at, id"
+            f"SELECT {_COLUMNS} FROM reminders WHERE state = 'fired' AND said_at IS NULL "
+            "AND (claimed_by = ? OR fired_at <= ?) ORDER BY due_at, id"
         )
-        return await self._read(lambda db: [reminder_of_row(r) for r in db.execute(query, (device,))])
+        stale = iso(utcnow() - timedelta(seconds=stale_s))  # the stored moments' fixed ISO form sorts as time
+        return await self._read(lambda db: [reminder_of_row(r) for r in db.execute(query, (device, stale))])
+
+    async def reclaim_reminder(self, reminder_id: str, device: str, stale_s: float) -> Reminder | None:
+        def write(db: sqlite3.Connection) -> Reminder | None:
+            now = utcnow()
+            row = db.execute(
+                "UPDATE reminders SET claimed_by = ?, fired_at = ? "
+                "WHERE id = ? AND state = 'fired' AND said_at IS NULL AND (claimed_by = ? OR fired_at <= ?) "
+                f"RETURNING {_COLUMNS}",
+                (device, iso(now), reminder_id, device, iso(now - timedelta(seconds=stale_s))),
+            ).fetchone()
+            return None if row is None else reminder_of_row(row)
+
+        return await self._write(write)

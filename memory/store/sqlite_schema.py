@@ -242,6 +242,6 @@ CREATE TRIGGER IF NOT EXISTS word_bounds_forget AFTER DELETE ON chats BEGIN
     """
 ALTER TABLE reminders ADD COLUMN said_at TEXT;
 UPDATE reminders SET said_at = fired_at WHERE state = 'fired';
-CREATE INDEX reminders_unsaid ON reminders (claimed_by, due_at) WHERE state = 'fired' AND said_at IS NULL
+CREATE INDEX reminders_unsaid ON reminders (due_at) WHERE state = 'fired' AND said_at IS NULL
 """,
 ]

@@ -51,10 +51,20 @@ class SupabaseReminders(SupabaseWrites):
         )
         return result
 
-    async def unsaid_reminders(self, device: str) -> list[Reminder]:
+    async def unsaid_reminders(self, device: str, stale_s: float) -> list[Reminder]:
         await self._replay.send_queued_first()  # a mark waiting in the outbox is not said again
-        rows = await self._rpc("unsaid_reminders", "read the reminders said in part", p_device=device)
+        rows = await self._rpc(
+            "unsaid_reminders", "read the reminders said in part", p_device=device, p_stale_s=stale_s
+        )
         return [Reminder.model_validate(r) for r in rows]
+
+    async def reclaim_reminder(self, reminder_id: str, device: str, stale_s: float) -> Reminder | None:
+        if not is_uuid(reminder_id):
+            return None
+        row = await self._rpc(
+            "reclaim_reminder", "claim a reminder again", p_id=reminder_id, p_device=device, p_stale_s=stale_s
+        )
+        return None if row is None else Reminder.model_validate(row)
 
     async def _send_reminder_write(self, entry: OutboxEntry) -> Any:
         p = entry.payload

@@ -7,6 +7,11 @@
 --   killed, or the machine lost power while it was said): the device that claimed it reads it with
 --   `unsaid_reminders` at its next start and says it again. A kill -9 releases nothing, so the mark
 --   is written after the saying rather than the claim released on a stop.
+-- * A device that died saying a reminder may never start again (a laptop lost, or left off for
+--   days): once its claim is stale (older than any saying takes, the client's setting), any device
+--   of the user may take it up with `reclaim_reminder`, one conditional update as the claim. The
+--   claimer's own restart takes it up the same way, which renews the claim's time, so another
+--   device never says it again beside it.
 -- * The mark is written once (coalesce) and only by the claimer; another device gets null. A mark
 --   of a reminder still pending claims it in the same update: it was claimed in a device's local
 --   copy while the server was away, said there, and its mark waited in that device's outbox.
@@ -25,7 +30,7 @@ begin
         update public.reminders set said_at = fired_at where state = 'fired';
     end if;
 end $$;
-create index if not exists reminders_unsaid on public.reminders (user_id, claimed_by, due_at)
+create index if not exists reminders_unsaid on public.reminders (user_id, due_at)
     where state = 'fired' and said_at is null;
 
 -- The reminder as said by p_device, or null when another device holds it, it was cancelled, or
@@ -48,8 +53,10 @@ begin
     return parla.reminder_json(v_row);
 end $$;
 
--- The reminders p_device claimed and never marked said, soonest due first.
-create or replace function public.unsaid_reminders(p_device text, p_user_id uuid default null)
+-- The reminders claimed and never marked said that p_device may say again, soonest due first: the
+-- ones it claimed, and those another device claimed p_stale_s seconds ago or more (by this
+-- server's clock, so the devices' clocks do not matter).
+create or replace function public.unsaid_reminders(p_device text, p_stale_s double precision, p_user_id uuid default null)
 returns jsonb
 language plpgsql stable security invoker set search_path = pg_catalog, public as $$
 declare
@@ -57,12 +64,34 @@ declare
 begin
     return coalesce((select jsonb_agg(parla.reminder_json(r) order by r.due_at, r.id)
                      from public.reminders r
-                     where r.user_id = v_uid and r.state = 'fired' and r.said_at is null and r.claimed_by = p_device),
+                     where r.user_id = v_uid and r.state = 'fired' and r.said_at is null
+                       and (r.claimed_by = p_device or r.fired_at <= now() - make_interval(secs => p_stale_s))),
                     '[]'::jsonb);
 end $$;
 
-revoke all on function public.mark_reminder_said, public.unsaid_reminders from public, anon;
-grant execute on function public.mark_reminder_said, public.unsaid_reminders to authenticated, service_role;
+-- The reminder claimed again by p_device (its claim's time renewed), or null when it was said
+-- meanwhile or another device holds a claim younger than p_stale_s. One conditional update, as the
+-- claim: of two devices taking up one stale claim, one gets the row.
+create or replace function public.reclaim_reminder(p_id uuid, p_device text, p_stale_s double precision,
+                                                   p_user_id uuid default null)
+returns jsonb
+language plpgsql volatile security invoker set search_path = pg_catalog, public as $$
+declare
+    v_row public.reminders;
+begin
+    update public.reminders set claimed_by = p_device, fired_at = now()
+    where id = p_id and user_id = parla.owner_id(p_user_id) and state = 'fired' and said_at is null
+      and (claimed_by = p_device or fired_at <= now() - make_interval(secs => p_stale_s))
+    returning * into v_row;
+    if v_row is null then
+        return null;
+    end if;
+    return parla.reminder_json(v_row);
+end $$;
+
+revoke all on function public.mark_reminder_said, public.unsaid_reminders, public.reclaim_reminder from public, anon;
+grant execute on function public.mark_reminder_said, public.unsaid_reminders, public.reclaim_reminder
+    to authenticated, service_role;
 
 create or replace function public.parla_schema_version() returns integer
 language sql immutable as $$ select 20 $$;

@@ -129,7 +129,7 @@ async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in
         due = utcnow() + timedelta(seconds=1)
         for text in ("first", "second", "third"):
             await store.add_reminder(Reminder(text=text, due_at=due, device="laptop"))
-        async with ReminderScheduler(store, "laptop", say, asyncio.Event(), handoff_s=10, recheck_s=60):
+        async with ReminderScheduler(store, "laptop", say, asyncio.Event(), handoff_s=10, takeover_s=300, recheck_s=60):
             await eventually(lambda: len(said) == 3, timeout=10, what="all three said")
         stored = await store.list_reminders(history=True)
     assert sorted(said) == ["Reminder: first", "Reminder: second", "Reminder: third"]

@@ -15,6 +15,8 @@ from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.turn import utcnow
 from tests.conftest import copied_store, eventually
 
+STALE_S = 300.0  # no claim here gets that old: each device says again only its own
+
 
 def scheduler(store: ReminderRecords, said: list[str], *, cut: bool = False) -> ReminderScheduler:
     """The laptop's scheduler; with `cut`, each saying starts and never ends (the stop cuts it)."""
@@ -24,7 +26,7 @@ def scheduler(store: ReminderRecords, said: list[str], *, cut: bool = False) -> 
         if cut:
             await asyncio.Event().wait()
 
-    return ReminderScheduler(store, "laptop", say, asyncio.Event(), handoff_s=10, recheck_s=0.5)
+    return ReminderScheduler(store, "laptop", say, asyncio.Event(), handoff_s=10, takeover_s=STALE_S, recheck_s=0.5)
 
 
 def due_now(text: str) -> Reminder:
@@ -37,13 +39,13 @@ async def test_cut_off_on_supabase_it_is_said_again_by_the_next_start_then_never
         r = await store.add_reminder(due_now("the oven"))
         async with scheduler(store, said, cut=True):
             await eventually(lambda: said, timeout=5, what="the saying begun")
-        (held,) = await store.remote.unsaid_reminders("laptop")  # claimed on the server, not said
+        (held,) = await store.remote.unsaid_reminders("laptop", STALE_S)  # claimed on the server, not said
         assert held.id == r.id
         async with scheduler(store, said) as again:  # the next start
             await eventually(lambda: len(said) == 2, timeout=5, what="the reminder said again")
             await asyncio.sleep(1.2)  # reads after it: said once
         assert said == ["Reminder: the oven"] * 2 and again.said == 1
-        assert await store.remote.unsaid_reminders("laptop") == []
+        assert await store.remote.unsaid_reminders("laptop", STALE_S) == []
         (stored,) = await store.remote.list_reminders(history=True)
         assert stored.said_at is not None and stored.claimed_by == "laptop"
         async with scheduler(store, said):
@@ -84,12 +86,12 @@ async def test_a_mark_the_store_refused_is_written_at_the_next_read_and_not_said
         async with scheduler(store, said) as running:
             await eventually(lambda: said, timeout=5, what="the reminder said")
             await asyncio.sleep(0.8)  # a read after the saying: the mark refused again
-            assert [r.text for r in await store.unsaid_reminders("laptop")] == ["the laundry"]
+            assert [r.text for r in await store.unsaid_reminders("laptop", STALE_S)] == ["the laundry"]
             with sqlite3.connect(path) as raw:
                 raw.execute("DROP TRIGGER refuse_marks")
 
             async def marked() -> bool:
-                return await store.unsaid_reminders("laptop") == []
+                return await store.unsaid_reminders("laptop", STALE_S) == []
 
             await eventually(marked, timeout=5, what="the mark written at a later read")
             assert running.said == 1

@@ -23,6 +23,8 @@ from tests.conftest import T0, copied_store, signed_in_store
 from tests.memory.store.test_supabase import rest, token_of, two_users
 from tests.memory.store.test_two_devices import device, shims  # noqa: F401 - the peers' fixture
 
+STALE_S = 300.0  # older than any claim here: another device's is not taken up
+
 
 def reminder(text: str, minutes: int, **fields) -> Reminder:
     return Reminder(text=text, due_at=T0 + timedelta(minutes=minutes), time_zone="Europe/Rome", **fields)
@@ -80,13 +82,13 @@ async def test_a_claimed_reminder_is_unsaid_for_its_claimer_until_marked_said_on
     for r in (late, early):
         await any_store.add_reminder(r)
         assert (await any_store.claim_reminder(r.id, "laptop")).said_at is None
-    assert [r.text for r in await any_store.unsaid_reminders("laptop")] == ["early", "late"]  # soonest first
-    assert await any_store.unsaid_reminders("desktop") == []  # another device's claims are not its own
+    assert [r.text for r in await any_store.unsaid_reminders("laptop", STALE_S)] == ["early", "late"]  # soonest first
+    assert await any_store.unsaid_reminders("desktop", STALE_S) == []  # another device's claims are not its own
     assert await any_store.mark_reminder_said(early.id, "desktop") is None  # not the claimer
     said = await any_store.mark_reminder_said(early.id, "laptop")
     assert said is not None and said.said_at is not None and said.state == "fired" and said.claimed_by == "laptop"
     assert (await any_store.mark_reminder_said(early.id, "laptop")).said_at == said.said_at  # written once
-    assert [r.text for r in await any_store.unsaid_reminders("laptop")] == ["late"]
+    assert [r.text for r in await any_store.unsaid_reminders("laptop", STALE_S)] == ["late"]
     history = {r.text: r for r in await any_store.list_reminders(history=True)}
     assert history["early"].said_at == said.said_at and history["late"].said_at is None
 
@@ -104,7 +106,37 @@ async def test_marking_a_pending_reminder_said_claims_it_and_a_cancelled_one_is_
     assert await any_store.mark_reminder_said(gone.id, "laptop") is None
     assert (await any_store.cancel_reminder(gone.id)).said_at is None
     assert await any_store.mark_reminder_said(new_id(), "laptop") is None
-    assert await any_store.unsaid_reminders("laptop") == []
+    assert await any_store.unsaid_reminders("laptop", STALE_S) == []
+
+
+async def test_a_cut_off_claim_is_taken_up_by_its_device_at_once_and_by_another_only_once_stale(any_store):
+    r = await any_store.add_reminder(reminder("pay the rent", 1))
+    first = await any_store.claim_reminder(r.id, "laptop")
+    assert await any_store.reclaim_reminder(r.id, "desktop", STALE_S) is None  # the laptop may be saying it
+    again = await any_store.reclaim_reminder(r.id, "laptop", STALE_S)  # the laptop's next start
+    assert again is not None and again.claimed_by == "laptop" and again.fired_at >= first.fired_at
+    await asyncio.sleep(1.0)
+    assert [x.id for x in await any_store.unsaid_reminders("desktop", 0.5)] == [r.id]  # stale now
+    taken = await any_store.reclaim_reminder(r.id, "desktop", 0.5)  # the laptop never started again
+    assert taken is not None and taken.claimed_by == "desktop" and taken.said_at is None
+    assert await any_store.unsaid_reminders("laptop", STALE_S) == []  # the desktop's now
+    assert await any_store.reclaim_reminder(r.id, "laptop", STALE_S) is None
+    assert await any_store.mark_reminder_said(r.id, "laptop") is None
+    assert (await any_store.mark_reminder_said(r.id, "desktop")).said_at is not None
+    assert await any_store.reclaim_reminder(r.id, "desktop", 0.0) is None  # said: never taken up again
+    assert await any_store.unsaid_reminders("desktop", 0.0) == []
+    assert await any_store.reclaim_reminder(new_id(), "desktop", 0.0) is None
+
+
+async def test_concurrent_takeovers_of_a_stale_claim_one_wins(any_store):
+    r = await any_store.add_reminder(reminder("stale", 1))
+    await any_store.claim_reminder(r.id, "laptop")
+    await asyncio.sleep(1.0)
+    results = await asyncio.gather(*(any_store.reclaim_reminder(r.id, f"device-{i}", 0.5) for i in range(6)))
+    winners = [x for x in results if x is not None]
+    assert len(winners) == 1
+    (stored,) = await any_store.list_reminders(history=True)
+    assert stored.claimed_by == winners[0].claimed_by
 
 
 async def test_concurrent_claims_on_one_reminder_one_wins(any_store):
@@ -171,10 +203,10 @@ async def test_offline_a_reminder_said_is_marked_in_the_copy_and_on_the_server_w
         for r in (online, away):
             with pytest.raises(WriteQueued):
                 await store.mark_reminder_said(r.id, "laptop")
-        assert await store.unsaid_reminders("laptop") == []  # from the copy: neither is said again here
+        assert await store.unsaid_reminders("laptop", STALE_S) == []  # from the copy: neither is said again here
         supabase.shim.recover()
         # the read sends the queued marks first: the server never lists them unsaid
-        assert await store.remote.unsaid_reminders("laptop") == []
+        assert await store.remote.unsaid_reminders("laptop", STALE_S) == []
         said = {r.text: r for r in await store.remote.list_reminders(history=True)}
         assert {t: (r.state, r.claimed_by) for t, r in said.items()} == {
             "claimed online": ("fired", "laptop"),
@@ -209,7 +241,7 @@ async def test_sqlite_reminders_said_before_the_mark_existed_count_as_said(tmp_p
             f"PRAGMA user_version = {len(MIGRATIONS) - 1};"
         )
     async with SQLiteChatStore(path) as store:
-        assert await store.unsaid_reminders("laptop") == []
+        assert await store.unsaid_reminders("laptop", STALE_S) == []
         history = {r.text: r for r in await store.list_reminders(history=True)}
     assert history["said last week"].said_at == history["said last week"].fired_at is not None
     assert history["to come"].said_at is None and history["to come"].state == "pending"
@@ -228,7 +260,7 @@ async def test_supabase_reminders_said_before_the_mark_existed_count_as_said(sup
             conn.execute("delete from supabase_migrations.schema_migrations where version = %s", (said.version,))
             assert apply_migrations(pg_cluster.owner_dsn(name)) == [said]
             assert conn.execute("select public.parla_schema_version()").fetchone() == (SCHEMA_VERSION,)
-        assert await store.unsaid_reminders("laptop") == []
+        assert await store.unsaid_reminders("laptop", STALE_S) == []
         history = {r.text: r for r in await store.list_reminders(history=True)}
     assert history["said last week"].said_at == history["said last week"].fired_at is not None
     assert history["to come"].said_at is None and history["to come"].state == "pending"
