@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from parla.memory.reminders import Reminder
+from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import running
@@ -63,3 +65,21 @@ def test_doctor_tries_the_reminder_speech_command(parla, pulse, monkeypatch):
     monkeypatch.setenv("PARLA_REMINDER_SPEECH_COMMAND", "/nonexistent/say {text} {wav}")
     speech = speech_check()
     assert speech["outcome"] == "warn" and "tone only" in speech["detail"] and "flite" in speech["fix"]
+
+
+async def test_the_list_tells_a_said_reminder_from_one_cut_off(parla, tmp_path, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")  # the table's cells on one line each
+    async with SQLiteChatStore(tmp_path / "parla.db") as store:
+        for text in ("said whole", "cut off"):
+            r = await store.add_reminder(Reminder(text=text, due_at=utcnow() - timedelta(minutes=5)))
+            await store.claim_reminder(r.id, "laptop")
+            if text == "said whole":
+                await store.mark_reminder_said(r.id, "laptop")
+    listed = await asyncio.to_thread(parla, "reminders", "list", "--all", "--json")
+    rows = {r["text"]: r for r in json.loads(listed.stdout)}
+    said, cut = rows["said whole"], rows["cut off"]
+    assert (said["state"], said["claimed_by"], said["said_by"]) == ("fired", "laptop", "laptop")
+    assert said["said_at"] is not None
+    assert (cut["state"], cut["claimed_by"], cut["said_by"], cut["said_at"]) == ("fired", "laptop", None, None)
+    table = (await asyncio.to_thread(parla, "reminders", "list", "--all")).stdout
+    assert "said by laptop" in table and "claimed by laptop, not said to its end yet" in table

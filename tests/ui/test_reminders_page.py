@@ -22,6 +22,9 @@ async def test_the_reminders_page_lists_sets_and_cancels(browser, served):
     dentist = await store.add_reminder(Reminder(text="the dentist", due_at=soon + timedelta(days=1)))
     said = await store.add_reminder(Reminder(text="tea is ready", due_at=utcnow(), kind="timer"))
     await store.claim_reminder(said.id, "desktop")
+    await store.mark_reminder_said(said.id, "desktop")
+    cut = await store.add_reminder(Reminder(text="the oven", due_at=utcnow() - timedelta(minutes=1)))
+    await store.claim_reminder(cut.id, "laptop")  # and the laptop lost power while saying it
     page = await browser.page()
 
     def use_the_page() -> None:
@@ -33,7 +36,10 @@ async def test_the_reminders_page_lists_sets_and_cancels(browser, served):
         expect(sister).to_contain_text("Europe/Rome")
         expect(sister).to_contain_text("on laptop")
         assert page.locator("b", has_text="sister").count() == 0
-        expect(page.get_by_test_id("reminder-done")).to_contain_text("by desktop")
+        done = page.get_by_test_id("reminder-done")
+        expect(done.filter(has_text="tea is ready")).to_contain_text("said")
+        expect(done.filter(has_text="tea is ready")).to_contain_text("by desktop")
+        expect(done.filter(has_text="the oven")).to_contain_text("by laptop, not said to its end")
 
         page.get_by_label("new reminder", exact=True).fill("water the plants")
         page.get_by_label("when", exact=True).fill("in 3 hours")
