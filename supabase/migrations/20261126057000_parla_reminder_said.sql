@@ -71,7 +71,9 @@ end $$;
 
 -- The reminder claimed again by p_device (its claim's time renewed), or null when it was said
 -- meanwhile or another device holds a claim younger than p_stale_s. One conditional update, as the
--- claim: of two devices taking up one stale claim, one gets the row.
+-- claim: of two devices taking up one stale claim, one gets the row; the other waits for its lock,
+-- and its condition, evaluated again on the row as the first left it (Read Committed,
+-- https://www.postgresql.org/docs/current/transaction-iso.html), finds a fresh claim.
 create or replace function public.reclaim_reminder(p_id uuid, p_device text, p_stale_s double precision,
                                                    p_user_id uuid default null)
 returns jsonb
