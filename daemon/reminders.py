@@ -117,19 +117,26 @@ class ReminderScheduler:
                 await asyncio.wait_for(self._wake.wait(), wait)
 
     async def tick(self) -> float:
-        """Say the reminders whose turn has come; the seconds until the next turn (at most `recheck_s`).
-        All of them are claimed first, then said one after the other: a second reminder due with the
-        first is claimed at its time, not after the first one's words."""
-        cut_off = await self._unsaid()
+        """Say the reminders whose turn has come, and those cut off before (`_unsaid`); the seconds
+        until the next turn (at most `recheck_s`). All of them are claimed first, then said one
+        after the other, soonest due first: a second reminder due with the first is claimed at its
+        time, not after the first one's words."""
         pending = [r for r in await self.store.list_reminders() if r.id not in self._said]
         now = self.clock.now_utc()
         claimed = [c for r in pending if self.turn_at(r) <= now and (c := await self._claim(r)) is not None]
+        cut_off: list[Reminder] = []
+        recheck_s = self.recheck_s
+        try:  # after the claims: a reminder due now is claimed at its time
+            await self._unsaid(cut_off)
+        except StoreError as e:  # the ones claimed above are said all the same
+            log.warning("reminders cut off not read: %s; trying again", e, extra={"event": "reminders_unread"})
+            recheck_s = min(recheck_s, _RETRY_S)
         for reminder in sorted(cut_off + claimed, key=lambda r: r.due_at):
             await self._say_one(reminder)
         later = [self.turn_at(r) for r in pending if self.turn_at(r) > now]
         if not later:
-            return self.recheck_s
-        return min(self.recheck_s, max(0.0, (min(later) - self.clock.now_utc()).total_seconds()))
+            return recheck_s
+        return min(recheck_s, max(0.0, (min(later) - self.clock.now_utc()).total_seconds()))
 
     async def _claim(self, reminder: Reminder) -> Reminder | None:
         """The reminder claimed by this device, None when another device had it or it was cancelled."""
@@ -144,11 +151,11 @@ class ReminderScheduler:
             )
         return claimed
 
-    async def _unsaid(self) -> list[Reminder]:
-        """The reminders whose saying was cut off that are this device's to say again, claimed
-        again: the ones it claimed in an earlier process, and other devices' stale ones. The marks
-        of ones said here that the store did not take are tried again."""
-        cut_off = []
+    async def _unsaid(self, cut_off: list[Reminder]) -> None:
+        """Into `cut_off`, the reminders whose saying was cut off that are this device's to say
+        again, claimed again: the ones it claimed in an earlier process, and other devices' stale
+        ones (each as soon as it is claimed, so a store failing half way loses none). The marks of
+        ones said here that the store did not take are tried again."""
         for reminder in await self.store.unsaid_reminders(self.device, self.takeover_s):
             if reminder.id in self._heard:
                 await self._mark_said(reminder)
@@ -166,7 +173,6 @@ class ReminderScheduler:
                 extra={"event": "reminder_resaid", "reminder_id": taken.id, "kind": taken.kind},
             )
             cut_off.append(taken)
-        return cut_off
 
     async def _say_one(self, reminder: Reminder) -> None:
         self.said += 1

@@ -12,8 +12,9 @@ from parla.daemon.reminders import ReminderScheduler
 from parla.memory.reminders import Reminder
 from parla.memory.store import ReminderRecords
 from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.supabase import RetryPolicy
 from parla.memory.turn import utcnow
-from tests.conftest import copied_store, eventually
+from tests.conftest import copied_store, eventually, signed_in_store
 
 STALE_S = 300.0  # no claim here gets that old: each device says again only its own
 
@@ -96,3 +97,22 @@ async def test_a_mark_the_store_refused_is_written_at_the_next_read_and_not_said
             await eventually(marked, timeout=5, what="the mark written at a later read")
             assert running.said == 1
         assert said == ["Reminder: the laundry"]
+
+
+async def test_a_failed_read_of_the_cut_off_ones_does_not_keep_a_reminder_claimed_now_from_being_said(
+    supabase, tmp_path
+):
+    """Supabase answers the claim and then fails the read of the cut-off reminders: the reminder
+    claimed at its time is said all the same, and the cut-off one once the read answers."""
+    said: list[str] = []
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=1, delay=0.05, max_delay=0.2)
+        cut = await store.add_reminder(due_now("cut off before"))
+        await store.claim_reminder(cut.id, "laptop")  # and the daemon was killed while it said it
+        await store.add_reminder(due_now("due now"))
+        supabase.shim.faults.next("/rest/v1/rpc/unsaid_reminders", "503", times=2)
+        async with scheduler(store, said):
+            await eventually(lambda: len(said) == 2, timeout=10, what="both said")
+        assert said == ["Reminder: due now", "Reminder: cut off before"]
+        assert supabase.shim.faults.injected["503"] == 2
+        assert await store.unsaid_reminders("laptop", STALE_S) == []
