@@ -117,21 +117,25 @@ class ReminderScheduler:
                 await asyncio.wait_for(self._wake.wait(), wait)
 
     async def tick(self) -> float:
-        """Say the reminders whose turn has come, and those cut off before (`_unsaid`); the seconds
-        until the next turn (at most `recheck_s`). All of them are claimed first, then said one
-        after the other, soonest due first: a second reminder due with the first is claimed at its
-        time, not after the first one's words."""
+        """Say the reminders whose turn has come, then those cut off before (`_unsaid`); the seconds
+        until the next turn (at most `recheck_s`). The due ones are all claimed first, then said one
+        after the other: a second reminder due with the first is claimed at its time, not after the
+        first one's words."""
         pending = [r for r in await self.store.list_reminders() if r.id not in self._said]
         now = self.clock.now_utc()
         claimed = [c for r in pending if self.turn_at(r) <= now and (c := await self._claim(r)) is not None]
+        for reminder in claimed:
+            await self._say_one(reminder)
+        # after those: the read may first send the outbox (Supabase's queued marks), which must not
+        # hold a reminder due now
         cut_off: list[Reminder] = []
         recheck_s = self.recheck_s
-        try:  # after the claims: a reminder due now is claimed at its time
+        try:
             await self._unsaid(cut_off)
-        except StoreError as e:  # the ones claimed above are said all the same
+        except StoreError as e:  # those taken up before the failure are said all the same
             log.warning("reminders cut off not read: %s; trying again", e, extra={"event": "reminders_unread"})
             recheck_s = min(recheck_s, _RETRY_S)
-        for reminder in sorted(cut_off + claimed, key=lambda r: r.due_at):
+        for reminder in cut_off:
             await self._say_one(reminder)
         later = [self.turn_at(r) for r in pending if self.turn_at(r) > now]
         if not later:

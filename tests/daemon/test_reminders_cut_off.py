@@ -103,7 +103,7 @@ async def test_a_failed_read_of_the_cut_off_ones_does_not_keep_a_reminder_claime
     supabase, tmp_path
 ):
     """Supabase answers the claim and then fails the read of the cut-off reminders: the reminder
-    claimed at its time is said all the same, and the cut-off one once the read answers."""
+    claimed at its time is said all the same, first, and the cut-off one once the read answers."""
     said: list[str] = []
     async with await signed_in_store(supabase, tmp_path) as store:
         store.retry = RetryPolicy(attempts=1, delay=0.05, max_delay=0.2)
