@@ -120,7 +120,8 @@ async def test_a_reminder_cut_off_by_a_stop_or_a_kill_is_said_again_at_the_start
     words = "the train to Milan leaves from platform four, bring the tickets and the passports"
     proc = await _start(env, socket)
     try:
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        # the one cut off by the kill and said again whole is in the store, said, at the stop
+        for sig in (signal.SIGKILL, signal.SIGTERM):
             cut = Reminder(text=f"{words} ({sig.name})", due_at=utcnow() + timedelta(seconds=1), device="laptop")
             async with SQLiteChatStore(store_path) as store:
                 await store.add_reminder(cut)
@@ -142,7 +143,7 @@ async def test_a_reminder_cut_off_by_a_stop_or_a_kill_is_said_again_at_the_start
 
             again = await eventually(said_again, timeout=15, what=f"the reminder cut off by {sig.name} said again")
             assert again.claimed_by == "laptop"
-            # once, and the reminder said whole before this stop is not said again
+            # once; after the stop, the reminder said whole before it is not said again
             assert (await send_command(socket, "status"))["reminders_said"] == 1
         await asyncio.sleep(1.0)
         assert (await send_command(socket, "status"))["reminders_said"] == 1
