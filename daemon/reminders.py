@@ -189,8 +189,8 @@ class ReminderScheduler:
         await self._mark_said(reminder)
 
     async def _mark_said(self, reminder: Reminder) -> None:
-        """The store told the reminder was said to its end; one it did not take is marked at the
-        next read. Queued while Supabase is away: the copy has it, the server gets it later."""
+        """Tell the store the reminder was said to its end; a mark it did not take is tried again
+        at the next read. Queued while Supabase is away: the copy has it, the server gets it later."""
         try:
             await self.store.mark_reminder_said(reminder.id, self.device)
         except WriteQueued:
