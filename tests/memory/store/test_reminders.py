@@ -131,8 +131,9 @@ async def test_a_cut_off_claim_is_taken_up_by_its_device_at_once_and_by_another_
 async def test_concurrent_takeovers_of_a_stale_claim_one_wins(any_store):
     r = await any_store.add_reminder(reminder("stale", 1))
     await any_store.claim_reminder(r.id, "laptop")
-    await asyncio.sleep(1.0)
-    results = await asyncio.gather(*(any_store.reclaim_reminder(r.id, f"device-{i}", 0.5) for i in range(6)))
+    await asyncio.sleep(2.0)
+    # stale after 1.5 s: the winner's claim stays fresh for the others' conditions for that long
+    results = await asyncio.gather(*(any_store.reclaim_reminder(r.id, f"device-{i}", 1.5) for i in range(6)))
     winners = [x for x in results if x is not None]
     assert len(winners) == 1
     (stored,) = await any_store.list_reminders(history=True)
