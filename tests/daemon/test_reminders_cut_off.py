@@ -1,6 +1,7 @@
 """A reminder whose saying was cut off is said again, with the daemon's real scheduler on real
 stores: Supabase through the PostgREST peer (with this device's copy, as the daemon opens it), the
-copy alone while the server is away, and a mark the SQLite file refused, written at the next read.
+copy alone while the server is away, a mark the SQLite file refused, written at the next read, a
+failed read of the cut-off ones, and a saying that failed.
 The daemon as its own process, stopped or killed while it says one: test_reminders_restart.py."""
 
 from __future__ import annotations
@@ -115,4 +116,27 @@ async def test_a_failed_read_of_the_cut_off_ones_does_not_keep_a_reminder_claime
             await eventually(lambda: len(said) == 2, timeout=10, what="both said")
         assert said == ["Reminder: due now", "Reminder: cut off before"]
         assert supabase.shim.faults.injected["503"] == 2
+        assert await store.unsaid_reminders("laptop", STALE_S) == []
+
+
+async def test_a_saying_that_failed_is_not_tried_again_by_that_daemon_but_by_the_next_start(tmp_path):
+    """A broken speaker: the daemon that failed does not try again every read (it would fail
+    again); the reminder is not marked said, so the next start says it."""
+    said: list[str] = []
+
+    async def broken(reminder: Reminder, words: str) -> None:
+        said.append(words)
+        raise OSError("the sound card is gone")
+
+    async with SQLiteChatStore(tmp_path / "parla.db") as store:
+        await store.add_reminder(due_now("the parcel"))
+        async with ReminderScheduler(
+            store, "laptop", broken, asyncio.Event(), handoff_s=10, takeover_s=STALE_S, recheck_s=0.3
+        ):
+            await eventually(lambda: said, timeout=5, what="the saying tried")
+            await asyncio.sleep(1.0)  # reads after it
+        assert len(said) == 1
+        assert [r.text for r in await store.unsaid_reminders("laptop", STALE_S)] == ["the parcel"]
+        async with scheduler(store, said):  # the next start, with the speaker back
+            await eventually(lambda: len(said) == 2, timeout=5, what="the reminder said at the next start")
         assert await store.unsaid_reminders("laptop", STALE_S) == []
