@@ -280,7 +280,8 @@ class Daemon:
             with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
                 added += (await self.mem.store.append_turns(chat_id, turns)).added
 
-        for kept, what in ((self.mem.refused, "kept"), (self.mem.held, "held")):
+        # The held answer's replay says so even when all went in: the daemon died while it played.
+        for kept, what, level in ((self.mem.refused, "kept", logging.INFO), (self.mem.held, "held", logging.WARNING)):
             added = 0
             try:
                 replayed = await kept.replay(append)
@@ -289,7 +290,7 @@ class Daemon:
                 continue
             if replayed.stored or replayed.left:
                 log.log(
-                    logging.WARNING if replayed.left else logging.INFO,
+                    logging.WARNING if replayed.left else level,
                     "%d %s turns stored (%d new); %d still kept in %s%s",
                     replayed.stored,
                     what,
