@@ -281,12 +281,16 @@ class Daemon:
                 added += (await self.mem.store.append_turns(chat_id, turns)).added
 
         # The held answer's replay says so even when all went in: the daemon died while it played.
-        for kept, what, level in ((self.mem.refused, "kept", logging.INFO), (self.mem.held, "held", logging.WARNING)):
+        files = (
+            (self.mem.refused, "kept", logging.INFO, "the kept turns in %s could not be read: %s"),
+            (self.mem.held, "held", logging.WARNING, "the held turns in %s could not be read: %s"),
+        )
+        for kept, what, level, unreadable in files:
             added = 0
             try:
                 replayed = await kept.replay(append)
             except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
-                log.error("the %s turns in %s could not be read: %s", what, kept.path, e)
+                log.error(unreadable, kept.path, e)
                 continue
             if replayed.stored or replayed.left:
                 log.log(

@@ -39,8 +39,10 @@ in the chat they belong to, the handle is dropped and a fresh session opens seed
 chat's memory. What is typed or said once the switch is decided goes to the new session only.
 
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
-(voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
-(voice.turn_saver), so the audio path never waits on the store. What is still unsaved when the
+(voice.transcript says how fragments are attributed), with local detection also until the speaker
+has played it (the floor may still cut it: then only what was played is stored), kept on disk
+meanwhile (`SessionMemory.hold`), then its exchange goes to the turn saver (voice.turn_saver), so
+the audio path never waits on the store. What is still unsaved when the
 session closes (after `save_drain_s`, or by the owner's `finish_by`) is kept locally. Before a
 fresh seed is read, the saver is drained so the seed carries every turn. When a connection drops
 mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
