@@ -104,7 +104,7 @@ class TranscriptAssembler:
     model_variant: str | None = None
     current: Exchange = field(default_factory=Exchange)
     closing: Exchange | None = None  # a model turn that ended, waiting for late fragments
-    _released_kept: list[str] = field(default_factory=list)  # see `released_kept`
+    _released_kept: list[str] = field(default_factory=list, init=False)  # see `released_kept`
 
     def user_text(self, text: str) -> None:
         """A fragment of what the user said."""
