@@ -6,13 +6,17 @@ Which store failures are for good is decided here: a turn the store refuses for 
 gone, the store cannot hold its content) is kept on this machine with the reason (`RefusedTurns`)
 so it blocks no later turn; turns the Supabase store queued in its outbox while it is away count
 as saved (the outbox sends them); any other failure (the SQLite file is locked or full) is raised
-for the session to retry in order."""
+for the session to retry in order.
+
+Turns the session holds back from the store a while (an answer the speaker still plays) are kept
+meanwhile in a second file of the same kind (`held`, `<store>.held.jsonl` in the daemon) and
+forgotten once their final version is stored; the daemon stores what is left there at start."""
 
 from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass, field
 
 from parla.memory.compaction import CompactionWorker
 from parla.memory.config import MemoryConfig
@@ -26,6 +30,9 @@ from parla.voice.session_memory import Refused, Seed
 # The same request fails the same way every time: the turn's chat is gone or taken, the server
 # refused the content, or the content cannot be encoded for the store at all.
 _FOR_GOOD = (ChatNotFound, TurnConflict, StoreRefused, ValueError, TypeError, sqlite3.IntegrityError, sqlite3.DataError)
+
+
+HELD_REASON = "held while the speaker played it"
 
 
 def refused_for_good(exc: BaseException) -> bool:
@@ -45,6 +52,12 @@ class ChatMemory:
     compaction: CompactionWorker | None = None
     # told of every turn once it is stored, with its sequence number (the inspector's live page)
     on_stored: Callable[[str, Sequence[Turn]], None] | None = None
+    # turns held back from the store (one file for every chat, shared); None: a file beside the refused turns'
+    held_turns: InitVar[RefusedTurns | None] = None
+    held: RefusedTurns = field(init=False)
+
+    def __post_init__(self, held_turns: RefusedTurns | None) -> None:
+        self.held = held_turns or RefusedTurns(RefusedTurns.held_beside(self.refused.path))
 
     async def seed(self) -> Seed:
         context = await load_context(self.store, self.chat_id, self.config)
@@ -89,6 +102,12 @@ class ChatMemory:
 
     async def keep(self, turns: list[Turn], reason: str) -> None:
         await self.refused.keep(self.chat_id, turns, reason)
+
+    async def hold(self, turns: list[Turn]) -> None:
+        await self.held.keep(self.chat_id, turns, HELD_REASON)
+
+    async def forget(self, ids: list[str]) -> None:
+        await self.held.forget(set(ids))
 
     def _stored(self, turns: Sequence[Turn]) -> None:
         if self.on_stored is not None:

@@ -40,7 +40,8 @@ class CurrentChat:
     on_stored: Callable[[str, Sequence[Turn]], None] | None = field(default=None, repr=False)
 
     def memory(self, chat_id: str) -> ChatMemory:
-        return ChatMemory(self.mem.store, self.mem.settings, chat_id, self.mem.refused, self.worker, self.on_stored)
+        m = self.mem
+        return ChatMemory(m.store, m.settings, chat_id, m.refused, self.worker, self.on_stored, m.held)
 
     @property
     def switching(self) -> bool:

@@ -202,6 +202,14 @@ class MemoryServices:
         return RefusedTurns(RefusedTurns.beside(self.settings.store_path))
 
     @cached_property
+    def held(self) -> RefusedTurns:
+        """Turns a session holds back from the store a while (an answer the speaker still plays),
+        kept on disk meanwhile; what an earlier run left there is stored at start."""
+        from parla.memory.refused import RefusedTurns
+
+        return RefusedTurns(RefusedTurns.held_beside(self.refused.path))
+
+    @cached_property
     def search(self) -> ChatSearch:
         from parla.memory.search import ChatSearch
 

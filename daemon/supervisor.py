@@ -271,27 +271,40 @@ class Daemon:
             await asyncio.wait_for(self._stop.wait(), delay)
 
     async def _replay_kept(self) -> None:
-        """Turns kept aside by an earlier run (not stored in time) go into the store first."""
+        """Turns kept aside by an earlier run (not stored in time) go into the store first, then
+        the answer it held back from the store while the speaker played it, if it was killed
+        meanwhile (whole: what was heard of it is not known)."""
+        added = 0
 
         async def append(chat_id: str, turns: list[Turn]) -> None:
+            nonlocal added
             with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
-                await self.mem.store.append_turns(chat_id, turns)
+                added += (await self.mem.store.append_turns(chat_id, turns)).added
 
-        try:
-            replayed = await self.mem.refused.replay(append)
-        except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
-            log.error("the kept turns in %s could not be read: %s", self.mem.refused.path, e)
-            return
-        if replayed.stored or replayed.left:
-            log.log(
-                logging.WARNING if replayed.left else logging.INFO,
-                "%d kept turns stored; %d still kept in %s%s",
-                replayed.stored,
-                replayed.left,
-                self.mem.refused.path,
-                f" ({replayed.error})" if replayed.error else "",
-                extra={"event": "kept_replayed", "stored": replayed.stored, "left": replayed.left},
-            )
+        # The held answer's replay says so even when all went in: the daemon died while it played.
+        files = (
+            (self.mem.refused, "kept", logging.INFO, "the kept turns in %s could not be read: %s"),
+            (self.mem.held, "held", logging.WARNING, "the held turns in %s could not be read: %s"),
+        )
+        for kept, what, level, unreadable in files:
+            added = 0
+            try:
+                replayed = await kept.replay(append)
+            except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
+                log.error(unreadable, kept.path, e)
+                continue
+            if replayed.stored or replayed.left:
+                log.log(
+                    logging.WARNING if replayed.left else level,
+                    "%d %s turns stored (%d new); %d still kept in %s%s",
+                    replayed.stored,
+                    what,
+                    added,
+                    replayed.left,
+                    kept.path,
+                    f" ({replayed.error})" if replayed.error else "",
+                    extra={"event": f"{what}_replayed", "stored": replayed.stored, "left": replayed.left},
+                )
 
     async def _flush_outbox(self) -> None:
         """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""

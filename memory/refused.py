@@ -7,12 +7,18 @@ neither block the turns after it nor vanish: it is appended to a JSON-lines file
 chat it belongs to, when and why it was kept. JSON's escapes keep any text exactly. `replay`
 offers them to the store again (the daemon does at start): appends are idempotent by turn id, so
 a turn stored meanwhile is not stored twice; the turns the store takes leave the file.
+
+The same kind of file, at its own path (`held_beside`), keeps the turns a voice session holds back
+from the store a while (an answer the speaker still plays): `forget` drops them once their final
+version is stored. A last line torn by a kill in the middle of its write is skipped (and logged),
+and goes at the next replay.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -20,6 +26,8 @@ from datetime import datetime
 from pathlib import Path
 
 from parla.memory.turn import Turn, utcnow
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -46,6 +54,12 @@ class RefusedTurns:
     def beside(store_path: Path) -> Path:
         """Where the refused turns of the store at `store_path` are kept."""
         return store_path.with_name(f"{store_path.stem}.refused.jsonl")
+
+    @staticmethod
+    def held_beside(refused_path: Path) -> Path:
+        """Where the held turns are kept beside the refused turns at `refused_path`."""
+        name = refused_path.name.removesuffix(".jsonl").removesuffix(".refused")
+        return refused_path.with_name(f"{name}.held.jsonl")
 
     async def keep(self, chat_id: str, turns: list[Turn], reason: str) -> None:
         """Append `turns` with `reason`; on disk when this returns."""
@@ -89,9 +103,22 @@ class RefusedTurns:
                 except Exception as e:  # noqa: BLE001 - the turns stay kept; the caller says why
                     left += run
                     error = f"{type(e).__name__}: {e}"
-            if kept:
+            if kept or self.path.exists():  # a file of a torn line only goes too
                 await asyncio.to_thread(self._rewrite, _lines(left))
             return Replayed(len(kept) - len(left), len(left), error)
+
+    async def forget(self, ids: set[str]) -> None:
+        """Drop the turns with these ids from the file (gone once none is left); on disk when
+        this returns."""
+        if ids:
+            async with self._lock:
+                await asyncio.to_thread(self._forget, ids)
+
+    def _forget(self, ids: set[str]) -> None:
+        kept = self.read()
+        left = [k for k in kept if k.turn.id not in ids]
+        if len(left) < len(kept) or not kept:
+            self._rewrite(_lines(left))
 
     def _rewrite(self, lines: str) -> None:
         if not lines:
@@ -102,14 +129,29 @@ class RefusedTurns:
         os.replace(fresh, self.path)
 
     def read(self) -> list[RefusedTurn]:
+        """The kept turns; a torn last line (no line end: the process died writing it) is
+        skipped with a warning. Any other line that does not read raises ValueError."""
         if not self.path.exists():
             return []
+        text = self.path.read_text(encoding="ascii")
+        lines = text.split("\n")
         out = []
-        for line in self.path.read_text(encoding="ascii").splitlines():
-            if line.strip():
+        for i, line in enumerate(lines):
+            if not line.strip():
+                continue
+            try:
                 r = json.loads(line)
                 turn = Turn.model_validate(r["turn"])
                 out.append(RefusedTurn(r["chat_id"], turn, r["reason"], datetime.fromisoformat(r["kept_at"])))
+            except (ValueError, KeyError, TypeError) as e:
+                if i < len(lines) - 1:  # a whole line: the file is damaged, not torn
+                    raise ValueError(f"{self.path}, line {i + 1}: {e}") from e
+                log.warning(
+                    "%s ends in a torn line (%d bytes, written when the process died); skipped",
+                    self.path,
+                    len(line),
+                    extra={"event": "kept_torn_line"},
+                )
         return out
 
     def count(self) -> int:

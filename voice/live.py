@@ -39,8 +39,10 @@ in the chat they belong to, the handle is dropped and a fresh session opens seed
 chat's memory. What is typed or said once the switch is decided goes to the new session only.
 
 Turns: an ended model turn is held `transcript_hold_s` for transcription that trails it
-(voice.transcript says how fragments are attributed), then its exchange goes to the turn saver
-(voice.turn_saver), so the audio path never waits on the store. What is still unsaved when the
+(voice.transcript says how fragments are attributed), with local detection also until the speaker
+has played it (the floor may still cut it: then only what was played is stored), kept on disk
+meanwhile (`SessionMemory.hold`), then its exchange goes to the turn saver (voice.turn_saver), so
+the audio path never waits on the store. What is still unsaved when the
 session closes (after `save_drain_s`, or by the owner's `finish_by`) is kept locally. Before a
 fresh seed is read, the saver is drained so the seed carries every turn. When a connection drops
 mid-reply, the model turn keeps all the text received (its audio still plays) and is marked
@@ -242,8 +244,11 @@ class LiveConversation:
     # turns
 
     def _queue_save(self, turns: list[Turn]) -> None:
+        # A held exchange kept on disk and released now: that copy is forgotten once these are stored.
+        forget = self.assembler.released_kept()
+        if turns or forget:
+            self._saver.put(self.memory, turns, forget)
         if turns:
-            self._saver.put(self.memory, turns)
             lines = (t.transcript_line() + (" [cut off]" if t.interrupted else "") for t in turns)
             self._emit_event(SessionEvent("turn", "\n".join(lines), tuple(turns)))
 
@@ -500,23 +505,42 @@ class LiveConversation:
 
     def _model_turn_ended(self) -> None:
         """The ended turn waits `transcript_hold_s` for trailing transcription before it is
-        stored; a conversation turn held back while the model spoke may go now."""
+        stored (longer while the speaker plays it, see `_release_held`); a conversation turn held
+        back while the model spoke may go now."""
         self._answer_due = False
         if self._hold_timer is not None:
             self._hold_timer.cancel()
             self._hold_timer = None
         if self.assembler.holding:
-            loop = asyncio.get_running_loop()
-            self._hold_timer = loop.call_later(self.config.transcript_hold_s, self._release_held)
+            self._hold_for(self.config.transcript_hold_s)
         self._outbox.wake()
+
+    def _hold_for(self, seconds: float) -> None:
+        self._hold_timer = asyncio.get_running_loop().call_later(seconds, self._release_held)
 
     def _release_held(self) -> None:
         self._hold_timer = None
         # The answer's fate waits for the words of the sound that stopped it: if they cut it, the
         # stored turn keeps only what was played. The floor decides by the end of that sound's
         # turn at the latest (`_decided`).
-        if not self._sender.deciding:
-            self._queue_save(self.assembler.release())
+        if self._sender.deciding:
+            self._keep_held()
+            return
+        # With local detection the floor may still cut what the speaker holds of the answer (the
+        # service sends it faster than it plays): the turn waits until it has played, so that it
+        # keeps only what was. The connection's end releases it in any case.
+        if self._sender.floor is not None and self.speaker is not None and self.speaker.queued():
+            self._keep_held()
+            self._hold_for(max(self.speaker.ahead_s(), self.config.transcript_hold_s))
+            return
+        self._queue_save(self.assembler.release())
+
+    def _keep_held(self) -> None:
+        """Held past the transcript hold, the exchange is kept on disk as it would be stored now
+        (whole: better stored whole than lost if the daemon dies before it is released)."""
+        turns = self.assembler.keep_held()
+        if turns:
+            self._saver.hold(self.memory, turns)
 
     def _decided(self) -> None:
         """The floor decided on the sound over the answer: a turn held for it may go."""

@@ -1,6 +1,6 @@
 """What the voice session needs from memory, as an interface the daemon implements over the store:
-the seed of a fresh session (what it starts knowing: the chat's memory block and its tail turns)
-and a place to keep finished turns."""
+the seed of a fresh session (what it starts knowing: the chat's memory block and its tail turns),
+a place to keep finished turns, and a place on disk for turns held back from the store a while."""
 
 from __future__ import annotations
 
@@ -41,4 +41,14 @@ class SessionMemory(Protocol):
 
     async def keep(self, turns: list[Turn], reason: str) -> None:
         """Keep turns that could not be stored (the session is closing) on this machine, with why."""
+        ...
+
+    async def hold(self, turns: list[Turn]) -> None:
+        """Keep on disk turns held back from the store (an answer the speaker still plays, which
+        the user may cut), as they would be stored now, until `forget`: if the process dies
+        meanwhile, they are stored at the next start. On disk when this returns."""
+        ...
+
+    async def forget(self, ids: list[str]) -> None:
+        """Forget the held turns with these ids: their final version is stored (or kept)."""
         ...

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parla.memory.turn import Part, Source, TokenUsage, Turn, WebSource
+from parla.memory.turn import Part, Source, TokenUsage, Turn, WebSource, new_id
 
 
 def _join(fragments: list[str]) -> str:
@@ -68,6 +68,11 @@ class Exchange:
     usage: TokenUsage | None = None  # what the service reported for the model's answer
     typed: Turn | None = None  # a typed turn the user's words (`user`) follow, kept exactly
     sources: list[WebSource] = field(default_factory=list)  # pages the model's answer came from
+    # The ids its turns are stored with, fixed up front: a version kept on disk while the exchange
+    # is held and the final version are the same turns (appends are idempotent by id).
+    user_id: str = field(default_factory=new_id)
+    model_id: str = field(default_factory=new_id)
+    kept_held: bool = False  # its turns were given to be kept on disk while it is held
 
     @property
     def said(self) -> bool:
@@ -99,6 +104,7 @@ class TranscriptAssembler:
     model_variant: str | None = None
     current: Exchange = field(default_factory=Exchange)
     closing: Exchange | None = None  # a model turn that ended, waiting for late fragments
+    _released_kept: list[str] = field(default_factory=list, init=False)  # see `released_kept`
 
     def user_text(self, text: str) -> None:
         """A fragment of what the user said."""
@@ -117,7 +123,7 @@ class TranscriptAssembler:
         """A typed user turn, sent while the model is not speaking. Returns the words it closes
         as a turn of their own, for storing."""
         waiting, self.current = self.current, Exchange(user_source="text", typed=turn)
-        return self._turns(waiting.user + waiting.late_user, waiting.user_source, "", False, typed=waiting.typed)
+        return self._turns(waiting, waiting.user + waiting.late_user)
 
     def model_text(self, text: str) -> None:
         if not text:
@@ -213,62 +219,70 @@ class TranscriptAssembler:
         ex.played = ex.heard_share()
         return True
 
+    def keep_held(self) -> list[Turn]:
+        """The held exchange's turns as `release` would give them now (the same turns, by id),
+        to keep on disk while it is held; once per exchange ([] after that, or with nothing to
+        keep). The ids of the turns given are in `released_kept` once the exchange is released."""
+        ex = self.closing
+        if ex is None or ex.kept_held or not self.held_turns:
+            return []
+        ex.kept_held = True
+        return self._final(ex)
+
+    def released_kept(self) -> list[str]:
+        """Ids of turns `keep_held` gave whose exchange was released since the last call: its
+        final version (which may drop a turn, say an answer cut before a word was heard) is on
+        its way to the store, so the kept version may be forgotten once that is stored."""
+        ids, self._released_kept = self._released_kept, []
+        return ids
+
     def release(self) -> list[Turn]:
         """The held exchange's turns, final now. A model turn that was not transcribed at all
         stores nothing of itself, and its user's words wait for the next answer."""
         ex, self.closing = self.closing, None
         if ex is None:
             return []
+        if ex.kept_held:
+            self._released_kept += [ex.typed.id if ex.typed is not None else ex.user_id, ex.model_id]
         if not ex.model and ex.played is None:
             if ex.typed is not None and self.current.typed is not None:  # typed turns stay whole
-                return self._turns(ex.user, ex.user_source, "", interrupted=False, typed=ex.typed)
+                return self._turns(ex, ex.user)
             self.current.take_user(ex)
             return []
+        return self._final(ex)
+
+    def _final(self, ex: Exchange) -> list[Turn]:
         model = _join(ex.model)
         if ex.played is not None:
             model = spoken_prefix(model, ex.played)
-        return self._turns(
-            ex.user,
-            ex.user_source,
-            model,
-            interrupted=ex.played is not None,
-            usage=ex.usage,
-            typed=ex.typed,
-            sources=ex.sources,
-        )
+        return self._turns(ex, ex.user, model, interrupted=ex.played is not None)
 
     def flush(self, unplayed_bytes: int = 0) -> list[Turn]:
         """Close whatever is open (the connection dropped, the session is closing): a model turn
         that did not complete counts as interrupted."""
         turns = self.interrupt(unplayed_bytes) + self.release()
         rest, self.current = self.current, Exchange()
-        return turns + self._turns(rest.user, rest.user_source, "", interrupted=False, typed=rest.typed)
+        return turns + self._turns(rest, rest.user)
 
-    def _turns(
-        self,
-        user: list[str],
-        source: Source,
-        model: str,
-        interrupted: bool,
-        usage: TokenUsage | None = None,
-        typed: Turn | None = None,
-        sources: list[WebSource] | None = None,
-    ) -> list[Turn]:
+    def _turns(self, ex: Exchange, user: list[str], model: str = "", interrupted: bool = False) -> list[Turn]:
+        """The turns of `ex` with these words of the user's and this much of the model's answer."""
         turns = []
         said = _join(user)
+        typed = ex.typed
         if typed is not None:  # its text as typed, then any words heard after it
             turns.append(typed.model_copy(update={"parts": [Part(text=f"{typed.text} {said}")]}) if said else typed)
         elif said:
-            turns.append(Turn.of("user", said, source=source))
+            turns.append(Turn.of("user", said, source=ex.user_source, id=ex.user_id))
         if model:
             turns.append(
                 Turn.of(
                     "model",
                     model,
+                    id=ex.model_id,
                     interrupted=interrupted,
                     model_variant=self.model_variant,
-                    usage=usage,
-                    sources=sources or [],
+                    usage=ex.usage,
+                    sources=ex.sources,
                 )
             )
         return turns

@@ -3,7 +3,12 @@ order they were said. A failure the memory does not settle (it keeps turns refus
 itself) is temporary: the same batch is retried with backoff, and the batches after it wait. What
 is still unsaved when the saver closes (by its deadline, or cancelled) is kept locally
 (`SessionMemory.keep`); turns may also be kept locally while they wait (`keep_now`), and are
-still stored after (appends are idempotent by turn id, so a replay of the kept ones adds nothing)."""
+still stored after (appends are idempotent by turn id, so a replay of the kept ones adds nothing).
+
+Turns held back from the store (an answer the speaker still plays, which the user may yet cut) are
+kept on disk meanwhile (`hold`, `SessionMemory.hold`) by a second task, so a slow store never
+delays them; a batch that carries their final version says which to `forget` once it is stored
+(or kept locally), and the same task forgets them then, in order after they were written."""
 
 from __future__ import annotations
 
@@ -19,7 +24,8 @@ from parla.voice.status import LiveStatus, SessionEvent
 
 log = logging.getLogger(__name__)
 
-Batch = tuple[SessionMemory, list[Turn]]
+# The memory, the turns to store, and the ids of held turns kept on disk to forget once they are.
+Batch = tuple[SessionMemory, list[Turn], list[str]]
 
 # Backoff between tries of a batch the store failed to take.
 _RETRY_DELAY_S = 0.5
@@ -40,9 +46,13 @@ class TurnSaver:
         self._task: asyncio.Task[None] | None = None
         self._deadline: float | None = None  # the owner is stopping: no wait for the store past it
         self._draining: asyncio.Timeout | None = None  # the drain under way
+        self._held: deque[tuple[SessionMemory, list[Turn], list[str]]] = deque()  # in order: hold, forget
+        self._held_changed = asyncio.Event()
+        self._held_task: asyncio.Task[None] | None = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="live:saver")
+        self._held_task = asyncio.create_task(self._run_held(), name="live:saver-held")
 
     def hurry(self, deadline: float) -> None:
         """Wait for the store no later than `deadline` (a loop time), in a drain under way too."""
@@ -56,13 +66,24 @@ class TurnSaver:
         try:
             await self.drain()
         finally:
-            await cancel_and_wait(self._task)
-            await self._keep_unsaved()
+            try:
+                await cancel_and_wait(self._task)
+                await self._keep_unsaved()
+                await self._until_held_done()
+            finally:
+                await cancel_and_wait(self._held_task)
 
-    def put(self, memory: SessionMemory, turns: list[Turn]) -> None:
-        self._batches.append((memory, turns))
+    def put(self, memory: SessionMemory, turns: list[Turn], forget: list[str] | None = None) -> None:
+        """Queue `turns` for the store; `forget`: held turns kept on disk (`hold`) that these
+        settle, forgotten once they are stored."""
+        self._batches.append((memory, turns, forget or []))
         self.status.unsaved_turns += len(turns)
         self._changed.set()
+
+    def hold(self, memory: SessionMemory, turns: list[Turn]) -> None:
+        """Keep `turns`, held back from the store, on disk now (off the caller's path), until a
+        batch that settles them is stored."""
+        self._held_put(memory, turns, [])
 
     async def drain(self) -> None:
         """Until every queued turn is stored, or `drain_s` has passed, or the `hurry` deadline
@@ -89,7 +110,7 @@ class TurnSaver:
         """Keep the waiting turns with these ids locally now; they are still stored once the
         store takes them. Returns the turns kept."""
         kept = []
-        for memory, turns in list(self._batches):
+        for memory, turns, _ in list(self._batches):
             these = [t for t in turns if t.id in ids]
             if these:
                 await memory.keep(these, reason)
@@ -105,9 +126,10 @@ class TurnSaver:
     async def _run(self) -> None:
         while True:
             await self._until(lambda: bool(self._batches))
-            memory, turns = self._batches[0]
+            memory, turns, forget = self._batches[0]
             delay = _RETRY_DELAY_S
-            while True:
+            refused = None
+            while turns:  # none: the batch only settles held turns (their final version says nothing)
                 try:
                     refused = await memory.save(turns)
                     break
@@ -127,21 +149,67 @@ class TurnSaver:
             self._batches.popleft()
             self.status.unsaved_turns -= len(turns)
             self._changed.set()
-            self._emit(SessionEvent("stored", turns=tuple(turns)))
+            self._held_put(memory, [], forget)
+            if turns:
+                self._emit(SessionEvent("stored", turns=tuple(turns)))
 
     async def _keep_unsaved(self) -> None:
         """The saver has stopped: what it could not store is kept locally."""
         reason = f"not stored before the session closed (last error: {self._last_error or 'none'})"
         while self._batches:
-            memory, turns = self._batches.popleft()
+            memory, turns, forget = self._batches.popleft()
+            if turns:
+                try:
+                    await memory.keep(turns, reason)
+                except Exception as e:
+                    log.exception(
+                        "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
+                    )
+                    self._emit(SessionEvent("lost", f"{type(e).__name__}: {e}", tuple(turns)))
+                    continue  # the held copy of them, if any, stays for the next start
+                self.status.unsaved_turns -= len(turns)
+                self.status.refused_turns += len(turns)
+                self._emit(SessionEvent("kept", reason, tuple(turns)))
+            self._held_put(memory, [], forget)
+
+    # the held lane
+
+    def _held_put(self, memory: SessionMemory, hold: list[Turn], forget: list[str]) -> None:
+        if hold or forget:
+            self._held.append((memory, hold, forget))
+            self._held_changed.set()
+
+    async def _run_held(self) -> None:
+        while True:
+            while not self._held:
+                self._held_changed.clear()
+                await self._held_changed.wait()
+            memory, hold, forget = self._held[0]
             try:
-                await memory.keep(turns, reason)
-            except Exception as e:
-                log.exception(
-                    "%d turns could not be stored nor kept locally", len(turns), extra={"event": "turns_lost"}
-                )
-                self._emit(SessionEvent("lost", f"{type(e).__name__}: {e}", tuple(turns)))
-                continue
-            self.status.unsaved_turns -= len(turns)
-            self.status.refused_turns += len(turns)
-            self._emit(SessionEvent("kept", reason, tuple(turns)))
+                if hold:
+                    await memory.hold(hold)
+                else:
+                    await memory.forget(forget)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the turns are still on their way to the store: say so, go on
+                if hold:
+                    log.exception(
+                        "%d held turns could not be kept on disk; they are in memory only until stored",
+                        len(hold),
+                        extra={"event": "held_unkept"},
+                    )
+                else:
+                    log.exception(
+                        "%d stored turns could not be forgotten from the held file; the next start stores nothing twice",
+                        len(forget),
+                        extra={"event": "held_unforgotten"},
+                    )
+            self._held.popleft()
+            self._held_changed.set()
+
+    async def _until_held_done(self) -> None:
+        """Until what the held lane was given is done (each step is a local file's write)."""
+        while self._held and self._held_task is not None and not self._held_task.done():
+            self._held_changed.clear()
+            await self._held_changed.wait()

@@ -90,6 +90,8 @@ class OutboxEntry:
     # sent with the write, so the server answers a retry of it with its first try's result; None
     # for an entry queued by a version without keys
     key: str | None = None
+    # an earlier try in this round failed after it may have reached the server (its answer lost)
+    tried_before: bool = False
 
 
 async def _nothing(db: aiosqlite.Connection) -> None:

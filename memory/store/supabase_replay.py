@@ -166,6 +166,7 @@ class OutboxReplay:
                 log.info(
                     "Supabase write failed (try %d of %d), again in %.2f s: %s", attempt, self.retry.attempts, delay, e
                 )
+            entry = replace(entry, tried_before=True)
             await asyncio.sleep(delay * random.uniform(0.5, 1.0))  # jitter: clients that failed together spread
             delay = self.retry.backoff(delay)
         return await self._send(entry)

@@ -88,11 +88,12 @@ class SupabaseWrites(SupabaseCalls):
         if entry.op == "rename_chat":
             return chat_of(await self._rpc("rename_chat", "rename a chat", p_chat_id=entry.chat_id, p_title=p["title"]))
         if entry.op == "delete_chat":
-            # False: deleted already (elsewhere, or the answer to an earlier try was lost); done either way
+            # Not found: deleted already, elsewhere or by an earlier try whose answer was lost; the
+            # latter is this write's own work, not a chat the caller named wrongly
             try:
                 await self._rpc("delete_chat", "delete a chat", p_chat_id=entry.chat_id)
             except ChatNotFound:
-                return False
+                return entry.tried_before
             return True
         if entry.op == "set_fact_lines":
             return facts_of(await self._rpc("set_fact_lines", "change facts", **p))
@@ -109,7 +110,7 @@ class SupabaseWrites(SupabaseCalls):
 
         rows = await self._change(doing, change)
         if not forgetting:
-            return bool(rows)  # as a chat's delete
+            return bool(rows) or entry.tried_before  # as a chat's delete
         if not rows:
             raise pin_not_found(p["pin_id"])
         return Pin.model_validate(rows[0])

@@ -269,6 +269,18 @@ async def test_a_short_stop_cuts_the_answer_and_its_turn_keeps_only_what_was_pla
     await _stored_model_turn(store, r)
 
 
+async def test_a_stop_after_the_service_sent_the_whole_answer_keeps_only_what_was_played(
+    pulse, live, live_client, voice_config, store
+):
+    # The service ended its turn seconds before the "stop": no `interrupted` comes, its words cut
+    # what the speaker holds, and the turn, held while it played, is stored as far as it was heard.
+    sound = voice("stop", "slt", USER * 2, factor=1.0)
+    r = await _words_over_the_answer(pulse, live, live_client, voice_config, store, sound, "Stop.", speed=100.0, **SENT)
+    assert r.activity[:2] == ["start", "end"], "the 'stop' was not sent as the user's"
+    assert_cut(r)
+    await _stored_model_turn(store, r)
+
+
 async def test_without_words_a_barge_in_cuts_the_answer_and_its_turn_keeps_only_what_was_played(
     pulse, live, live_client, voice_config, store
 ):
@@ -292,6 +304,9 @@ async def test_without_words_a_barge_in_cuts_an_answer_the_service_had_sent_in_f
     )
     assert r.activity[:1] == ["start"], "the 'stop' was not sent as the user's"
     assert_cut(r)
+    # The service ended its turn seconds before the cut: the turn is held while the speaker plays it,
+    # so the stored answer is what was played, not the whole of it.
+    await _stored_model_turn(store, r)
 
 
 async def test_a_connection_lost_while_the_user_talks_carries_the_turn_on_to_the_next(

@@ -205,3 +205,43 @@ def test_audio_dropped_from_a_stored_answer_is_reported():
     a.complete()
     a.release()
     assert not a.unheard(7_000)
+
+
+def _answered(a: TranscriptAssembler) -> None:
+    a.user_text("Tell me a story")
+    a.model_audio(10_000)
+    a.model_text("Once upon a time a heron counted boats.")
+    a.complete()
+
+
+def test_a_held_exchange_kept_on_disk_is_the_same_turns_as_its_final_version():
+    a = TranscriptAssembler()
+    _answered(a)
+    kept = a.keep_held()
+    assert texts(kept) == [
+        ("user", "Tell me a story", False),
+        ("model", "Once upon a time a heron counted boats.", False),
+    ]
+    assert a.keep_held() == [] and a.holding  # once; still held
+    assert a.released_kept() == []  # not released yet
+    a.unheard(5_000)  # the floor cut it halfway while it was held
+    final = a.release()
+    assert texts(final) == [("user", "Tell me a story", False), ("model", "Once upon a time a", True)]
+    assert [t.id for t in final] == [t.id for t in kept]
+    assert a.released_kept() == [t.id for t in kept] and a.released_kept() == []
+
+
+def test_a_held_answer_cut_before_its_first_word_still_settles_the_copy_kept():
+    a = TranscriptAssembler()
+    _answered(a)
+    kept = a.keep_held()
+    a.unheard(10_000)  # none of it was heard
+    assert texts(a.release()) == [("user", "Tell me a story", False)]
+    assert a.released_kept() == [t.id for t in kept]  # the model turn's copy too
+
+
+def test_an_exchange_released_without_being_kept_settles_nothing():
+    a = TranscriptAssembler()
+    _answered(a)
+    a.release()
+    assert a.released_kept() == [] and a.keep_held() == []

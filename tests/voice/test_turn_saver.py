@@ -1,9 +1,11 @@
 """The turn saver alone, over the daemon's chat memory on a real SQLite store: batches stored in the
-order they were said, turns refused for good kept locally, and what is unsaved at close kept
-locally with the reason."""
+order they were said, turns refused for good kept locally, what is unsaved at close kept
+locally with the reason, and held turns on disk at once, forgotten only once their final version
+is stored."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 
 from parla.daemon.chat_memory import ChatMemory
@@ -11,7 +13,7 @@ from parla.memory.config import MemoryConfig
 from parla.memory.refused import RefusedTurns
 from parla.voice.status import EventKind, LiveStatus
 from parla.voice.turn_saver import TurnSaver
-from tests.conftest import make_turns
+from tests.conftest import eventually, make_turns
 
 
 def saver(events: list[tuple[EventKind, str]], drain_s: float = 5.0) -> TurnSaver:
@@ -90,3 +92,49 @@ async def test_turns_neither_stored_nor_kept_are_told_lost(store, tmp_path):
     await _closed_while_locked(store, memory, events, [make_turns(2)])
     assert [kind for kind, _ in events if kind != "save_failed"] == ["lost"]
     assert events[-1][1].startswith("IsADirectoryError")
+
+
+async def test_held_turns_are_written_while_the_store_is_locked_and_forgotten_only_once_stored(store, tmp_path):
+    chat = (await store.create_chat(title="Lisbon trip")).chat
+    memory = ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(tmp_path / "refused.jsonl"))
+    events: list[tuple[EventKind, str]] = []
+    held, final = make_turns(2), make_turns(2, start=2)
+    s = saver(events)
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")  # the store is busy: the first batch waits and is retried
+        s.start()
+        s.put(memory, make_turns(2, start=10))
+        s.hold(memory, held)
+        await eventually(lambda: len(memory.held.read()) == 2, what="the held turns on disk")
+        s.put(memory, final, [t.id for t in held])  # their final version, queued
+        await asyncio.sleep(0.3)
+        assert [k.turn.id for k in memory.held.read()] == [t.id for t in held], "forgotten before it was stored"
+    finally:
+        other.close()
+    await s.drain()
+    await s.close()
+    assert not memory.held.path.exists()
+    assert (await store.get_chat(chat.id)).turn_count == 4
+
+
+async def test_held_turns_neither_stored_nor_kept_stay_on_disk(store, tmp_path):
+    chat = (await store.create_chat(title="Lisbon trip")).chat
+    unwritable = tmp_path / "kept.jsonl"
+    unwritable.mkdir()  # the keep-aside file cannot be written
+    held = RefusedTurns(tmp_path / "held.jsonl")
+    memory = ChatMemory(store, MemoryConfig(), chat.id, RefusedTurns(unwritable), held_turns=held)
+    events: list[tuple[EventKind, str]] = []
+    turns = make_turns(2)
+    s = saver(events, drain_s=0.3)
+    other = sqlite3.connect(store.path, isolation_level=None)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        s.start()
+        s.hold(memory, turns)
+        s.put(memory, turns, [t.id for t in turns])
+        await s.close()
+    finally:
+        other.close()
+    assert [kind for kind, _ in events if kind != "save_failed"] == ["lost"]
+    assert [k.turn.id for k in held.read()] == [t.id for t in turns]  # stored at the next start

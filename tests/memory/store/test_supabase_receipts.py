@@ -9,6 +9,7 @@ import uuid
 import httpx
 import psycopg
 
+from parla.memory.pins import Pin
 from parla.memory.store.supabase import RetryPolicy
 from tests.conftest import make_turns, signed_in_store
 from tests.peers.postgrest import ANON_KEY
@@ -84,3 +85,18 @@ def test_receipts_older_than_a_week_are_dropped_by_the_next_keyed_write(supabase
         with psycopg.connect(supabase.dsn) as conn:
             ages = conn.execute("SELECT now() - created_at < interval '1 day' FROM public.write_receipts").fetchall()
         assert ages == [(True,), (True,)]
+
+
+async def test_a_delete_whose_answer_was_lost_is_not_told_it_was_not_found(supabase, tmp_path):
+    """The retry of a delete the server had done finds nothing: that is the delete's own work, not a
+    chat or pin the user named wrongly."""
+    async with await signed_in_store(supabase, tmp_path) as store:
+        store.retry = RetryPolicy(attempts=2, delay=0.01, max_delay=0.05)
+        chat = (await store.create_chat(turns=make_turns(2))).chat
+        pin = await store.add_pin(Pin(chat_id=chat.id, content="likes tea", importance=2))
+        supabase.shim.faults.next("/rest/v1/chat_pins", "drop_after")
+        await store.delete_pin(pin.id)
+        assert await store.list_pins(chat.id) == []
+        supabase.shim.faults.next("/rest/v1/rpc/delete_chat", "drop_after")
+        await store.delete_chat(chat.id)
+        assert chat.id not in [c.id for c in await store.list_chats()]

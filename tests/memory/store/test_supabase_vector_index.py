@@ -300,3 +300,16 @@ def test_a_build_again_left_unfinished_is_dropped_by_the_next_check(supabase):
     assert check_vector_indexes(supabase.dsn, IndexCheck()) == []  # no index has rows
     with psycopg.connect(supabase.dsn) as conn:
         assert conn.execute("SELECT to_regclass('public.chat_windows_hnsw_256_m32_ccnew')").fetchone() == (None,)
+
+
+@pytest.mark.parametrize("name", ["parla_near_texts", "parla_vector_index_check"])
+def test_a_migration_that_sets_hnsw_settings_applies_in_a_fresh_session(supabase, pg_cluster, name):
+    """A project migrating from before this file, as the project's owner (not a superuser), in a
+    session that has not touched a vector yet: the functions it creates set `hnsw.*`, which only
+    a superuser may set before pgvector's library has defined them in the session ("permission
+    denied to set parameter hnsw.iterative_scan")."""
+    db_name = psycopg.conninfo.conninfo_to_dict(supabase.dsn)["dbname"]
+    migration = next(m for m in migrations() if m.name == name)
+    with psycopg.connect(supabase.dsn, autocommit=True) as conn:
+        conn.execute("DELETE FROM supabase_migrations.schema_migrations WHERE version = %s", (migration.version,))
+    assert apply_migrations(pg_cluster.owner_dsn(db_name)) == [migration]
