@@ -99,7 +99,11 @@ async def test_cut_off_on_a_laptop_that_never_starts_again_the_desktop_says_it_a
             # the laptop lost power while saying it; the desktop waits out the takeover time
             (cut,) = await laptop.remote.list_reminders(history=True)
             await eventually(lambda: len(said) == 2, timeout=TAKEOVER_S + 3, what="the desktop to say it")
-            await asyncio.sleep(1.0)
+
+            async def marked() -> bool:
+                return all(r.said_at is not None for r in await desktop.remote.list_reminders(history=True))
+
+            await eventually(marked, timeout=5, what="the desktop's mark")
         async with scheduler(laptop, "laptop", said):  # the laptop back, much later: said already
             await asyncio.sleep(1.2)
         (stored,) = await laptop.list_reminders(history=True)
