@@ -12,6 +12,9 @@ re-embedded; `bench.scale_probe.Wide`):
 - the vector search options on the same vectors (`bench.scale_options`): top-10 agreement with
   the exact float search, latency, bytes per vector in the heap and on disk;
 - the store's size per 1,000 turns and what takes it (dbstat), with the index files.
+
+`--keep FOLDER` builds the stores there and keeps them: a later run with the same FOLDER measures
+them again without importing (and makes only the summaries an `--import-only` run left queued).
 """
 
 from __future__ import annotations
@@ -211,39 +214,73 @@ async def widen(source: Path, target: Path) -> None:
         await reembed(store, Wide(), 512)
 
 
-def main(out: Report, chat_counts: list[int], with_usearch: bool, import_only: bool, foreground: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+def build(folder: Path, chats: int, import_only: bool, foreground: bool) -> tuple[Path, int, Table]:
+    """The store of `chats` chats in `folder`, and its build's table. `built-N.json`, written when
+    a step ends, lets a later run start from there: a store imported before is not imported again,
+    and one whose summaries were made (not `--import-only`) is measured as it is."""
+    store = folder / f"store-{chats}.db"
+    done = folder / f"built-{chats}.json"
+    env = env_for(store, folder / "home")
+    imports = import_table(f"{chats:,} chats: `parla import` (offline embedder and summarizer)")
+    if done.exists():
+        built = json.loads(done.read_text())
+        turns = built["turns"]
+        imports.row(f"imported by an earlier run into {folder}", chats, turns, *[""] * 6)
+    else:
+        for path in folder.glob(f"store-{chats}*"):
+            path.unlink()
+        jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
+        turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+        import_row(imports, "parla import (summaries queued)", chats, turns, run_import(jsonl, env))
+        if foreground:
+            here = folder / f"store-{chats}-here.db"
+            run = run_import(jsonl, env_for(here, folder / "home"), "--offline")
+            import_row(imports, "parla import --offline (summaries made here)", chats, turns, run)
+            for path in folder.glob(f"store-{chats}-here*"):
+                path.unlink()
+        jsonl.unlink()
+        built = {"turns": turns, "summaries": False}
+        done.write_text(json.dumps(built))
+    if not import_only and not built["summaries"]:
+        import_row(imports, "the daemon's worker makes the queued summaries", chats, turns, work_queue(env))
+        done.write_text(json.dumps({"turns": turns, "summaries": True}))
+    return store, turns, imports
+
+
+def measure(out: Report, folder: Path, chats: int, with_usearch: bool, import_only: bool, foreground: bool) -> None:
+    store, turns, imports = build(folder, chats, import_only, foreground)
+    out.table(imports)
+    made = " (summaries not made: --import-only)" if import_only else ""
+    sizes(out, store, turns, 256, f"{chats:,} chats, 256 dims{made}")
+    if import_only:
+        return
+    report(out, f"{chats:,} chats, offline embedder, 256 dims", probe(store, 256), options(store, 256, with_usearch))
+    wide = folder / f"store-{chats}-768.db"
+    widened = folder / f"store-{chats}-768.built"  # removed with the store it was made from
+    if not widened.exists():
+        asyncio.run(widen(store, wide))
+        widened.touch()
+    report(out, f"{chats:,} chats, 768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
+    sizes(out, wide, turns, 768, f"{chats:,} chats, 768-dim stand-in")
+
+
+def main(
+    out: Report,
+    chat_counts: list[int],
+    with_usearch: bool,
+    import_only: bool,
+    foreground: bool,
+    keep: Path | None,
+) -> None:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
         for chats in chat_counts:
-            jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
-            turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
-            store = folder / f"store-{chats}.db"
-            env = env_for(store, folder / "home")
-            imports = import_table(f"{chats:,} chats: `parla import` (offline embedder and summarizer)")
-            import_row(imports, "parla import (summaries queued)", chats, turns, run_import(jsonl, env))
-            if not import_only:
-                import_row(imports, "the daemon's worker makes the queued summaries", chats, turns, work_queue(env))
-            if foreground:
-                here = folder / f"store-{chats}-here.db"
-                run = run_import(jsonl, env_for(here, folder / "home"), "--offline")
-                import_row(imports, "parla import --offline (summaries made here)", chats, turns, run)
-                for path in folder.glob(f"store-{chats}-here*"):
-                    path.unlink()
-            out.table(imports)
-            made = " (summaries not made: --import-only)" if import_only else ""
-            sizes(out, store, turns, 256, f"{chats:,} chats, 256 dims{made}")
-            if not import_only:
-                report(
-                    out,
-                    f"{chats:,} chats, offline embedder, 256 dims",
-                    probe(store, 256),
-                    options(store, 256, with_usearch),
-                )
-                wide = folder / f"store-{chats}-768.db"
-                asyncio.run(widen(store, wide))
-                report(out, f"{chats:,} chats, 768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
-                sizes(out, wide, turns, 768, f"{chats:,} chats, 768-dim stand-in")
-            for path in folder.glob(f"store-{chats}*"):
+            measure(out, keep, chats, with_usearch, import_only, foreground)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        for chats in chat_counts:
+            measure(out, Path(tmp), chats, with_usearch, import_only, foreground)
+            for path in Path(tmp).glob(f"store-{chats}*"):
                 path.unlink()
 
 
@@ -263,6 +300,13 @@ if __name__ == "__main__":
         "--foreground", action="store_true", help="also `parla import --offline` (summaries made by the import)"
     )
     parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="FOLDER",
+        help="build the stores into FOLDER and keep them; a store an earlier run built there is measured again "
+        "without its import",
+    )
+    parser.add_argument(
         "--store",
         choices=("sqlite", "supabase"),
         default="sqlite",
@@ -278,4 +322,4 @@ if __name__ == "__main__":
             # imported into SQLite and copied (bench.supabase_load), and 100 chats go through the API
             asyncio.run(run(out, chats) if chats <= 500 else run(out, chats, "copy", api_chats=100))
     else:
-        main(out, counts, not args.no_usearch, args.import_only, args.foreground)
+        main(out, counts, not args.no_usearch, args.import_only, args.foreground, args.keep)

@@ -162,16 +162,17 @@ class VectorFile:
         if chat_count <= 0:
             return []
         query = np.asarray(query, dtype=np.float32)
-        wanted = max(_CANDIDATES_MIN, _CANDIDATES_PER_WANTED * chat_count)
-        chats, rows = self._nearest_chats(header, sign_bits(query)[0], wanted)
-        finalists = self._by_codes(header, chats, rows, query, chat_count + _FINALISTS_EXTRA)
-        return _exact(db, finalists, query, chat_count, texts_per_chat)
+        chats, rows, finalists = self._nearest_chats(header, sign_bits(query)[0], chat_count)
+        return _exact(db, self._by_codes(header, chats, rows, query, finalists), query, chat_count, texts_per_chat)
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _nearest_chats(self, header: _Header, query_bits: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """The `count` chats whose best text is nearest by Hamming distance: their rows' chat
-        numbers and row numbers."""
+    def _nearest_chats(
+        self, header: _Header, query_bits: np.ndarray, chat_count: int
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """The shortlist for a search of `chat_count` chats: the chats whose best text is nearest
+        by Hamming distance, their rows' chat numbers and row numbers, and how many of them to
+        keep as finalists (both grow with the chats in the file: `candidate_counts`)."""
         assert self._fd is not None
         # each record read as 64-bit words (its chat number, then its signs), so one XOR over the
         # chunk does it (the chat number XOR 0 stays), and a dead row's distance goes to chat 0
@@ -187,16 +188,17 @@ class VectorFile:
             distances.append(distance)
         chat = np.concatenate(chats) if chats else np.zeros(0, dtype=np.int64)
         if not len(chat):
-            return chat, chat
+            return chat, chat, 0
         far = np.iinfo(np.int32).max
         best = np.full(int(chat.max()) + 1, far, dtype=np.int32)
         np.minimum.at(best, chat, np.concatenate(distances))
         best[_DEAD] = far
         present = np.flatnonzero(best != far)
+        shortlist, finalists = candidate_counts(chat_count, len(present))
         nearest = np.zeros(len(best), dtype=bool)
-        nearest[present[np.argsort(best[present], kind="stable")[:count]]] = True
+        nearest[present[np.argsort(best[present], kind="stable")[:shortlist]]] = True
         rows = np.flatnonzero(nearest[chat])
-        return chat[rows], rows
+        return chat[rows], rows, finalists
 
     def _by_codes(
         self, header: _Header, chats: np.ndarray, rows: np.ndarray, query: np.ndarray, count: int
@@ -347,6 +349,12 @@ class VectorFile:
         self._fd, self._codes_fd = fd, codes_fd
         fcntl.flock(fd, fcntl.LOCK_EX)
         return header
+
+
+def candidate_counts(chat_count: int, chats: int) -> tuple[int, int]:
+    """For a search of `chat_count` chats in a file of `chats` chats: how many chats its sign
+    bits shortlist, and how many of those its 8-bit rows keep for the exact ranking."""
+    return max(_CANDIDATES_MIN, _CANDIDATES_PER_WANTED * chat_count), chat_count + _FINALISTS_EXTRA
 
 
 def _encoded(
