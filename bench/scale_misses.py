@@ -26,6 +26,7 @@ import numpy as np
 from bench.memory import percentile
 from bench.scale_options import TOP
 from bench.scale_probe import embedder_of, requests
+from parla.memory.config import MemoryConfig
 from parla.memory.store.sqlite_rows import vector_matrix
 from parla.memory.store.sqlite_vector_file import candidate_counts, sign_bits
 from parla.memory.store.sqlite_vectors import vector_blobs
@@ -96,7 +97,7 @@ async def main(path: Path, dim: int, shortlists: list[int], finalists: list[int]
     codes = np.round(matrix / np.where(scale == 0, 1, scale)[:, None]).astype(np.int8).astype(np.float32)
     codes *= scale[:, None]
     chats = len(np.unique(chat))
-    index_shortlist, index_finalists = candidate_counts(TOP, chats)
+    index_shortlist, index_finalists = candidate_counts(MemoryConfig(), TOP, chats)
     settings = sorted({(index_shortlist, index_finalists), *((s, f) for s in shortlists for f in finalists)})
     found = {kind: [places(q, chat, matrix, bits, codes) for q in vectors] for kind, vectors in queries.items()}
     for shortlist, final in settings:

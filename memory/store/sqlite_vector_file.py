@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from parla.memory.config import MemoryConfig
 from parla.memory.errors import StoreError
 from parla.memory.store import TextRef
 from parla.memory.store.checks import text_ref
@@ -49,11 +50,8 @@ _HEADER_SIZE = 128
 _CODES_HEADER = struct.Struct("<8sq")  # magic, pair: the sign file's it was written with
 _DEAD = 0  # chat numbers start at 1
 _CHUNK_ROWS = 32768  # rows read at once: the heap holds one chunk, not the file
-# Chats ranked again by their 8-bit rows, and of those, chats decided by their exact vectors:
-# enough that the exact search's best chats survive (bench.scale's corpus, 256 and 768 dims).
-_CANDIDATES_MIN = 300
+# Chats shortlisted a chat a search asks for, when that is more than the settings' shortlist.
 _CANDIDATES_PER_WANTED = 5
-_FINALISTS_EXTRA = 10
 
 
 @dataclass(frozen=True)
@@ -120,7 +118,8 @@ def store_state(db: sqlite3.Connection) -> _Header | None:
 class VectorFile:
     """The index files of one store, used only in the store connection's thread."""
 
-    def __init__(self, store_path: Path) -> None:
+    def __init__(self, store_path: Path, config: MemoryConfig) -> None:
+        self.config = config
         self.path = store_path.with_name(store_path.name + "-vectors")
         self.codes_path = self.path.with_name(self.path.name + ".i8")
         self._fd: int | None = None
@@ -194,7 +193,7 @@ class VectorFile:
         np.minimum.at(best, chat, np.concatenate(distances))
         best[_DEAD] = far
         present = np.flatnonzero(best != far)
-        shortlist, finalists = candidate_counts(chat_count, len(present))
+        shortlist, finalists = candidate_counts(self.config, chat_count, len(present))
         nearest = np.zeros(len(best), dtype=bool)
         nearest[present[np.argsort(best[present], kind="stable")[:shortlist]]] = True
         rows = np.flatnonzero(nearest[chat])
@@ -351,10 +350,16 @@ class VectorFile:
         return header
 
 
-def candidate_counts(chat_count: int, chats: int) -> tuple[int, int]:
+def candidate_counts(config: MemoryConfig, chat_count: int, chats: int) -> tuple[int, int]:
     """For a search of `chat_count` chats in a file of `chats` chats: how many chats its sign
-    bits shortlist, and how many of those its 8-bit rows keep for the exact ranking."""
-    return max(_CANDIDATES_MIN, _CANDIDATES_PER_WANTED * chat_count), chat_count + _FINALISTS_EXTRA
+    bits shortlist, and how many of those its 8-bit rows keep for the exact ranking. The
+    shortlist grows with the file: a bigger store has more chats alike, and the exact top 10's
+    places by sign bits grow with them (3% of the chats at 5,000 of `bench.scale`'s corpus:
+    `bench.scale_misses`)."""
+    shortlist = max(
+        config.index_shortlist_min, round(config.index_shortlist_share * chats), _CANDIDATES_PER_WANTED * chat_count
+    )
+    return shortlist, chat_count + config.index_finalists_extra
 
 
 def _encoded(

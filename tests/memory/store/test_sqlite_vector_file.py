@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parla.memory.config import MemoryConfig
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import StoreError
 from parla.memory.store import EmbeddedWindow
@@ -101,6 +102,34 @@ async def test_the_index_answers_as_the_exact_search(filled):
         query = queries(chats, 1)[0]
         (best,) = await store.search(EmbeddedText("q", query, EMBEDDER), 1)
         assert best.texts[0].similarity == pytest.approx(float(np.max(chats[best.chat_id] @ query)), abs=TOLERANCE)
+
+
+def crowded_vectors(seed: int, windows: int) -> np.ndarray:
+    """A chat about one of only four subjects, told much as the others about it are: a store whose
+    chats crowd a few subjects, as a heavy user's history does."""
+    subject = np.random.default_rng(seed % 4).standard_normal(DIM)
+    rng = np.random.default_rng(seed)
+    v = unit(subject + 0.6 * rng.standard_normal(DIM) + 0.4 * rng.standard_normal((windows, DIM)))
+    return v.astype(VECTOR_DTYPE).astype(np.float32)
+
+
+async def test_the_shortlist_grows_with_the_chats_so_a_crowded_subject_keeps_its_best(tmp_path):
+    """800 chats of four subjects: the right chats are among the 200 of the query's subject, which
+    look alike by their signs; a shortlist of 20 misses them, one of a quarter of the chats does not."""
+    path = tmp_path / "parla.db"
+    chats: dict[str, np.ndarray] = {}
+    async with SQLiteChatStore(path) as store:
+        for seed in range(800):
+            vectors = crowded_vectors(seed, 2)
+            chats[await add_chat(store, vectors)] = vectors
+    asked = queries(chats, 20)
+    answers = {}
+    for share in (0.0, 0.25):
+        config = MemoryConfig(index_shortlist_min=20, index_shortlist_share=share)
+        async with SQLiteChatStore(path, config) as store:
+            answers[share] = [await found(store, query) == exact(chats, query, 5, 2) for query in asked]
+    assert sum(answers[0.0]) < len(asked) / 2  # the set needs the shortlist to grow
+    assert all(answers[0.25])
 
 
 async def test_a_reopened_store_searches_its_file_without_a_rebuild(filled):
