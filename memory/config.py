@@ -207,7 +207,14 @@ class MemoryConfig(BaseModel):
         10,
         ge=0,
         description="Chats beyond those a search asks for that the vector index ranks by their exact vectors "
-        "(read from the store), chosen by their 8-bit vectors from the shortlist.",
+        "(read from the store), chosen by their 8-bit vectors from the shortlist, at least.",
+    )
+    index_finalists_share: float = Field(
+        0.03,
+        ge=0,
+        le=1,
+        description="Share of the shortlist the vector index ranks by exact vectors beyond the chats a search asks "
+        "for, when more than index_finalists_extra.",
     )
     facts_message_max_chars: int = Field(
         2000,
