@@ -52,6 +52,7 @@ _DEAD = 0  # chat numbers start at 1
 _CHUNK_ROWS = 32768  # rows read at once: the heap holds one chunk, not the file
 # Chats shortlisted a chat a search asks for, when that is more than the settings' shortlist.
 _CANDIDATES_PER_WANTED = 5
+_CODES_AT_ONCE = 4096  # 8-bit rows made floats at once
 
 
 @dataclass(frozen=True)
@@ -219,7 +220,14 @@ class VectorFile:
             for start, end, first in zip(starts, ends, rows[starts].tolist(), strict=True)
         )
         codes = np.frombuffer(raw, dtype=code, count=len(rows))
-        sims = (codes["v"].astype(np.float32) @ query) * codes["scale"]
+        # a slice at a time: a shortlist grown with the store holds tens of thousands of rows, whose
+        # float copy at once would be a hundred MB at 768 dims
+        sims = np.concatenate(
+            [
+                (codes["v"][s : s + _CODES_AT_ONCE].astype(np.float32) @ query) * codes["scale"][s : s + _CODES_AT_ONCE]
+                for s in range(0, len(codes), _CODES_AT_ONCE)
+            ]
+        )
         numbers, of_row = np.unique(chats, return_inverse=True)
         best = np.full(len(numbers), -np.inf, dtype=np.float32)
         np.maximum.at(best, of_row, sims)
