@@ -120,8 +120,9 @@ def probe(store: Path, dim: int) -> tuple[Probed, Probed]:
     whose index stages are fixed as before they grew with the store (the baseline)."""
     fixed = {f"PARLA_{key.upper()}": str(value) for key, value in FIXED.items()}
     runs: tuple[Probed, Probed] = ({}, {})
-    for _ in range(OPENINGS):
-        for out, env in zip(runs, ({}, fixed), strict=True):
+    for opening in range(OPENINGS):
+        pair = list(zip(runs, ({}, fixed), strict=True))
+        for out, env in pair[:: 1 if opening % 2 else -1]:  # each first in turn
             line = subprocess.run(
                 [sys.executable, "-m", "bench.scale_probe", str(store), "--dim", str(dim)],
                 check=True,
