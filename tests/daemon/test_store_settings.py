@@ -7,8 +7,7 @@ import psycopg
 
 from parla.daemon.settings import Settings
 from parla.daemon.stores import connect_supabase, open_store
-from parla.memory.store.sqlite import SQLiteChatStore
-from tests.memory.store.test_sqlite_vector_file import add_chat, crowded_vectors, exact, found, queries
+from tests.memory.store.test_sqlite_vector_file import crowded_store, right_answers
 
 
 async def test_a_reembed_on_supabase_commits_as_many_vectors_a_request_as_the_setting_says(supabase, tmp_path):
@@ -47,17 +46,11 @@ async def test_a_reembed_on_supabase_commits_as_many_vectors_a_request_as_the_se
 async def test_the_sqlite_store_the_daemon_opens_searches_its_index_as_the_settings_say(tmp_path):
     """PARLA_INDEX_SHORTLIST_*: the chats a search shortlists by their signs follow the settings
     (the crowded store where a shortlist of 20 loses the best chats and a quarter does not)."""
-    path = tmp_path / "parla.db"
-    chats: dict[str, np.ndarray] = {}
-    async with SQLiteChatStore(path) as store:
-        for seed in range(800):
-            vectors = crowded_vectors(seed, 2)
-            chats[await add_chat(store, vectors)] = vectors
-    asked = queries(chats, 20)
+    chats = await crowded_store(tmp_path / "parla.db")
     right = {}
     for share in (0.0, 0.25):
-        settings = Settings(store_path=path, index_shortlist_min=20, index_shortlist_share=share)
-        async with open_store(settings) as opened:
-            right[share] = sum([await found(opened, query) == exact(chats, query, 5, 2) for query in asked])
-    assert right[0.0] < len(asked) / 2
-    assert right[0.25] == len(asked)
+        settings = Settings(store_path=tmp_path / "parla.db", index_shortlist_min=20, index_shortlist_share=share)
+        async with open_store(settings) as store:
+            right[share] = await right_answers(store, chats)
+    assert right[0.0] < 10
+    assert right[0.25] == 20
