@@ -6,10 +6,11 @@ text, row by row and appended chat by chat,
   the chats the scan found nearest.
 
 A search reads the sign file in chunks (page cache, not the daemon's heap) and ranks chats by the
-Hamming distance of their best text; the best few hundred chats are ranked again with
-their 8-bit rows, and the best few of those are decided with their exact float vectors read from
-the store. The answer is the exact search's whenever the true best chats survive both stages
-(top-10 agreement measured by `python -m bench.scale`).
+Hamming distance of their best text; the best few hundred chats (a share of them in a big
+store: `candidate_counts`) are ranked again with their 8-bit rows, and the best few of those are
+decided with their exact float vectors read from the store. The answer is the exact search's
+whenever the true best chats survive both stages (top-10 agreement measured by
+`python -m bench.scale`; where they were lost, by `python -m bench.scale_misses`).
 
 The files follow the store: the sign file's header records the store's generation they reflect.
 Opening the store reads nothing; a search that finds the store newer replaces only the changed
