@@ -53,7 +53,7 @@ _DEAD = 0  # chat numbers start at 1
 _CHUNK_ROWS = 32768  # rows read at once: the heap holds one chunk, not the file
 # Chats shortlisted a chat a search asks for, when that is more than the settings' shortlist.
 _CANDIDATES_PER_WANTED = 5
-_CODES_AT_ONCE = 4096  # 8-bit rows made floats at once
+_CODES_AT_ONCE = 4096  # 8-bit rows read and made floats at once, about
 
 
 @dataclass(frozen=True)
@@ -214,21 +214,22 @@ class VectorFile:
         rows, chats = rows[order], chats[order]
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
         starts, ends = np.concatenate(([0], breaks)).tolist(), np.concatenate((breaks, [len(rows)])).tolist()
-        # the runs' bytes joined and read as one array: concatenating one small array per run
-        # costs more than the reads (numpy checks the record's fields for each)
-        raw = b"".join(
-            os.pread(self._codes_fd, (end - start) * code.itemsize, _CODES_HEADER.size + first * code.itemsize)
-            for start, end, first in zip(starts, ends, rows[starts].tolist(), strict=True)
-        )
-        codes = np.frombuffer(raw, dtype=code, count=len(rows))
-        # a slice at a time: a shortlist grown with the store holds tens of thousands of rows, whose
-        # float copy at once would be a hundred MB at 768 dims
-        sims = np.concatenate(
-            [
-                (codes["v"][s : s + _CODES_AT_ONCE].astype(np.float32) @ query) * codes["scale"][s : s + _CODES_AT_ONCE]
-                for s in range(0, len(codes), _CODES_AT_ONCE)
-            ]
-        )
+        # runs read _CODES_AT_ONCE rows or so at a time (a shortlist grown with the store holds tens
+        # of thousands: 40 MB at 768 dims, four times that as floats), each batch's bytes joined
+        # and read as one array: concatenating one small array per run costs more than the reads
+        # (numpy checks the record's fields for each)
+        batch = (np.asarray(ends) - 1) // _CODES_AT_ONCE
+        parts = []
+        for _, runs in itertools.groupby(
+            zip(starts, ends, rows[starts].tolist(), batch.tolist(), strict=True), key=lambda run: run[3]
+        ):
+            raw = b"".join(
+                os.pread(self._codes_fd, (end - start) * code.itemsize, _CODES_HEADER.size + first * code.itemsize)
+                for start, end, first, _ in runs
+            )
+            codes = np.frombuffer(raw, dtype=code)
+            parts.append((codes["v"].astype(np.float32) @ query) * codes["scale"])
+        sims = np.concatenate(parts)
         numbers, of_row = np.unique(chats, return_inverse=True)
         best = np.full(len(numbers), -np.inf, dtype=np.float32)
         np.maximum.at(best, of_row, sims)
