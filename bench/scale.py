@@ -8,10 +8,16 @@ then for the offline embedder's 256 dims and for a deterministic 768-dim stand-i
 re-embedded; `bench.scale_probe.Wide`):
 - 5 fresh processes opening the store as the daemon does (`bench.scale_probe`): the first switch
   search after opening (p95 over the 5), switch search and `recall` across chats p50 / p95, and the
-  process's RSS after them (the daemon's modules imported; the voice stack is not started);
+  process's RSS after them (the daemon's modules imported; the voice stack is not started),
+  alternating with 5 whose vector index keeps its stages fixed as before they grew with the store
+  (the baseline: `bench.scale_options.FIXED`);
 - the vector search options on the same vectors (`bench.scale_options`): top-10 agreement with
-  the exact float search, latency, bytes per vector in the heap and on disk;
+  the exact float search, latency, bytes per vector in the heap and on disk (Parla's index with
+  its stages as set and as before);
 - the store's size per 1,000 turns and what takes it (dbstat), with the index files.
+
+`--keep FOLDER` builds the stores there and keeps them: a later run with the same FOLDER measures
+them again without importing (and makes only the summaries an `--import-only` run left queued).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from pathlib import Path
 from bench.corpus import write_jsonl
 from bench.memory import percentile
 from bench.report import Report, Table, parse
+from bench.scale_options import FIXED
 from bench.scale_probe import Wide
 from parla.memory.reembed import reembed
 from parla.memory.store.sqlite import SQLiteChatStore
@@ -105,22 +112,34 @@ def import_row(table: Table, step: str, chats: int, turns: int, run: Run) -> Non
     )
 
 
-def probe(store: Path, dim: int) -> dict[str, list[float]]:
-    """OPENINGS fresh processes, each opening the store and searching."""
-    out: dict[str, list[float]] = {"first_s": [], "switch_ms": [], "recall_ms": [], "rss_mb": []}
-    for _ in range(OPENINGS):
-        line = subprocess.run(
-            [sys.executable, "-m", "bench.scale_probe", str(store), "--dim", str(dim)],
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout
-        one = json.loads(line)
-        out["first_s"].append(one["first_s"])
-        out["switch_ms"] += one["switch_ms"]
-        out["recall_ms"] += one["recall_ms"]
-        out["rss_mb"].append(one["rss_mb"])
-    return out
+Probed = dict[str, list[float]]
+
+
+def probe(store: Path, dim: int) -> tuple[Probed, Probed]:
+    """OPENINGS fresh processes, each opening the store and searching, alternating with as many
+    whose index stages are fixed as before they grew with the store (the baseline)."""
+    fixed = {f"PARLA_{key.upper()}": str(value) for key, value in FIXED.items()}
+    runs: tuple[Probed, Probed] = ({}, {})
+    for opening in range(OPENINGS):
+        pair = list(zip(runs, ({}, fixed), strict=True))
+        for out, env in pair[:: 1 if opening % 2 else -1]:  # each first in turn
+            line = subprocess.run(
+                [sys.executable, "-m", "bench.scale_probe", str(store), "--dim", str(dim)],
+                check=True,
+                capture_output=True,
+                text=True,
+                env={**os.environ, **env},
+            ).stdout
+            one = json.loads(line)
+            for key, value in (
+                ("first_s", [one["first_s"]]),
+                ("rss_mb", [one["rss_mb"]]),
+                ("load", [os.getloadavg()[0]]),
+            ):
+                out.setdefault(key, []).extend(value)
+            for key in ("switch_ms", "recall_ms"):
+                out.setdefault(key, []).extend(one[key])
+    return runs
 
 
 def options(store: Path, dim: int, with_usearch: bool) -> list[dict[str, object]]:
@@ -163,13 +182,24 @@ def sizes(out: Report, store: Path, turns: int, dim: int, title: str) -> None:
     out.table(table)
 
 
-def report(out: Report, name: str, probed: dict[str, list[float]], compared: list[dict[str, object]]) -> None:
+def report(out: Report, name: str, probes: tuple[Probed, Probed], compared: list[dict[str, object]]) -> None:
+    probed, before = probes
     first = probed["first_s"]
-    searches = Table(["search", "p50 ms", "p95 ms"], title=name)
+    searches = Table(["search", "p50 ms", "p95 ms", "load average"], title=name)
     for kind in ("switch", "recall"):
-        ms = probed[f"{kind}_ms"]
-        searches.row(kind, f"{percentile(ms, 0.5):.1f}", f"{percentile(ms, 0.95):.1f}")
+        for label, ran in ((kind, probed), (f"{kind}, index stages fixed as before (baseline)", before)):
+            ms = ran[f"{kind}_ms"]
+            loads = f"{min(ran['load']):.1f}-{max(ran['load']):.1f}"
+            searches.row(label, f"{percentile(ms, 0.5):.1f}", f"{percentile(ms, 0.95):.1f}", loads)
     out.table(searches)
+    out.line(
+        "p95 against the baseline of the same run: "
+        + ", ".join(
+            f"{kind} {percentile(probed[f'{kind}_ms'], 0.95) / percentile(before[f'{kind}_ms'], 0.95):.2f}"
+            for kind in ("switch", "recall")
+        )
+        + f"; RSS {max(probed['rss_mb']):.0f} MB against {max(before['rss_mb']):.0f}"
+    )
     out.line(
         f"first switch search after opening: p95 over {len(first)} openings {percentile(first, 0.95):.3f} s"
         f" (each: {', '.join(f'{f:.3f}' for f in first)}); RSS after 20 switch + 20 recall searches:"
@@ -211,39 +241,78 @@ async def widen(source: Path, target: Path) -> None:
         await reembed(store, Wide(), 512)
 
 
-def main(out: Report, chat_counts: list[int], with_usearch: bool, import_only: bool, foreground: bool) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
+def build(folder: Path, chats: int, import_only: bool, foreground: bool) -> tuple[Path, int, Table]:
+    """The store of `chats` chats in `folder`, and its build's table. `built-N.json`, written when
+    a step ends, lets a later run start from there: a store imported before is not imported again,
+    and one whose summaries were made (not `--import-only`) is measured as it is."""
+    store = folder / f"store-{chats}.db"
+    done = folder / f"built-{chats}.json"
+    env = env_for(store, folder / "home")
+    imports = import_table(f"{chats:,} chats: `parla import` (offline embedder and summarizer)")
+    if done.exists():
+        built = json.loads(done.read_text())
+        turns = built["turns"]
+        imports.row(f"imported by an earlier run into {folder}", chats, turns, *[""] * 6)
+    else:
+        for path in folder.glob(f"store-{chats}*"):
+            path.unlink()
+        jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
+        turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
+        import_row(imports, "parla import (summaries queued)", chats, turns, run_import(jsonl, env))
+        if foreground:
+            here = folder / f"store-{chats}-here.db"
+            run = run_import(jsonl, env_for(here, folder / "home"), "--offline")
+            import_row(imports, "parla import --offline (summaries made here)", chats, turns, run)
+            for path in folder.glob(f"store-{chats}-here*"):
+                path.unlink()
+        jsonl.unlink()
+        built = {"turns": turns, "summaries": False}
+        done.write_text(json.dumps(built))
+    if not import_only and not built["summaries"]:
+        import_row(imports, "the daemon's worker makes the queued summaries", chats, turns, work_queue(env))
+        done.write_text(json.dumps({"turns": turns, "summaries": True}))
+    return store, turns, imports
+
+
+def measure(
+    out: Report, folder: Path, chats: int, with_usearch: bool, import_only: bool, foreground: bool, wide: bool
+) -> None:
+    store, turns, imports = build(folder, chats, import_only, foreground)
+    out.table(imports)
+    made = " (summaries not made: --import-only)" if import_only else ""
+    sizes(out, store, turns, 256, f"{chats:,} chats, 256 dims{made}")
+    if import_only:
+        return
+    report(out, f"{chats:,} chats, offline embedder, 256 dims", probe(store, 256), options(store, 256, with_usearch))
+    if not wide:
+        return
+    widened = folder / f"store-{chats}-768.db"
+    made = folder / f"store-{chats}-768.built"  # removed with the store it was made from
+    if not made.exists():
+        asyncio.run(widen(store, widened))
+        made.touch()
+    report(out, f"{chats:,} chats, 768-dim stand-in", probe(widened, 768), options(widened, 768, with_usearch))
+    sizes(out, widened, turns, 768, f"{chats:,} chats, 768-dim stand-in")
+
+
+def main(
+    out: Report,
+    chat_counts: list[int],
+    with_usearch: bool,
+    import_only: bool,
+    foreground: bool,
+    keep: Path | None,
+    wide: bool,
+) -> None:
+    if keep is not None:
+        keep.mkdir(parents=True, exist_ok=True)
         for chats in chat_counts:
-            jsonl = write_jsonl(folder / f"corpus-{chats}.jsonl", chats)
-            turns = sum(len(json.loads(line)["turns"]) for line in jsonl.open())
-            store = folder / f"store-{chats}.db"
-            env = env_for(store, folder / "home")
-            imports = import_table(f"{chats:,} chats: `parla import` (offline embedder and summarizer)")
-            import_row(imports, "parla import (summaries queued)", chats, turns, run_import(jsonl, env))
-            if not import_only:
-                import_row(imports, "the daemon's worker makes the queued summaries", chats, turns, work_queue(env))
-            if foreground:
-                here = folder / f"store-{chats}-here.db"
-                run = run_import(jsonl, env_for(here, folder / "home"), "--offline")
-                import_row(imports, "parla import --offline (summaries made here)", chats, turns, run)
-                for path in folder.glob(f"store-{chats}-here*"):
-                    path.unlink()
-            out.table(imports)
-            made = " (summaries not made: --import-only)" if import_only else ""
-            sizes(out, store, turns, 256, f"{chats:,} chats, 256 dims{made}")
-            if not import_only:
-                report(
-                    out,
-                    f"{chats:,} chats, offline embedder, 256 dims",
-                    probe(store, 256),
-                    options(store, 256, with_usearch),
-                )
-                wide = folder / f"store-{chats}-768.db"
-                asyncio.run(widen(store, wide))
-                report(out, f"{chats:,} chats, 768-dim stand-in", probe(wide, 768), options(wide, 768, with_usearch))
-                sizes(out, wide, turns, 768, f"{chats:,} chats, 768-dim stand-in")
-            for path in folder.glob(f"store-{chats}*"):
+            measure(out, keep, chats, with_usearch, import_only, foreground, wide)
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        for chats in chat_counts:
+            measure(out, Path(tmp), chats, with_usearch, import_only, foreground, wide)
+            for path in Path(tmp).glob(f"store-{chats}*"):
                 path.unlink()
 
 
@@ -262,6 +331,14 @@ if __name__ == "__main__":
     parser.add_argument(
         "--foreground", action="store_true", help="also `parla import --offline` (summaries made by the import)"
     )
+    parser.add_argument("--no-wide", action="store_true", help="256 dims only: no 768-dim stand-in")
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="FOLDER",
+        help="build the stores into FOLDER and keep them; a store an earlier run built there is measured again "
+        "without its import",
+    )
     parser.add_argument(
         "--store",
         choices=("sqlite", "supabase"),
@@ -278,4 +355,4 @@ if __name__ == "__main__":
             # imported into SQLite and copied (bench.supabase_load), and 100 chats go through the API
             asyncio.run(run(out, chats) if chats <= 500 else run(out, chats, "copy", api_chats=100))
     else:
-        main(out, counts, not args.no_usearch, args.import_only, args.foreground)
+        main(out, counts, not args.no_usearch, args.import_only, args.foreground, args.keep, not args.no_wide)

@@ -1,5 +1,5 @@
 """One fresh process opening a store as the daemon does (the daemon's modules imported, the
-SQLite store opened, nothing searched yet), then: the first spoken switch search, 20 more, 20
+SQLite store opened with the PARLA_ settings of its environment, nothing searched yet), then: the first spoken switch search, 20 more, 20
 `recall` questions across chats, and the process's resident memory after them. Prints one JSON
 line; `bench.scale` runs it once per opening.
 
@@ -18,6 +18,7 @@ import numpy as np
 
 import parla.daemon.service  # noqa: F401  (the daemon's own imports, as `parla run` has them)
 from bench.corpus import FILLS, SUBJECTS
+from parla.daemon.settings import Settings
 from parla.memory.config import MemoryConfig
 from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.embedding import Embedder, TaskType, WrappedEmbedder, normalize_rows
@@ -68,9 +69,10 @@ def rss_mb() -> float:
     return float("nan")
 
 
-async def searches(store: ChatStore, embedder: Embedder, runs: int) -> tuple[list[float], list[float]]:
+async def searches(
+    store: ChatStore, embedder: Embedder, runs: int, config: MemoryConfig
+) -> tuple[list[float], list[float]]:
     """`runs` switch searches, then `runs` recall questions across chats: each one's milliseconds."""
-    config = MemoryConfig()
     switches, questions = requests()
     search = ChatSearch(store, embedder, config)
     recall = Recall(store, embedder, config)
@@ -89,11 +91,12 @@ async def searches(store: ChatStore, embedder: Embedder, runs: int) -> tuple[lis
 async def probe(path: Path, dim: int, runs: int) -> dict[str, object]:
     embedder = embedder_of(dim)
     await embedder.embed(["warm the embedder's tables"], "query")  # not the store's cost
-    async with SQLiteChatStore(path) as store:
+    config = Settings()
+    async with SQLiteChatStore(path, config) as store:
         started = time.perf_counter()
-        await ChatSearch(store, embedder, MemoryConfig()).search(requests()[0][0])
+        await ChatSearch(store, embedder, config).search(requests()[0][0])
         first = time.perf_counter() - started
-        switch_ms, recall_ms = await searches(store, embedder, runs)
+        switch_ms, recall_ms = await searches(store, embedder, runs, config)
         return {"first_s": first, "switch_ms": switch_ms, "recall_ms": recall_ms, "rss_mb": rss_mb()}
 
 

@@ -147,7 +147,7 @@ async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psy
             await ChatSearch(store, embedder, config).search(switches[0])
             first.append(time.perf_counter() - started)
     async with await connect(url, user, folder) as store:
-        switch_ms, recall_ms = await searches(store, embedder, RUNS)
+        switch_ms, recall_ms = await searches(store, embedder, RUNS, config)
         # the same switch searches' vector search in SQL alone, as ChatSearch asks it: what the
         # rest of a switch's time (the stand-in, supabase-py, the ranking) is measured against
         sql_ms = []
@@ -162,7 +162,7 @@ async def probe(url: str, user: str, folder: Path, embedder: Embedder, conn: psy
             sql_ms.append((time.perf_counter() - started) * 1000)
     with shim_apart(dsn) as apart:
         async with await connect(apart, user, folder) as store:
-            apart_switch_ms, apart_recall_ms = await searches(store, embedder, RUNS)
+            apart_switch_ms, apart_recall_ms = await searches(store, embedder, RUNS, config)
     async with await connect(url, user, folder) as store:
         agreement = []
         for text in switches[:: max(1, len(switches) // 40)] + questions[:: max(1, len(questions) // 40)]:

@@ -84,7 +84,7 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
 async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
     """The store the settings name; Supabase with this device's copy, which answers while it is away."""
     if settings.store != "supabase":
-        async with SQLiteChatStore(settings.store_path) as store:
+        async with SQLiteChatStore(settings.store_path, settings) as store:
             yield store
         return
     from parla.memory.store.local_copy import LocalCopyStore
@@ -93,5 +93,5 @@ async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
     # the copy holds the user's chats: as private as the SQLite store
     await asyncio.to_thread(create_private, settings.copy_path)
     await asyncio.to_thread(tighten, settings.copy_path)
-    async with remote, SQLiteChatStore(settings.copy_path) as copy:
+    async with remote, SQLiteChatStore(settings.copy_path, settings) as copy:
         yield LocalCopyStore(remote, copy, settings.supabase_recheck_s)

@@ -190,6 +190,32 @@ class MemoryConfig(BaseModel):
         description='Instructions for Gemini fact extraction; a reply of only "No facts to record" means none.',
     )
     title_prompt: str = Field(prompts.TITLE, min_length=1, description="Instructions for a Gemini chat title.")
+    index_shortlist_min: int = Field(
+        300,
+        ge=1,
+        description="Chats a search of the SQLite store's vector index shortlists by their vectors' signs, at least "
+        "(the shortlisted chats' 8-bit vectors are read from disk).",
+    )
+    index_shortlist_share: float = Field(
+        0.0625,
+        ge=0,
+        le=1,
+        description="Share of all the store's chats a search of its vector index shortlists, when more than "
+        "index_shortlist_min: a bigger store has more chats alike, any of which may be the best.",
+    )
+    index_finalists_extra: int = Field(
+        10,
+        ge=0,
+        description="Chats beyond those a search asks for that the vector index ranks by their exact vectors "
+        "(read from the store), chosen by their 8-bit vectors from the shortlist, at least.",
+    )
+    index_finalists_share: float = Field(
+        0.03,
+        ge=0,
+        le=1,
+        description="Share of the shortlist the vector index ranks by exact vectors beyond the chats a search asks "
+        "for, when more than index_finalists_extra.",
+    )
     facts_message_max_chars: int = Field(
         2000,
         ge=200,

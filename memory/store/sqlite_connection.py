@@ -12,6 +12,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Self, TypeVar
 
+from parla.memory.config import MemoryConfig
 from parla.memory.errors import StoreError
 from parla.memory.store.sqlite_file import create_private, store_error, tighten
 from parla.memory.store.sqlite_identity import FileWatch
@@ -41,8 +42,9 @@ class SQLiteConnection:
     work (for instance while waiting for another process's write lock). Before each operation
     the files are checked to still be the database opened (sqlite_identity)."""
 
-    def __init__(self, path: Path | str) -> None:
+    def __init__(self, path: Path | str, config: MemoryConfig | None = None) -> None:
         self.path = Path(path)
+        self._config = config or MemoryConfig.model_validate({})  # only its index_* knobs are read
         self._thread: ThreadPoolExecutor | None = None
         self._db: sqlite3.Connection | None = None
         self._watch = FileWatch(self.path)  # touched only in the connection's thread
@@ -57,7 +59,7 @@ class SQLiteConnection:
         if self._vectors is None:
             from parla.memory.store.sqlite_vector_file import VectorFile
 
-            self._vectors = VectorFile(self.path)
+            self._vectors = VectorFile(self.path, self._config)
         return self._vectors
 
     # -- lifecycle -------------------------------------------------------------------------

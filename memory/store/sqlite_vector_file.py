@@ -6,10 +6,11 @@ text, row by row and appended chat by chat,
   the chats the scan found nearest.
 
 A search reads the sign file in chunks (page cache, not the daemon's heap) and ranks chats by the
-Hamming distance of their best text; the best few hundred chats are ranked again with
-their 8-bit rows, and the best few of those are decided with their exact float vectors read from
-the store. The answer is the exact search's whenever the true best chats survive both stages
-(top-10 agreement measured by `python -m bench.scale`).
+Hamming distance of their best text; the best few hundred chats (a share of them in a big
+store: `candidate_counts`) are ranked again with their 8-bit rows, and the best few of those are
+decided with their exact float vectors read from the store. The answer is the exact search's
+whenever the true best chats survive both stages (top-10 agreement measured by
+`python -m bench.scale`; where they were lost, by `python -m bench.scale_misses`).
 
 The files follow the store: the sign file's header records the store's generation they reflect.
 Opening the store reads nothing; a search that finds the store newer replaces only the changed
@@ -35,6 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
+from parla.memory.config import MemoryConfig
 from parla.memory.errors import StoreError
 from parla.memory.store import TextRef
 from parla.memory.store.checks import text_ref
@@ -49,11 +51,9 @@ _HEADER_SIZE = 128
 _CODES_HEADER = struct.Struct("<8sq")  # magic, pair: the sign file's it was written with
 _DEAD = 0  # chat numbers start at 1
 _CHUNK_ROWS = 32768  # rows read at once: the heap holds one chunk, not the file
-# Chats ranked again by their 8-bit rows, and of those, chats decided by their exact vectors:
-# enough that the exact search's best chats survive (bench.scale's corpus, 256 and 768 dims).
-_CANDIDATES_MIN = 300
+# Chats shortlisted a chat a search asks for, when that is more than the settings' shortlist.
 _CANDIDATES_PER_WANTED = 5
-_FINALISTS_EXTRA = 10
+_CODES_AT_ONCE = 4096  # 8-bit rows read and made floats at once, about
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,8 @@ def store_state(db: sqlite3.Connection) -> _Header | None:
 class VectorFile:
     """The index files of one store, used only in the store connection's thread."""
 
-    def __init__(self, store_path: Path) -> None:
+    def __init__(self, store_path: Path, config: MemoryConfig) -> None:
+        self.config = config
         self.path = store_path.with_name(store_path.name + "-vectors")
         self.codes_path = self.path.with_name(self.path.name + ".i8")
         self._fd: int | None = None
@@ -162,16 +163,17 @@ class VectorFile:
         if chat_count <= 0:
             return []
         query = np.asarray(query, dtype=np.float32)
-        wanted = max(_CANDIDATES_MIN, _CANDIDATES_PER_WANTED * chat_count)
-        chats, rows = self._nearest_chats(header, sign_bits(query)[0], wanted)
-        finalists = self._by_codes(header, chats, rows, query, chat_count + _FINALISTS_EXTRA)
-        return _exact(db, finalists, query, chat_count, texts_per_chat)
+        chats, rows, finalists = self._nearest_chats(header, sign_bits(query)[0], chat_count)
+        return _exact(db, self._by_codes(header, chats, rows, query, finalists), query, chat_count, texts_per_chat)
 
     # -- reading ---------------------------------------------------------------------------
 
-    def _nearest_chats(self, header: _Header, query_bits: np.ndarray, count: int) -> tuple[np.ndarray, np.ndarray]:
-        """The `count` chats whose best text is nearest by Hamming distance: their rows' chat
-        numbers and row numbers."""
+    def _nearest_chats(
+        self, header: _Header, query_bits: np.ndarray, chat_count: int
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """The shortlist for a search of `chat_count` chats: the chats whose best text is nearest
+        by Hamming distance, their rows' chat numbers and row numbers, and how many of them to
+        keep as finalists (both grow with the chats in the file: `candidate_counts`)."""
         assert self._fd is not None
         # each record read as 64-bit words (its chat number, then its signs), so one XOR over the
         # chunk does it (the chat number XOR 0 stays), and a dead row's distance goes to chat 0
@@ -187,16 +189,17 @@ class VectorFile:
             distances.append(distance)
         chat = np.concatenate(chats) if chats else np.zeros(0, dtype=np.int64)
         if not len(chat):
-            return chat, chat
+            return chat, chat, 0
         far = np.iinfo(np.int32).max
         best = np.full(int(chat.max()) + 1, far, dtype=np.int32)
         np.minimum.at(best, chat, np.concatenate(distances))
         best[_DEAD] = far
         present = np.flatnonzero(best != far)
+        shortlist, finalists = candidate_counts(self.config, chat_count, len(present))
         nearest = np.zeros(len(best), dtype=bool)
-        nearest[present[np.argsort(best[present], kind="stable")[:count]]] = True
+        nearest[present[np.argsort(best[present], kind="stable")[:shortlist]]] = True
         rows = np.flatnonzero(nearest[chat])
-        return chat[rows], rows
+        return chat[rows], rows, finalists
 
     def _by_codes(
         self, header: _Header, chats: np.ndarray, rows: np.ndarray, query: np.ndarray, count: int
@@ -211,14 +214,22 @@ class VectorFile:
         rows, chats = rows[order], chats[order]
         breaks = np.flatnonzero(np.diff(rows) != 1) + 1
         starts, ends = np.concatenate(([0], breaks)).tolist(), np.concatenate((breaks, [len(rows)])).tolist()
-        # the runs' bytes joined and read as one array: concatenating one small array per run
-        # costs more than the reads (numpy checks the record's fields for each)
-        raw = b"".join(
-            os.pread(self._codes_fd, (end - start) * code.itemsize, _CODES_HEADER.size + first * code.itemsize)
-            for start, end, first in zip(starts, ends, rows[starts].tolist(), strict=True)
-        )
-        codes = np.frombuffer(raw, dtype=code, count=len(rows))
-        sims = (codes["v"].astype(np.float32) @ query) * codes["scale"]
+        # runs read _CODES_AT_ONCE rows or so at a time (a shortlist grown with the store holds tens
+        # of thousands: 40 MB at 768 dims, four times that as floats), each batch's bytes joined
+        # and read as one array: concatenating one small array per run costs more than the reads
+        # (numpy checks the record's fields for each)
+        batch = (np.asarray(ends) - 1) // _CODES_AT_ONCE
+        parts = []
+        for _, runs in itertools.groupby(
+            zip(starts, ends, rows[starts].tolist(), batch.tolist(), strict=True), key=lambda run: run[3]
+        ):
+            raw = b"".join(
+                os.pread(self._codes_fd, (end - start) * code.itemsize, _CODES_HEADER.size + first * code.itemsize)
+                for start, end, first, _ in runs
+            )
+            codes = np.frombuffer(raw, dtype=code)
+            parts.append((codes["v"].astype(np.float32) @ query) * codes["scale"])
+        sims = np.concatenate(parts)
         numbers, of_row = np.unique(chats, return_inverse=True)
         best = np.full(len(numbers), -np.inf, dtype=np.float32)
         np.maximum.at(best, of_row, sims)
@@ -347,6 +358,19 @@ class VectorFile:
         self._fd, self._codes_fd = fd, codes_fd
         fcntl.flock(fd, fcntl.LOCK_EX)
         return header
+
+
+def candidate_counts(config: MemoryConfig, chat_count: int, chats: int) -> tuple[int, int]:
+    """For a search of `chat_count` chats in a file of `chats` chats: how many chats its sign
+    bits shortlist, and how many of those its 8-bit rows keep for the exact ranking. Both grow
+    with the file: a bigger store has more chats alike, and the places of the exact top 10 by sign
+    bits and by 8 bits grow with them (`bench.scale_misses` on `bench.scale`'s corpus: by sign
+    bits 3% of the chats at 5,000 and 4.2% at 20,000; by 8 bits 16 and 29 finalists)."""
+    shortlist = max(
+        config.index_shortlist_min, round(config.index_shortlist_share * chats), _CANDIDATES_PER_WANTED * chat_count
+    )
+    extra = max(config.index_finalists_extra, round(config.index_finalists_share * shortlist))
+    return shortlist, chat_count + extra
 
 
 def _encoded(

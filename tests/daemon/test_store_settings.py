@@ -6,7 +6,8 @@ import numpy as np
 import psycopg
 
 from parla.daemon.settings import Settings
-from parla.daemon.stores import connect_supabase
+from parla.daemon.stores import connect_supabase, open_store
+from tests.memory.store.test_sqlite_vector_file import crowded_store, right_answers
 
 
 async def test_a_reembed_on_supabase_commits_as_many_vectors_a_request_as_the_setting_says(supabase, tmp_path):
@@ -40,3 +41,16 @@ async def test_a_reembed_on_supabase_commits_as_many_vectors_a_request_as_the_se
         commits = [path for _, path, _ in supabase.shim.log if path.endswith("/rpc/commit_embeddings")]
         assert len(texts) == 7 and len(commits) == 3
         assert await store.embedder_info() == ("test-8", 8)
+
+
+async def test_the_sqlite_store_the_daemon_opens_searches_its_index_as_the_settings_say(tmp_path):
+    """PARLA_INDEX_SHORTLIST_*: the chats a search shortlists by their signs follow the settings
+    (the crowded store where a shortlist of 20 loses the best chats and a quarter does not)."""
+    chats = await crowded_store(tmp_path / "parla.db")
+    right = {}
+    for share in (0.0, 0.25):
+        settings = Settings(store_path=tmp_path / "parla.db", index_shortlist_min=20, index_shortlist_share=share)
+        async with open_store(settings) as store:
+            right[share] = await right_answers(store, chats)
+    assert right[0.0] < 10
+    assert right[0.25] == 20

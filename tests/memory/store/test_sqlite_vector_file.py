@@ -11,9 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from parla.memory.config import MemoryConfig
 from parla.memory.embedding import EmbeddedText
 from parla.memory.errors import StoreError
-from parla.memory.store import EmbeddedWindow
+from parla.memory.store import ChatStore, EmbeddedWindow
 from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.sqlite_rows import VECTOR_DTYPE
 from parla.memory.store.sqlite_vector_file import sign_bits
@@ -61,9 +62,7 @@ def exact(chats: dict[str, np.ndarray], query: np.ndarray, count: int, texts: in
     return [(chat_id, starts) for _, chat_id, starts in best[:count]]
 
 
-async def found(
-    store: SQLiteChatStore, query: np.ndarray, count: int = 5, texts: int = 2
-) -> list[tuple[str, list[int]]]:
+async def found(store: ChatStore, query: np.ndarray, count: int = 5, texts: int = 2) -> list[tuple[str, list[int]]]:
     matches = await store.search(EmbeddedText("q", query, EMBEDDER), count, texts)
     return [(m.chat_id, [t.ref.range.start for t in m.texts if t.ref.range]) for m in matches]
 
@@ -101,6 +100,43 @@ async def test_the_index_answers_as_the_exact_search(filled):
         query = queries(chats, 1)[0]
         (best,) = await store.search(EmbeddedText("q", query, EMBEDDER), 1)
         assert best.texts[0].similarity == pytest.approx(float(np.max(chats[best.chat_id] @ query)), abs=TOLERANCE)
+
+
+def crowded_vectors(seed: int, windows: int) -> np.ndarray:
+    """A chat about one of only four subjects, told much as the others about it are: a store whose
+    chats crowd a few subjects, as a heavy user's history does."""
+    subject = np.random.default_rng(seed % 4).standard_normal(DIM)
+    rng = np.random.default_rng(seed)
+    v = unit(subject + 0.6 * rng.standard_normal(DIM) + 0.4 * rng.standard_normal((windows, DIM)))
+    return v.astype(VECTOR_DTYPE).astype(np.float32)
+
+
+async def crowded_store(path: Path) -> dict[str, np.ndarray]:
+    """800 chats of four subjects, two windows each: each chat's vectors by its id."""
+    chats: dict[str, np.ndarray] = {}
+    async with SQLiteChatStore(path) as store:
+        for seed in range(800):
+            vectors = crowded_vectors(seed, 2)
+            chats[await add_chat(store, vectors)] = vectors
+    return chats
+
+
+async def right_answers(store: ChatStore, chats: dict[str, np.ndarray]) -> int:
+    """Of 20 queries, those answered as the exact search answers them."""
+    return sum([await found(store, query) == exact(chats, query, 5, 2) for query in queries(chats, 20)])
+
+
+async def test_the_shortlist_grows_with_the_chats_so_a_crowded_subject_keeps_its_best(tmp_path):
+    """The right chats are among the 200 of the query's subject, which look alike by their signs: a
+    shortlist of 20 misses them, one of a quarter of the chats does not."""
+    chats = await crowded_store(tmp_path / "parla.db")
+    right = {}
+    for share in (0.0, 0.25):
+        config = MemoryConfig(index_shortlist_min=20, index_shortlist_share=share)
+        async with SQLiteChatStore(tmp_path / "parla.db", config) as store:
+            right[share] = await right_answers(store, chats)
+    assert right[0.0] < 10  # the set needs the shortlist to grow
+    assert right[0.25] == 20
 
 
 async def test_a_reopened_store_searches_its_file_without_a_rebuild(filled):
