@@ -51,7 +51,7 @@ _HEADER_SIZE = 128
 _CODES_HEADER = struct.Struct("<8sq")  # magic, pair: the sign file's it was written with
 _DEAD = 0  # chat numbers start at 1
 _CHUNK_ROWS = 32768  # rows read at once: the heap holds one chunk, not the file
-# Chats shortlisted a chat a search asks for, when that is more than the settings' shortlist.
+# Chats shortlisted per chat a search asks for, when that is more than the settings' shortlist.
 _CANDIDATES_PER_WANTED = 5
 _CODES_AT_ONCE = 4096  # 8-bit rows read and made floats at once, about
 
