@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
+    from parla.memory.store import ChatStore
     from parla.memory.store.local_copy import LocalCopyStore
     from parla.memory.store.supabase import SupabaseChatStore
     from parla.voice.config import VoiceConfig
@@ -135,6 +136,15 @@ async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> Sup
     return await SupabaseChatStore.connect(
         peer.url, peer.anon_key, outbox_path=tmp_path / f"outbox-{email}.db", session_file=session
     )
+
+
+async def send_queued(store: ChatStore) -> None:
+    """Send what waits in the outbox and check that nothing waits or was refused after. Not a count
+    of what this call sent: the background replay, which retries every 0.2 s at most in these
+    stores, may send some of it first (a race that once failed CI)."""
+    await store.flush()
+    pending = await store.pending_writes()
+    assert (pending.waiting, pending.refused) == (0, 0), pending
 
 
 @asynccontextmanager

@@ -10,7 +10,7 @@ import pytest
 
 from parla.memory.errors import WriteQueued
 from parla.memory.profile import ProfileEntry
-from tests.conftest import T0, copied_store, make_turns
+from tests.conftest import T0, copied_store, make_turns, send_queued
 
 
 async def test_reads_skip_a_store_found_away_until_it_answers_again(supabase, tmp_path):
@@ -48,8 +48,7 @@ async def test_profile_writes_made_while_the_store_is_away_are_kept_and_reach_it
         assert offline == {"I moved to Milan.", "The gate code is 4513."} and store.offline
 
         supabase.shim.recover()
-        assert await store.flush() == 4
-        assert (await store.pending_writes()).waiting == 0
+        await send_queued(store)
         remote = await store.remote.list_profile(history=True)
         by_id = {e.id: e for e in remote}
         assert {e.content for e in remote if e.current} == offline

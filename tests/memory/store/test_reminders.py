@@ -19,7 +19,7 @@ from parla.memory.store.sqlite import SQLiteChatStore
 from parla.memory.store.sqlite_schema import MIGRATIONS
 from parla.memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations
 from parla.memory.turn import new_id
-from tests.conftest import T0, copied_store, signed_in_store
+from tests.conftest import T0, copied_store, send_queued, signed_in_store
 from tests.memory.store.test_supabase import rest, token_of, two_users
 from tests.memory.store.test_two_devices import device, shims  # noqa: F401 - the peers' fixture
 
@@ -174,7 +174,7 @@ async def test_offline_a_reminder_waits_in_the_outbox_and_the_copy_lists_and_say
         claimed = await store.claim_reminder(r.id, "laptop")  # away: the copy's claim, said here
         assert claimed is not None and claimed.claimed_by == "laptop"
         supabase.shim.recover()
-        assert await store.flush() == 1
+        await send_queued(store)
         assert [x.id for x in await store.remote.list_reminders()] == [r.id]  # on the server now
 
 
