@@ -173,7 +173,11 @@ class PostgrestShim:
         server.daemon_threads = True
         self.port = server.server_address[1]
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="postgrest-shim", daemon=True)
+        # serve_forever looks for a shutdown every poll_interval (0.5 s by default): each refuse()
+        # and each test's teardown waited that long, about two minutes of the suite
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, name="postgrest-shim", daemon=True
+        )
         self._thread.start()
 
     def refuse(self) -> None:
