@@ -148,7 +148,10 @@ async def test_a_knock_over_the_answer_does_not_cut_it(pulse, live, live_client,
     sound = loud(bytes(1600) + (knock(np.random.default_rng(1)) * 3000).astype("<i2").tobytes() + bytes(1600), USER)
     # With the default rules: the knock pauses the answer at most; if it lasted long enough to go to
     # the service, the service heard no words in it.
-    r = await _words_over_the_answer(pulse, live, live_client, voice_config, store, sound, "")
+    # An answer of 10 s, not 15: it is played whole, and 7 s after the knock show it went on.
+    r = await _words_over_the_answer(
+        pulse, live, live_client, voice_config, store, sound, "", text=f"{ANSWER} {ANSWER}"
+    )
     assert r.played >= r.received, f"a knock cut the answer: {r.received} received, {r.played} played ({r.activity})"
 
 
@@ -178,7 +181,16 @@ class OverTheAnswer:
 
 
 async def _words_over_the_answer(
-    pulse, live, live_client, voice_config, store, sound: bytes, said: str, speed: float = 2.0, **settings
+    pulse,
+    live,
+    live_client,
+    voice_config,
+    store,
+    sound: bytes,
+    said: str,
+    speed: float = 2.0,
+    text: str = LONG_ANSWER,
+    **settings,
 ) -> OverTheAnswer:
     """Play `sound` 3 s into a spoken answer (the canceller and the near-end judgement have
     learnt the room by then) that the service generates `speed` times as fast as it is played, through
@@ -189,7 +201,7 @@ async def _words_over_the_answer(
     chat = await new_chat(store)
     speaking = asyncio.Event()
     answered: list[bool] = []
-    answer = voice(LONG_ANSWER, "kal16", 3300)
+    answer = voice(text, "kal16", 3300)
 
     async def script(conn: LiveConnection) -> None:
         async def transcribe() -> None:
@@ -201,7 +213,7 @@ async def _words_over_the_answer(
         await asyncio.sleep(1.0)
         speaking.set()
         transcribing = asyncio.create_task(transcribe()) if said else None
-        answered.append(await conn.reply(LONG_ANSWER, answer, paced=True, speed=speed))
+        answered.append(await conn.reply(text, answer, paced=True, speed=speed))
         if transcribing is not None:
             await transcribing
         await conn.closed.wait()
