@@ -88,14 +88,27 @@ class TypedTurns:
     async def _answered_unstored(self, typed: TypedTurn) -> dict[str, Any] | None:
         """Past the wait, a turn answered and not stored yet (the store is busy) is kept aside
         now, so the `answered` said about it holds even if the daemon is killed; the session
-        still stores it (the replay of what is kept then adds nothing)."""
+        still stores it (the replay of what is kept then adds nothing). An answer held back from
+        the store while the speaker plays it (local detection) is in the held file: answered too,
+        once the file has it."""
         conversation, answer = self._conversation(), typed.answer
-        if conversation is None or answer is None:
+        if conversation is None:
             return None
+        if answer is None:
+            return await self._answered_held(conversation, typed)
         reason = "answered, not stored yet when `say` returned"
         if not await conversation.keep_now({typed.turn.id, answer.id}, reason):
             return None
         return {"result": "answered", "answer": answer.text, "stored": False, "kept": str(self.mem.refused.path)}
+
+    async def _answered_held(self, conversation: LiveConversation, typed: TypedTurn) -> dict[str, Any] | None:
+        turns = await conversation.keep_held_now({typed.turn.id})
+        model = [t for t in turns if t.role == "model"]
+        # The held lane logs a write that failed and goes on: answered only if the file has it.
+        on_disk = {r.turn.id for r in await asyncio.to_thread(self.mem.held.read)}
+        if not model or not {t.id for t in turns} <= on_disk:
+            return None
+        return {"result": "answered", "answer": model[0].text, "stored": False, "kept": str(self.mem.held.path)}
 
     def follow(self, event: SessionEvent) -> None:
         """A typed turn, by its id, in a batch of the session's turns (an exchange: the user's

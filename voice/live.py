@@ -241,6 +241,15 @@ class LiveConversation:
         """Keep these turns, queued and not stored yet, locally now (see TurnSaver.keep_now)."""
         return await self._saver.keep_now(ids, reason)
 
+    async def keep_held_now(self, ids: set[str]) -> list[Turn]:
+        """The exchange held while the speaker plays it, if it holds one of these turns: given to
+        the held file now, if it was not yet, and returned once the file's writes are done."""
+        turns = self.assembler.held_with(ids)
+        if turns:
+            self._keep_held()
+            await self._saver.held_written()
+        return turns
+
     # turns
 
     def _queue_save(self, turns: list[Turn]) -> None:

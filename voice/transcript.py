@@ -229,6 +229,14 @@ class TranscriptAssembler:
         ex.kept_held = True
         return self._final(ex)
 
+    def held_with(self, ids: set[str]) -> list[Turn]:
+        """The held exchange's turns as they would be stored now, if one of them has one of these ids."""
+        ex = self.closing
+        if ex is None or not self.held_turns:
+            return []
+        turns = self._final(ex)
+        return turns if any(t.id in ids for t in turns) else []
+
     def released_kept(self) -> list[str]:
         """Ids of turns `keep_held` gave whose exchange was released since the last call: its
         final version (which may drop a turn, say an answer cut before a word was heard) is on

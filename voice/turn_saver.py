@@ -69,7 +69,7 @@ class TurnSaver:
             try:
                 await cancel_and_wait(self._task)
                 await self._keep_unsaved()
-                await self._until_held_done()
+                await self.held_written()
             finally:
                 await cancel_and_wait(self._held_task)
 
@@ -208,7 +208,7 @@ class TurnSaver:
             self._held.popleft()
             self._held_changed.set()
 
-    async def _until_held_done(self) -> None:
+    async def held_written(self) -> None:
         """Until what the held lane was given is done (each step is a local file's write)."""
         while self._held and self._held_task is not None and not self._held_task.done():
             self._held_changed.clear()

@@ -2,7 +2,8 @@
 still cut it) is kept on disk meanwhile, with the daemon as its own process on a SQLite store: a
 daemon killed with SIGKILL while a long answer plays, after the service sent all of it, stores it
 whole at the next start, once; a daemon stopped with SIGTERM meanwhile stores it as it stops. The
-held file is empty after either."""
+held file is empty after either. A `parla say` waiting for such an answer is told it was answered,
+kept in the held file, before it has played."""
 
 from __future__ import annotations
 
@@ -47,13 +48,14 @@ async def test_an_answer_held_while_it_plays_survives_a_kill_9_and_a_stop(
 
     live.script = script
 
-    async def held_while_playing(asked: str, text: str) -> None:
+    async def held_while_playing(asked: str, text: str, wait: float = 0) -> dict:
         """Asked, answered, sent in full, held past the transcript hold (0.5 s): on disk, not in the store."""
-        await send_command(socket, "say", text=asked)
+        said = await send_command(socket, "say", text=asked, wait=wait)
         await eventually(lambda: text in sent, timeout=30, what="the service to send the answer")
         await eventually(lambda: held.exists() and text in held.read_text(), timeout=15, what="the held file")
         await asyncio.sleep(1.0)
         assert text not in [t for _, t, _ in await _history(store_path, chat_id)], "stored before it was played"
+        return said
 
     proc = await _start(env, socket)
     try:
@@ -76,7 +78,9 @@ async def test_an_answer_held_while_it_plays_survives_a_kill_9_and_a_stop(
             ("user", "tell me a story", False),
             ("model", STORY, False),
         ]
-        await held_while_playing("and then?", ENDING)
+        # A `say` that waits 2 s is told the answer, held on disk while 8 s of it are still to play.
+        said = await held_while_playing("and then?", ENDING, wait=2.0)
+        assert said == {"result": "answered", "answer": ENDING, "stored": False, "kept": str(held)}, said
         proc.send_signal(signal.SIGTERM)  # as systemd stops it, while the answer plays
         assert await asyncio.to_thread(proc.wait, 20) == 0
         log = proc.stderr.read().decode() if proc.stderr else ""
