@@ -105,7 +105,10 @@ class TypedTurns:
         turns = await conversation.keep_held_now({typed.turn.id})
         model = [t for t in turns if t.role == "model"]
         # The held lane logs a write that failed and goes on: answered only if the file has it.
-        on_disk = {r.turn.id for r in await asyncio.to_thread(self.mem.held.read)}
+        try:
+            on_disk = {r.turn.id for r in await asyncio.to_thread(self.mem.held.read)}
+        except (OSError, ValueError):  # unreadable: the next start says so; here the turn is queued
+            return None
         if not model or not {t.id for t in turns} <= on_disk:
             return None
         return {"result": "answered", "answer": model[0].text, "stored": False, "kept": str(self.mem.held.path)}
