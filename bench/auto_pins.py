@@ -1,5 +1,5 @@
 """Auto pins: `python -m bench.auto_pins`. Precision and recall of the offline detector (the rules
-of memory.importance) on a labelled set of 60 statements, 20 of which deserve a pin
+of memory.language.importance) on a labelled set of 60 statements, 20 of which deserve a pin
 (tests/data/autopin_statements.jsonl: health, family, names, dates, decisions, preferences, codes
 and places, against questions, hypotheticals, other people's facts, moods and requests). Prints
 its figures and every statement it gets wrong; asserts nothing."""
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.report import Table, parse
-from parla.memory.importance import durable_statements
+from parla.memory.language.importance import durable_statements
 
 LABELLED = Path(__file__).parents[1] / "tests" / "data" / "autopin_statements.jsonl"
 
@@ -55,7 +55,7 @@ def main() -> None:
         ["offline auto-pin detector", "statements", "deserve a pin", "precision", "recall"],
     )
     table.row(
-        "rules of memory.importance",
+        "rules of memory.language.importance",
         len(rows),
         sum(r.pin for r in rows),
         f"{result.precision:.2f}",

@@ -41,12 +41,12 @@ from tests.peers.pulse import PulseServer
 CHATS_THROUGH_MAIN = "import sys, parla.daemon.cli as cli; sys.argv = ['parla', 'chats']; cli.main()"
 # `parla chats` with the modules the store imported before it left them to the code that needs them
 CHATS_AS_BEFORE = (
-    "import sys, numpy, dateparser, parla.memory.embedding, parla.memory.store.sqlite_vector_file;"
+    "import sys, numpy, dateparser, parla.records.embedding, parla.memory.store.sqlite.vector_file;"
     "import parla.daemon.cli as cli; sys.argv = ['parla', 'chats']; cli.main()"
 )
 # `parla search` with what the memory services imported before they imported each part when asked
 SEARCH_AS_BEFORE = (
-    "import sys, google.genai, dateparser, parla.memory.compaction, parla.memory.summarizers.gemini,"
+    "import sys, google.genai, dateparser, parla.memory.compaction.compactor, parla.memory.summarizers.gemini,"
     " parla.tools.chats, parla.tools.reminders; from parla.daemon.__main__ import script;"
     " sys.argv = ['parla', 'search', 'my sourdough starter']; script()"
 )

@@ -249,7 +249,7 @@ def wake_accuracy(out: Report) -> None:
     import json
 
     from parla.daemon.config import DaemonConfig
-    from parla.daemon.wake import WakePhrase
+    from parla.voice.audio.wake import WakePhrase
     from parla.voice.config import VoiceConfig
     from tests.peers.pulse import speech
 

@@ -96,8 +96,8 @@ async def erle(
 ) -> tuple[float, float, float]:
     """(ERLE in dB over the answer after its first half second, the median ERLE of its 0.5 s
     pieces, CPU ms per 20 ms block) of the model speaking alone in the room."""
-    from parla.voice.audio import Microphone, Speaker
-    from parla.voice.echo import EchoCanceller, PlayedAudio
+    from parla.voice.audio.devices import Microphone, Speaker
+    from parla.voice.audio.echo import EchoCanceller, PlayedAudio
 
     model = _at_rate(speech(MODEL_SAYS, "kal16", pad_ms=50), 1.5, MODEL_RMS)
     played = PlayedAudio()
@@ -131,12 +131,12 @@ async def conversation(
 
     from parla.daemon.chat_memory import ChatMemory
     from parla.memory.config import MemoryConfig
-    from parla.memory.refused import RefusedTurns
-    from parla.memory.store.sqlite import SQLiteChatStore
-    from parla.voice.audio import Microphone, Speaker
+    from parla.memory.store.refused import RefusedTurns
+    from parla.memory.store.sqlite.store import SQLiteChatStore
+    from parla.voice.audio.devices import Microphone, Speaker
     from parla.voice.config import VoiceConfig
-    from parla.voice.echo import EchoCanceller, PlayedAudio
-    from parla.voice.live import LiveConversation
+    from parla.voice.audio.echo import EchoCanceller, PlayedAudio
+    from parla.voice.live.conversation import LiveConversation
     from tests.peers.live_emulator import LiveEmulator, VoiceDetector, make_certificate
 
     cert, key = make_certificate(folder)
@@ -218,7 +218,7 @@ async def conversation(
 
 
 async def run(out: Report, pulse: PulseServer, quick: bool, with_erle: bool) -> None:
-    from parla.voice.echo import WebRtcEngine
+    from parla.voice.audio.echo import WebRtcEngine
 
     engines: dict[str, Callable[[], Any]] = {"pywebrtc-audio": WebRtcEngine, "livekit": LiveKitEngine}
     table = Table(

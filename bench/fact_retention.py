@@ -21,13 +21,13 @@ from pathlib import Path
 from bench.memory import synthetic_turns
 from bench.profile_probe import FACTS as PROBE_FACTS
 from bench.report import Report, Table, parse
-from parla.memory.compaction import Compactor
+from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
 from parla.memory.embedders.offline import OfflineEmbedder
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
-from parla.memory.turn import Part, Turn
+from parla.records.turn import Part, Turn
 
 # (what the user says once, the words the context must hold for the fact to count as kept)
 PLANTED = [

@@ -20,7 +20,7 @@ from typing import Any
 
 from bench.faults import Figures, LivePeers, _Answers, check_exchanges, daemon_environment, start_daemon
 from parla.daemon.control import CommandError, DaemonNotRunning, send_command
-from parla.memory.refused import RefusedTurns
+from parla.memory.store.refused import RefusedTurns
 
 SHUTDOWN_TIMEOUT_S = 4.0
 SHUTDOWN_KEEP_S = 1.0

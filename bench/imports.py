@@ -170,9 +170,9 @@ async def store_only(source: str) -> dict[str, int]:
     """What `parla import` does before summarising: read the export and store each chat (turns and
     their windows) in the SQLite store the environment names."""
     from parla.daemon.settings_sources import load
-    from parla.memory.importer import import_chat
+    from parla.memory.imports.importer import import_chat
     from parla.memory.imports.reading import Export
-    from parla.memory.store.sqlite import SQLiteChatStore
+    from parla.memory.store.sqlite.store import SQLiteChatStore
 
     outcomes: Counter[str] = Counter()
     async with SQLiteChatStore(load().store_path) as store:

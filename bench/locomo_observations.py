@@ -4,7 +4,7 @@ LoCoMo's authors annotated each session with `observation`s: facts about each sp
 the dialogue turns it rests on. Taking the first speaker as the user (as the other LoCoMo benches
 do), the turns cited for the user's facts are statements worth keeping that nobody here wrote.
 Measured on the development conversations, with the offline detector (the rules of
-`memory.importance` and the general reading of `memory.durable`), turn by turn as compaction
+`memory.language.importance` and the general reading of `memory.language.durable`), turn by turn as compaction
 reads them:
 - recall: the share of those evidence turns that become a pin and profile entry (a durable
   statement) or an important turn (importance 7 or more);
@@ -22,8 +22,8 @@ from pathlib import Path
 
 from bench.locomo import DEVELOPMENT, LocomoError, load
 from bench.report import Table, parse
-from parla.memory.importance import IMPORTANT, durable_statements, turn_importance
-from parla.memory.turn import Turn
+from parla.memory.language.importance import IMPORTANT, durable_statements, turn_importance
+from parla.records.turn import Turn
 
 
 def main() -> None:

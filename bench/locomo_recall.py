@@ -31,7 +31,7 @@ from bench.report import Table, parse
 from bench.switch_fidelity import History, environment, import_history
 from parla.daemon.cli.support import load_settings
 from parla.daemon.memory_services import open_memory
-from parla.memory.recall import Recall, Recalled
+from parla.memory.retrieval.recall import Recall, Recalled
 
 _EVIDENCE = re.compile(r"D\d+:\d+")
 SAID = ("turn", "turns")

@@ -23,8 +23,8 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from bench.report import Report, Table, parse
-from parla.tools.mcp_config import McpServerConfig
-from parla.tools.mcp_tools import McpTools
+from parla.tools.mcp.config import McpServerConfig
+from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import ToolRegistry
 from tests.peers import mcp_misbehaving
 

@@ -24,14 +24,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from bench.report import Table, parse
-from parla.memory.compaction import Compactor
+from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
 from parla.memory.embedders.offline import OfflineEmbedder
-from parla.memory.importance import durable_statements
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.language.importance import durable_statements
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 
 # (what the user says, the words that show the fact is known)
 FACTS: list[tuple[str, str]] = [

@@ -14,12 +14,12 @@ from pathlib import Path
 from bench.memory import percentile
 from bench.scale_probe import embedder_of, requests
 from parla.memory.config import MemoryConfig
-from parla.memory.embedding import embed_texts
-from parla.memory.recall import Recall
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.words import query_words
+from parla.records.embedding import embed_texts
+from parla.memory.retrieval.recall import Recall
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.memory.language.words import query_words
 
-# what `Recall` asks across chats (memory/recall.py)
+# what `Recall` asks across chats (memory/retrieval/recall.py)
 _WORD_TURNS, _CHATS, _TEXTS_PER_CHAT = 100, 20, 16
 
 

@@ -44,10 +44,10 @@ from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
 from bench.report import Report, Table, parse
 from bench.scale_probe import embedder_of, requests
 from parla.daemon.heap import settled_heap
-from parla.memory.recall import Recall
-from parla.memory.search import ChatSearch
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.turn_windows import WindowIndexer
+from parla.memory.retrieval.recall import Recall
+from parla.memory.retrieval.search import ChatSearch
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.memory.retrieval.turn_windows import WindowIndexer
 
 _ROOT = Path(__file__).resolve().parent.parent
 

@@ -40,9 +40,9 @@ from bench.memory import percentile
 from bench.report import Report, Table, parse
 from bench.scale_options import FIXED
 from bench.scale_probe import Wide
-from parla.memory.reembed import reembed
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.store.sqlite_rows import VECTOR_BYTES
+from parla.memory.retrieval.reembed import reembed
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.memory.store.sqlite.rows import VECTOR_BYTES
 
 OPENINGS = 5
 

@@ -27,9 +27,9 @@ from bench.memory import percentile
 from bench.scale_options import TOP
 from bench.scale_probe import embedder_of, requests
 from parla.memory.config import MemoryConfig
-from parla.memory.store.sqlite_rows import vector_matrix
-from parla.memory.store.sqlite_vector_file import candidate_counts, sign_bits
-from parla.memory.store.sqlite_vectors import vector_blobs
+from parla.memory.store.sqlite.rows import vector_matrix
+from parla.memory.store.sqlite.vector_file import candidate_counts, sign_bits
+from parla.memory.store.sqlite.vectors import vector_blobs
 
 
 def load(path: Path) -> tuple[np.ndarray, np.ndarray]:

@@ -33,10 +33,10 @@ import psycopg
 
 from bench.memory import percentile
 from bench.report import Report, Table, parse
-from parla.memory.embedding import EmbeddedText
-from parla.memory.store.supabase import SupabaseChatStore
-from parla.memory.store.supabase_session import sign_in
-from parla.memory.turn import Turn
+from parla.records.embedding import EmbeddedText
+from parla.memory.store.supabase.store import SupabaseChatStore
+from parla.memory.store.supabase.session import sign_in
+from parla.records.turn import Turn
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 

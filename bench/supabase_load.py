@@ -26,7 +26,7 @@ from typing import Protocol
 import numpy as np
 import psycopg
 
-from parla.memory.store.sqlite_rows import VECTOR_DTYPE
+from parla.memory.store.sqlite.rows import VECTOR_DTYPE
 
 # SQLite table -> (Postgres table, {SQLite column: Postgres column} where the names differ)
 TABLES: dict[str, tuple[str, dict[str, str]]] = {

@@ -40,7 +40,7 @@ from bench.report import Report, Table, parse
 from parla.daemon.cli import app
 from parla.daemon.cli.support import load_settings
 from parla.daemon.memory_services import open_memory
-from parla.memory.importer import external_chat_ids
+from parla.memory.imports.importer import external_chat_ids
 
 # Candidates asked of the search: enough for the reciprocal rank to see past the top few.
 LIMIT = 10

@@ -115,7 +115,7 @@ async def run(out: Report, pulse: PulseServer, rounds: int, spoken: bool) -> Non
     from parla.daemon.conversation import spoken_conversation
     from parla.daemon.memory_services import open_memory
     from parla.daemon.settings import Settings
-    from parla.voice.cues import SWITCH_CUE_HZ
+    from parla.voice.audio.cues import SWITCH_CUE_HZ
     from tests.peers.gemini_rest import GeminiRestEmulator
     from tests.peers.live_emulator import make_certificate
     from tests.peers.pulse import speech

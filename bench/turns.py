@@ -5,7 +5,7 @@ The corpus is tests/peers/turn_corpus.py (flite voices in simulated reverberant 
 answer on laptop speakers through Parla's echo canceller, synthesised cough/knock/typing, TV
 speech 15 dB below the user, sentences with a 1.0-1.5 s hesitation said two ways: inside one
 utterance, as a person hesitates, and after a complete-sounding clause). Each detector runs over the
-same items in the same run, through the same rules (voice.floor.Floor). The sounds over the answer
+same items in the same run, through the same rules (voice.turns.floor.Floor). The sounds over the answer
 are replayed live (tests/peers/answer_room.py): when a detector pauses the speaker the room stops
 echoing the answer, and the canceller hears what was really played, as on a laptop.
 
@@ -43,8 +43,8 @@ from bench.report import Report, Table, parse
 from bench.turns_end import end_of_turn_rows, filled_rows
 from bench.turns_pitch import contours
 from parla.voice.config import VoiceConfig
-from parla.voice.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
-from parla.voice.near_end import NearEnd
+from parla.voice.turns.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
+from parla.voice.audio.near_end import NearEnd
 from tests.peers.answer_room import STEP, AnswerInRoom
 from tests.peers.live_emulator import VoiceDetector
 from tests.peers.turn_corpus import RATE, Item, corpus
@@ -257,7 +257,7 @@ def over_the_answer(out: Report, answered: list[Item]) -> None:
         near_cpu += time.process_time() - cpu
         near_s += len(mic) / RATE
     out.line(
-        f"near-end judgement beside the canceller (voice.near_end): {near_cpu / near_s * 100:.1f}% of a core while the answer plays"
+        f"near-end judgement beside the canceller (voice.audio.near_end): {near_cpu / near_s * 100:.1f}% of a core while the answer plays"
     )
     over = Table(OVER_ANSWER, title="over the answer (replayed live: a pause silences the speaker), same corpus")
     notes = over_answer(

@@ -3,7 +3,7 @@ on each set of the corpus' paused sentences (a 1.0-1.5 s hesitation in the middl
 silent), and on sentences with the hesitation filled with "um".
 
 Each row replays the same Silero probabilities through Floor with the default rules: the silence
-window alone, then with Pipecat's smart-turn v3.2 (voice.end_of_turn) asked after
+window alone, then with Pipecat's smart-turn v3.2 (voice.turns.end_of_turn) asked after
 `PARLA_FLOOR_END_CHECK_MS` of silence ("complete" ends the turn there, else the silence window
 does). A model's answer counts from when it would arrive, as the product asks on a worker thread
 while the audio goes on: each question's measured time is added to the replay's clock, its CPU
@@ -30,8 +30,8 @@ import numpy as np
 
 from bench.report import Report, Table
 from parla.voice.config import VoiceConfig
-from parla.voice.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
-from parla.voice.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, silero
+from parla.voice.turns.end_of_turn import EndOfTurn, EndRules, TurnCompletion, smart_turn
+from parla.voice.turns.floor import FRAME_BYTES, FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, silero
 from tests.peers.turn_corpus import DRAWN_OUT, PAUSED, RATE, VOICES, Item, _paused, hesitant
 
 FLOOR = FloorRules.of(VoiceConfig())
@@ -40,7 +40,7 @@ CHECKS_MS = (200, 300)
 SOONER_MS = (64, 100)  # the model asked after less silence
 # (model threshold, fallback silence ms, asked again every N ms of silence; 0: once)
 STRICT_ROWS = ((0.9, 1500, 0), (0.9, 2000, 0), (0.97, 2000, 0), (0.5, 1500, 200), (0.9, 1500, 200), (0.97, 2000, 300))
-BLOCK_BYTES = int(0.02 * RATE) * 2  # the microphone's 20 ms blocks (voice.audio.Microphone)
+BLOCK_BYTES = int(0.02 * RATE) * 2  # the microphone's 20 ms blocks (voice.audio.devices.Microphone)
 WORDS_LAGS_S = (0.3, 0.8)  # the service's transcript, this long after the words (bench.turns' words rows)
 
 

@@ -2,7 +2,7 @@
 Prints its figures; asserts nothing.
 
 For each interruption of bench.turns' corpus, over the answer as it plays on (never paused, so the
-figures do not depend on a detector): when the near-end judgement beside the canceller (voice.near_end)
+figures do not depend on a detector): when the near-end judgement beside the canceller (voice.audio.near_end)
 first stays `PARLA_FLOOR_NEAR_END_DB` above the echo expected for `PARLA_FLOOR_NEAR_END_MS`, when
 the user's own sound at the microphone first comes within 20 dB of its peak (10 ms steps), and when
 Silero hears speech in the user's sound alone (no echo, no canceller). All from the item's onset:
@@ -18,8 +18,8 @@ import numpy as np
 
 from bench.report import Table, parse
 from parla.voice.config import VoiceConfig
-from parla.voice.floor import FRAME_SAMPLES, silero
-from parla.voice.near_end import NearEnd
+from parla.voice.turns.floor import FRAME_SAMPLES, silero
+from parla.voice.audio.near_end import NearEnd
 from tests.peers.answer_room import AnswerInRoom
 from tests.peers.turn_corpus import RATE, Item, corpus
 

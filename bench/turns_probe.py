@@ -16,7 +16,7 @@ from functools import partial
 
 import numpy as np
 
-from parla.voice.end_of_turn import smart_turn
+from parla.voice.turns.end_of_turn import smart_turn
 from tests.peers.turn_corpus import DRAWN_OUT, RATE, VOICES, _flite, _paused, hesitant
 
 SENTENCES = (

@@ -24,8 +24,8 @@ import httpx
 from bench.report import Report, Table, parse
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.settings import Settings
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.turn import Turn
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.turn import Turn
 from parla.ui.app import Inspector
 from parla.ui.memory import HISTORY_PAGE
 from parla.ui.server import serve_inspector

@@ -16,7 +16,7 @@ with 5 ms pieces, so figures include up to ~5 ms of the recorder's own buffering
   for the whole conversation process. Baseline: the microphone and speaker streams alone.
 - voice to voice: spoken questions into the microphone, answered by the emulator
   `SERVICE_DELAY_S` after it took the end of the utterance (its stand-in for the service's voice
-  detection waits `UTTERANCE_SILENCE_MS` of quiet): the product's own measure (voice.latency),
+  detection waits `UTTERANCE_SILENCE_MS` of quiet): the product's own measure (voice.live.latency),
   Parla's part and the service's. Baseline: the emulator's wait, timed in the emulator.
 """
 
@@ -147,11 +147,11 @@ async def run(out: Report, pulse: PulseServer, quick: bool) -> None:
 
     from parla.daemon.chat_memory import ChatMemory
     from parla.memory.config import MemoryConfig
-    from parla.memory.refused import RefusedTurns
-    from parla.memory.store.sqlite import SQLiteChatStore
-    from parla.voice.audio import Microphone, Speaker
+    from parla.memory.store.refused import RefusedTurns
+    from parla.memory.store.sqlite.store import SQLiteChatStore
+    from parla.voice.audio.devices import Microphone, Speaker
     from parla.voice.config import VoiceConfig
-    from parla.voice.live import LiveConversation
+    from parla.voice.live.conversation import LiveConversation
     from tests.peers.live_emulator import make_certificate, tone
 
     bursts, bargeins, questions = (5, 3, 5) if quick else (12, 6, 20)

@@ -18,14 +18,14 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import InitVar, dataclass, field
 
-from parla.memory.compaction import CompactionWorker
+from parla.memory.compaction.compactor import CompactionWorker
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
 from parla.memory.errors import ChatNotFound, StoreOffline, StoreRefused, TurnConflict
-from parla.memory.refused import RefusedTurns
-from parla.memory.store import ChatStore
-from parla.memory.turn import Turn
-from parla.voice.session_memory import Refused, Seed
+from parla.memory.store.refused import RefusedTurns
+from parla.memory.store.protocol import ChatStore
+from parla.records.turn import Turn
+from parla.voice.live.session_memory import Refused, Seed
 
 # The same request fails the same way every time: the turn's chat is gone or taken, the server
 # refused the content, or the content cannot be encoded for the store at all.

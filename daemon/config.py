@@ -13,8 +13,8 @@ import platformdirs
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from parla.daemon.control import REQUEST_TIMEOUT_S
-from parla.memory.models import DEFAULT_LOOK_UP_MODEL
-from parla.tools.mcp_config import McpServerConfig
+from parla.kernel.models import DEFAULT_LOOK_UP_MODEL
+from parla.tools.mcp.config import McpServerConfig
 from parla.ui import limits
 
 

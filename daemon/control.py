@@ -34,7 +34,7 @@ from parla.daemon.errors import (
     UnsafeSocketFolder,
 )
 from parla.memory.errors import ParlaError
-from parla.memory.tasks import cancel_and_wait
+from parla.kernel.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

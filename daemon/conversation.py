@@ -15,18 +15,18 @@ from google import genai
 
 from parla.daemon.chat_memory import ChatMemory
 from parla.daemon.memory_services import MemoryServices
-from parla.memory.compaction import CompactionWorker
-from parla.memory.local_time import LocalClock
-from parla.memory.turn import Turn, WebSource
+from parla.memory.compaction.compactor import CompactionWorker
+from parla.kernel.local_time import LocalClock
+from parla.records.turn import Turn, WebSource
 from parla.tools.clock import clock_tools
 from parla.tools.look_up import GroundedSearch, look_up_tools
-from parla.tools.mcp_tools import McpTools
+from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import ToolRegistry
-from parla.voice.audio import Microphone, Speaker
-from parla.voice.cues import switch_cue
-from parla.voice.echo import EchoCanceller, PlayedAudio
-from parla.voice.live import AudioSource, LiveConversation, SessionEvent
-from parla.voice.near_end import NearEnd
+from parla.voice.audio.devices import Microphone, Speaker
+from parla.voice.audio.cues import switch_cue
+from parla.voice.audio.echo import EchoCanceller, PlayedAudio
+from parla.voice.live.conversation import AudioSource, LiveConversation, SessionEvent
+from parla.voice.audio.near_end import NearEnd
 
 
 @dataclass
@@ -70,7 +70,7 @@ async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
     s = mem.settings
     worker = mem.compaction_worker()
     played = PlayedAudio() if s.echo_cancellation else None
-    # Local turn detection judges the microphone against the expected echo as well (voice.near_end).
+    # Local turn detection judges the microphone against the expected echo as well (voice.audio.near_end).
     near_end = NearEnd.of(s) if s.turn_detection == "local" else None
     echo = EchoCanceller(played, near_end=near_end) if played is not None else None
     async with (

@@ -11,10 +11,10 @@ from typing import Any, Literal
 
 from parla.daemon.memory_services import MemoryServices
 from parla.memory.errors import StoreError
-from parla.memory.summary_queue import queue_status
-from parla.voice.gated_microphone import GatedMicrophone
-from parla.voice.latency import LatencyDay, summary
-from parla.voice.live import LiveConversation
+from parla.memory.compaction.summary_queue import queue_status
+from parla.voice.audio.gated_microphone import GatedMicrophone
+from parla.voice.live.latency import LatencyDay, summary
+from parla.voice.live.conversation import LiveConversation
 
 State = Literal["starting", "idle", "active", "stopping"]
 

@@ -15,15 +15,15 @@ from parla.daemon.errors import ConfigError, ControlError, DaemonNotRunning, Wak
 from parla.daemon.memory_services import NO_KEY, gemini_client
 from parla.daemon.settings import Settings
 from parla.daemon.stores import open_store
-from parla.daemon.wake import WakePhrase
+from parla.voice.audio.wake import WakePhrase
 from parla.memory.errors import StoreError
-from parla.memory.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
-from parla.memory.refused import RefusedTurns
-from parla.tools.mcp_client import McpServer
-from parla.tools.mcp_tools import McpTools
-from parla.voice.audio import describe_devices, list_devices, resolve_device
+from parla.kernel.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
+from parla.memory.store.refused import RefusedTurns
+from parla.tools.mcp.client import McpServer
+from parla.tools.mcp.tools import McpTools
+from parla.voice.audio.devices import describe_devices, list_devices, resolve_device
 from parla.voice.errors import AudioDeviceError, SpeechFailed
-from parla.voice.speech import spoken
+from parla.voice.audio.speech import spoken
 
 Outcome = Literal["ok", "warn", "fail"]
 

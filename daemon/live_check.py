@@ -31,12 +31,12 @@ from google.genai.live import AsyncSession
 
 from parla.daemon.errors import ConfigError, LiveCheckFailed
 from parla.daemon.settings import Settings
-from parla.memory.tasks import cancel_and_wait
-from parla.voice.close_codes import close_code, failure_reason
+from parla.kernel.tasks import cancel_and_wait
+from parla.voice.live.close_codes import close_code, failure_reason
 from parla.voice.config import MIC_RATE
-from parla.voice.live_config import connect_config
-from parla.voice.live_send import send_audio, send_text
-from parla.voice.profiles import profile_for
+from parla.voice.live.setup import connect_config
+from parla.voice.live.send import send_audio, send_text
+from parla.voice.live.profiles import profile_for
 
 TRACE_FORMAT = "parla-live-trace"
 PROBE = "parla_probe"

@@ -19,17 +19,17 @@ from parla.daemon.stores import open_store
 if TYPE_CHECKING:
     from google import genai
 
-    from parla.memory.absolute_dates import DateReading
-    from parla.memory.compaction import CompactionWorker, Compactor
+    from parla.memory.language.absolute_dates import DateReading
+    from parla.memory.compaction.compactor import CompactionWorker, Compactor
     from parla.memory.embedders.gemini import GeminiAvailability
-    from parla.memory.embedding import Embedder
-    from parla.memory.local_time import LocalClock
-    from parla.memory.reembed import BackgroundReembed
-    from parla.memory.refused import RefusedTurns
-    from parla.memory.search import ChatSearch
-    from parla.memory.store import ChatStore
+    from parla.records.embedding import Embedder
+    from parla.kernel.local_time import LocalClock
+    from parla.memory.retrieval.reembed import BackgroundReembed
+    from parla.memory.store.refused import RefusedTurns
+    from parla.memory.retrieval.search import ChatSearch
+    from parla.memory.store.protocol import ChatStore
     from parla.memory.summarizers import Summarizer
-    from parla.memory.summary_queue import QueueProgress, SummaryWorker
+    from parla.memory.compaction.summary_queue import QueueProgress, SummaryWorker
     from parla.tools.chats import ChatSession, ChatTools
     from parla.tools.reminders import ReminderTools
 
@@ -93,7 +93,7 @@ class MemoryServices:
     @cached_property
     def reembedder(self) -> BackgroundReembed:
         """Rebuilds the store's vectors when they are another embedder's; the daemon runs it (`async with`)."""
-        from parla.memory.reembed import BackgroundReembed
+        from parla.memory.retrieval.reembed import BackgroundReembed
 
         s = self.settings
         return BackgroundReembed(
@@ -144,14 +144,14 @@ class MemoryServices:
     def dates(self) -> DateReading:
         """Relative dates the user says are read in their zone, in the language they speak (the Live
         language's, English unset) and in English."""
-        from parla.memory.absolute_dates import DateReading
+        from parla.memory.language.absolute_dates import DateReading
 
         language = (self.settings.live_language or "en").split("-")[0].lower()
         return DateReading(self.settings.time_zone, tuple(dict.fromkeys([language, "en"])))
 
     @cached_property
     def compactor(self) -> Compactor:
-        from parla.memory.compaction import Compactor
+        from parla.memory.compaction.compactor import Compactor
 
         return Compactor(self.store, self.summarizer, self.embedder, self.settings, self.dates)
 
@@ -165,7 +165,7 @@ class MemoryServices:
     def summary_progress(self) -> QueueProgress:
         """What this process's summary worker did and does (the daemon's); nothing when none was
         made here: making one for a look (`parla ui`) would need the embedder and summarizer."""
-        from parla.memory.summary_queue import QueueProgress, SummaryWorker
+        from parla.memory.compaction.summary_queue import QueueProgress, SummaryWorker
 
         worker = self.__dict__.get("summary_worker")  # made once by the cached property below
         return worker.progress if isinstance(worker, SummaryWorker) else QueueProgress()
@@ -176,12 +176,12 @@ class MemoryServices:
         with Gemini, its calls spaced to `summary_calls_per_minute` and no offline stand-in, so a
         rate limit or an outage makes a chat wait, not lose its Gemini summaries; on its own
         availability, so its rate limits do not stop the live chat's embeddings."""
-        from parla.memory.compaction import Compactor
+        from parla.memory.compaction.compactor import Compactor
         from parla.memory.embedders.gemini import GeminiAvailability
-        from parla.memory.rate import CallSpacing
+        from parla.kernel.rate import CallSpacing
         from parla.memory.summarizers.extractive import ExtractiveSummarizer
         from parla.memory.summarizers.gemini import GeminiSummarizer
-        from parla.memory.summary_queue import SummaryWorker
+        from parla.memory.compaction.summary_queue import SummaryWorker
 
         s = self.settings
         if self.summarises_with_gemini:
@@ -197,7 +197,7 @@ class MemoryServices:
     @cached_property
     def refused(self) -> RefusedTurns:
         """Turns the store refused for good, kept beside the store's file."""
-        from parla.memory.refused import RefusedTurns
+        from parla.memory.store.refused import RefusedTurns
 
         return RefusedTurns(RefusedTurns.beside(self.settings.store_path))
 
@@ -205,19 +205,19 @@ class MemoryServices:
     def held(self) -> RefusedTurns:
         """Turns a session holds back from the store a while (an answer the speaker still plays),
         kept on disk meanwhile; what an earlier run left there is stored at start."""
-        from parla.memory.refused import RefusedTurns
+        from parla.memory.store.refused import RefusedTurns
 
         return RefusedTurns(RefusedTurns.held_beside(self.refused.path))
 
     @cached_property
     def search(self) -> ChatSearch:
-        from parla.memory.search import ChatSearch
+        from parla.memory.retrieval.search import ChatSearch
 
         return ChatSearch(self.store, self.embedder, self.settings, serving=self.reembedder.serving)
 
     def compaction_worker(self, on_done: Callable[[str, bool], None] | None = None) -> CompactionWorker:
         """A background compaction worker with the settings' concurrency and retries (use with `async with`)."""
-        from parla.memory.compaction import CompactionWorker
+        from parla.memory.compaction.compactor import CompactionWorker
 
         s = self.settings
         return CompactionWorker(
@@ -250,7 +250,7 @@ class MemoryServices:
     def chat_tools(self, session: ChatSession, clock: LocalClock | None = None) -> ChatTools:
         """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`; relative
         dates in a fact to remember are read with `clock` in the speech's language (English unset)."""
-        from parla.memory.local_time import LocalClock
+        from parla.kernel.local_time import LocalClock
         from parla.tools.chats import ChatTools
 
         clock = clock or LocalClock(self.settings.time_zone)

@@ -10,8 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema
 
-from parla.memory.progress import PendingWrites, ReembedProgress
-from parla.memory.search_result import SearchResult
+from parla.records.progress import PendingWrites, ReembedProgress
+from parla.records.search_result import SearchResult
 
 
 def _string(value: Any) -> str:

@@ -32,15 +32,15 @@ from datetime import datetime, timedelta
 from typing import Self
 
 from parla.memory.errors import StoreError, WriteQueued
-from parla.memory.local_time import LocalClock, LocalTime, spoken_date
-from parla.memory.reminders import Reminder
-from parla.memory.store import ReminderRecords
-from parla.memory.tasks import cancel_and_wait
-from parla.voice.audio import Speaker
+from parla.kernel.local_time import LocalClock, LocalTime, spoken_date
+from parla.records.reminder import Reminder
+from parla.memory.store.protocol import ReminderRecords
+from parla.kernel.tasks import cancel_and_wait
+from parla.voice.audio.devices import Speaker
 from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
-from parla.voice.cues import cue
+from parla.voice.audio.cues import cue
 from parla.voice.errors import SpeechFailed
-from parla.voice.speech import spoken
+from parla.voice.audio.speech import spoken
 
 log = logging.getLogger(__name__)
 

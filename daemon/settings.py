@@ -27,7 +27,7 @@ from parla.memory.config import (
     SUPABASE_COMMIT_PAGE,
     MemoryConfig,
 )
-from parla.memory.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
+from parla.kernel.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
 from parla.voice.config import VoiceConfig
 
 APP = "parla"

@@ -181,7 +181,7 @@ _DEFAULT_SAYS = re.compile(r"default: (.+?)\)?\.?$")
 def unset_default(settings: Settings, name: str) -> tuple[Any, str] | None:
     """For a setting left unset (None) whose default is another's: the value used and whose it is;
     else what its description says the default is, with no value. None when there is nothing to say."""
-    from parla.memory.embedders.calibration import BY_NAME
+    from parla.records.calibration import BY_NAME
 
     embedder = settings.embedder_in_use
     if name in (calibrated := BY_NAME[embedder].of_setting()):

@@ -14,12 +14,12 @@ from pydantic import SecretStr
 
 from parla.daemon.errors import ConfigError
 from parla.daemon.settings import Settings
-from parla.memory.store import ChatStore
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.store.sqlite_file import create_private, tighten
+from parla.memory.store.protocol import ChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.memory.store.sqlite.file import create_private, tighten
 
 if TYPE_CHECKING:
-    from parla.memory.store.supabase import SupabaseChatStore
+    from parla.memory.store.supabase.store import SupabaseChatStore
 
 
 def _secret(value: SecretStr | None) -> str | None:
@@ -45,7 +45,7 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
     # imported here: supabase-py and psycopg add about 20 MB to a daemon on the SQLite store
-    from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+    from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 
     url = supabase_url(settings)
     retry = RetryPolicy(

@@ -16,7 +16,7 @@ Shutdown (`stop()`, SIGINT/SIGTERM in `parla run`): listening stops, the open se
 under way is cut and stored as far as it came), pending turns are stored and the store's outbox is
 flushed, all within `shutdown_timeout_s`. The store is waited for until `shutdown_keep_s` before
 that deadline; what it has not taken by then (it is locked by another program, say) is kept in the
-local keep-aside file (memory.refused), counted in `status.kept_turns`, and replayed into the
+local keep-aside file (memory.store.refused), counted in `status.kept_turns`, and replayed into the
 store when the daemon next starts.
 
 Typed turns (`say`): daemon.typed_turns; the `status` answer: daemon.daemon_status.
@@ -50,23 +50,23 @@ from parla.daemon.protocol import (
 )
 from parla.daemon.reminders import ReminderScheduler, say_aloud
 from parla.daemon.typed_turns import TypedTurns
-from parla.daemon.wake import WakePhrase
+from parla.voice.audio.wake import WakePhrase
 from parla.memory.errors import ParlaError, StoreError, StoreOffline
-from parla.memory.importer import find_chats_named
-from parla.memory.local_time import LocalClock
-from parla.memory.reminders import Reminder
-from parla.memory.tasks import cancel_and_wait, race
-from parla.memory.turn import Turn
+from parla.memory.imports.importer import find_chats_named
+from parla.kernel.local_time import LocalClock
+from parla.records.reminder import Reminder
+from parla.kernel.tasks import cancel_and_wait, race
+from parla.records.turn import Turn
 from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
 from parla.ui.app import Inspector
 from parla.ui.live import LiveFeed, LiveState
 from parla.ui.server import Serving, serve_inspector
 from parla.ui.token import load_token
-from parla.voice.cues import cue
+from parla.voice.audio.cues import cue
 from parla.voice.errors import LiveSessionFailed
-from parla.voice.gated_microphone import GatedMicrophone
-from parla.voice.latency import LatencyDay, one_line
-from parla.voice.live import LiveConversation, SessionEvent
+from parla.voice.audio.gated_microphone import GatedMicrophone
+from parla.voice.live.latency import LatencyDay, one_line
+from parla.voice.live.conversation import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 

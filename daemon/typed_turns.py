@@ -16,8 +16,8 @@ from parla.daemon.daemon_status import DaemonStatus
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.protocol import SayRequest
 from parla.memory.errors import StoreError
-from parla.memory.turn import Turn
-from parla.voice.live import LiveConversation, SessionEvent
+from parla.records.turn import Turn
+from parla.voice.live.conversation import LiveConversation, SessionEvent
 
 log = logging.getLogger(__name__)
 

@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Literal
 
-from parla.memory.chat import Chat
+from parla.records.chat import Chat
 from parla.memory.config import MemoryConfig
-from parla.memory.facts import FactBlock
-from parla.memory.pins import Pin
-from parla.memory.profile import ProfileEntry, ranked
-from parla.memory.store import ChatStore
-from parla.memory.summary import Summary
-from parla.memory.tokens import estimate_tokens, truncate_to_tokens
-from parla.memory.turn import Part, Turn
+from parla.records.facts import FactBlock
+from parla.records.pins import Pin
+from parla.records.profile import ProfileEntry, ranked
+from parla.memory.store.protocol import ChatStore
+from parla.records.summary import Summary
+from parla.kernel.tokens import estimate_tokens, truncate_to_tokens
+from parla.records.turn import Part, Turn
 
 log = logging.getLogger(__name__)
 

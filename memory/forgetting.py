@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from parla.memory.embedding import Embedder, embed_texts
+from parla.records.embedding import Embedder, embed_texts
 from parla.memory.errors import StoreError
-from parla.memory.facts import format_fact_lines
-from parla.memory.profile import ProfileEntry
-from parla.memory.store import ChatStore
-from parla.memory.turn import MessageRange
+from parla.records.facts import format_fact_lines
+from parla.records.profile import ProfileEntry
+from parla.memory.store.protocol import ChatStore
+from parla.records.turn import MessageRange
 
 ItemKind = Literal["pin", "fact", "profile"]
 

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 from parla.daemon.memory_services import MemoryServices
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.ui.app import Inspector
 from parla.ui.server import serve_inspector
 from tests.ui.conftest import TOKEN, BrowserThread, ui_settings

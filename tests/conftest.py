@@ -14,20 +14,20 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from parla.memory.store import ChatStore
+    from parla.memory.store.protocol import ChatStore
     from parla.memory.store.local_copy import LocalCopyStore
-    from parla.memory.store.supabase import SupabaseChatStore
+    from parla.memory.store.supabase.store import SupabaseChatStore
     from parla.voice.config import VoiceConfig
     from tests.peers.live_emulator import LiveEmulator
     from tests.peers.pulse import PulseServer
     from tests.peers.supabase_peer import PostgresCluster, SupabasePeer
 
-from parla.memory.compaction import Compactor
+from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.embedders.offline import OfflineEmbedder
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 from tests.peers.gemini_rest import GeminiRestEmulator
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
@@ -127,8 +127,8 @@ def supabase(pg_cluster) -> Iterator[SupabasePeer]:
 
 async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> SupabaseChatStore:
     """A store signed in as a new user through the shim's GoTrue, as `parla login` does."""
-    from parla.memory.store.supabase import SupabaseChatStore
-    from parla.memory.store.supabase_session import sign_in
+    from parla.memory.store.supabase.store import SupabaseChatStore
+    from parla.memory.store.supabase.session import sign_in
 
     peer.shim.create_user(email, "correct horse")
     session = tmp_path / f"session-{email}.json"
@@ -151,7 +151,7 @@ async def send_queued(store: ChatStore) -> None:
 async def copied_store(peer, tmp_path, recheck_s: float = 30.0) -> AsyncIterator[LocalCopyStore]:
     """The Supabase store of one device with its local copy, as the daemon opens them."""
     from parla.memory.store.local_copy import LocalCopyStore
-    from parla.memory.store.supabase import RetryPolicy
+    from parla.memory.store.supabase.store import RetryPolicy
 
     remote = await signed_in_store(peer, tmp_path)
     remote.retry = RetryPolicy(attempts=1, delay=0.05, max_delay=0.2)

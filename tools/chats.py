@@ -22,20 +22,20 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from parla.memory.absolute_dates import with_absolute_dates
-from parla.memory.chat import storable_title
+from parla.memory.language.absolute_dates import with_absolute_dates
+from parla.records.chat import storable_title
 from parla.memory.config import MemoryConfig
-from parla.memory.embedding import Embedder, similarities
+from parla.records.embedding import Embedder, similarities
 from parla.memory.errors import ChatNotFound, WriteQueued
 from parla.memory.forgetting import MemoryItem, memory_items, profile_items, set_forgotten
-from parla.memory.local_time import LocalClock
-from parla.memory.pins import Pin
-from parla.memory.profile import ProfileEntry, subject_of
-from parla.memory.recall import Recall
-from parla.memory.search import ChatSearch
-from parla.memory.store import ChatStore
-from parla.memory.turn import local_time, new_id, utcnow
-from parla.memory.turn_windows import rename_chat
+from parla.kernel.local_time import LocalClock
+from parla.records.pins import Pin
+from parla.records.profile import ProfileEntry, subject_of
+from parla.memory.retrieval.recall import Recall
+from parla.memory.retrieval.search import ChatSearch
+from parla.memory.store.protocol import ChatStore
+from parla.records.turn import local_time, new_id, utcnow
+from parla.memory.retrieval.turn_windows import rename_chat
 from parla.tools.confirmations import Confirmations
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from parla.memory.local_time import LocalClock
+from parla.kernel.local_time import LocalClock
 from parla.tools.registry import Tool
 
 

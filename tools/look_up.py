@@ -33,8 +33,8 @@ from pydantic import BaseModel, Field
 
 from parla.memory.embedders.gemini import GeminiAvailability
 from parla.memory.errors import ModelError, ParlaError
-from parla.memory.local_time import LocalClock
-from parla.memory.turn import WebSource
+from parla.kernel.local_time import LocalClock
+from parla.records.turn import WebSource
 from parla.tools.registry import Tool
 
 log = logging.getLogger(__name__)

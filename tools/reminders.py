@@ -2,7 +2,7 @@
 reminder_chat ("take me there": switch to the chat a reminder was set in, through switch_chat).
 
 Times are the user's words, read by dateparser in the speech's language and the user's zone from
-the moment the tool is called (`memory.reminders.due_time`); the answer says the time understood,
+the moment the tool is called (`parla.records.reminder.due_time`); the answer says the time understood,
 in the user's local time, so the model can repeat it and the user can correct it. A reminder names
 the chat the conversation is in. When the store's server is away, the reminder is kept on this
 device and in the outbox (`queued`); this device says it when due either way.
@@ -17,10 +17,10 @@ from typing import Any
 from pydantic import BaseModel, Field, model_validator
 
 from parla.memory.errors import WriteQueued
-from parla.memory.local_time import LocalClock, spoken_date
-from parla.memory.reminders import Reminder, ReminderKind, due_time
-from parla.memory.store import ChatStore
-from parla.memory.text import content_words
+from parla.kernel.local_time import LocalClock, spoken_date
+from parla.records.reminder import Reminder, ReminderKind, due_time
+from parla.memory.store.protocol import ChatStore
+from parla.memory.language.text import content_words
 from parla.tools.chats import ChatSession, SwitchArgs
 from parla.tools.registry import Tool
 

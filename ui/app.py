@@ -22,15 +22,15 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from parla.memory.embedding import embed_texts
+from parla.records.embedding import embed_texts
 from parla.memory.errors import ChatNotFound, ParlaError
-from parla.memory.facts import format_fact_lines
+from parla.records.facts import format_fact_lines
 from parla.memory.forgetting import MemoryItem, set_forgotten
-from parla.memory.local_time import LocalClock
-from parla.memory.pins import Pin
-from parla.memory.summary_queue import queue_status
-from parla.memory.turn import MESSAGE_NUMBER, MessageRange, Turn, WebSource
-from parla.memory.turn_windows import rename_chat
+from parla.kernel.local_time import LocalClock
+from parla.records.pins import Pin
+from parla.memory.compaction.summary_queue import queue_status
+from parla.records.turn import MESSAGE_NUMBER, MessageRange, Turn, WebSource
+from parla.memory.retrieval.turn_windows import rename_chat
 from parla.ui.forms import form_fields, number, one_line
 from parla.ui.gate import TokenGate
 from parla.ui.live import LiveFeed

@@ -15,7 +15,7 @@ from contextlib import suppress
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 
 # Turns a page may have waiting before it is told to reload instead.
 _QUEUE = 256
@@ -26,7 +26,7 @@ class LiveState:
     state: str  # starting, idle, active, stopping
     muted: bool
     chat_id: str
-    voice_to_voice: str = ""  # the session's and the day's p50/p95 in a line (voice.latency)
+    voice_to_voice: str = ""  # the session's and the day's p50/p95 in a line (voice.live.latency)
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The inspector's profile page: what Parla knows about the user across chats (memory.profile),
+"""The inspector's profile page: what Parla knows about the user across chats (parla.records.profile),
 the current entries with their importance, subject and source, the history of superseded and
 forgotten ones, and the corrections: add, edit, forget, restore. Every change goes through the
 store's profile API, as `parla profile` does."""
@@ -14,7 +14,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from parla.memory.errors import ParlaError
-from parla.memory.profile import ProfileEntry, subject_of
+from parla.records.profile import ProfileEntry, subject_of
 from parla.ui.forms import form_fields, number, one_line
 
 if TYPE_CHECKING:

@@ -14,8 +14,8 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from parla.memory.errors import ParlaError
-from parla.memory.local_time import LocalClock
-from parla.memory.reminders import Reminder, due_time
+from parla.kernel.local_time import LocalClock
+from parla.records.reminder import Reminder, due_time
 from parla.ui.forms import form_fields, one_line
 
 if TYPE_CHECKING:

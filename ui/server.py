@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import uvicorn
 
 from parla.memory.errors import ParlaError
-from parla.memory.tasks import cancel_and_wait
+from parla.kernel.tasks import cancel_and_wait
 from parla.ui.app import Inspector
 from parla.ui.connections import guarded_protocol
 from parla.ui.limits import MAX_CONNECTIONS, REQUEST_TIMEOUT_S

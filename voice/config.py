@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from parla.memory.models import DEFAULT_LIVE_MODEL
+from parla.kernel.models import DEFAULT_LIVE_MODEL
 
 Sensitivity = Literal["default", "high", "low"]
 

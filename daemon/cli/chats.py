@@ -35,9 +35,9 @@ from parla.memory.errors import WriteQueued
 
 if TYPE_CHECKING:
     from parla.daemon.settings import Settings
-    from parla.memory.chat import ChatHistory
-    from parla.memory.search_result import SearchResult
-    from parla.memory.turn import Turn
+    from parla.records.chat import ChatHistory
+    from parla.records.search_result import SearchResult
+    from parla.records.turn import Turn
 
 
 # -- chats, show ------------------------------------------------------------------------------
@@ -106,7 +106,7 @@ async def show(
 ) -> None:
     """Show one chat: full vs assistant history, summaries, facts, pins, token counts."""
     from parla.memory.context import load_context
-    from parla.memory.tokens import estimate_tokens
+    from parla.kernel.tokens import estimate_tokens
 
     settings = load_settings()
     async with open_store(settings) as store:
@@ -211,7 +211,7 @@ async def _search_in_daemon(settings: Settings, request: str, limit: int) -> Sea
     can answer: then the command searches the store itself."""
     from parla.daemon.control import send_command
     from parla.daemon.errors import ControlError
-    from parla.memory.search_result import SearchResult
+    from parla.records.search_result import SearchResult
 
     try:
         answer = await send_command(
@@ -297,7 +297,7 @@ async def stats(
     where = {"url": settings.supabase_url} if settings.store == "supabase" else {"path": str(settings.store_path)}
     data = {"store": settings.store, **where, **({"chat": cid} if cid else {}), **s.model_dump(mode="json")}
     if settings.store == "sqlite" and cid is None:
-        from parla.memory.store.sqlite_size import store_size
+        from parla.memory.store.sqlite.size import store_size
 
         data["store_size"] = store_size(settings.store_path).model_dump(mode="json")
     if as_json:
@@ -364,7 +364,7 @@ async def rename(
     title: str = typer.Argument(..., help="The new title (kept: summaries never replace a title you gave)."),
 ) -> None:
     """Give a chat a title of your own."""
-    from parla.memory.turn_windows import rename_chat
+    from parla.memory.retrieval.turn_windows import rename_chat
 
     async with open_memory(load_settings()) as mem:
         renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem.store, chat), title)

@@ -37,8 +37,8 @@ if TYPE_CHECKING:
 
     from parla.daemon.memory_services import MemoryServices
     from parla.memory.errors import ImportLineError
-    from parla.memory.importer import ImportChat, ImportResult
-    from parla.memory.summary_queue import SummaryCost
+    from parla.memory.imports.importer import ImportChat, ImportResult
+    from parla.memory.compaction.summary_queue import SummaryCost
 
 _RETRY = "run the same import again to retry"
 _NOTES_ONE_BY_ONE = 10  # what was left out is said chat by chat up to this many notes, else summed
@@ -90,7 +90,7 @@ async def import_chats(
     summary_calls_per_minute (`parla status` shows how far). With the offline summarizer, an import of
     more than import_offline_now_turns turns queues them for the daemon at once. --offline makes them
     here with the offline models instead."""
-    from parla.memory.importer import id_scope, import_chat
+    from parla.memory.imports.importer import id_scope, import_chat
     from parla.memory.imports.reading import Export
 
     settings = load_settings()
@@ -263,9 +263,9 @@ async def _index_and_cost(
     summaries (no description yet) with their turns and what summarising them costs with Gemini
     (offline nothing: their turns are not read again)."""
     from parla.memory.errors import ModelError
-    from parla.memory.summary_queue import SummaryCost, summary_cost
-    from parla.memory.tokens import estimate_tokens
-    from parla.memory.turn_windows import WindowIndexer
+    from parla.memory.compaction.summary_queue import SummaryCost, summary_cost
+    from parla.kernel.tokens import estimate_tokens
+    from parla.memory.retrieval.turn_windows import WindowIndexer
 
     # the indexer alone: the compactor would load the summarizer, which is not needed yet
     windows = WindowIndexer(mem.store, mem.embedder, mem.settings.search_window_turns)

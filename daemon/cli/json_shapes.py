@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 
-from parla.memory.pins import Pin
-from parla.memory.stats import MemoryStats
+from parla.records.pins import Pin
+from parla.records.stats import MemoryStats
 
 if TYPE_CHECKING:  # it loads numpy: `_store_stats` resolves it for `parla stats`, which has loaded it
-    from parla.memory.store.sqlite_size import StoreSize
+    from parla.memory.store.sqlite.size import StoreSize
 
 
 class Shape(BaseModel):
@@ -263,7 +263,7 @@ class SyncReport(Shape):
 
 
 def _store_stats() -> type[StoreStats]:
-    from parla.memory.store.sqlite_size import StoreSize
+    from parla.memory.store.sqlite.size import StoreSize
 
     StoreStats.model_rebuild(_types_namespace={"StoreSize": StoreSize})
     return StoreStats
@@ -285,7 +285,7 @@ def _status() -> Any:
 
 
 def _search_result() -> Any:
-    from parla.memory.search_result import SearchResult
+    from parla.records.search_result import SearchResult
 
     return SearchResult
 

@@ -31,7 +31,7 @@ async def regenerate(
     facts_only: bool = typer.Option(False, "--facts-only", help="Redo the facts alone, not the summaries."),
 ) -> None:
     """Redo the chunk summaries and facts of a range, and the meta summaries that cover it."""
-    from parla.memory.turn import MessageRange
+    from parla.records.turn import MessageRange
 
     rng = MessageRange.parse(range_) if range_ else None
     async with open_memory(load_settings()) as mem:
@@ -51,7 +51,7 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
     """Fill in what every chat's memory lacks: rolling summaries, descriptions (with their
     embeddings), chunk summaries, facts and meta summaries. What exists is left as it is, so it
     can be run again at any time; a chat that fails is named and the others go on."""
-    from parla.memory.compaction import CompactionReport
+    from parla.memory.compaction.compactor import CompactionReport
 
     reports: list[CompactionReport] = []
     failed: dict[str, str] = {}
@@ -93,8 +93,8 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
 @command
 async def reembed(batch: int = typer.Option(64, min=1, help="Texts per embedding call.")) -> None:
     """Rebuild every embedding with the configured embedder (after changing PARLA_EMBEDDER)."""
-    from parla.memory.reembed import reembed as reembed_store
-    from parla.memory.turn_windows import WindowIndexer
+    from parla.memory.retrieval.reembed import reembed as reembed_store
+    from parla.memory.retrieval.turn_windows import WindowIndexer
 
     async with open_memory(load_settings()) as mem:
         with progress_bar() as progress:

@@ -1,6 +1,6 @@
 """What Parla knows: `parla recall` (what was said about something, in one chat or in every chat,
 as the `recall` tool finds it) and `parla profile ...`, what Parla knows about the user across
-chats (memory.profile): list it, add to it, edit, forget and restore entries. An entry is named by its number in `parla profile
+chats (parla.records.profile): list it, add to it, edit, forget and restore entries. An entry is named by its number in `parla profile
 list` or by the start of its id (`parla profile list --all` shows every id, superseded and
 forgotten entries too)."""
 
@@ -28,8 +28,8 @@ from parla.daemon.cli.support import (
 from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
-    from parla.memory.profile import ProfileEntry
-    from parla.memory.store import ChatStore
+    from parla.records.profile import ProfileEntry
+    from parla.memory.store.protocol import ChatStore
 
 
 def _state(entry: ProfileEntry) -> str:
@@ -95,7 +95,7 @@ async def add(
     about: str | None = typer.Option(None, help="What it is about ('home city'): it replaces an older entry of it."),
 ) -> None:
     """Tell Parla something about you; every chat knows it from then on."""
-    from parla.memory.profile import ProfileEntry, subject_of
+    from parla.records.profile import ProfileEntry, subject_of
 
     async with open_memory(load_settings()) as mem:
         entry = ProfileEntry(
@@ -154,7 +154,7 @@ async def recall(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """What was said or kept about something, in every chat (or one), with when it was said."""
-    from parla.memory.recall import Recall
+    from parla.memory.retrieval.recall import Recall
 
     settings = load_settings()
     async with open_memory(settings) as mem:

@@ -1,4 +1,4 @@
-"""`parla reminders ...`: list, add and cancel timers and reminders (memory.reminders). A reminder
+"""`parla reminders ...`: list, add and cancel timers and reminders (parla.records.reminder). A reminder
 is named by its number in `parla reminders list`, the start of its id, or words of its text. A
 running daemon is told at once, so one set here for in a minute is said in a minute."""
 
@@ -26,12 +26,12 @@ from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
     from parla.daemon.settings import Settings
-    from parla.memory.reminders import Reminder
-    from parla.memory.store import ChatStore
+    from parla.records.reminder import Reminder
+    from parla.memory.store.protocol import ChatStore
 
 
 def _local(settings: Settings, reminder: Reminder) -> str:
-    from parla.memory.local_time import LocalClock
+    from parla.kernel.local_time import LocalClock
 
     zone = LocalClock(settings.time_zone).now().at.tzinfo
     return f"{reminder.due_at.astimezone(zone):%a %Y-%m-%d %H:%M:%S}"
@@ -103,8 +103,8 @@ async def add(
     timer: bool = typer.Option(False, "--timer", help="A timer rather than a reminder."),
 ) -> None:
     """Set a reminder; the running daemon says it at its time."""
-    from parla.memory.local_time import LocalClock
-    from parla.memory.reminders import Reminder, due_time
+    from parla.kernel.local_time import LocalClock
+    from parla.records.reminder import Reminder, due_time
 
     settings = load_settings()
     async with open_memory(settings) as mem:

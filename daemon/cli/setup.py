@@ -167,7 +167,7 @@ def logs(
 def devices(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """The audio devices Parla can use, and which ones the settings pick (PARLA_INPUT_DEVICE,
     PARLA_OUTPUT_DEVICE; none set: the system default)."""
-    from parla.voice.audio import AudioDeviceError, list_devices, resolve_device
+    from parla.voice.audio.devices import AudioDeviceError, list_devices, resolve_device
 
     settings = load_settings()
     found = list_devices()

@@ -24,9 +24,9 @@ from parla.daemon.settings import Settings
 # The Supabase client and the stores are imported by the commands that use them: the other
 # commands start without loading them.
 if TYPE_CHECKING:
-    from parla.memory.chat import Chat
-    from parla.memory.store import AppendResult
-    from parla.memory.store.sqlite import SQLiteChatStore
+    from parla.records.chat import Chat
+    from parla.memory.store.protocol import AppendResult
+    from parla.memory.store.sqlite.store import SQLiteChatStore
 
 
 def _db_url(settings: Settings) -> str:
@@ -45,7 +45,7 @@ async def login(
 ) -> None:
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
     from parla.daemon.stores import supabase_anon_key, supabase_url
-    from parla.memory.store.supabase_session import sign_in
+    from parla.memory.store.supabase.session import sign_in
 
     settings = load_settings()
     user_id = await sign_in(
@@ -78,7 +78,7 @@ async def migrate(
     """Apply the migrations in supabase/migrations through PARLA_SUPABASE_DB_URL; after one that
     builds vector indexes, check that their nearest rows agree with an exact scan, building an
     index again (without blocking writes) while it does not."""
-    from parla.memory.store.supabase_schema import IndexCheck, apply_migrations, check_vector_indexes, migrations
+    from parla.memory.store.supabase.schema import IndexCheck, apply_migrations, check_vector_indexes, migrations
 
     settings = load_settings()
     url = _db_url(settings)
@@ -102,7 +102,7 @@ async def migrate(
 async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Verify the project has Parla's schema and that the credentials reach it."""
     from parla.daemon.stores import connect_supabase
-    from parla.memory.store.supabase_schema import SCHEMA_VERSION
+    from parla.memory.store.supabase.schema import SCHEMA_VERSION
 
     settings = load_settings()
     async with await connect_supabase(settings) as store:
@@ -135,8 +135,8 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
     repeat: what is already there is not copied twice."""
     from parla.daemon.memory_services import MemoryServices
     from parla.daemon.stores import connect_supabase
-    from parla.memory.store.sqlite import SQLiteChatStore
-    from parla.memory.storing import copy_chat
+    from parla.memory.store.sqlite.store import SQLiteChatStore
+    from parla.memory.imports.storing import copy_chat
 
     settings = load_settings()
     async with SQLiteChatStore(settings.store_path) as local, await connect_supabase(settings) as remote:

@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from parla.daemon.memory_services import MemoryServices
-    from parla.memory.compaction import CompactionWorker
-    from parla.memory.store import ChatStore
+    from parla.memory.compaction.compactor import CompactionWorker
+    from parla.memory.store.protocol import ChatStore
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -166,7 +166,7 @@ async def tell_daemon(socket: Path, cmd: Literal["reminders", "summaries"]) -> N
 async def resolve_chat(store: ChatStore, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
     from parla.memory.errors import ChatNotFound, StoreError
-    from parla.memory.importer import find_chats_named
+    from parla.memory.imports.importer import find_chats_named
 
     chats = await find_chats_named(store, ref)
     if not chats:
@@ -196,7 +196,7 @@ def iso(value: datetime | None) -> str | None:
 
 
 def when(value: datetime) -> str:
-    from parla.memory.turn import local_time
+    from parla.records.turn import local_time
 
     moment = local_time(value)
     return f"{moment.year:04d}-{moment:%m-%d %H:%M}"  # strftime's %Y gives year 1 as "1"
@@ -231,10 +231,10 @@ async def store_with_progress(
     progress: Progress,
     size: tuple[float | None, Callable[[], float]] | None = None,
 ) -> tuple[list[R], list[str]]:
-    """Store the chats (`memory.storing.store_only`): the results, and the chats `store_one`
+    """Store the chats (`memory.imports.storing.store_only`): the results, and the chats `store_one`
     names to compact. The bar counts `items` (a sequence), or with `size` (the total, and how much
     is done) the megabytes of a file read as it is stored."""
-    from parla.memory.storing import store_only
+    from parla.memory.imports.storing import store_only
 
     total, done = size or (len(items) if isinstance(items, Sequence) else None, None)
     storing = progress.add_task("storing chats" if size is None else "storing chats (MB read)", total=total)
@@ -251,7 +251,7 @@ async def store_with_progress(
 async def summarise_now(mem: MemoryServices, ids: list[str], progress: Progress, retry: str) -> list[str]:
     """Compact these chats (summaries, facts, summary text, embeddings) with a progress bar; the
     chats whose compaction failed, each said on stderr with `retry` (what to do)."""
-    from parla.memory.storing import compact_chats
+    from parla.memory.imports.storing import compact_chats
 
     def worker(count: int) -> CompactionWorker:
         summarising = progress.add_task("summarising, extracting facts, embedding", total=count)

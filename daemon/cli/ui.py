@@ -27,7 +27,7 @@ async def ui(
 ) -> None:
     """See and correct what Parla remembers, in the browser (on 127.0.0.1; the address holds a secret
     token: keep it to yourself)."""
-    from parla.memory.local_time import LocalClock
+    from parla.kernel.local_time import LocalClock
     from parla.ui.app import Inspector
     from parla.ui.server import serve_inspector
     from parla.ui.token import load_token

@@ -19,11 +19,11 @@ from parla.daemon.cli.support import (
     running_daemon_chat,
 )
 from parla.memory.errors import WriteQueued
-from parla.memory.turn import new_id
+from parla.records.turn import new_id
 
 if TYPE_CHECKING:  # the voice stack and the SDK load when a conversation starts
     from parla.daemon.memory_services import MemoryServices
-    from parla.voice.live import SessionEvent
+    from parla.voice.live.conversation import SessionEvent
 
 
 async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str, str]:

@@ -23,10 +23,10 @@ import numpy as np
 from google import genai
 from google.genai import errors, types
 
-from parla.memory.embedders.calibration import GEMINI
-from parla.memory.embedding import TaskType, normalize_rows
+from parla.records.calibration import GEMINI
+from parla.records.embedding import TaskType, normalize_rows
 from parla.memory.errors import ModelError, ModelUnavailable, RateLimited
-from parla.memory.models import ModelRole, not_found_advice
+from parla.kernel.models import ModelRole, not_found_advice
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -21,10 +21,10 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from parla.memory.embedders.calibration import OFFLINE
-from parla.memory.embedding import TaskType, normalize_rows
+from parla.records.calibration import OFFLINE
+from parla.records.embedding import TaskType, normalize_rows
 from parla.memory.errors import ModelError
-from parla.memory.text import FRAMING, STOPWORDS, words
+from parla.memory.language.text import FRAMING, STOPWORDS, words
 
 _CONFIG = "l2_supercat"
 _DIM = 256

@@ -21,7 +21,7 @@ from typing import IO, Any, Self
 import ijson
 
 from parla.memory.errors import ImportFormatError, ImportLineError
-from parla.memory.importer import ImportChat, chat_of, decode_line, json_line
+from parla.memory.imports.importer import ImportChat, chat_of, decode_line, json_line
 from parla.memory.imports import chatgpt, claude, openwebui
 
 _FORMATS: tuple[ModuleType, ...] = (chatgpt, claude, openwebui)

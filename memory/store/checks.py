@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from parla.memory.errors import EmbedderMismatch, StoreError, StoreRefused
-from parla.memory.store import ChatMatch, TextKind, TextRef, TurnMatch
-from parla.memory.turn import MessageRange, Turn
+from parla.memory.store.protocol import ChatMatch, TextKind, TextRef, TurnMatch
+from parla.records.turn import MessageRange, Turn
 
 if TYPE_CHECKING:
     import numpy as np

@@ -35,15 +35,15 @@ from typing import TypeVar
 
 import numpy as np
 
-from parla.memory.chat import Chat, ChatHistory
-from parla.memory.embedding import EmbeddedText
+from parla.records.chat import Chat, ChatHistory
+from parla.records.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, WriteQueued
-from parla.memory.facts import FactBlock
-from parla.memory.pins import Pin
-from parla.memory.profile import ProfileEntry
-from parla.memory.reminders import Reminder
-from parla.memory.stats import MemoryStats
-from parla.memory.store import (
+from parla.records.facts import FactBlock
+from parla.records.pins import Pin
+from parla.records.profile import ProfileEntry
+from parla.records.reminder import Reminder
+from parla.records.stats import MemoryStats
+from parla.memory.store.protocol import (
     AppendResult,
     ChatMatch,
     ChatStore,
@@ -58,8 +58,8 @@ from parla.memory.store import (
     TurnMatch,
     WordCounts,
 )
-from parla.memory.summary import Summary, SummaryLevel
-from parla.memory.turn import MessageRange, Turn, new_id
+from parla.records.summary import Summary, SummaryLevel
+from parla.records.turn import MessageRange, Turn, new_id
 
 log = logging.getLogger(__name__)
 

@@ -38,7 +38,7 @@ from typing import Any, Literal, TypeVar, get_args
 import aiosqlite
 
 from parla.memory.errors import StoreError
-from parla.memory.turn import utcnow
+from parla.records.turn import utcnow
 
 log = logging.getLogger(__name__)
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Protocol
 
-from parla.memory.auto_pins import PinCandidate
-from parla.memory.summary import ChunkSummary
-from parla.memory.turn import Turn
+from parla.memory.language.auto_pins import PinCandidate
+from parla.records.summary import ChunkSummary
+from parla.records.turn import Turn
 
 # Set by a compaction run to a list that collects why a summarizer fell back to the offline one
 # (one entry per call); the run's report says the chat was summarised offline.

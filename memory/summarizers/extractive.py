@@ -11,12 +11,12 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from parla.memory.auto_pins import PinCandidate, offline_candidates
-from parla.memory.importance import turn_importance
-from parla.memory.summary import ChunkSummary
-from parla.memory.text import STOPWORDS, WORD, content_words, language_of, words
-from parla.memory.tokens import estimate_tokens, truncate_to_tokens
-from parla.memory.turn import Turn
+from parla.memory.language.auto_pins import PinCandidate, offline_candidates
+from parla.memory.language.importance import turn_importance
+from parla.records.summary import ChunkSummary
+from parla.memory.language.text import STOPWORDS, WORD, content_words, language_of, words
+from parla.kernel.tokens import estimate_tokens, truncate_to_tokens
+from parla.records.turn import Turn
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Italian, Spanish, German, French

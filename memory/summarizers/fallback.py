@@ -11,11 +11,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from parla.memory.auto_pins import PinCandidate
+from parla.memory.language.auto_pins import PinCandidate
 from parla.memory.errors import ModelUnavailable
 from parla.memory.summarizers import Summarizer, offline_fallbacks
-from parla.memory.summary import ChunkSummary
-from parla.memory.turn import Turn
+from parla.records.summary import ChunkSummary
+from parla.records.turn import Turn
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -3,7 +3,7 @@
 The rolling summary is the existing summary updated with new turns under a hard token cap; facts
 are plain bullet lines with an explicit "no facts" answer, extracted from messages cut to
 `facts_message_max_chars`; titles are short and plain. Each is written in the conversation's
-language; the instructions are settings (defaults in memory/prompts.py). Failures
+language; the instructions are settings (defaults in memory/summarizers/prompts.py). Failures
 follow the embedder's policy (memory.embedders.gemini): retried by the client once, then a
 ModelError, or ModelUnavailable when Gemini cannot be used now; an empty or blocked answer is a
 ModelError (the caller keeps its data as it was)."""
@@ -16,17 +16,17 @@ from google import genai
 from google.genai import types
 
 from parla.memory import prompts
-from parla.memory.auto_pins import PinCandidate
+from parla.memory.language.auto_pins import PinCandidate
 from parla.memory.config import MemoryConfig
 from parla.memory.embedders.gemini import GeminiAvailability
 from parla.memory.errors import ModelError
-from parla.memory.facts import parse_fact_lines
-from parla.memory.importance import turn_importance
-from parla.memory.rate import CallSpacing
+from parla.records.facts import parse_fact_lines
+from parla.memory.language.importance import turn_importance
+from parla.kernel.rate import CallSpacing
 from parla.memory.summarizers import transcript
-from parla.memory.summary import ChunkSummary
-from parla.memory.tokens import truncate_to_tokens
-from parla.memory.turn import Turn
+from parla.records.summary import ChunkSummary
+from parla.kernel.tokens import truncate_to_tokens
+from parla.records.turn import Turn
 
 _IMPORTANCE = re.compile(r"^\s*\**importance\**\s*:\s*(\d+(?:\.\d+)?)\s*\**\s*$", re.IGNORECASE | re.MULTILINE)
 # "[turn] importance | user or chat | subject | fact"; a line without the scope and subject (the

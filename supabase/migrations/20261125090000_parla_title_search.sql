@@ -1,5 +1,5 @@
 -- A chat's title is searchable like what was said: it is indexed as the chat's window before the
--- first turn (start_seq 0; parla.memory.turn_windows), embedded with its plain text and counted in
+-- first turn (start_seq 0; parla.memory.retrieval.turn_windows), embedded with its plain text and counted in
 -- the word index by the trigger every window has. Whatever changes a title (rename_chat, a title
 -- a compaction generated) drops that window in the same transaction, so the old title is never
 -- found; the client embeds the new one. Titles stored before are indexed at the chat's next

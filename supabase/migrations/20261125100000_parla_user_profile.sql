@@ -1,4 +1,4 @@
--- The user's profile: what Parla knows about the user across every chat (memory.profile).
+-- The user's profile: what Parla knows about the user across every chat (parla.records.profile).
 --
 -- Decisions:
 -- * One row per entry, owned by the user under RLS like the chats. An entry keeps the id of the

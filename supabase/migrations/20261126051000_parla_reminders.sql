@@ -1,4 +1,4 @@
--- Timers and reminders (memory.reminders), the user's across chats.
+-- Timers and reminders (parla.records.reminder), the user's across chats.
 --
 -- Decisions:
 -- * One row per reminder, owned by the user under RLS like the chats. It keeps the id of the chat

@@ -1,4 +1,4 @@
--- Chats waiting for their summaries (memory.summary_queue): an import stores the turns at once and
+-- Chats waiting for their summaries (memory.compaction.summary_queue): an import stores the turns at once and
 -- queues the summarising, which a rate-limited worker does in the background.
 --
 -- Decisions:

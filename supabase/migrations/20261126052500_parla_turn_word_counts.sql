@@ -7,7 +7,7 @@
 --   are: kept by statement triggers on chat_turns (deletes by cascade count too), so a search
 --   reads a few rows instead of counting. The trigger adds one upsert of the statement's distinct
 --   words to each write of turns.
--- * MaxScore's pruning, as the SQLite store does (memory/store/sqlite_search.py): a word adds
+-- * MaxScore's pruning, as the SQLite store does (memory/store/sqlite/search.py): a word adds
 --   less than idf * (k1 + 1) = 2.2 idf to a turn's bm25 score. A floor under the match_count-th
 --   best score is taken over the rarer words alone (those in under a twentieth of the turns, else
 --   the rarest); the most common words whose bounds together stay below that floor cannot bring a

@@ -4,7 +4,7 @@
 -- * Built without blocking writes (`create index concurrently`). Such a statement cannot run in a
 --   transaction, so this file starts with them alone: the Supabase CLI runs them outside the
 --   migration's transaction (CLI >= 2.109, supabase/cli#5671), `parla db migrate` likewise
---   (memory/store/supabase_schema.py). The whole file can be run again after a failure (`if not
+--   (memory/store/supabase/schema.py). The whole file can be run again after a failure (`if not
 --   exists`, `or replace`).
 -- * The columns have no fixed dimension (it follows the user's embedder), and HNSW needs one: one
 --   partial expression index per dimension Parla's embedders use (256 offline; 768, 1536 and 3072,

@@ -7,7 +7,7 @@
 -- which only another build mends. For p_sample stored vectors of the index's rows, each taken as a query, the share of the index's
 -- p_k nearest rows that an exact scan of the same rows also has among its p_k nearest (a row at
 -- the exact p_k-th distance counts: the history repeats sentences), with the ef_search the
--- searches use. Null when the index has no rows. memory/store/supabase_schema.py calls it after
+-- searches use. Null when the index has no rows. memory/store/supabase/schema.py calls it after
 -- `parla db migrate` builds indexes, and builds an index again (REINDEX CONCURRENTLY, which no
 -- function may run) while it falls short.
 -- The function sets hnsw.ef_search, which Postgres lets a role other than the superuser set only

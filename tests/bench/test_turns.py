@@ -13,7 +13,7 @@ import pytest
 from bench.report import Table
 from bench.turns import DEFAULTS, OVER_ANSWER, PAUSES, energy, over_answer, pauses, recorded, replay
 from bench.turns_pitch import end_semitones
-from parla.voice.floor import FRAME_SAMPLES, silero
+from parla.voice.turns.floor import FRAME_SAMPLES, silero
 from tests.peers.answer_room import AnswerInRoom
 from tests.peers.turn_corpus import RATE, _flite, corpus, hesitant
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from bench.report import Report
 from bench.turns_end import COLUMNS, end_of_turn_rows
-from parla.voice.floor import FRAME_SAMPLES, silero
+from parla.voice.turns.floor import FRAME_SAMPLES, silero
 from tests.peers.turn_corpus import corpus
 
 

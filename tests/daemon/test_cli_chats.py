@@ -15,10 +15,10 @@ from parla.daemon.cli.voice import chat_for
 from parla.daemon.control import send_command
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
-from parla.memory.embedding import embed_texts
-from parla.memory.facts import format_fact_lines
-from parla.memory.pins import Pin
-from parla.memory.turn import MessageRange, Turn
+from parla.records.embedding import embed_texts
+from parla.records.facts import format_fact_lines
+from parla.records.pins import Pin
+from parla.records.turn import MessageRange, Turn
 from tests.daemon.conftest import running
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"

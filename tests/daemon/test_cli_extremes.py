@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.turn import Turn
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.turn import Turn
 
 
 def _parla(

@@ -17,7 +17,7 @@ import pytest
 
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.conftest import eventually
 
 TOPICS = ["sourdough starter", "the Lisbon trip", "a python bug in the CSV exporter", "mom's birthday", "guitar"]

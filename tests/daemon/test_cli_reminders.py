@@ -7,9 +7,9 @@ import asyncio
 import json
 from datetime import datetime, timedelta
 
-from parla.memory.reminders import Reminder
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.turn import utcnow
+from parla.records.reminder import Reminder
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 

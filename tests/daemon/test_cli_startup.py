@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 from tests.daemon.conftest import running
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -83,7 +83,7 @@ def test_a_command_that_only_reads_loads_no_sdk_and_no_embedder(store, args):
 
 @pytest.mark.parametrize("args", [["status", "--json"], ["config", "show", "--json"], ["--version"]])
 def test_a_command_that_needs_no_memory_loads_no_store_either(store, args):
-    probe = PROBE.replace(repr(HEAVY), repr((*HEAVY, "parla.memory.store")))
+    probe = PROBE.replace(repr(HEAVY), repr((*HEAVY, "parla.memory.store.protocol")))
     done = subprocess.run(
         [sys.executable, "-c", probe, *args], env=store, capture_output=True, text=True, check=False, timeout=120
     )
@@ -97,7 +97,7 @@ def test_search_without_a_daemon_loads_the_store_and_the_embedder_alone(store):
         "google.genai",
         "supabase",
         "dateparser",
-        "parla.memory.compaction",
+        "parla.memory.compaction.compactor",
         "parla.memory.summarizers",
         "parla.tools.chats",
     )

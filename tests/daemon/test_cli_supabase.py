@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from bench.corpus import write_jsonl
 from parla.daemon.cli import app
-from parla.memory.store.supabase_schema import SCHEMA_VERSION
+from parla.memory.store.supabase.schema import SCHEMA_VERSION
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 
 

@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from parla.daemon.cli import app
 from parla.daemon.cli.support import out
-from parla.memory.search import Candidate, SearchResult
-from parla.memory.store import TextKind
+from parla.memory.retrieval.search import Candidate, SearchResult
+from parla.memory.store.protocol import TextKind
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 DOCS = Path(__file__).parents[2] / "docs" / "design" / "first-week.md"

@@ -29,7 +29,7 @@ async def test_three_spoken_exchanges_become_six_turns(pulse, live, gemini, live
         live_url=live.url,
         summarizer="offline",
         # The questions are checked bit-exact below; echo cancellation reshapes what the
-        # microphone hears for a second after the speaker played (tests/voice/test_echo.py).
+        # microphone hears for a second after the speaker played (tests/voice/audio/test_echo.py).
         echo_cancellation=False,
     )
     utterances: list[bytes] = []

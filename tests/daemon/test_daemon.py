@@ -17,8 +17,8 @@ from parla.daemon.cli import app
 from parla.daemon.control import CommandError, DaemonNotRunning, send_command
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
-from parla.memory.importer import import_chat, parse_line
-from parla.memory.turn import Turn
+from parla.memory.imports.importer import import_chat, parse_line
+from parla.records.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.peers.live_emulator import echo, tone

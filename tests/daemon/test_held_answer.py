@@ -11,7 +11,7 @@ import asyncio
 import signal
 
 from parla.daemon.control import send_command
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.conftest import eventually
 from tests.daemon.conftest import process_env
 from tests.daemon.test_daemon_crash import _start

@@ -15,8 +15,8 @@ from parla.daemon.cli import app
 from parla.daemon.cli.voice import chat_for
 from parla.daemon.memory_services import open_memory
 from parla.daemon.supervisor import Daemon
-from parla.memory.store.supabase_session import sign_in
-from parla.memory.turn import Turn
+from parla.memory.store.supabase.session import sign_in
+from parla.records.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.test_daemon import ctl
 from tests.peers.live_emulator import tone

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from parla.daemon.reminders import ReminderScheduler, say_aloud
-from parla.memory.reminders import Reminder
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.turn import utcnow
-from parla.voice.audio import Speaker
+from parla.records.reminder import Reminder
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.turn import utcnow
+from parla.voice.audio.devices import Speaker
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl

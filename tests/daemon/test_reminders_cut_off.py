@@ -10,11 +10,11 @@ import asyncio
 import sqlite3
 
 from parla.daemon.reminders import ReminderScheduler
-from parla.memory.reminders import Reminder
-from parla.memory.store import ReminderRecords
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.store.supabase import RetryPolicy
-from parla.memory.turn import utcnow
+from parla.records.reminder import Reminder
+from parla.memory.store.protocol import ReminderRecords
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.memory.store.supabase.store import RetryPolicy
+from parla.records.turn import utcnow
 from tests.conftest import copied_store, eventually, send_queued, signed_in_store
 
 STALE_S = 300.0  # no claim here gets that old: each device says again only its own

@@ -12,9 +12,9 @@ import time
 from datetime import timedelta
 
 from parla.daemon.control import send_command
-from parla.memory.reminders import Reminder
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.turn import utcnow
+from parla.records.reminder import Reminder
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import process_env
 from tests.daemon.test_daemon_crash import _start

@@ -15,7 +15,7 @@ from urllib.parse import quote
 import pytest
 
 from parla.daemon.cli import main
-from parla.memory.store.supabase_session import sign_in
+from parla.memory.store.supabase.session import sign_in
 
 GEMINI_KEY = "AIzaSyD3adB33f-kL9q_xVw2mN8pR4tY6uI0oPz"
 ANON_KEY = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJyb2xlIjoiYW5vbiIsInJlZiI6InBhcmxhIn0.Qm9ndXNBbm9uU2lnbmF0dXJl"

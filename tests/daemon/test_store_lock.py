@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from parla.daemon.cli import app
 from parla.daemon.control import send_command
 from parla.daemon.memory_services import open_memory
-from parla.memory.refused import RefusedTurns
+from parla.memory.store.refused import RefusedTurns
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon_crash import _start

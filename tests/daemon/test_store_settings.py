@@ -7,7 +7,7 @@ import psycopg
 
 from parla.daemon.settings import Settings
 from parla.daemon.stores import connect_supabase, open_store
-from tests.memory.store.test_sqlite_vector_file import crowded_store, right_answers
+from tests.memory.store.sqlite.test_vector_file import crowded_store, right_answers
 
 
 async def test_a_reembed_on_supabase_commits_as_many_vectors_a_request_as_the_setting_says(supabase, tmp_path):

@@ -12,8 +12,8 @@ from pathlib import Path
 from parla.daemon.conversation import spoken_conversation
 from parla.daemon.memory_services import MemoryServices, open_memory
 from parla.daemon.settings import Settings
-from parla.memory.importer import chat_id_of, parse_line, turns_of
-from parla.memory.turn import Turn
+from parla.memory.imports.importer import chat_id_of, parse_line, turns_of
+from parla.records.turn import Turn
 from tests.conftest import eventually
 from tests.peers.live_emulator import rms, tone, typed_turn
 from tests.peers.pulse import speech

@@ -52,7 +52,7 @@ def test_the_wheel_installs_beside_python_daemon(tmp_path):
     theirs, ours, context = run(py, "-c", script, cwd=tmp_path, env=env).split()
     assert Path(theirs) == own / "daemon" / "__init__.py" and context == "DaemonContext"  # python-daemon's
     assert Path(ours) == own / "parla" / "__init__.py"
-    script = "from parla.memory.store.supabase_schema import migrations_dir; print(migrations_dir())"
+    script = "from parla.memory.store.supabase.schema import migrations_dir; print(migrations_dir())"
     assert Path(run(py, "-c", script, cwd=tmp_path, env=env).strip()) == venv / "share/parla/supabase/migrations"
     # the memory inspector's templates and the files it serves (htmx among them) are in the wheel
     script = "from parla.ui.app import HERE; print(*(f.is_file() for f in (HERE / 'static/htmx.min.js', HERE / 'templates/chat.html')))"

@@ -7,14 +7,14 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parla.memory.chat import Chat
+from parla.records.chat import Chat
 from parla.memory.config import MemoryConfig
 from parla.memory.context import SECTION_ORDER, build_context, load_context
-from parla.memory.facts import FactBlock
-from parla.memory.pins import Pin
-from parla.memory.summary import Summary, SummaryLevel
-from parla.memory.tokens import estimate_tokens
-from parla.memory.turn import MessageRange, Turn
+from parla.records.facts import FactBlock
+from parla.records.pins import Pin
+from parla.records.summary import Summary, SummaryLevel
+from parla.kernel.tokens import estimate_tokens
+from parla.records.turn import MessageRange, Turn
 from tests.conftest import T0
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=600)

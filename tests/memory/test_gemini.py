@@ -10,9 +10,9 @@ from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
 from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from parla.memory.errors import ModelError, ModelUnavailable
-from parla.memory.models import DEFAULT_SUMMARY_MODEL
+from parla.kernel.models import DEFAULT_SUMMARY_MODEL
 from parla.memory.summarizers.gemini import GeminiSummarizer
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 
 
 def client(gemini, retries: int = 3):

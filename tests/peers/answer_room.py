@@ -3,7 +3,7 @@ until the detector pauses it (then the room stops echoing it, only its reverbera
 resumes where it paused when the detector releases it, and stops when the user takes the floor.
 The microphone (the user's sound plus the echo of what was really played) goes through Parla's
 echo canceller 10 ms at a time, with what was played as its reference, and, given a `NearEnd`,
-each 10 ms is judged by it as voice.echo.EchoCanceller does.
+each 10 ms is judged by it as voice.audio.echo.EchoCanceller does.
 
 Without this, a detector that pauses the answer would be judged on a signal where the answer
 never paused, and the canceller's double-talk suppression would keep eating the user's words
@@ -17,13 +17,13 @@ from collections.abc import Iterator
 import numpy as np
 from scipy.signal import fftconvolve
 
-from parla.voice.echo import Cancelled, WebRtcEngine
-from parla.voice.near_end import NearEnd
+from parla.voice.audio.echo import Cancelled, WebRtcEngine
+from parla.voice.audio.near_end import NearEnd
 from tests.peers.turn_corpus import RATE, Item
 
 STEP = RATE // 100  # the canceller's 10 ms frame
 # A pause or a cut decided now is heard this much later: the speaker's device buffer (50 ms in
-# voice.audio.Speaker).
+# voice.audio.devices.Speaker).
 SPEAKER_LAG_S = 0.05
 
 

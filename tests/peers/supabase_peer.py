@@ -28,7 +28,7 @@ from pathlib import Path
 
 import psycopg
 
-from parla.memory.store.supabase_schema import apply_migrations
+from parla.memory.store.supabase.schema import apply_migrations
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, PostgrestShim
 
 STANDIN_SQL = Path(__file__).with_name("supabase_standin.sql")

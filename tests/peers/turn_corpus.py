@@ -178,7 +178,7 @@ def _place(length: int, sound: np.ndarray, at_s: float) -> np.ndarray:
 
 def cancel(near: np.ndarray, far16: np.ndarray) -> np.ndarray:
     """Parla's echo canceller over the microphone, with the answer it played as the reference."""
-    from parla.voice.echo import WebRtcEngine
+    from parla.voice.audio.echo import WebRtcEngine
 
     engine = WebRtcEngine()
     far24 = np.interp(np.arange(int(len(far16) * 1.5)) / 1.5, np.arange(len(far16)), far16)

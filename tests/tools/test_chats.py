@@ -6,9 +6,9 @@ import asyncio
 from datetime import UTC, datetime, timedelta
 
 from parla.memory.context import load_context
-from parla.memory.local_time import LocalClock
-from parla.memory.search import ChatSearch
-from parla.memory.turn import Turn, utcnow
+from parla.kernel.local_time import LocalClock
+from parla.memory.retrieval.search import ChatSearch
+from parla.records.turn import Turn, utcnow
 from parla.tools.chats import (
     ChatTools,
     DeleteChatArgs,

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from parla.memory.compaction import Compactor
+from parla.memory.compaction.compactor import Compactor
 from parla.memory.errors import ChatNotFound, WriteQueued
-from parla.memory.search import ChatSearch
-from parla.memory.turn import Turn
+from parla.memory.retrieval.search import ChatSearch
+from parla.records.turn import Turn
 from parla.tools.chats import (
     ChatTools,
     DeleteChatArgs,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from parla.memory.local_time import LocalClock
+from parla.kernel.local_time import LocalClock
 from parla.tools.clock import clock_tools
 from parla.tools.registry import ToolRegistry
 

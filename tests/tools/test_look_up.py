@@ -12,7 +12,7 @@ import time
 from parla.daemon.conversation import spoken_conversation
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
-from parla.memory.turn import WebSource
+from parla.records.turn import WebSource
 from tests.conftest import eventually
 from tests.daemon.test_switch import response_of
 from tests.daemon.test_switch import settings_for as spoken_settings

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from parla.memory.local_time import LocalClock
-from parla.memory.search import ChatSearch
+from parla.kernel.local_time import LocalClock
+from parla.memory.retrieval.search import ChatSearch
 from parla.tools.chats import ChatTools
 from parla.tools.registry import ToolRegistry
 from parla.tools.reminders import ReminderTools

@@ -19,8 +19,8 @@ import pytest
 
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.settings import Settings
-from parla.memory.store import ChatStore
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.protocol import ChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.ui.app import Inspector
 from parla.ui.server import Serving, serve_inspector
 from tests.ui.sample import fill, small_config

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from parla.memory.compaction import Compactor
+from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
-from parla.memory.embedding import Embedder
-from parla.memory.pins import Pin
-from parla.memory.store import ChatStore
+from parla.records.embedding import Embedder
+from parla.records.pins import Pin
+from parla.memory.store.protocol import ChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 
 START = datetime(2026, 10, 2, 18, 0, tzinfo=UTC)
 XSS_TITLE = '<script>document.title="owned"</script><img src=x onerror=alert(1)>'

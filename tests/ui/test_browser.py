@@ -9,7 +9,7 @@ import re
 
 from playwright.sync_api import expect
 
-from parla.memory.turn import Turn, WebSource
+from parla.records.turn import Turn, WebSource
 from tests.ui.sample import XSS_TITLE
 
 

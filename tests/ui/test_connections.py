@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from parla.memory.store.sqlite import SQLiteChatStore
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.ui.conftest import serve_sample, ui_settings
 
 MAX = 8

@@ -14,7 +14,7 @@ import httpx
 from playwright.sync_api import expect
 
 from parla.daemon.control import send_command
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 from tests.daemon.conftest import daemon_settings, running  # noqa: F401 - the daemon's fixture
 from tests.peers.live_emulator import tone, typed_turn
 

@@ -7,7 +7,7 @@ import re
 
 import httpx
 
-from parla.memory.turn import Turn
+from parla.records.turn import Turn
 from parla.ui.app import TURN_TEXT_SHOWN
 from parla.ui.memory import HISTORY_PAGE
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from playwright.sync_api import expect
 
-from parla.memory.profile import ProfileEntry
+from parla.records.profile import ProfileEntry
 
 
 async def test_the_profile_page_lists_edits_forgets_restores_and_adds(browser, served):

@@ -8,8 +8,8 @@ from datetime import timedelta
 
 from playwright.sync_api import expect
 
-from parla.memory.reminders import Reminder
-from parla.memory.turn import utcnow
+from parla.records.reminder import Reminder
+from parla.records.turn import utcnow
 
 
 async def test_the_reminders_page_lists_sets_and_cancels(browser, served):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from parla.memory.errors import ImportFormatError, ImportLineError
-from parla.memory.importer import ImportChat
+from parla.memory.imports.importer import ImportChat
 from parla.memory.imports.reading import Export
 
 DATA = Path(__file__).parents[2] / "data" / "imports"

@@ -9,12 +9,12 @@ import itertools
 import numpy as np
 import pytest
 
-from parla.memory.chat import MAX_TITLE_CHARS
-from parla.memory.embedding import EmbeddedText
+from parla.records.chat import MAX_TITLE_CHARS
+from parla.records.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
-from parla.memory.importance import turn_importance
-from parla.memory.pins import Pin
-from parla.memory.store import (
+from parla.memory.language.importance import turn_importance
+from parla.records.pins import Pin
+from parla.memory.store.protocol import (
     ChatStore,
     CompactionCommit,
     EmbeddedWindow,
@@ -23,9 +23,9 @@ from parla.memory.store import (
     TextRef,
     WordCounts,
 )
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.summary import SummaryLevel
-from parla.memory.turn import MessageRange, TokenUsage, Turn, WebSource
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.summary import SummaryLevel
+from parla.records.turn import MessageRange, TokenUsage, Turn, WebSource
 from tests.conftest import T0, make_turns, signed_in_store
 
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
@@ -488,7 +488,7 @@ async def _chat_of(store, lines, title=None):
 
 
 async def test_search_words_finds_the_turn_that_names_it(any_store):
-    from parla.memory.words import query_words
+    from parla.memory.language.words import query_words
 
     trip = await _chat_of(any_store, LYON, "France trip")
     other = await _chat_of(any_store, [("user", t) for t in TOPICS_TEXT])
@@ -512,7 +512,7 @@ async def test_search_words_finds_the_turn_that_names_it(any_store):
 
 
 async def test_search_words_indexes_turns_as_they_are_appended(any_store):
-    from parla.memory.words import query_words
+    from parla.memory.language.words import query_words
 
     chat = await _chat_of(any_store, [("user", t) for t in TOPICS_TEXT])
     assert await any_store.search_words(query_words("quenelles"), 5) == []

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 
 from parla.memory.errors import WriteQueued
-from parla.memory.profile import ProfileEntry
+from parla.records.profile import ProfileEntry
 from tests.conftest import T0, copied_store, make_turns, send_queued
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from parla.memory.errors import StoreOffline
 from parla.memory.store.outbox import Outbox
-from parla.memory.store.supabase import RetryPolicy, SupabaseChatStore
+from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 from tests.conftest import make_turns, signed_in_store
 
 EMAIL = "ada@example.com"

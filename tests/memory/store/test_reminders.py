@@ -14,13 +14,13 @@ import psycopg
 import pytest
 
 from parla.memory.errors import StoreError, WriteQueued
-from parla.memory.reminders import Reminder
-from parla.memory.store.sqlite import SQLiteChatStore
-from parla.memory.store.sqlite_schema import MIGRATIONS
-from parla.memory.store.supabase_schema import SCHEMA_VERSION, apply_migrations, migrations
-from parla.memory.turn import new_id
+from parla.records.reminder import Reminder
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.memory.store.sqlite.schema import MIGRATIONS
+from parla.memory.store.supabase.schema import SCHEMA_VERSION, apply_migrations, migrations
+from parla.records.turn import new_id
 from tests.conftest import T0, copied_store, send_queued, signed_in_store
-from tests.memory.store.test_supabase import rest, token_of, two_users
+from tests.memory.store.supabase.test_store import rest, token_of, two_users
 from tests.memory.store.test_two_devices import device, shims  # noqa: F401 - the peers' fixture
 
 STALE_S = 300.0  # older than any claim here: another device's is not taken up

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.corpus import chat_record
-from parla.memory.importer import parse_line, turns_of
+from parla.memory.imports.importer import parse_line, turns_of
 from parla.memory.summarizers import transcript
 from parla.memory.summarizers.extractive import ExtractiveSummarizer, offline_title
 
@@ -106,7 +106,7 @@ def test_offline_titles_of_italian_spanish_and_german_chats_are_content_phrases(
 
 
 def test_italian_keywords_are_content_words():
-    from parla.memory.text import content_words
+    from parla.memory.language.text import content_words
 
     kept = set(content_words(_description(MULTILINGUAL["it_partita_iva"]["turns"])))
     assert {"partita", "iva", "ateco", "forfettario", "contributi", "attività"} <= kept
@@ -114,7 +114,7 @@ def test_italian_keywords_are_content_words():
 
 
 def test_a_title_joins_its_two_phrases_in_the_chats_language():
-    from parla.memory.text import language_of
+    from parla.memory.language.text import language_of
 
     text = _description(MULTILINGUAL["it_partita_iva"]["turns"])
     assert language_of(text) == "it" and offline_title(text) == "Aprire la partita IVA"

@@ -1,0 +1,53 @@
+"""What background work reports to `parla status`: the writes a store has not sent yet and a
+re-embed's progress. Kept apart from the stores and the embedders (no numpy, no SQL) so that the
+command line and the control socket's models can name these shapes without loading the memory."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Literal
+
+log = logging.getLogger("parla.memory.retrieval.reembed")  # its events are the re-embed's
+
+
+@dataclass(frozen=True)
+class PendingWrites:
+    """Writes accepted but not yet on the store's server: waiting to be sent, refused for good
+    (kept, marked failed), damaged queue files set aside, the latest problem with the queue, and
+    whether the server did not answer the last request (reads then come from this device's copy).
+    A store that writes through has none."""
+
+    waiting: int = 0
+    refused: int = 0
+    set_aside: int = 0
+    problem: str | None = None
+    offline: bool = False
+
+
+ReembedState = Literal["running", "done", "failed"]
+
+
+@dataclass
+class ReembedProgress:
+    """How far a background re-embed is (`parla status` shows it)."""
+
+    embedder: str
+    previous: str
+    state: ReembedState = "running"
+    done: int = 0
+    total: int = 0
+    error: str | None = None
+
+    def step(self, done: int, total: int) -> None:
+        self.done, self.total = done, total
+        log.info("re-embedding %d/%d", done, total, extra={"event": "reembed_progress", "done": done, "total": total})
+
+    def describe(self) -> str:
+        if self.state == "failed":
+            return f"re-embedding the chats with {self.embedder} failed ({self.error}); it is tried again at restart"
+        share = f"{self.done} of {self.total} texts" if self.total else "starting"
+        return (
+            f"the chats are being re-embedded with {self.embedder} ({share}); until it is done, search goes by "
+            "the vectors made before (or by words and titles)"
+        )
