@@ -134,8 +134,8 @@ async def conversation(
     from parla.memory.store.refused import RefusedTurns
     from parla.memory.store.sqlite.store import SQLiteChatStore
     from parla.voice.audio.devices import Microphone, Speaker
-    from parla.voice.config import VoiceConfig
     from parla.voice.audio.echo import EchoCanceller, PlayedAudio
+    from parla.voice.config import VoiceConfig
     from parla.voice.live.conversation import LiveConversation
     from tests.peers.live_emulator import LiveEmulator, VoiceDetector, make_certificate
 

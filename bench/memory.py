@@ -20,18 +20,18 @@ from pathlib import Path
 
 from bench.corpus import chat_record
 from bench.report import Report, Table, parse
+from parla.kernel.tokens import estimate_tokens
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
 from parla.memory.embedders.offline import OfflineEmbedder
-from parla.records.embedding import embed_texts
 from parla.memory.imports.importer import ImportChat, chat_id_of, turns_of
 from parla.memory.retrieval.search import ChatSearch
 from parla.memory.store.protocol import ChatStore
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.records.embedding import embed_texts
 from parla.records.summary import SummaryLevel
-from parla.kernel.tokens import estimate_tokens
 from parla.records.turn import MessageRange, Turn
 
 CONFIG = MemoryConfig()

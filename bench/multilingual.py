@@ -24,10 +24,10 @@ from bench.report import Report as Output
 from bench.report import Table, parse
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
-from parla.records.embedding import Embedder
 from parla.memory.retrieval.search import ChatSearch
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.records.embedding import Embedder
 from parla.records.turn import Turn
 
 SET_PATH = Path(__file__).parents[1] / "tests" / "data" / "multilingual_switch.json"

@@ -25,11 +25,11 @@ from bench.memory import percentile
 from bench.report import Report, Table, parse
 from bench.switch import fill, switch_times
 from parla.memory.errors import WriteQueued
-from parla.records.pins import Pin
 from parla.memory.store.local_copy import LocalCopyStore
 from parla.memory.store.sqlite.store import SQLiteChatStore
-from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 from parla.memory.store.supabase.session import sign_in
+from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
+from parla.records.pins import Pin
 from parla.records.turn import Turn, new_id
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster

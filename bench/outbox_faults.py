@@ -24,8 +24,8 @@ import psycopg
 from bench.memory import percentile
 from bench.report import Report, Table, parse
 from parla.memory.errors import StoreOffline
-from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 from parla.memory.store.supabase.session import sign_in
+from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 from parla.records.turn import Turn
 from tests.peers.postgrest import ANON_KEY, TEMPORARY_FAULTS, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster

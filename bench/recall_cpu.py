@@ -14,10 +14,10 @@ from pathlib import Path
 from bench.memory import percentile
 from bench.scale_probe import embedder_of, requests
 from parla.memory.config import MemoryConfig
-from parla.records.embedding import embed_texts
+from parla.memory.language.words import query_words
 from parla.memory.retrieval.recall import Recall
 from parla.memory.store.sqlite.store import SQLiteChatStore
-from parla.memory.language.words import query_words
+from parla.records.embedding import embed_texts
 
 # what `Recall` asks across chats (memory/retrieval/recall.py)
 _WORD_TURNS, _CHATS, _TEXTS_PER_CHAT = 100, 20, 16

@@ -46,8 +46,8 @@ from bench.scale_probe import embedder_of, requests
 from parla.daemon.heap import settled_heap
 from parla.memory.retrieval.recall import Recall
 from parla.memory.retrieval.search import ChatSearch
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.retrieval.turn_windows import WindowIndexer
+from parla.memory.store.sqlite.store import SQLiteChatStore
 
 _ROOT = Path(__file__).resolve().parent.parent
 

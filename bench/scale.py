@@ -41,8 +41,8 @@ from bench.report import Report, Table, parse
 from bench.scale_options import FIXED
 from bench.scale_probe import Wide
 from parla.memory.retrieval.reembed import reembed
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.rows import VECTOR_BYTES
+from parla.memory.store.sqlite.store import SQLiteChatStore
 
 OPENINGS = 5
 

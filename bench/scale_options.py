@@ -25,9 +25,9 @@ from bench.memory import percentile
 from bench.scale_probe import embedder_of, requests
 from parla.daemon.settings import Settings
 from parla.memory.config import MemoryConfig
-from parla.records.embedding import EmbeddedText
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.rows import vector_matrix
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.embedding import EmbeddedText
 
 TOP = 10
 CANDIDATES = 100  # chats rescored exactly, as sqlite_vector_file does for a search of 20

@@ -21,11 +21,11 @@ from bench.corpus import FILLS, SUBJECTS
 from parla.daemon.settings import Settings
 from parla.memory.config import MemoryConfig
 from parla.memory.embedders.offline import OfflineEmbedder
-from parla.records.embedding import Embedder, TaskType, WrappedEmbedder, normalize_rows
 from parla.memory.retrieval.recall import Recall
 from parla.memory.retrieval.search import ChatSearch
 from parla.memory.store.protocol import ChatStore
 from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.embedding import Embedder, TaskType, WrappedEmbedder, normalize_rows
 
 
 class Wide(WrappedEmbedder):

@@ -41,13 +41,13 @@ from bench.scale import env_for, run_import
 from bench.scale_probe import Wide, embedder_of, requests, searches
 from bench.supabase_load import copy_store
 from parla.memory.config import MemoryConfig
-from parla.records.embedding import Embedder, embed_texts
 from parla.memory.retrieval.reembed import reembed
 from parla.memory.retrieval.search import _FETCH as SWITCH_CHATS
 from parla.memory.retrieval.search import _TEXTS_PER_CHAT as SWITCH_TEXTS
 from parla.memory.retrieval.search import ChatSearch
-from parla.memory.store.supabase.store import SupabaseChatStore
 from parla.memory.store.supabase.schema import IndexCheck, check_vector_indexes
+from parla.memory.store.supabase.store import SupabaseChatStore
+from parla.records.embedding import Embedder, embed_texts
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster
 

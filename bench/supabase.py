@@ -33,9 +33,9 @@ import psycopg
 
 from bench.memory import percentile
 from bench.report import Report, Table, parse
-from parla.records.embedding import EmbeddedText
-from parla.memory.store.supabase.store import SupabaseChatStore
 from parla.memory.store.supabase.session import sign_in
+from parla.memory.store.supabase.store import SupabaseChatStore
+from parla.records.embedding import EmbeddedText
 from parla.records.turn import Turn
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster

@@ -26,15 +26,15 @@ from pathlib import Path
 from bench.memory import CONFIG, EMBEDDER, REQUESTS, percentile, populate
 from bench.report import Report, Table, parse
 from parla.daemon.chat_memory import ChatMemory
-from parla.records.embedding import embed_texts
-from parla.memory.store.refused import RefusedTurns
 from parla.memory.retrieval.search import ChatSearch
-from parla.memory.store.protocol import ChatStore
-from parla.memory.store.sqlite.store import SQLiteChatStore
-from parla.memory.store.supabase.store import SupabaseChatStore
-from parla.memory.store.supabase.session import sign_in
-from parla.records.turn import Turn
 from parla.memory.retrieval.turn_windows import WindowIndexer
+from parla.memory.store.protocol import ChatStore
+from parla.memory.store.refused import RefusedTurns
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.memory.store.supabase.session import sign_in
+from parla.memory.store.supabase.store import SupabaseChatStore
+from parla.records.embedding import embed_texts
+from parla.records.turn import Turn
 from parla.tools.chats import ChatTools, SwitchArgs
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 from tests.peers.supabase_peer import PostgresCluster

@@ -42,9 +42,9 @@ from scipy.signal import fftconvolve
 from bench.report import Report, Table, parse
 from bench.turns_end import end_of_turn_rows, filled_rows
 from bench.turns_pitch import contours
+from parla.voice.audio.near_end import NearEnd
 from parla.voice.config import VoiceConfig
 from parla.voice.turns.floor import FRAME_S, FRAME_SAMPLES, Floor, FloorRules, Marker, SpeechProbability, silero
-from parla.voice.audio.near_end import NearEnd
 from tests.peers.answer_room import STEP, AnswerInRoom
 from tests.peers.live_emulator import VoiceDetector
 from tests.peers.turn_corpus import RATE, Item, corpus

@@ -17,9 +17,9 @@ import argparse
 import numpy as np
 
 from bench.report import Table, parse
+from parla.voice.audio.near_end import NearEnd
 from parla.voice.config import VoiceConfig
 from parla.voice.turns.floor import FRAME_SAMPLES, silero
-from parla.voice.audio.near_end import NearEnd
 from tests.peers.answer_room import AnswerInRoom
 from tests.peers.turn_corpus import RATE, Item, corpus
 

@@ -24,7 +24,7 @@ def script() -> None:
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     gc.disable()
     try:
-        from parla.daemon.cli import main
+        from .cli import main
     finally:
         gc.freeze()
         gc.enable()

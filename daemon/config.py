@@ -12,10 +12,11 @@ from typing import Annotated, Any, Literal
 import platformdirs
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from parla.daemon.control import REQUEST_TIMEOUT_S
 from parla.kernel.models import DEFAULT_LOOK_UP_MODEL
 from parla.tools.mcp.config import McpServerConfig
 from parla.ui import limits
+
+from .control import REQUEST_TIMEOUT_S
 
 
 def expand_path(value: Any) -> Any:

@@ -25,7 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Self
 
-from parla.daemon.errors import (
+from parla.kernel.errors import ParlaError
+from parla.kernel.tasks import cancel_and_wait
+
+from .errors import (
     CommandError,
     ControlError,
     DaemonAlreadyRunning,
@@ -33,8 +36,6 @@ from parla.daemon.errors import (
     DaemonNotRunning,
     UnsafeSocketFolder,
 )
-from parla.memory.errors import ParlaError
-from parla.kernel.tasks import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

@@ -13,20 +13,21 @@ from dataclasses import dataclass, field
 
 from google import genai
 
-from parla.daemon.chat_memory import ChatMemory
-from parla.daemon.memory_services import MemoryServices
-from parla.memory.compaction.compactor import CompactionWorker
 from parla.kernel.local_time import LocalClock
+from parla.memory.compaction.compactor import CompactionWorker
 from parla.records.turn import Turn, WebSource
 from parla.tools.clock import clock_tools
 from parla.tools.look_up import GroundedSearch, look_up_tools
 from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import ToolRegistry
-from parla.voice.audio.devices import Microphone, Speaker
 from parla.voice.audio.cues import switch_cue
+from parla.voice.audio.devices import Microphone, Speaker
 from parla.voice.audio.echo import EchoCanceller, PlayedAudio
-from parla.voice.live.conversation import AudioSource, LiveConversation, SessionEvent
 from parla.voice.audio.near_end import NearEnd
+from parla.voice.live.conversation import AudioSource, LiveConversation, SessionEvent
+
+from .chat_memory import ChatMemory
+from .memory_services import MemoryServices
 
 
 @dataclass

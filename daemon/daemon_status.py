@@ -9,12 +9,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from parla.daemon.memory_services import MemoryServices
-from parla.memory.errors import StoreError
 from parla.memory.compaction.summary_queue import queue_status
+from parla.memory.errors import StoreError
 from parla.voice.audio.gated_microphone import GatedMicrophone
-from parla.voice.live.latency import LatencyDay, summary
 from parla.voice.live.conversation import LiveConversation
+from parla.voice.live.latency import LatencyDay, summary
+
+from .memory_services import MemoryServices
 
 State = Literal["starting", "idle", "active", "stopping"]
 

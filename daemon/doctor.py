@@ -10,20 +10,21 @@ from typing import Literal
 from google import genai
 from google.genai import errors
 
-from parla.daemon.control import send_command
-from parla.daemon.errors import ConfigError, ControlError, DaemonNotRunning, WakeWordError
-from parla.daemon.memory_services import NO_KEY, gemini_client
-from parla.daemon.settings import Settings
-from parla.daemon.stores import open_store
-from parla.voice.audio.wake import WakePhrase
-from parla.memory.errors import StoreError
 from parla.kernel.models import ACTIONS, ModelRole, bare_id, replacement_advice, retirement
+from parla.memory.errors import StoreError
 from parla.memory.store.refused import RefusedTurns
 from parla.tools.mcp.client import McpServer
 from parla.tools.mcp.tools import McpTools
 from parla.voice.audio.devices import describe_devices, list_devices, resolve_device
-from parla.voice.errors import AudioDeviceError, SpeechFailed
 from parla.voice.audio.speech import spoken
+from parla.voice.audio.wake import WakePhrase
+from parla.voice.errors import AudioDeviceError, SpeechFailed, WakeWordError
+
+from .control import send_command
+from .errors import ConfigError, ControlError, DaemonNotRunning
+from .memory_services import NO_KEY, gemini_client
+from .settings import Settings
+from .stores import open_store
 
 Outcome = Literal["ok", "warn", "fail"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 
 
 class SettingsError(ParlaError):
@@ -14,10 +14,6 @@ class SettingsError(ParlaError):
 
 class ConfigError(ParlaError):
     """The settings ask for something that cannot work as they are."""
-
-
-class WakeWordError(ParlaError):
-    """The wake phrase cannot be spotted; the message says which word and what to do."""
 
 
 class ServiceError(ParlaError):

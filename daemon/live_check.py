@@ -29,14 +29,15 @@ from google import genai
 from google.genai import types
 from google.genai.live import AsyncSession
 
-from parla.daemon.errors import ConfigError, LiveCheckFailed
-from parla.daemon.settings import Settings
 from parla.kernel.tasks import cancel_and_wait
-from parla.voice.live.close_codes import close_code, failure_reason
 from parla.voice.config import MIC_RATE
-from parla.voice.live.setup import connect_config
-from parla.voice.live.send import send_audio, send_text
+from parla.voice.live.close_codes import close_code, failure_reason
 from parla.voice.live.profiles import profile_for
+from parla.voice.live.send import send_audio, send_text
+from parla.voice.live.setup import connect_config
+
+from .errors import ConfigError, LiveCheckFailed
+from .settings import Settings
 
 TRACE_FORMAT = "parla-live-trace"
 PROBE = "parla_probe"

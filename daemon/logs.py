@@ -28,9 +28,9 @@ from urllib.parse import unquote
 
 from pydantic import SecretStr
 
-from parla.daemon.errors import OutputFailed
-from parla.daemon.settings import Settings
-from parla.daemon.terminal_text import json_text, visible
+from .errors import OutputFailed
+from .settings import Settings
+from .terminal_text import json_text, visible
 
 MASK = "***"
 

@@ -12,24 +12,24 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from parla.daemon.errors import ConfigError
-from parla.daemon.settings import Settings
-from parla.daemon.stores import open_store
+from .errors import ConfigError
+from .settings import Settings
+from .stores import open_store
 
 if TYPE_CHECKING:
     from google import genai
 
-    from parla.memory.language.absolute_dates import DateReading
-    from parla.memory.compaction.compactor import CompactionWorker, Compactor
-    from parla.memory.embedders.gemini import GeminiAvailability
-    from parla.records.embedding import Embedder
     from parla.kernel.local_time import LocalClock
+    from parla.memory.compaction.compactor import CompactionWorker, Compactor
+    from parla.memory.compaction.summary_queue import QueueProgress, SummaryWorker
+    from parla.memory.embedders.gemini import GeminiAvailability
+    from parla.memory.language.absolute_dates import DateReading
     from parla.memory.retrieval.reembed import BackgroundReembed
-    from parla.memory.store.refused import RefusedTurns
     from parla.memory.retrieval.search import ChatSearch
     from parla.memory.store.protocol import ChatStore
+    from parla.memory.store.refused import RefusedTurns
     from parla.memory.summarizers import Summarizer
-    from parla.memory.compaction.summary_queue import QueueProgress, SummaryWorker
+    from parla.records.embedding import Embedder
     from parla.tools.chats import ChatSession, ChatTools
     from parla.tools.reminders import ReminderTools
 
@@ -176,12 +176,12 @@ class MemoryServices:
         with Gemini, its calls spaced to `summary_calls_per_minute` and no offline stand-in, so a
         rate limit or an outage makes a chat wait, not lose its Gemini summaries; on its own
         availability, so its rate limits do not stop the live chat's embeddings."""
-        from parla.memory.compaction.compactor import Compactor
-        from parla.memory.embedders.gemini import GeminiAvailability
         from parla.kernel.rate import CallSpacing
+        from parla.memory.compaction.compactor import Compactor
+        from parla.memory.compaction.summary_queue import SummaryWorker
+        from parla.memory.embedders.gemini import GeminiAvailability
         from parla.memory.summarizers.extractive import ExtractiveSummarizer
         from parla.memory.summarizers.gemini import GeminiSummarizer
-        from parla.memory.compaction.summary_queue import SummaryWorker
 
         s = self.settings
         if self.summarises_with_gemini:

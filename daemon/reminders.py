@@ -31,16 +31,16 @@ from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import Self
 
-from parla.memory.errors import StoreError, WriteQueued
 from parla.kernel.local_time import LocalClock, LocalTime, spoken_date
-from parla.records.reminder import Reminder
-from parla.memory.store.protocol import ReminderRecords
 from parla.kernel.tasks import cancel_and_wait
-from parla.voice.audio.devices import Speaker
-from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
+from parla.memory.errors import StoreError, WriteQueued
+from parla.memory.store.protocol import ReminderRecords
+from parla.records.reminder import Reminder
 from parla.voice.audio.cues import cue
-from parla.voice.errors import SpeechFailed
+from parla.voice.audio.devices import Speaker
 from parla.voice.audio.speech import spoken
+from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
+from parla.voice.errors import SpeechFailed
 
 log = logging.getLogger(__name__)
 

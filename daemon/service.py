@@ -20,9 +20,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from parla.daemon.errors import ServiceError
-from parla.daemon.private_files import private_folder, write_private
-from parla.daemon.settings import Settings, config_file
+from .errors import ServiceError
+from .private_files import private_folder, write_private
+from .settings import Settings, config_file
 
 log = logging.getLogger(__name__)
 

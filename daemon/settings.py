@@ -19,7 +19,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from parla.daemon.config import DaemonConfig, UserPath, expand_path
+from parla.kernel.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
 from parla.memory.config import (
     INDEX_CHECK_AGREEMENT,
     INDEX_CHECK_REBUILDS,
@@ -27,8 +27,9 @@ from parla.memory.config import (
     SUPABASE_COMMIT_PAGE,
     MemoryConfig,
 )
-from parla.kernel.models import DEFAULT_EMBEDDING_MODEL, DEFAULT_SUMMARY_MODEL
 from parla.voice.config import VoiceConfig
+
+from .config import DaemonConfig, UserPath, expand_path
 
 APP = "parla"
 

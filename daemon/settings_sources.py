@@ -15,9 +15,9 @@ from typing import Any, Literal
 from dotenv import dotenv_values
 from pydantic import AliasChoices, SecretStr, ValidationError
 
-from parla.daemon.errors import SettingsError
-from parla.daemon.private_files import others_can_change
-from parla.daemon.settings import CONFIG_FILE_VARIABLE, Settings, config_file
+from .errors import SettingsError
+from .private_files import others_can_change
+from .settings import CONFIG_FILE_VARIABLE, Settings, config_file
 
 SourceKind = Literal["default", "file", ".env", "environment", "command line"]
 DOTENV = Path(".env")

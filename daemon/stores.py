@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING
 
 from pydantic import SecretStr
 
-from parla.daemon.errors import ConfigError
-from parla.daemon.settings import Settings
 from parla.memory.store.protocol import ChatStore
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.file import create_private, tighten
+from parla.memory.store.sqlite.store import SQLiteChatStore
+
+from .errors import ConfigError
+from .settings import Settings
 
 if TYPE_CHECKING:
     from parla.memory.store.supabase.store import SupabaseChatStore

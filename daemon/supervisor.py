@@ -33,13 +33,32 @@ from typing import Any
 
 from google import genai
 
-from parla.daemon.control import ControlServer
-from parla.daemon.conversation import CurrentChat, VoiceServices, live_conversation, voice_services
-from parla.daemon.daemon_status import DaemonStatus, status_answer
-from parla.daemon.errors import CommandError
-from parla.daemon.heap import settled_heap
-from parla.daemon.memory_services import MemoryServices
-from parla.daemon.protocol import (
+from parla.kernel.errors import ParlaError
+from parla.kernel.local_time import LocalClock
+from parla.kernel.tasks import cancel_and_wait, race
+from parla.memory.errors import StoreError, StoreOffline
+from parla.memory.imports.importer import find_chats_named
+from parla.records.reminder import Reminder
+from parla.records.turn import Turn
+from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
+from parla.ui.app import Inspector
+from parla.ui.live import LiveFeed, LiveState
+from parla.ui.server import Serving, serve_inspector
+from parla.ui.token import load_token
+from parla.voice.audio.cues import cue
+from parla.voice.audio.gated_microphone import GatedMicrophone
+from parla.voice.audio.wake import WakePhrase
+from parla.voice.errors import LiveSessionFailed
+from parla.voice.live.conversation import LiveConversation, SessionEvent
+from parla.voice.live.latency import LatencyDay, one_line
+
+from .control import ControlServer
+from .conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from .daemon_status import DaemonStatus, status_answer
+from .errors import CommandError
+from .heap import settled_heap
+from .memory_services import MemoryServices
+from .protocol import (
     NewRequest,
     SayRequest,
     SearchRequest,
@@ -48,25 +67,8 @@ from parla.daemon.protocol import (
     answer,
     read_request,
 )
-from parla.daemon.reminders import ReminderScheduler, say_aloud
-from parla.daemon.typed_turns import TypedTurns
-from parla.voice.audio.wake import WakePhrase
-from parla.memory.errors import ParlaError, StoreError, StoreOffline
-from parla.memory.imports.importer import find_chats_named
-from parla.kernel.local_time import LocalClock
-from parla.records.reminder import Reminder
-from parla.kernel.tasks import cancel_and_wait, race
-from parla.records.turn import Turn
-from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
-from parla.ui.app import Inspector
-from parla.ui.live import LiveFeed, LiveState
-from parla.ui.server import Serving, serve_inspector
-from parla.ui.token import load_token
-from parla.voice.audio.cues import cue
-from parla.voice.errors import LiveSessionFailed
-from parla.voice.audio.gated_microphone import GatedMicrophone
-from parla.voice.live.latency import LatencyDay, one_line
-from parla.voice.live.conversation import LiveConversation, SessionEvent
+from .reminders import ReminderScheduler, say_aloud
+from .typed_turns import TypedTurns
 
 log = logging.getLogger(__name__)
 

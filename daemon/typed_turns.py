@@ -12,12 +12,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from parla.daemon.daemon_status import DaemonStatus
-from parla.daemon.memory_services import MemoryServices
-from parla.daemon.protocol import SayRequest
 from parla.memory.errors import StoreError
 from parla.records.turn import Turn
 from parla.voice.live.conversation import LiveConversation, SessionEvent
+
+from .daemon_status import DaemonStatus
+from .memory_services import MemoryServices
+from .protocol import SayRequest
 
 log = logging.getLogger(__name__)
 

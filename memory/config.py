@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from parla.memory import prompts
+from . import prompts
 
 # Re-embedded vectors the Supabase store writes a request by default (PARLA_SUPABASE_COMMIT_PAGE):
 # each written vector also updates an HNSW index, and a request must end within PostgREST's

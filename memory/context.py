@@ -29,15 +29,16 @@ from dataclasses import dataclass, field
 from datetime import UTC
 from typing import Literal
 
+from parla.kernel.tokens import estimate_tokens, truncate_to_tokens
 from parla.records.chat import Chat
-from parla.memory.config import MemoryConfig
 from parla.records.facts import FactBlock
 from parla.records.pins import Pin
 from parla.records.profile import ProfileEntry, ranked
-from parla.memory.store.protocol import ChatStore
 from parla.records.summary import Summary
-from parla.kernel.tokens import estimate_tokens, truncate_to_tokens
 from parla.records.turn import Part, Turn
+
+from .config import MemoryConfig
+from .store.protocol import ChatStore
 
 log = logging.getLogger(__name__)
 

@@ -1,16 +1,9 @@
-"""The project's errors. `ParlaError` is the base of every failure Parla explains to its user in
-one line; it lives here, in memory (the lowest layer, which imports nothing of the others), so
-that tools, voice and daemon derive their own errors from it. Memory's own errors are all below.
-
-`ValueError` is left to programming errors and pydantic validators; a message meant for the user
-travels in a `ParlaError`.
-"""
+"""Memory's errors: the stores', the models', an import's and a reminder's time, all
+`ParlaError`s (`parla.kernel.errors`)."""
 
 from __future__ import annotations
 
-
-class ParlaError(Exception):
-    """A failure with a message for the user: what went wrong and what to do."""
+from parla.kernel.errors import ParlaError
 
 
 class StoreError(ParlaError):
@@ -70,10 +63,6 @@ class RateLimited(ModelUnavailable):
     def __init__(self, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
-
-
-class RangeError(ParlaError):
-    """A range given for regeneration does not name whole chunks of the chat."""
 
 
 class EmptyRequest(ParlaError):

@@ -15,11 +15,12 @@ from datetime import datetime
 from typing import Literal
 
 from parla.records.embedding import Embedder, embed_texts
-from parla.memory.errors import StoreError
 from parla.records.facts import format_fact_lines
 from parla.records.profile import ProfileEntry
-from parla.memory.store.protocol import ChatStore
 from parla.records.turn import MessageRange
+
+from .errors import StoreError
+from .store.protocol import ChatStore
 
 ItemKind = Literal["pin", "fact", "profile"]
 

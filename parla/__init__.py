@@ -1,4 +1,5 @@
 """Parla, installed under one package so its parts cannot shadow, or be shadowed by, other distributions.
 
-The repository keeps memory/, tools/, voice/, ui/ and daemon/ at its top; parla/ links them in.
+It holds what every package shares (`parla.kernel`, `parla.records`); the top-level folders memory/,
+tools/, voice/, ui/ and daemon/ are its sub-packages by the package-dir mapping in pyproject.toml.
 """

@@ -30,7 +30,7 @@ parla_python_env "[test]"
 # Lint, formatting and strict types first: cheap, and a failure there is named before the suite runs.
 "$PARLA_PY" -m ruff check --quiet .
 "$PARLA_PY" -m ruff format --check --quiet .
-"$PARLA_PY" -m mypy
+"$PARLA_PY" scripts/typecheck.py
 # The documentation site, strictly: a link to a missing page or anchor fails here (mkdocs.yml).
 NO_MKDOCS_2_WARNING=1 "$PARLA_PY" -m mkdocs build --strict --quiet
 exec "$PARLA_PY" -m pytest "$@"

@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from parla.memory.store.protocol import ChatStore
     from parla.memory.store.local_copy import LocalCopyStore
+    from parla.memory.store.protocol import ChatStore
     from parla.memory.store.supabase.store import SupabaseChatStore
     from parla.voice.config import VoiceConfig
     from tests.peers.live_emulator import LiveEmulator
@@ -127,8 +127,8 @@ def supabase(pg_cluster) -> Iterator[SupabasePeer]:
 
 async def signed_in_store(peer, tmp_path, email: str = "ada@example.com") -> SupabaseChatStore:
     """A store signed in as a new user through the shim's GoTrue, as `parla login` does."""
-    from parla.memory.store.supabase.store import SupabaseChatStore
     from parla.memory.store.supabase.session import sign_in
+    from parla.memory.store.supabase.store import SupabaseChatStore
 
     peer.shim.create_user(email, "correct horse")
     session = tmp_path / f"session-{email}.json"

@@ -22,23 +22,25 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, Field, model_validator
 
-from parla.memory.language.absolute_dates import with_absolute_dates
-from parla.records.chat import storable_title
+from parla.kernel.local_time import LocalClock
 from parla.memory.config import MemoryConfig
-from parla.records.embedding import Embedder, similarities
 from parla.memory.errors import ChatNotFound, WriteQueued
 from parla.memory.forgetting import MemoryItem, memory_items, profile_items, set_forgotten
-from parla.kernel.local_time import LocalClock
-from parla.records.pins import Pin
-from parla.records.profile import ProfileEntry, subject_of
+from parla.memory.language.absolute_dates import with_absolute_dates
+from parla.memory.language.profile_rules import subject_of
 from parla.memory.retrieval.recall import Recall
 from parla.memory.retrieval.search import ChatSearch
-from parla.memory.store.protocol import ChatStore
-from parla.records.turn import local_time, new_id, utcnow
 from parla.memory.retrieval.turn_windows import rename_chat
-from parla.tools.confirmations import Confirmations
-from parla.tools.errors import ToolError
-from parla.tools.registry import Tool
+from parla.memory.store.protocol import ChatStore
+from parla.records.chat import storable_title
+from parla.records.embedding import Embedder, similarities
+from parla.records.pins import Pin
+from parla.records.profile import ProfileEntry
+from parla.records.turn import local_time, new_id, utcnow
+
+from .confirmations import Confirmations
+from .errors import ToolError
+from .registry import Tool
 
 T = TypeVar("T")
 

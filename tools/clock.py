@@ -8,7 +8,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from parla.kernel.local_time import LocalClock
-from parla.tools.registry import Tool
+
+from .registry import Tool
 
 
 class NoArgs(BaseModel):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 
 
 class ToolError(ParlaError):

@@ -31,11 +31,13 @@ from google import genai
 from google.genai import types
 from pydantic import BaseModel, Field
 
-from parla.memory.embedders.gemini import GeminiAvailability
-from parla.memory.errors import ModelError, ParlaError
+from parla.kernel.errors import ParlaError
 from parla.kernel.local_time import LocalClock
+from parla.memory.embedders.gemini import GeminiAvailability
+from parla.memory.errors import ModelError
 from parla.records.turn import WebSource
-from parla.tools.registry import Tool
+
+from .registry import Tool
 
 log = logging.getLogger(__name__)
 

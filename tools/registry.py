@@ -18,7 +18,7 @@ from typing import Any
 from google.genai import types
 from pydantic import BaseModel, ValidationError
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 
 log = logging.getLogger(__name__)
 

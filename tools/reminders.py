@@ -16,13 +16,15 @@ from typing import Any
 
 from pydantic import BaseModel, Field, model_validator
 
-from parla.memory.errors import WriteQueued
 from parla.kernel.local_time import LocalClock, spoken_date
-from parla.records.reminder import Reminder, ReminderKind, due_time
-from parla.memory.store.protocol import ChatStore
+from parla.memory.errors import WriteQueued
+from parla.memory.language.due_times import due_time
 from parla.memory.language.text import content_words
-from parla.tools.chats import ChatSession, SwitchArgs
-from parla.tools.registry import Tool
+from parla.memory.store.protocol import ChatStore
+from parla.records.reminder import Reminder, ReminderKind
+
+from .chats import ChatSession, SwitchArgs
+from .registry import Tool
 
 _QUEUED = {
     "queued": True,

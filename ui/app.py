@@ -22,21 +22,23 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response, Stream
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from parla.records.embedding import embed_texts
-from parla.memory.errors import ChatNotFound, ParlaError
-from parla.records.facts import format_fact_lines
-from parla.memory.forgetting import MemoryItem, set_forgotten
+from parla.kernel.errors import ParlaError
 from parla.kernel.local_time import LocalClock
-from parla.records.pins import Pin
 from parla.memory.compaction.summary_queue import queue_status
-from parla.records.turn import MESSAGE_NUMBER, MessageRange, Turn, WebSource
+from parla.memory.errors import ChatNotFound
+from parla.memory.forgetting import MemoryItem, set_forgotten
 from parla.memory.retrieval.turn_windows import rename_chat
-from parla.ui.forms import form_fields, number, one_line
-from parla.ui.gate import TokenGate
-from parla.ui.live import LiveFeed
-from parla.ui.memory import HISTORY_PAGE, InspectorMemory, load_chat_page
-from parla.ui.profile import ProfilePages
-from parla.ui.reminders import ReminderPages
+from parla.records.embedding import embed_texts
+from parla.records.facts import format_fact_lines
+from parla.records.pins import Pin
+from parla.records.turn import MESSAGE_NUMBER, MessageRange, Turn, WebSource
+
+from .forms import form_fields, number, one_line
+from .gate import TokenGate
+from .live import LiveFeed
+from .memory import HISTORY_PAGE, InspectorMemory, load_chat_page
+from .profile import ProfilePages
+from .reminders import ReminderPages
 
 HERE = Path(__file__).parent
 CurrentChat = Callable[[], Awaitable[str | None]]

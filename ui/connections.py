@@ -21,7 +21,7 @@ import termios
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from parla.ui.limits import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
+from .limits import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
 
 
 class _GuardedH11(H11Protocol):

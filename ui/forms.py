@@ -6,7 +6,7 @@ from urllib.parse import parse_qsl
 
 from starlette.requests import Request
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 
 
 async def form_fields(request: Request) -> dict[str, str]:

@@ -16,7 +16,7 @@ from urllib.parse import parse_qs
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from parla.ui.token import same_token
+from .token import same_token
 
 HEADER = "x-parla-token"
 FIELD = "token"

@@ -6,19 +6,19 @@ import asyncio
 from dataclasses import dataclass
 from typing import Protocol
 
-from parla.memory.language.absolute_dates import DateReading
-from parla.records.chat import ChatHistory
+from parla.kernel.tokens import estimate_tokens
 from parla.memory.compaction.compactor import Compactor
+from parla.memory.compaction.summary_queue import QueueProgress
 from parla.memory.config import MemoryConfig
 from parla.memory.context import Dropped, MemoryContext, load_context
+from parla.memory.language.absolute_dates import DateReading
+from parla.memory.retrieval.search import ChatSearch
+from parla.memory.store.protocol import ChatStore
+from parla.records.chat import ChatHistory
 from parla.records.embedding import Embedder
 from parla.records.facts import FactBlock
 from parla.records.pins import Pin
-from parla.memory.retrieval.search import ChatSearch
-from parla.memory.store.protocol import ChatStore
 from parla.records.summary import Summary
-from parla.memory.compaction.summary_queue import QueueProgress
-from parla.kernel.tokens import estimate_tokens
 from parla.records.turn import Turn
 
 

@@ -13,12 +13,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from parla.memory.errors import ParlaError
-from parla.records.profile import ProfileEntry, subject_of
-from parla.ui.forms import form_fields, number, one_line
+from parla.kernel.errors import ParlaError
+from parla.memory.language.profile_rules import subject_of
+from parla.records.profile import ProfileEntry
+
+from .forms import form_fields, number, one_line
 
 if TYPE_CHECKING:
-    from parla.ui.app import Inspector
+    from .app import Inspector
 
 
 class ProfilePages:

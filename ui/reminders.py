@@ -13,13 +13,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 from parla.kernel.local_time import LocalClock
-from parla.records.reminder import Reminder, due_time
-from parla.ui.forms import form_fields, one_line
+from parla.memory.language.due_times import due_time
+from parla.records.reminder import Reminder
+
+from .forms import form_fields, one_line
 
 if TYPE_CHECKING:
-    from parla.ui.app import Inspector
+    from .app import Inspector
 
 
 def local_due(reminder: Reminder) -> str:

@@ -14,11 +14,12 @@ from dataclasses import dataclass
 
 import uvicorn
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 from parla.kernel.tasks import cancel_and_wait
-from parla.ui.app import Inspector
-from parla.ui.connections import guarded_protocol
-from parla.ui.limits import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
+
+from .app import Inspector
+from .connections import guarded_protocol
+from .limits import MAX_CONNECTIONS, REQUEST_TIMEOUT_S
 
 HOST = "127.0.0.1"
 # Open pages (their event streams end at once on close) get this long to finish their requests.

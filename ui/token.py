@@ -11,7 +11,7 @@ import secrets
 import stat
 from pathlib import Path
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 
 TOKEN_BYTES = 24
 

@@ -4,7 +4,7 @@ connection failed."""
 
 from __future__ import annotations
 
-from parla.memory.errors import ParlaError
+from parla.kernel.errors import ParlaError
 
 
 class LiveSessionFailed(ParlaError):
@@ -33,3 +33,7 @@ class SpeechFailed(ParlaError):
 
 class EndOfTurnModelMissing(ParlaError):
     """The end-of-turn model's file is not installed (it ships in the pipecat-ai package)."""
+
+
+class WakeWordError(ParlaError):
+    """The wake phrase cannot be spotted; the message says which word and what to do."""

@@ -15,11 +15,11 @@ from importlib.metadata import PackageNotFoundError, version
 
 import typer
 
-from parla.daemon.cli import chats, memory, profile, reminders, setup, supabase, ui, voice
-from parla.daemon.cli import daemon as daemon_commands
-from parla.daemon.cli.help import HelpGroup, registered
-from parla.daemon.cli.support import err, options, out
-from parla.daemon.logs import redact_output
+from ..logs import redact_output
+from . import chats, memory, profile, reminders, setup, supabase, ui, voice
+from . import daemon as daemon_commands
+from .help import HelpGroup, registered
+from .support import err, options, out
 
 # Commands that need the memory, the SDKs or the audio stack import them in their bodies: `parla
 # status`, `--help` or `config path` start in a fraction of the time (bench/cli_startup.py).

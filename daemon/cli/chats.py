@@ -11,8 +11,13 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from parla.daemon.cli.importing import import_chats
-from parla.daemon.cli.support import (
+from parla.memory.errors import WriteQueued
+
+from ..errors import CommandFailed
+from ..private_files import write_private
+from ..terminal_text import json_text, visible
+from .importing import import_chats
+from .support import (
     CHATS,
     command,
     emit_json,
@@ -27,17 +32,14 @@ from parla.daemon.cli.support import (
     running_daemon_chat,
     when,
 )
-from parla.daemon.cli.tables import Column, fitted
-from parla.daemon.errors import CommandFailed
-from parla.daemon.private_files import write_private
-from parla.daemon.terminal_text import json_text, visible
-from parla.memory.errors import WriteQueued
+from .tables import Column, fitted
 
 if TYPE_CHECKING:
-    from parla.daemon.settings import Settings
     from parla.records.chat import ChatHistory
     from parla.records.search_result import SearchResult
     from parla.records.turn import Turn
+
+    from ..settings import Settings
 
 
 # -- chats, show ------------------------------------------------------------------------------
@@ -105,8 +107,8 @@ async def show(
     turns: int = typer.Option(10, min=0, help="How many of the latest turns to print (text output)."),
 ) -> None:
     """Show one chat: full vs assistant history, summaries, facts, pins, token counts."""
-    from parla.memory.context import load_context
     from parla.kernel.tokens import estimate_tokens
+    from parla.memory.context import load_context
 
     settings = load_settings()
     async with open_store(settings) as store:
@@ -209,9 +211,10 @@ async def show(
 async def _search_in_daemon(settings: Settings, request: str, limit: int) -> SearchResult | None:
     """The running daemon's answer (its embedder and index are loaded), or None when no daemon
     can answer: then the command searches the store itself."""
-    from parla.daemon.control import send_command
-    from parla.daemon.errors import ControlError
     from parla.records.search_result import SearchResult
+
+    from ..control import send_command
+    from ..errors import ControlError
 
     try:
         answer = await send_command(

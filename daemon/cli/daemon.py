@@ -12,11 +12,11 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from parla.daemon import service
-from parla.daemon.cli.support import TALK, command, emit_json, err, load_settings, out
-from parla.daemon.cli.voice import chat_for
-from parla.daemon.control import send_command
-from parla.daemon.errors import CommandFailed, ConfigError, DaemonNotRunning
+from .. import service
+from ..control import send_command
+from ..errors import CommandFailed, ConfigError, DaemonNotRunning
+from .support import TALK, command, emit_json, err, load_settings, out
+from .voice import chat_for
 
 
 @command
@@ -27,8 +27,8 @@ async def run(
     new: bool = typer.Option(False, "--new", help="Start in a new chat."),
 ) -> None:
     """Run the Parla daemon in the foreground until `parla stop`, Ctrl-C or SIGTERM."""
-    from parla.daemon.memory_services import open_memory
-    from parla.daemon.supervisor import Daemon
+    from ..memory_services import open_memory
+    from ..supervisor import Daemon
 
     settings = load_settings()
     if not settings.has_gemini_key:

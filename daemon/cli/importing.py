@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from parla.daemon.cli.support import (
+from ..errors import CommandFailed
+from ..settings import Settings
+from .support import (
     command,
     emit_json,
     err,
@@ -29,16 +31,15 @@ from parla.daemon.cli.support import (
     summarise_now,
     tell_daemon,
 )
-from parla.daemon.errors import CommandFailed
-from parla.daemon.settings import Settings
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from parla.daemon.memory_services import MemoryServices
+    from parla.memory.compaction.summary_queue import SummaryCost
     from parla.memory.errors import ImportLineError
     from parla.memory.imports.importer import ImportChat, ImportResult
-    from parla.memory.compaction.summary_queue import SummaryCost
+
+    from ..memory_services import MemoryServices
 
 _RETRY = "run the same import again to retry"
 _NOTES_ONE_BY_ONE = 10  # what was left out is said chat by chat up to this many notes, else summed
@@ -198,8 +199,9 @@ def _said_left_out(results: list[tuple[int, ImportResult]], what: str) -> list[s
 async def _offline(mem: MemoryServices) -> MemoryServices:
     """The memory with the offline summarizer, and the offline embedder unless the store holds
     another embedder's vectors (a store holds one embedder's: those stay the configured one's)."""
-    from parla.daemon.memory_services import MemoryServices
     from parla.memory.embedders.offline import OfflineEmbedder
+
+    from ..memory_services import MemoryServices
 
     info = await mem.store.embedder_info()
     offline = OfflineEmbedder()
@@ -262,9 +264,9 @@ async def _index_and_cost(
     """Index what was said in each chat (its windows and title), and the chats still waiting for
     summaries (no description yet) with their turns and what summarising them costs with Gemini
     (offline nothing: their turns are not read again)."""
-    from parla.memory.errors import ModelError
-    from parla.memory.compaction.summary_queue import SummaryCost, summary_cost
     from parla.kernel.tokens import estimate_tokens
+    from parla.memory.compaction.summary_queue import SummaryCost, summary_cost
+    from parla.memory.errors import ModelError
     from parla.memory.retrieval.turn_windows import WindowIndexer
 
     # the indexer alone: the compactor would load the summarizer, which is not needed yet

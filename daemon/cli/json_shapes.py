@@ -274,7 +274,7 @@ def _status() -> Any:
     # imported here: the control protocol's two dozen models (and the search result's) cost a `--json`
     # command that prints no status about a twentieth of what any typer + pydantic-settings program
     # takes to start (instructions counted under valgrind)
-    from parla.daemon.protocol import StatusAnswer
+    from ..protocol import StatusAnswer
 
     class Running(StatusAnswer):
         """The daemon's status (the control socket's answer) with `running: true`."""

@@ -8,7 +8,8 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from parla.daemon.cli.support import (
+from ..errors import CommandFailed
+from .support import (
     MEMORY,
     command,
     emit_json,
@@ -21,7 +22,6 @@ from parla.daemon.cli.support import (
     resolve_chat,
     when,
 )
-from parla.daemon.errors import CommandFailed
 
 
 @command

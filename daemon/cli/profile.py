@@ -12,7 +12,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from parla.daemon.cli.support import (
+from ..errors import CommandFailed
+from .support import (
     MEMORY,
     by_number_or_id,
     command,
@@ -25,11 +26,10 @@ from parla.daemon.cli.support import (
     resolve_chat,
     when,
 )
-from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
-    from parla.records.profile import ProfileEntry
     from parla.memory.store.protocol import ChatStore
+    from parla.records.profile import ProfileEntry
 
 
 def _state(entry: ProfileEntry) -> str:
@@ -95,7 +95,8 @@ async def add(
     about: str | None = typer.Option(None, help="What it is about ('home city'): it replaces an older entry of it."),
 ) -> None:
     """Tell Parla something about you; every chat knows it from then on."""
-    from parla.records.profile import ProfileEntry, subject_of
+    from parla.memory.language.profile_rules import subject_of
+    from parla.records.profile import ProfileEntry
 
     async with open_memory(load_settings()) as mem:
         entry = ProfileEntry(

@@ -10,7 +10,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from parla.daemon.cli.support import (
+from ..errors import CommandFailed
+from .support import (
     MEMORY,
     by_number_or_id,
     command,
@@ -22,12 +23,12 @@ from parla.daemon.cli.support import (
     out,
     tell_daemon,
 )
-from parla.daemon.errors import CommandFailed
 
 if TYPE_CHECKING:
-    from parla.daemon.settings import Settings
-    from parla.records.reminder import Reminder
     from parla.memory.store.protocol import ChatStore
+    from parla.records.reminder import Reminder
+
+    from ..settings import Settings
 
 
 def _local(settings: Settings, reminder: Reminder) -> str:
@@ -104,7 +105,8 @@ async def add(
 ) -> None:
     """Set a reminder; the running daemon says it at its time."""
     from parla.kernel.local_time import LocalClock
-    from parla.records.reminder import Reminder, due_time
+    from parla.memory.language.due_times import due_time
+    from parla.records.reminder import Reminder
 
     settings = load_settings()
     async with open_memory(settings) as mem:

@@ -11,9 +11,9 @@ from typing import Any
 import typer
 from rich.markup import escape
 
-from parla.daemon import service, settings_sources
-from parla.daemon.cli.support import SETUP, command, emit_json, err, fail, group, load_settings, options, out
-from parla.daemon.settings import Settings, config_file
+from .. import service, settings_sources
+from ..settings import Settings, config_file
+from .support import SETUP, command, emit_json, err, fail, group, load_settings, options, out
 
 _MARK = {"ok": "[green]ok[/green]  ", "warn": "[yellow]warn[/yellow]", "fail": "[red]FAIL[/red]"}
 
@@ -31,7 +31,7 @@ async def doctor(
     if live:
         await _live_check(as_json, speech, trace)
         return
-    from parla.daemon.doctor import diagnose
+    from ..doctor import diagnose
 
     checks = await diagnose(load_settings())
     if as_json:
@@ -46,8 +46,8 @@ async def doctor(
 
 
 async def _live_check(as_json: bool, speech: Path | None, trace: Path | None) -> None:
-    from parla.daemon.live_check import default_trace_path, live_check, read_speech
-    from parla.daemon.memory_services import gemini_client
+    from ..live_check import default_trace_path, live_check, read_speech
+    from ..memory_services import gemini_client
 
     if speech is None:
         raise fail("--live needs --speech: a WAV file (16 kHz, mono, 16-bit) of a short spoken question")

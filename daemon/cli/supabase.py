@@ -8,7 +8,9 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from parla.daemon.cli.support import (
+from ..errors import ConfigError
+from ..settings import Settings
+from .support import (
     SETUP,
     command,
     emit_json,
@@ -18,15 +20,13 @@ from parla.daemon.cli.support import (
     progress_bar,
     store_and_summarise,
 )
-from parla.daemon.errors import ConfigError
-from parla.daemon.settings import Settings
 
 # The Supabase client and the stores are imported by the commands that use them: the other
 # commands start without loading them.
 if TYPE_CHECKING:
-    from parla.records.chat import Chat
     from parla.memory.store.protocol import AppendResult
     from parla.memory.store.sqlite.store import SQLiteChatStore
+    from parla.records.chat import Chat
 
 
 def _db_url(settings: Settings) -> str:
@@ -44,8 +44,9 @@ async def login(
     password: str = typer.Option(..., prompt=True, hide_input=True, help="The password (asked for when omitted)."),
 ) -> None:
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
-    from parla.daemon.stores import supabase_anon_key, supabase_url
     from parla.memory.store.supabase.session import sign_in
+
+    from ..stores import supabase_anon_key, supabase_url
 
     settings = load_settings()
     user_id = await sign_in(
@@ -101,8 +102,9 @@ async def migrate(
 @command
 async def check(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
     """Verify the project has Parla's schema and that the credentials reach it."""
-    from parla.daemon.stores import connect_supabase
     from parla.memory.store.supabase.schema import SCHEMA_VERSION
+
+    from ..stores import connect_supabase
 
     settings = load_settings()
     async with await connect_supabase(settings) as store:
@@ -133,10 +135,11 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
     """Copy every chat of the local SQLite store to Supabase (turns, titles, pins) and what Parla
     knows about the user (the profile's current entries), then summarise the chats there. Safe to
     repeat: what is already there is not copied twice."""
-    from parla.daemon.memory_services import MemoryServices
-    from parla.daemon.stores import connect_supabase
-    from parla.memory.store.sqlite.store import SQLiteChatStore
     from parla.memory.imports.storing import copy_chat
+    from parla.memory.store.sqlite.store import SQLiteChatStore
+
+    from ..memory_services import MemoryServices
+    from ..stores import connect_supabase
 
     settings = load_settings()
     async with SQLiteChatStore(settings.store_path) as local, await connect_supabase(settings) as remote:

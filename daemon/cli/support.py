@@ -19,16 +19,19 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from parla.daemon.settings import Settings
-from parla.daemon.terminal_text import json_text, visible
-from parla.memory.errors import ParlaError, WriteQueued
+from parla.kernel.errors import ParlaError
+from parla.memory.errors import WriteQueued
+
+from ..settings import Settings
+from ..terminal_text import json_text, visible
 
 if TYPE_CHECKING:
     from rich.progress import Progress
 
-    from parla.daemon.memory_services import MemoryServices
     from parla.memory.compaction.compactor import CompactionWorker
     from parla.memory.store.protocol import ChatStore
+
+    from ..memory_services import MemoryServices
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -65,8 +68,8 @@ TALK, CHATS, MEMORY, SETUP = "Talk to Parla", "Chats", "Memory", "Setup"
 
 
 def load_settings() -> Settings:
-    from parla.daemon import settings_sources
-    from parla.daemon.logs import configure_logging
+    from .. import settings_sources
+    from ..logs import configure_logging
 
     if not options.quiet:
         for warning in settings_sources.warnings():
@@ -107,7 +110,7 @@ def command(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def group(help_text: str, commands: dict[str, Callable[..., Any]]) -> typer.Typer:
     """A command with subcommands (`parla config show`), built from its table as the app is."""
-    from parla.daemon.cli.help import HelpGroup, command_help, registered
+    from .help import HelpGroup, command_help, registered
 
     sub = typer.Typer(no_args_is_help=True, help=command_help(help_text), cls=HelpGroup)
     for name, fn in commands.items():
@@ -125,7 +128,7 @@ def by_number_or_id(listed: Sequence[T], ref: str, candidates: Iterable[T], id_o
 
 def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryServices]:
     """The memory services (daemon.memory_services.open_memory), imported when a command needs them."""
-    from parla.daemon.memory_services import open_memory as open_services
+    from ..memory_services import open_memory as open_services
 
     return open_services(settings)
 
@@ -133,14 +136,14 @@ def open_memory(settings: Settings) -> AbstractAsyncContextManager[MemoryService
 def open_store(settings: Settings) -> AbstractAsyncContextManager[ChatStore]:
     """The store alone (daemon.stores.open_store), for the commands that only read it: no model
     SDK, no embedder."""
-    from parla.daemon.stores import open_store as open_chats
+    from ..stores import open_store as open_chats
 
     return open_chats(settings)
 
 
 async def running_daemon_chat(socket: Path) -> str | None:
     """The chat a running daemon is in, or None when none runs."""
-    from parla.daemon.control import DaemonNotRunning, send_command
+    from ..control import DaemonNotRunning, send_command
 
     try:
         status = await send_command(socket, "status", timeout=5)
@@ -154,8 +157,8 @@ async def tell_daemon(socket: Path, cmd: Literal["reminders", "summaries"]) -> N
     once; none running finds it when it starts. A courtesy: what the command stored stands
     whatever the daemon does, so one that cannot be told (suspended, hung, busy, older than this
     command) finds the work at its next look, and the command goes on."""
-    from parla.daemon.control import send_command
-    from parla.daemon.errors import ControlError
+    from ..control import send_command
+    from ..errors import ControlError
 
     try:
         await send_command(socket, cmd, timeout=_TELL_TIMEOUT_S)
@@ -205,7 +208,7 @@ def when(value: datetime) -> str:
 def emit_json(data: Any, command: str) -> None:
     """Print the command's `--json` document, once it is checked to be the shape the reference
     documents (daemon/cli/json_shapes.py): an undeclared field is a bug, not an output."""
-    from parla.daemon.cli.json_shapes import check
+    from .json_shapes import check
 
     check(command, data)
     sys.stdout.write(json_text(data, indent=2) + "\n")

@@ -12,7 +12,7 @@ from rich.console import JustifyMethod
 from rich.table import Table
 from rich.text import Text
 
-from parla.daemon.terminal_text import visible
+from ..terminal_text import visible
 
 # Each column costs its padding (one space either side) and one border character, plus one border.
 _COLUMN_COST = 3

@@ -9,9 +9,9 @@ import webbrowser
 
 import typer
 
-from parla.daemon.cli.support import CHATS, command, err, load_settings, open_memory, out, running_daemon_chat
-from parla.daemon.control import send_command
-from parla.daemon.errors import CommandError, DaemonNotRunning
+from ..control import send_command
+from ..errors import CommandError, DaemonNotRunning
+from .support import CHATS, command, err, load_settings, open_memory, out, running_daemon_chat
 
 
 def _show(url: str, open_browser: bool) -> None:

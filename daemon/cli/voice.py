@@ -8,7 +8,10 @@ from typing import TYPE_CHECKING
 import typer
 from rich.markup import escape
 
-from parla.daemon.cli.support import (
+from parla.memory.errors import WriteQueued
+from parla.records.turn import new_id
+
+from .support import (
     TALK,
     command,
     err,
@@ -18,12 +21,11 @@ from parla.daemon.cli.support import (
     resolve_chat,
     running_daemon_chat,
 )
-from parla.memory.errors import WriteQueued
-from parla.records.turn import new_id
 
 if TYPE_CHECKING:  # the voice stack and the SDK load when a conversation starts
-    from parla.daemon.memory_services import MemoryServices
     from parla.voice.live.conversation import SessionEvent
+
+    from ..memory_services import MemoryServices
 
 
 async def chat_for(mem: MemoryServices, ref: str | None, new: bool) -> tuple[str, str]:
@@ -78,7 +80,7 @@ async def converse(
     new: bool = typer.Option(False, "--new", help="Start a new chat."),
 ) -> None:
     """Talk with Parla through the microphone and speaker until Ctrl-C; every turn is stored."""
-    from parla.daemon.conversation import spoken_conversation
+    from ..conversation import spoken_conversation
 
     settings = load_settings()
     async with open_memory(settings) as mem:

@@ -36,21 +36,23 @@ from typing import Self
 
 import numpy as np
 
-from parla.memory.language.absolute_dates import DateReading
-from parla.memory.language.auto_pins import PinCandidate, find_sources, new_auto_pins, offline_candidates, said_in
-from parla.records.chat import Chat
-from parla.memory.config import MemoryConfig
-from parla.records.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
-from parla.memory.errors import ModelUnavailable, RangeError, StoreError
-from parla.records.facts import format_fact_lines
-from parla.records.profile import new_profile_entries
-from parla.memory.store.protocol import ChatStore, CompactionCommit
-from parla.memory.summarizers import Summarizer, offline_fallbacks, transcript
-from parla.records.summary import SummaryLevel
 from parla.kernel.tasks import cancel_and_wait
 from parla.kernel.tokens import estimate_tokens, truncate_to_tokens
+from parla.records.chat import Chat
+from parla.records.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
+from parla.records.errors import RangeError
+from parla.records.facts import format_fact_lines
+from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange, Turn
-from parla.memory.retrieval.turn_windows import WindowIndexer, index_title
+
+from ..config import MemoryConfig
+from ..errors import ModelUnavailable, StoreError
+from ..language.absolute_dates import DateReading
+from ..language.auto_pins import PinCandidate, find_sources, new_auto_pins, offline_candidates, said_in
+from ..language.profile_rules import new_profile_entries
+from ..retrieval.turn_windows import WindowIndexer, index_title
+from ..store.protocol import ChatStore, CompactionCommit
+from ..summarizers import Summarizer, offline_fallbacks, transcript
 
 log = logging.getLogger("parla.compaction")
 

@@ -22,11 +22,12 @@ from contextlib import suppress
 from dataclasses import dataclass
 from typing import Self
 
-from parla.memory.compaction.compactor import Compactor
-from parla.memory.config import MemoryConfig
-from parla.memory.errors import ChatNotFound, ModelUnavailable, RateLimited, Reembedding, StoreError
-from parla.memory.store.protocol import ChatStore
 from parla.kernel.tasks import cancel_and_wait
+
+from ..config import MemoryConfig
+from ..errors import ChatNotFound, ModelUnavailable, RateLimited, Reembedding, StoreError
+from ..store.protocol import ChatStore
+from .compactor import Compactor
 
 log = logging.getLogger(__name__)
 

@@ -23,10 +23,11 @@ import numpy as np
 from google import genai
 from google.genai import errors, types
 
+from parla.kernel.models import ModelRole, not_found_advice
 from parla.records.calibration import GEMINI
 from parla.records.embedding import TaskType, normalize_rows
-from parla.memory.errors import ModelError, ModelUnavailable, RateLimited
-from parla.kernel.models import ModelRole, not_found_advice
+
+from ..errors import ModelError, ModelUnavailable, RateLimited
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

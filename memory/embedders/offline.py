@@ -23,8 +23,9 @@ from tokenizers import Tokenizer
 
 from parla.records.calibration import OFFLINE
 from parla.records.embedding import TaskType, normalize_rows
-from parla.memory.errors import ModelError
-from parla.memory.language.text import FRAMING, STOPWORDS, words
+
+from ..errors import ModelError
+from ..language.text import FRAMING, STOPWORDS, words
 
 _CONFIG = "l2_supercat"
 _DIM = 256

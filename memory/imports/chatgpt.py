@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parla.memory.imports.shape import Turns, branch_to, iso_time, marker, side_branches
+from .shape import Turns, branch_to, iso_time, marker, side_branches
 
 NAME = "ChatGPT export"
 _ROLES = {"user": "user", "assistant": "model"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parla.memory.imports.shape import Turns, iso_time, marker
+from .shape import Turns, iso_time, marker
 
 NAME = "Claude export"
 _ROLES = {"human": "user", "user": "user", "assistant": "model"}

@@ -27,12 +27,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from parla.records.chat import Chat
-from parla.memory.errors import ChatNotFound, ImportLineError
-from parla.memory.imports.bounds import aware, import_date, split_text, untimed_after
-from parla.memory.store.protocol import ChatStore
 from parla.kernel.tokens import CHARS_PER_TOKEN
+from parla.records.chat import Chat
 from parla.records.turn import Part, Role, Turn, storable_text, utcnow
+
+from ..errors import ChatNotFound, ImportLineError
+from ..store.protocol import ChatStore
+from .bounds import aware, import_date, split_text, untimed_after
 
 _NAMESPACE = uuid.UUID("6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de")
 _ROLES: dict[str, Role] = {"user": "user", "model": "model", "assistant": "model"}

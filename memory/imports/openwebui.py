@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from parla.memory.imports.shape import Turns, branch_to, iso_time, side_branches
+from .shape import Turns, branch_to, iso_time, side_branches
 
 NAME = "Open WebUI export"
 _ROLES = {"user": "user", "assistant": "model"}

@@ -20,9 +20,9 @@ from typing import IO, Any, Self
 
 import ijson
 
-from parla.memory.errors import ImportFormatError, ImportLineError
-from parla.memory.imports.importer import ImportChat, chat_of, decode_line, json_line
-from parla.memory.imports import chatgpt, claude, openwebui
+from ..errors import ImportFormatError, ImportLineError
+from . import chatgpt, claude, openwebui
+from .importer import ImportChat, chat_of, decode_line, json_line
 
 _FORMATS: tuple[ModuleType, ...] = (chatgpt, claude, openwebui)
 _BUFFER = 1 << 16

@@ -10,8 +10,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
 from parla.records.chat import Chat
-from parla.memory.compaction.compactor import CompactionWorker
-from parla.memory.store.protocol import AppendResult, ChatStore
+
+from ..compaction.compactor import CompactionWorker
+from ..store.protocol import AppendResult, ChatStore
 
 T = TypeVar("T")
 R = TypeVar("R")

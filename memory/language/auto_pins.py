@@ -11,11 +11,12 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from parla.memory.language.importance import durable_statements, fact_key
 from parla.kernel.patterns import lazy_pattern
 from parla.records.pins import Pin
-from parla.memory.language.text import content_words
 from parla.records.turn import Turn
+
+from .importance import durable_statements, fact_key
+from .text import content_words
 
 # Words that frame a pin rather than say its fact ("The user said: ...", "User is ...").
 _FRAME = frozenset({"user", "users", "said", "says", "remember", "the"})

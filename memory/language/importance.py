@@ -15,9 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from parla.memory.language.durable import is_durable
 from parla.kernel.patterns import lazy_pattern
 from parla.records.turn import Turn
+
+from .durable import is_durable
 
 # The importance from which a turn counts as important (stats; the context's default threshold).
 IMPORTANT = 7.0

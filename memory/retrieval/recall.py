@@ -32,14 +32,15 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Literal, TypeVar
 
-from parla.memory.config import MemoryConfig
-from parla.memory.language.dates import mentioned_date
-from parla.records.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
-from parla.memory.errors import EmptyRequest
-from parla.memory.store.protocol import ChatStore, TurnMatch
 from parla.kernel.tasks import cancel_and_wait
+from parla.records.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
 from parla.records.turn import MessageRange, utcnow
-from parla.memory.language.words import query_words
+
+from ..config import MemoryConfig
+from ..errors import EmptyRequest
+from ..language.dates import mentioned_date
+from ..language.words import query_words
+from ..store.protocol import ChatStore, TurnMatch
 
 RecalledKind = Literal["turn", "pin", "facts", "chunk", "meta", "summary_text", "turns"]
 

@@ -21,11 +21,12 @@ from typing import Self
 
 import numpy as np
 
-from parla.records.embedding import Embedder, TaskType, WrappedEmbedder
-from parla.memory.errors import Reembedding
-from parla.records.progress import ReembedProgress
-from parla.memory.store.protocol import ChatStore
 from parla.kernel.tasks import cancel_and_wait
+from parla.records.embedding import Embedder, TaskType, WrappedEmbedder
+from parla.records.progress import ReembedProgress
+
+from ..errors import Reembedding
+from ..store.protocol import ChatStore
 
 log = logging.getLogger(__name__)
 

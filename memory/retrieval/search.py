@@ -41,18 +41,19 @@ from datetime import datetime, timedelta
 import numpy as np
 from pydantic import BaseModel
 
-from parla.records.chat import Chat
-from parla.memory.config import MemoryConfig
-from parla.memory.language.dates import DateSpan, mentioned_date
-from parla.memory.embedders.offline import WordTable
-from parla.records.embedding import Embedder, embed_texts
-from parla.memory.errors import EmbedderMismatch, EmptyRequest, ModelError, Reembedding
-from parla.records.search_result import Candidate, SearchResult
-from parla.memory.store.protocol import ChatMatch, ChatStore, TextMatch, TextRef, WordCounts
 from parla.kernel.tasks import cancel_and_wait
-from parla.memory.language.text import FRAMING, STOPWORDS, content_words, distinct_content_words
+from parla.records.chat import Chat
+from parla.records.embedding import Embedder, embed_texts
+from parla.records.search_result import Candidate, SearchResult
 from parla.records.turn import MessageRange, utcnow
-from parla.memory.retrieval.turn_windows import TITLE
+
+from ..config import MemoryConfig
+from ..embedders.offline import WordTable
+from ..errors import EmbedderMismatch, EmptyRequest, ModelError, Reembedding
+from ..language.dates import DateSpan, mentioned_date
+from ..language.text import FRAMING, STOPWORDS, content_words, distinct_content_words
+from ..store.protocol import ChatMatch, ChatStore, TextMatch, TextRef, WordCounts
+from .turn_windows import TITLE
 
 log = logging.getLogger("parla.memory")
 

@@ -25,9 +25,10 @@ from dataclasses import dataclass
 
 from parla.records.chat import Chat
 from parla.records.embedding import Embedder, embed_texts
-from parla.memory.errors import ModelError
-from parla.memory.store.protocol import ChatStore, EmbeddedWindow
 from parla.records.turn import MessageRange, Turn
+
+from ..errors import ModelError
+from ..store.protocol import ChatStore, EmbeddedWindow
 
 log = logging.getLogger("parla.memory")
 

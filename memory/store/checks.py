@@ -6,9 +6,10 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from parla.memory.errors import EmbedderMismatch, StoreError, StoreRefused
-from parla.memory.store.protocol import ChatMatch, TextKind, TextRef, TurnMatch
 from parla.records.turn import MessageRange, Turn
+
+from ..errors import EmbedderMismatch, StoreError, StoreRefused
+from .protocol import ChatMatch, TextKind, TextRef, TurnMatch
 
 if TYPE_CHECKING:
     import numpy as np

@@ -37,20 +37,23 @@ import numpy as np
 
 from parla.records.chat import Chat, ChatHistory
 from parla.records.embedding import EmbeddedText
-from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, WriteQueued
 from parla.records.facts import FactBlock
 from parla.records.pins import Pin
 from parla.records.profile import ProfileEntry
+from parla.records.progress import PendingWrites
 from parla.records.reminder import Reminder
 from parla.records.stats import MemoryStats
-from parla.memory.store.protocol import (
+from parla.records.summary import Summary, SummaryLevel
+from parla.records.turn import MessageRange, Turn, new_id
+
+from ..errors import ChatNotFound, StoreError, StoreOffline, WriteQueued
+from .protocol import (
     AppendResult,
     ChatMatch,
     ChatStore,
     CompactionCommit,
     EmbeddedWindow,
     MemorySnapshot,
-    PendingWrites,
     QueueState,
     StoredText,
     TextMatch,
@@ -58,8 +61,6 @@ from parla.memory.store.protocol import (
     TurnMatch,
     WordCounts,
 )
-from parla.records.summary import Summary, SummaryLevel
-from parla.records.turn import MessageRange, Turn, new_id
 
 log = logging.getLogger(__name__)
 

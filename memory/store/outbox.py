@@ -37,8 +37,9 @@ from typing import Any, Literal, TypeVar, get_args
 
 import aiosqlite
 
-from parla.memory.errors import StoreError
 from parla.records.turn import utcnow
+
+from ..errors import StoreError
 
 log = logging.getLogger(__name__)
 

@@ -32,16 +32,17 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from parla.records.chat import Chat, ChatHistory
-from parla.memory.errors import StoreError
 from parla.records.facts import FactBlock, format_fact_lines
 from parla.records.pins import Pin
 from parla.records.profile import ProfileEntry
-from parla.records.progress import PendingWrites as PendingWrites  # part of the store protocol's API
+from parla.records.progress import PendingWrites
 from parla.records.reminder import Reminder
 from parla.records.stats import MemoryStats
 from parla.records.summary import Summary, SummaryLevel
-from parla.memory.language.text import window_words
 from parla.records.turn import MessageRange, Turn
+
+from ..errors import StoreError
+from ..language.text import window_words
 
 if TYPE_CHECKING:  # the commands that only read chats load neither numpy nor the embedders
     import numpy as np

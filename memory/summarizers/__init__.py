@@ -6,9 +6,10 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import Protocol
 
-from parla.memory.language.auto_pins import PinCandidate
 from parla.records.summary import ChunkSummary
 from parla.records.turn import Turn
+
+from ..language.auto_pins import PinCandidate
 
 # Set by a compaction run to a list that collects why a summarizer fell back to the offline one
 # (one entry per call); the run's report says the chat was summarised offline.

@@ -11,12 +11,13 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
-from parla.memory.language.auto_pins import PinCandidate, offline_candidates
-from parla.memory.language.importance import turn_importance
-from parla.records.summary import ChunkSummary
-from parla.memory.language.text import STOPWORDS, WORD, content_words, language_of, words
 from parla.kernel.tokens import estimate_tokens, truncate_to_tokens
+from parla.records.summary import ChunkSummary
 from parla.records.turn import Turn
+
+from ..language.auto_pins import PinCandidate, offline_candidates
+from ..language.importance import turn_importance
+from ..language.text import STOPWORDS, WORD, content_words, language_of, words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 # Italian, Spanish, German, French

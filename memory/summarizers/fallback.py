@@ -11,11 +11,12 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-from parla.memory.language.auto_pins import PinCandidate
-from parla.memory.errors import ModelUnavailable
-from parla.memory.summarizers import Summarizer, offline_fallbacks
 from parla.records.summary import ChunkSummary
 from parla.records.turn import Turn
+
+from ..errors import ModelUnavailable
+from ..language.auto_pins import PinCandidate
+from . import Summarizer, offline_fallbacks
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

@@ -15,18 +15,19 @@ import re
 from google import genai
 from google.genai import types
 
-from parla.memory import prompts
-from parla.memory.language.auto_pins import PinCandidate
-from parla.memory.config import MemoryConfig
-from parla.memory.embedders.gemini import GeminiAvailability
-from parla.memory.errors import ModelError
-from parla.records.facts import parse_fact_lines
-from parla.memory.language.importance import turn_importance
 from parla.kernel.rate import CallSpacing
-from parla.memory.summarizers import transcript
-from parla.records.summary import ChunkSummary
 from parla.kernel.tokens import truncate_to_tokens
+from parla.records.facts import parse_fact_lines
+from parla.records.summary import ChunkSummary
 from parla.records.turn import Turn
+
+from .. import prompts
+from ..config import MemoryConfig
+from ..embedders.gemini import GeminiAvailability
+from ..errors import ModelError
+from ..language.auto_pins import PinCandidate
+from ..language.importance import turn_importance
+from . import transcript
 
 _IMPORTANCE = re.compile(r"^\s*\**importance\**\s*:\s*(\d+(?:\.\d+)?)\s*\**\s*$", re.IGNORECASE | re.MULTILINE)
 # "[turn] importance | user or chat | subject | fact"; a line without the scope and subject (the

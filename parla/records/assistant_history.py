@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parla.records.turn import Part, Turn
+from .turn import Part, Turn
 
 SUMMARY_TURN_PREFIX = "Summary of the conversation so far:\n"
 

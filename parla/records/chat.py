@@ -6,8 +6,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from parla.records.assistant_history import build_assistant_history
-from parla.records.turn import Turn, storable_text
+from .assistant_history import build_assistant_history
+from .turn import Turn, storable_text
 
 # A title is one line of a list: a longer one (a pasted page) is cut, where it is stored and where
 # one stored before the cap is read.

@@ -7,7 +7,7 @@ from typing import Literal, Protocol
 
 import numpy as np
 
-from parla.records.calibration import Calibration
+from .calibration import Calibration
 
 TaskType = Literal["document", "query"]
 

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from parla.records.turn import MessageRange
+from .turn import MessageRange
 
 NO_FACTS = "No facts to record"
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")

@@ -8,7 +8,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from parla.records.turn import new_id, storable_text, utcnow
+from .turn import new_id, storable_text, utcnow
 
 PinType = Literal["manual", "auto", "code", "concept", "system"]
 

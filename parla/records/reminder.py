@@ -12,15 +12,13 @@ that claimed it, at its next start.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from parla.memory.errors import UnreadableTime
-from parla.records.turn import new_id, storable_text, utcnow
+from .turn import new_id, storable_text, utcnow
 
 ReminderKind = Literal["timer", "reminder"]
 ReminderState = Literal["pending", "fired", "cancelled"]
@@ -69,31 +67,3 @@ class Reminder(BaseModel):
     def spoken(self) -> str:
         """What is said when it is due."""
         return f"Timer: {self.text}" if self.kind == "timer" else f"Reminder: {self.text}"
-
-
-def due_time(when: str, now: datetime, languages: Sequence[str]) -> datetime:
-    """The moment to come that `when` names ("in 10 minutes", "at 17:00", "tomorrow at 09:00",
-    "tra 10 minuti", "morgen 9:00"), read by dateparser in `languages` from `now` (aware, in the
-    user's zone) and in that zone. A time of day already past today is tomorrow's. Raises
-    `UnreadableTime` for words that read as no moment, or as one already past."""
-    import dateparser  # here: its languages take a tenth of a second to load, which `parla chats` need not pay
-
-    zone = now.tzinfo
-    base = now.replace(tzinfo=None)
-    settings: dict[str, object] = {
-        "RELATIVE_BASE": base,
-        "PREFER_DATES_FROM": "future",
-        "RETURN_AS_TIMEZONE_AWARE": False,
-    }
-    # dateparser's languages first, then English, which models and users fall back on
-    read = dateparser.parse(when, languages=list(dict.fromkeys([*languages, "en"])), settings=settings)
-    if read is None:
-        raise UnreadableTime(
-            f"could not read {when!r} as a time; say it as 'in 10 minutes', 'at 17:00' or 'tomorrow at 09:00'"
-        )
-    moment = read.replace(tzinfo=zone)
-    if moment < now and read.date() == base.date():
-        moment += timedelta(days=1)
-    if moment <= now:
-        raise UnreadableTime(f"{when!r} is already past (it is {now:%H:%M} now); give a time to come")
-    return moment

@@ -9,7 +9,7 @@ from enum import IntEnum
 
 from pydantic import BaseModel, ConfigDict
 
-from parla.records.turn import MessageRange
+from .turn import MessageRange
 
 
 class SummaryLevel(IntEnum):

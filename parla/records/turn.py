@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from parla.memory.errors import RangeError
+from .errors import RangeError
 
 log = logging.getLogger("parla.memory")
 

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from bench.memory import CONFIG, populate
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.retrieval.turn_windows import WindowIndexer
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.bench.test_report import ROOT, tables
 
 

@@ -19,8 +19,8 @@ from parla.daemon.cli import app
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from parla.memory.forgetting import memory_items, set_forgotten
-from parla.records.pins import Pin
 from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.pins import Pin
 from parla.records.turn import Turn, WebSource
 
 DATA = Path(__file__).parent.parent / "data"

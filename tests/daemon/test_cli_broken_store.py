@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.schema import MIGRATIONS
+from parla.memory.store.sqlite.store import SQLiteChatStore
 
 ROOT = Path(__file__).resolve().parents[2]
 # Root's power to ignore file permissions; without it root is held to the mode bits like any user.

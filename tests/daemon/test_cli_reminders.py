@@ -7,8 +7,8 @@ import asyncio
 import json
 from datetime import datetime, timedelta
 
-from parla.records.reminder import Reminder
 from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import running

@@ -14,8 +14,8 @@ import sys
 import psycopg
 
 from parla.daemon.control import DaemonNotRunning, send_command
-from parla.memory.store.supabase.store import SupabaseChatStore
 from parla.memory.store.supabase.session import sign_in
+from parla.memory.store.supabase.store import SupabaseChatStore
 from tests.conftest import eventually
 from tests.daemon.conftest import process_env
 from tests.peers.live_emulator import tone

@@ -11,7 +11,7 @@ from pathlib import Path
 from parla.daemon import docs
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = ("daemon", "memory", "voice", "tools", "ui")
+SOURCES = ("parla", "daemon", "memory", "voice", "tools", "ui")
 
 
 def test_generated_references_are_up_to_date():

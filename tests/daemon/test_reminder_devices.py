@@ -11,8 +11,8 @@ import asyncio
 from datetime import timedelta
 
 from parla.daemon.reminders import ReminderScheduler
-from parla.records.reminder import Reminder
 from parla.memory.store.local_copy import LocalCopyStore
+from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.memory.store.test_two_devices import device, shims  # noqa: F401 - the peers' fixture

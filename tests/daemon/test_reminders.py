@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from parla.daemon.reminders import ReminderScheduler, say_aloud
-from parla.records.reminder import Reminder
 from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from parla.voice.audio.devices import Speaker
 from tests.conftest import eventually

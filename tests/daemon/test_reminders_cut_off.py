@@ -10,10 +10,10 @@ import asyncio
 import sqlite3
 
 from parla.daemon.reminders import ReminderScheduler
-from parla.records.reminder import Reminder
 from parla.memory.store.protocol import ReminderRecords
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.supabase.store import RetryPolicy
+from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import copied_store, eventually, send_queued, signed_in_store
 

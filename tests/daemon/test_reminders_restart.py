@@ -12,8 +12,8 @@ import time
 from datetime import timedelta
 
 from parla.daemon.control import send_command
-from parla.records.reminder import Reminder
 from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import process_env

@@ -7,13 +7,13 @@ from datetime import timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from parla.records.chat import Chat
+from parla.kernel.tokens import estimate_tokens
 from parla.memory.config import MemoryConfig
 from parla.memory.context import SECTION_ORDER, build_context, load_context
+from parla.records.chat import Chat
 from parla.records.facts import FactBlock
 from parla.records.pins import Pin
 from parla.records.summary import Summary, SummaryLevel
-from parla.kernel.tokens import estimate_tokens
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import T0
 

@@ -8,9 +8,9 @@ import pytest
 
 from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
+from parla.kernel.models import DEFAULT_SUMMARY_MODEL
 from parla.memory.embedders.gemini import GeminiAvailability, GeminiEmbedder
 from parla.memory.errors import ModelError, ModelUnavailable
-from parla.kernel.models import DEFAULT_SUMMARY_MODEL
 from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.records.turn import Turn
 

@@ -7,12 +7,13 @@ from datetime import timedelta
 
 from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
+from parla.kernel.models import DEFAULT_SUMMARY_MODEL
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.context import load_context
 from parla.memory.embedders.gemini import GeminiEmbedder
-from parla.kernel.models import DEFAULT_SUMMARY_MODEL
-from parla.records.profile import ProfileEntry, subject_of
+from parla.memory.language.profile_rules import subject_of
 from parla.memory.summarizers.gemini import GeminiSummarizer
+from parla.records.profile import ProfileEntry
 from parla.records.turn import Turn
 from tests.conftest import T0
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
-from parla.memory.context import load_context
 from parla.kernel.local_time import LocalClock
+from parla.memory.context import load_context
 from parla.memory.retrieval.search import ChatSearch
 from parla.records.turn import Turn, utcnow
 from parla.tools.chats import (

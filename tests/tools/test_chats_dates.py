@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from parla.memory.context import load_context
 from parla.kernel.local_time import LocalClock
+from parla.memory.context import load_context
 from parla.memory.retrieval.search import ChatSearch
 from parla.tools.chats import ChatTools, RememberArgs
 from tests.tools.test_chats import Session

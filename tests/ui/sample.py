@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
-from parla.records.embedding import Embedder
-from parla.records.pins import Pin
 from parla.memory.store.protocol import ChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.records.embedding import Embedder
+from parla.records.pins import Pin
 from parla.records.turn import Turn
 
 START = datetime(2026, 10, 2, 18, 0, tzinfo=UTC)

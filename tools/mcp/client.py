@@ -23,8 +23,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from parla.kernel.tasks import cancel_and_wait
-from parla.tools.errors import ToolError
-from parla.tools.mcp.config import McpServerConfig
+
+from ..errors import ToolError
+from .config import McpServerConfig
 
 log = logging.getLogger(__name__)
 

@@ -17,14 +17,14 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from parla.tools.confirmations import Confirmations
-from parla.tools.mcp.config import McpServerConfig
-from parla.tools.registry import Tool
+from ..confirmations import Confirmations
+from ..registry import Tool
+from .config import McpServerConfig
 
 if TYPE_CHECKING:
     from mcp import types as mcp_types
 
-    from parla.tools.mcp.client import McpServer, McpTool
+    from .client import McpServer, McpTool
 
 SEPARATOR = "__"
 _UNTRUSTED = (
@@ -63,7 +63,7 @@ class McpTools:
         # the MCP SDK is imported only when a server is configured: it was a third of the daemon's start
         self.servers: list[McpServer] = []
         if configs:
-            from parla.tools.mcp.client import McpServer
+            from .client import McpServer
 
             self.servers = [McpServer(c, ping_s) for c in configs]
         self._confirmations = Confirmations(confirm_s)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from parla.voice.config import SPEAKER_RATE
+from ..config import SPEAKER_RATE
 
 
 def cue(rising: bool) -> bytes:

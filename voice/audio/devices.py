@@ -22,9 +22,9 @@ from typing import Any, Literal, Self
 
 import numpy as np
 
-from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
-from parla.voice.audio.echo import EchoCanceller, PlayedAudio
-from parla.voice.errors import AudioDeviceError
+from ..config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
+from ..errors import AudioDeviceError
+from .echo import EchoCanceller, PlayedAudio
 
 log = logging.getLogger(__name__)
 

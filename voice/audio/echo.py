@@ -25,8 +25,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
-from parla.voice.audio.near_end import NearEnd
+from ..config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
+from .near_end import NearEnd
 
 FRAME_S = 0.01  # the WebRTC audio processing module takes 10 ms frames
 # After playback stops its echo still rings in the room for a moment: keep cancelling this long.

@@ -4,7 +4,7 @@ no callbacks, no sound-server traffic; reading then waits until it is opened aga
 
 from __future__ import annotations
 
-from parla.voice.audio.devices import Microphone
+from .devices import Microphone
 
 
 class GatedMicrophone:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from parla.voice.config import MIC_RATE, VoiceConfig
+from ..config import MIC_RATE, VoiceConfig
 
 BLOCK = MIC_RATE // 100  # 10 ms
 # The residual's floor: quieter than this is silence whatever the echo (about -56 dBFS).

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
-from parla.voice.config import SPEAKER_RATE
-from parla.voice.errors import SpeechFailed
+from ..config import SPEAKER_RATE
+from ..errors import SpeechFailed
 
 _TIMEOUT_S = 20.0
 

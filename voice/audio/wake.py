@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from parla.daemon.errors import WakeWordError
+from ..errors import WakeWordError
 
 # Words of Parla's own vocabulary missing from the CMU dictionary, with their phones.
 _EXTRA_WORDS = {"parla": "P AA R L AH"}

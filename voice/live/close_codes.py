@@ -19,7 +19,8 @@ from google.genai import errors
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from parla.kernel.models import not_found_advice
-from parla.voice.errors import SetupTimeout, UnreadableMessage
+
+from ..errors import SetupTimeout, UnreadableMessage
 
 FailureKind = Literal["transient", "refused", "fatal"]
 

@@ -67,21 +67,22 @@ from google.genai.live import AsyncSession
 from parla.kernel.local_time import LocalClock
 from parla.kernel.tasks import cancel_and_wait, race
 from parla.records.turn import Turn, WebSource
-from parla.voice.live.close_codes import classify, failure_reason
-from parla.voice.config import VoiceConfig
-from parla.voice.errors import LiveSessionFailed, SetupTimeout
-from parla.voice.turns.floor import local_floor
-from parla.voice.live.latency import VoiceToVoice
-from parla.voice.live.setup import connect_config, system_instruction
-from parla.voice.live.messages import Outbox, Outgoing, Text, ToolResult, parse_seconds, receive, token_usage
-from parla.voice.live.send import AudioSink, AudioSource, Sender, send_seed, send_text
-from parla.voice.live.profiles import profile_for
-from parla.voice.live.reconnect import GiveUp, ReconnectPolicy
-from parla.voice.live.session_memory import Seed, SessionMemory
-from parla.voice.live.status import EventKind, LiveStatus, SessionEvent
-from parla.voice.live.tool_calls import Reply, ToolCalls, ToolHandler
-from parla.voice.live.transcript import TranscriptAssembler
-from parla.voice.live.turn_saver import TurnSaver
+
+from ..config import VoiceConfig
+from ..errors import LiveSessionFailed, SetupTimeout
+from ..turns.floor import local_floor
+from .close_codes import classify, failure_reason
+from .latency import VoiceToVoice
+from .messages import Outbox, Outgoing, Text, ToolResult, parse_seconds, receive, token_usage
+from .profiles import profile_for
+from .reconnect import GiveUp, ReconnectPolicy
+from .send import AudioSink, AudioSource, Sender, send_seed, send_text
+from .session_memory import Seed, SessionMemory
+from .setup import connect_config, system_instruction
+from .status import EventKind, LiveStatus, SessionEvent
+from .tool_calls import Reply, ToolCalls, ToolHandler
+from .transcript import TranscriptAssembler
+from .turn_saver import TurnSaver
 
 log = logging.getLogger(__name__)
 

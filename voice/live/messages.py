@@ -14,7 +14,8 @@ from google.genai import types
 from google.genai.live import AsyncSession
 
 from parla.records.turn import TokenUsage, Turn
-from parla.voice.errors import UnreadableMessage
+
+from ..errors import UnreadableMessage
 
 log = logging.getLogger(__name__)
 

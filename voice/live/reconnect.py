@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from parla.voice.live.close_codes import ConnectionFailure
+from .close_codes import ConnectionFailure
 
 
 @dataclass(frozen=True)

@@ -15,12 +15,13 @@ from google.genai import types
 from google.genai.live import AsyncSession
 
 from parla.kernel.tasks import cancel_and_wait
-from parla.voice.config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
-from parla.voice.turns.floor import Floor, Marker
-from parla.voice.live.latency import VoiceToVoice
-from parla.voice.live.messages import Outbox, Outgoing
-from parla.voice.live.profiles import LiveProfile
-from parla.voice.live.session_memory import Seed
+
+from ..config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
+from ..turns.floor import Floor, Marker
+from .latency import VoiceToVoice
+from .messages import Outbox, Outgoing
+from .profiles import LiveProfile
+from .session_memory import Seed
 
 log = logging.getLogger(__name__)
 

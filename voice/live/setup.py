@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from google.genai import types
 
-from parla.voice.config import VoiceConfig
-from parla.voice.errors import RefusedSetup
-from parla.voice.live.profiles import profile_for
+from ..config import VoiceConfig
+from ..errors import RefusedSetup
+from .profiles import profile_for
 
 # "default" is absent on purpose: the field stays unset and the model's own default applies.
 _START = {"high": types.StartSensitivity.START_SENSITIVITY_HIGH, "low": types.StartSensitivity.START_SENSITIVITY_LOW}

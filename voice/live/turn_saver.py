@@ -19,8 +19,9 @@ from collections.abc import Callable
 
 from parla.kernel.tasks import cancel_and_wait
 from parla.records.turn import Turn
-from parla.voice.live.session_memory import SessionMemory
-from parla.voice.live.status import LiveStatus, SessionEvent
+
+from .session_memory import SessionMemory
+from .status import LiveStatus, SessionEvent
 
 log = logging.getLogger(__name__)
 

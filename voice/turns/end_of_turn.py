@@ -36,8 +36,8 @@ from pathlib import Path
 
 import numpy as np
 
-from parla.voice.config import MIC_RATE, VoiceConfig
-from parla.voice.errors import EndOfTurnModelMissing
+from ..config import MIC_RATE, VoiceConfig
+from ..errors import EndOfTurnModelMissing
 
 log = logging.getLogger(__name__)
 

@@ -51,10 +51,10 @@ from enum import Enum
 
 import numpy as np
 
-from parla.voice.config import MIC_RATE, SAMPLE_BYTES, VoiceConfig
-from parla.voice.audio.echo import Cancelled
-from parla.voice.turns.end_of_turn import EndOfTurn, end_of_turn
-from parla.voice.audio.near_end import BLOCK as JUDGED_SAMPLES
+from ..audio.echo import Cancelled
+from ..audio.near_end import BLOCK as JUDGED_SAMPLES
+from ..config import MIC_RATE, SAMPLE_BYTES, VoiceConfig
+from .end_of_turn import EndOfTurn, end_of_turn
 
 FRAME_SAMPLES = 512  # the Silero model's window at 16 kHz
 FRAME_S = FRAME_SAMPLES / MIC_RATE

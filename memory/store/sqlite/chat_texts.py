@@ -5,11 +5,11 @@ from __future__ import annotations
 import sqlite3
 from typing import TYPE_CHECKING
 
-from parla.memory.errors import EmbedderMismatch
-from parla.memory.store.protocol import TextMatch
-from parla.memory.store.sqlite.connection import SQLiteConnection
-from parla.memory.store.sqlite.rows import vector_matrix
-from parla.memory.store.sqlite.vectors import embedder_info_of, texts_of, vector_rows
+from ...errors import EmbedderMismatch
+from ..protocol import TextMatch
+from .connection import SQLiteConnection
+from .rows import vector_matrix
+from .vectors import embedder_info_of, texts_of, vector_rows
 
 if TYPE_CHECKING:
     from parla.records.embedding import EmbeddedText

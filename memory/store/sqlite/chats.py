@@ -8,16 +8,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from parla.records.chat import Chat, ChatHistory, storable_title
-from parla.memory.errors import ChatNotFound, StoreError
-from parla.memory.language.importance import IMPORTANT
-from parla.memory.store.protocol import (
+from parla.records.summary import SummaryLevel
+from parla.records.turn import Turn, new_id, utcnow
+
+from ...errors import ChatNotFound, StoreError
+from ...language.importance import IMPORTANT
+from ..checks import exact_id_first, id_prefix_pattern
+from ..protocol import (
     AppendResult,
     CompactionCommit,
     MemorySnapshot,
 )
-from parla.memory.store.checks import exact_id_first, id_prefix_pattern
-from parla.memory.store.sqlite.connection import SQLiteConnection
-from parla.memory.store.sqlite.rows import (
+from .connection import SQLiteConnection
+from .rows import (
     GENERATED_TITLE,
     append_rows,
     chat_of_row,
@@ -30,9 +33,7 @@ from parla.memory.store.sqlite.rows import (
     turns_of,
     vector_blob,
 )
-from parla.memory.store.sqlite.vectors import check_embedder, count_words, vectors_changed
-from parla.records.summary import SummaryLevel
-from parla.records.turn import Turn, new_id, utcnow
+from .vectors import check_embedder, count_words, vectors_changed
 
 if TYPE_CHECKING:
     from parla.records.embedding import EmbeddedText

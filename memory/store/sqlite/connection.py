@@ -12,15 +12,15 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Self, TypeVar
 
-from parla.memory.config import MemoryConfig
-from parla.memory.errors import StoreError
-from parla.memory.store.sqlite.file import create_private, store_error, tighten
-from parla.memory.store.sqlite.identity import FileWatch
-from parla.memory.store.sqlite.rows import half_vector, stored_turn_importance
-from parla.memory.store.sqlite.schema import MIGRATIONS
+from ...config import MemoryConfig
+from ...errors import StoreError
+from .file import create_private, store_error, tighten
+from .identity import FileWatch
+from .rows import half_vector, stored_turn_importance
+from .schema import MIGRATIONS
 
 if TYPE_CHECKING:
-    from parla.memory.store.sqlite.vector_file import VectorFile
+    from .vector_file import VectorFile
 
 T = TypeVar("T")
 log = logging.getLogger("parla.memory")
@@ -57,7 +57,7 @@ class SQLiteConnection:
         """The vector index files, opened by the first search: the commands that only read chats
         and turns (`parla chats`, `show`, `stats`) load no numpy (tests/daemon/test_cli_startup.py)."""
         if self._vectors is None:
-            from parla.memory.store.sqlite.vector_file import VectorFile
+            from .vector_file import VectorFile
 
             self._vectors = VectorFile(self.path, self._config)
         return self._vectors

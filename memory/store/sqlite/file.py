@@ -12,7 +12,7 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from parla.memory.errors import StoreError
+from ...errors import StoreError
 
 log = logging.getLogger("parla.memory")
 

@@ -20,7 +20,7 @@ import sqlite3
 import struct
 from pathlib import Path
 
-from parla.memory.errors import StoreFileReplaced
+from ...errors import StoreFileReplaced
 
 log = logging.getLogger("parla.memory")
 

@@ -6,17 +6,20 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from parla.memory.errors import StoreError
 from parla.records.facts import FactBlock, format_fact_lines
 from parla.records.pins import Pin
-from parla.memory.store.protocol import (
-    facts_text,
-)
-from parla.memory.store.checks import (
+from parla.records.summary import Summary, SummaryLevel
+from parla.records.turn import MessageRange, utcnow
+
+from ...errors import StoreError
+from ..checks import (
     pin_not_found,
 )
-from parla.memory.store.sqlite.connection import SQLiteConnection
-from parla.memory.store.sqlite.rows import (
+from ..protocol import (
+    facts_text,
+)
+from .connection import SQLiteConnection
+from .rows import (
     INSERT_PIN,
     fact_block_of_row,
     facts_of,
@@ -28,9 +31,7 @@ from parla.memory.store.sqlite.rows import (
     summaries_of,
     vector_blob,
 )
-from parla.memory.store.sqlite.vectors import check_embedder, vectors_changed
-from parla.records.summary import Summary, SummaryLevel
-from parla.records.turn import MessageRange, utcnow
+from .vectors import check_embedder, vectors_changed
 
 if TYPE_CHECKING:
     from parla.records.embedding import EmbeddedText

@@ -6,10 +6,11 @@ import sqlite3
 from collections.abc import Sequence
 
 from parla.records.profile import ProfileEntry
-from parla.memory.store.checks import profile_entry_not_found
-from parla.memory.store.sqlite.connection import SQLiteConnection
-from parla.memory.store.sqlite.rows import iso
 from parla.records.turn import utcnow
+
+from ..checks import profile_entry_not_found
+from .connection import SQLiteConnection
+from .rows import iso
 
 _COLUMNS = (
     "id, content, importance, subject, origin, chat_id, source_turn_id, source_seq, said_at, created_at, "

@@ -6,8 +6,8 @@ import sqlite3
 import time
 from collections.abc import Sequence
 
-from parla.memory.store.protocol import QueueState
-from parla.memory.store.sqlite.connection import SQLiteConnection
+from ..protocol import QueueState
+from .connection import SQLiteConnection
 
 
 class SQLiteQueue(SQLiteConnection):

@@ -6,10 +6,11 @@ import sqlite3
 from datetime import timedelta
 
 from parla.records.reminder import Reminder
-from parla.memory.store.checks import reminder_not_found
-from parla.memory.store.sqlite.connection import SQLiteConnection
-from parla.memory.store.sqlite.rows import iso
 from parla.records.turn import utcnow
+
+from ..checks import reminder_not_found
+from .connection import SQLiteConnection
+from .rows import iso
 
 _COLUMNS = (
     "id, text, due_at, time_zone, kind, chat_id, turn_id, device, state, claimed_by, created_at, fired_at, said_at, "

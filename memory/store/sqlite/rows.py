@@ -10,15 +10,16 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from parla.records.chat import Chat
-from parla.memory.errors import ChatNotFound, TurnConflict
 from parla.records.facts import FactBlock, stored_fact_lines
-from parla.memory.language.importance import turn_importance, with_importance
 from parla.records.pins import Pin
-from parla.memory.store.checks import (
-    check_unique_turn_ids,
-)
 from parla.records.summary import Summary, SummaryLevel
 from parla.records.turn import MessageRange, Part, TokenUsage, Turn, WebSource, utcnow
+
+from ...errors import ChatNotFound, TurnConflict
+from ...language.importance import turn_importance, with_importance
+from ..checks import (
+    check_unique_turn_ids,
+)
 
 if TYPE_CHECKING:
     import numpy as np

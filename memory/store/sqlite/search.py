@@ -8,8 +8,16 @@ import sqlite3
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError
-from parla.memory.store.protocol import (
+from ...errors import ChatNotFound, EmbedderMismatch, StoreError
+from ...language.words import query_words
+from ..checks import (
+    check_one_dimension,
+    ranked_matches,
+    telling_words,
+    text_ref,
+    turn_match,
+)
+from ..protocol import (
     ChatMatch,
     EmbeddedWindow,
     StoredText,
@@ -18,16 +26,9 @@ from parla.memory.store.protocol import (
     TurnMatch,
     WordCounts,
 )
-from parla.memory.store.checks import (
-    check_one_dimension,
-    ranked_matches,
-    telling_words,
-    text_ref,
-    turn_match,
-)
-from parla.memory.store.sqlite.connection import SQLiteConnection
-from parla.memory.store.sqlite.rows import LEVEL_OF_KIND, parse_ts, vector_blob
-from parla.memory.store.sqlite.vectors import (
+from .connection import SQLiteConnection
+from .rows import LEVEL_OF_KIND, parse_ts, vector_blob
+from .vectors import (
     ALL_WINDOWS,
     bump_generation,
     check_embedder,
@@ -39,8 +40,7 @@ from parla.memory.store.sqlite.vectors import (
     vector_count,
     vectors_changed,
 )
-from parla.memory.store.sqlite.word_bounds import WordBounds
-from parla.memory.language.words import query_words
+from .word_bounds import WordBounds
 
 if TYPE_CHECKING:
     import numpy as np

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from parla.memory.store.sqlite.rows import VECTOR_BYTES
-from parla.memory.store.sqlite.vectors import vector_count
+from .rows import VECTOR_BYTES
+from .vectors import vector_count
 
 # dbstat's table and index names, by what they hold
 _PARTS = {

@@ -11,20 +11,19 @@ from __future__ import annotations
 
 import sqlite3
 
-from parla.memory.language.importance import IMPORTANT
+from parla.records.progress import PendingWrites
 from parla.records.stats import MemoryStats
-from parla.memory.store.protocol import (
-    PendingWrites,
-)
-from parla.memory.store.sqlite.chat_texts import SQLiteChatTexts
-from parla.memory.store.sqlite.chats import SQLiteChats
-from parla.memory.store.sqlite.memory import SQLiteMemory
-from parla.memory.store.sqlite.profile import SQLiteProfile
-from parla.memory.store.sqlite.queue import SQLiteQueue
-from parla.memory.store.sqlite.reminders import SQLiteReminders
-from parla.memory.store.sqlite.rows import get_chat_row, parse_ts
-from parla.memory.store.sqlite.search import SQLiteSearch
-from parla.memory.store.sqlite.vectors import embedder_info_of
+
+from ...language.importance import IMPORTANT
+from .chat_texts import SQLiteChatTexts
+from .chats import SQLiteChats
+from .memory import SQLiteMemory
+from .profile import SQLiteProfile
+from .queue import SQLiteQueue
+from .reminders import SQLiteReminders
+from .rows import get_chat_row, parse_ts
+from .search import SQLiteSearch
+from .vectors import embedder_info_of
 
 
 class SQLiteChatStore(

@@ -36,12 +36,12 @@ from pathlib import Path
 
 import numpy as np
 
-from parla.memory.config import MemoryConfig
-from parla.memory.errors import StoreError
-from parla.memory.store.protocol import TextRef
-from parla.memory.store.checks import text_ref
-from parla.memory.store.sqlite.rows import vector_matrix
-from parla.memory.store.sqlite.vectors import raw_vector_rows, vector_blobs
+from ...config import MemoryConfig
+from ...errors import StoreError
+from ..checks import text_ref
+from ..protocol import TextRef
+from .rows import vector_matrix
+from .vectors import raw_vector_rows, vector_blobs
 
 _MAGIC = b"PARLAVX2"
 _CODES_MAGIC = b"PARLAV8\0"

@@ -8,14 +8,14 @@ import sqlite3
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
-from parla.memory.errors import EmbedderMismatch
-from parla.memory.store.protocol import (
-    TextRef,
-)
-from parla.memory.store.checks import (
+from ...errors import EmbedderMismatch
+from ..checks import (
     text_ref,
 )
-from parla.memory.store.sqlite.rows import LEVEL_OF_KIND
+from ..protocol import (
+    TextRef,
+)
+from .rows import LEVEL_OF_KIND
 
 if TYPE_CHECKING:
     from parla.records.embedding import EmbeddedText

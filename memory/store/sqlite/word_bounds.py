@@ -38,7 +38,7 @@ import sqlite3
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from parla.memory.store.sqlite.connection import BUSY_SLICE_MS
+from .connection import BUSY_SLICE_MS
 
 log = logging.getLogger("parla.memory")
 

@@ -12,10 +12,11 @@ import httpx
 from postgrest.exceptions import APIError
 from supabase import AsyncClient
 
-from parla.memory.errors import ChatNotFound, StoreError
 from parla.records.pins import Pin
-from parla.memory.store.supabase.failures import supabase_error
-from parla.memory.store.supabase.rows import is_uuid
+
+from ...errors import ChatNotFound, StoreError
+from .failures import supabase_error
+from .rows import is_uuid
 
 T = TypeVar("T")
 

@@ -11,7 +11,7 @@ import httpx
 from postgrest.exceptions import APIError
 from supabase_auth.errors import AuthApiError, AuthError, AuthRetryableError
 
-from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, StoreOffline, StoreRefused, TurnConflict
+from ...errors import ChatNotFound, EmbedderMismatch, StoreError, StoreOffline, StoreRefused, TurnConflict
 
 MIGRATE_HINT = (
     "apply supabase/migrations to the project: `parla db migrate` with PARLA_SUPABASE_DB_URL set, "

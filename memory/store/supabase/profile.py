@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from parla.records.profile import ProfileEntry
-from parla.memory.store.checks import profile_entry_not_found
-from parla.memory.store.outbox import OutboxEntry
-from parla.memory.store.supabase.replay import OutboxReplay
-from parla.memory.store.supabase.rows import is_uuid
+
+from ..checks import profile_entry_not_found
+from ..outbox import OutboxEntry
+from .replay import OutboxReplay
+from .rows import is_uuid
 
 # the store's `_rpc`: a function's name, what it does (for errors), its named arguments
 Rpc = Callable[..., Awaitable[Any]]

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from parla.memory.store.protocol import QueueState
-from parla.memory.store.supabase.calls import SupabaseCalls
-from parla.memory.store.supabase.rows import is_uuid
+from ..protocol import QueueState
+from .calls import SupabaseCalls
+from .rows import is_uuid
 
 
 class SupabaseQueue(SupabaseCalls):

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from parla.memory.errors import StoreRefused
 from parla.records.reminder import Reminder
-from parla.memory.store.checks import reminder_not_found
-from parla.memory.store.outbox import OutboxEntry
-from parla.memory.store.supabase.rows import is_uuid
-from parla.memory.store.supabase.writes import SupabaseWrites
+
+from ...errors import StoreRefused
+from ..checks import reminder_not_found
+from ..outbox import OutboxEntry
+from .rows import is_uuid
+from .writes import SupabaseWrites
 
 REMINDER_WRITES = frozenset({"add_reminder", "cancel_reminder", "mark_reminder_said"})
 

@@ -12,9 +12,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Any, Self
 
-from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict, WriteQueued
-from parla.memory.store.protocol import PendingWrites
-from parla.memory.store.outbox import Outbox, OutboxEntry, OutboxOp
+from parla.records.progress import PendingWrites
+
+from ...errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict, WriteQueued
+from ..outbox import Outbox, OutboxEntry, OutboxOp
 
 log = logging.getLogger("parla.memory.store.supabase.store")
 

@@ -15,14 +15,15 @@ import numpy as np
 from parla.records.chat import Chat
 from parla.records.embedding import EmbeddedText
 from parla.records.facts import FactBlock, stored_fact_lines
-from parla.memory.language.importance import with_importance
-from parla.memory.store.protocol import (
+from parla.records.summary import Summary, SummaryLevel
+from parla.records.turn import MessageRange, Turn
+
+from ...language.importance import with_importance
+from ..protocol import (
     AppendResult,
     TextKind,
     facts_text,
 )
-from parla.records.summary import Summary, SummaryLevel
-from parla.records.turn import MessageRange, Turn
 
 T = TypeVar("T")
 

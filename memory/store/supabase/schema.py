@@ -14,15 +14,15 @@ from pathlib import Path
 
 import psycopg
 
-from parla.memory.config import INDEX_CHECK_AGREEMENT, INDEX_CHECK_REBUILDS, INDEX_CHECK_SAMPLE
-from parla.memory.errors import StoreError
+from ...config import INDEX_CHECK_AGREEMENT, INDEX_CHECK_REBUILDS, INDEX_CHECK_SAMPLE
+from ...errors import StoreError
 
 # what public.parla_schema_version() returns once every shipped migration is applied
 SCHEMA_VERSION = 20
 
 log = logging.getLogger(__name__)
 
-_SOURCE_DIR = Path(__file__).resolve().parents[2] / "supabase" / "migrations"
+_SOURCE_DIR = Path(__file__).resolve().parents[3] / "supabase" / "migrations"
 _INSTALLED_DIR = Path(sysconfig.get_path("data")) / "share" / "parla" / "supabase" / "migrations"
 
 

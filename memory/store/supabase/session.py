@@ -18,7 +18,7 @@ from supabase_auth import AsyncSupportedStorage
 from supabase_auth.errors import AuthError, AuthInvalidJwtError, AuthRetryableError
 from supabase_auth.helpers import decode_jwt
 
-from parla.memory.errors import StoreError, StoreOffline
+from ...errors import StoreError, StoreOffline
 
 
 class FileSessionStorage(AsyncSupportedStorage):

@@ -40,41 +40,44 @@ import numpy as np
 from supabase import AsyncClient, AsyncClientOptions, acreate_client
 
 from parla.records.chat import Chat, ChatHistory, storable_title
-from parla.memory.config import SUPABASE_COMMIT_PAGE
 from parla.records.embedding import EmbeddedText
-from parla.memory.errors import ChatNotFound, StoreError, StoreOffline
 from parla.records.facts import FactBlock
-from parla.memory.language.importance import IMPORTANT
 from parla.records.pins import Pin
 from parla.records.profile import ProfileEntry
+from parla.records.progress import PendingWrites
 from parla.records.stats import MemoryStats
-from parla.memory.store.protocol import (
-    AppendResult,
-    ChatMatch,
-    CompactionCommit,
-    EmbeddedWindow,
-    MemorySnapshot,
-    PendingWrites,
-    StoredText,
-    TextMatch,
-    TextRef,
-    TurnMatch,
-    WordCounts,
-    supabase_profile,
-)
-from parla.memory.store.checks import (
+from parla.records.summary import Summary, SummaryLevel
+from parla.records.turn import MessageRange, Turn, new_id
+
+from ...config import SUPABASE_COMMIT_PAGE
+from ...errors import ChatNotFound, StoreError, StoreOffline
+from ...language.importance import IMPORTANT
+from ..checks import (
     check_one_dimension,
     check_unique_turn_ids,
     exact_id_first,
     text_ref,
     turn_match,
 )
-from parla.memory.store.outbox import Outbox, OutboxEntry
-from parla.memory.store.supabase.failures import MIGRATE_HINT, check_gateway, supabase_error
-from parla.memory.store.supabase.queue import SupabaseQueue
-from parla.memory.store.supabase.reminders import REMINDER_WRITES, SupabaseReminders
-from parla.memory.store.supabase.replay import OutboxReplay, RetryPolicy
-from parla.memory.store.supabase.rows import (
+from ..outbox import Outbox, OutboxEntry
+from ..protocol import (
+    AppendResult,
+    ChatMatch,
+    CompactionCommit,
+    EmbeddedWindow,
+    MemorySnapshot,
+    StoredText,
+    TextMatch,
+    TextRef,
+    TurnMatch,
+    WordCounts,
+)
+from . import profile as supabase_profile
+from .failures import MIGRATE_HINT, check_gateway, supabase_error
+from .queue import SupabaseQueue
+from .reminders import REMINDER_WRITES, SupabaseReminders
+from .replay import OutboxReplay, RetryPolicy
+from .rows import (
     append_result,
     chat_of,
     chunks,
@@ -88,11 +91,9 @@ from parla.memory.store.supabase.rows import (
     turn_payload,
     vector_value,
 )
-from parla.memory.store.supabase.schema import SCHEMA_VERSION
-from parla.memory.store.supabase.session import FileSessionStorage, jwt_role
-from parla.memory.store.supabase.writes import USER_WRITES
-from parla.records.summary import Summary, SummaryLevel
-from parla.records.turn import MessageRange, Turn, new_id
+from .schema import SCHEMA_VERSION
+from .session import FileSessionStorage, jwt_role
+from .writes import USER_WRITES
 
 log = logging.getLogger(__name__)
 

@@ -15,16 +15,17 @@ from typing import Any
 
 from parla.records.chat import Chat, storable_title
 from parla.records.embedding import EmbeddedText
-from parla.memory.errors import ChatNotFound, StoreError
 from parla.records.facts import FactBlock, format_fact_lines
 from parla.records.pins import Pin
-from parla.memory.store.protocol import supabase_profile
-from parla.memory.store.checks import pin_not_found
-from parla.memory.store.outbox import OutboxEntry
-from parla.memory.store.supabase.calls import SupabaseCalls
-from parla.memory.store.supabase.replay import OutboxReplay
-from parla.memory.store.supabase.rows import chat_of, fact_params, facts_of, is_uuid
 from parla.records.turn import MessageRange, utcnow
+
+from ...errors import ChatNotFound, StoreError
+from ..checks import pin_not_found
+from ..outbox import OutboxEntry
+from . import profile as supabase_profile
+from .calls import SupabaseCalls
+from .replay import OutboxReplay
+from .rows import chat_of, fact_params, facts_of, is_uuid
 
 USER_WRITES = (
     frozenset({"add_pin", "rename_chat", "set_pin_forgotten", "delete_pin", "delete_chat", "set_fact_lines"})

@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from parla.memory.compaction.compactor import CompactionWorker, Compactor, chunk_ranges, meta_ranges
 from parla.memory.config import MemoryConfig
-from parla.memory.errors import ModelError, RangeError
+from parla.memory.errors import ModelError
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.records.errors import RangeError
 from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import make_turns

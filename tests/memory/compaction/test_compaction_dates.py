@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
-from parla.memory.language.absolute_dates import DateReading
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
+from parla.memory.language.absolute_dates import DateReading
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.turn import Turn
 

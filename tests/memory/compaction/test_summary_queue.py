@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.settings import Settings
+from parla.kernel.tokens import estimate_tokens
+from parla.memory.compaction.summary_queue import SummaryCost, summary_cost
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.summary import SummaryLevel
-from parla.memory.compaction.summary_queue import SummaryCost, summary_cost
-from parla.kernel.tokens import estimate_tokens
 from tests.conftest import eventually, make_turns
 
 

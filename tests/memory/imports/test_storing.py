@@ -4,9 +4,9 @@ repeated copy copying nothing more."""
 from __future__ import annotations
 
 from parla.memory.compaction.compactor import CompactionWorker
-from parla.records.pins import Pin
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.imports.storing import compact_chats, copy_chat, store_only
+from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.pins import Pin
 from tests.conftest import make_turns
 
 

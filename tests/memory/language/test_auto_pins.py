@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
-from parla.records.pins import Pin
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
+from parla.records.pins import Pin
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import make_turns
 

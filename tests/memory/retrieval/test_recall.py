@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from parla.memory.compaction.compactor import Compactor
-from parla.records.embedding import embed_texts
 from parla.memory.retrieval.recall import Recall
+from parla.records.embedding import embed_texts
 from parla.records.turn import Turn
 from tests.conftest import T0
 

@@ -11,9 +11,9 @@ import logging
 from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
 from parla.memory.embedders.gemini import GeminiEmbedder
-from parla.records.embedding import Embedder, TaskType, WrappedEmbedder
 from parla.memory.retrieval.reembed import BackgroundReembed
 from parla.memory.retrieval.search import ChatSearch
+from parla.records.embedding import Embedder, TaskType, WrappedEmbedder
 from tests.conftest import eventually, make_turns
 
 

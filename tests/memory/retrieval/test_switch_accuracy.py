@@ -11,7 +11,7 @@ from pathlib import Path
 from parla.memory.retrieval.search import ChatSearch
 from parla.records.turn import Turn
 
-SET = json.loads((Path(__file__).parents[1] / "data" / "switch_set.json").read_text(encoding="utf-8"))
+SET = json.loads((Path(__file__).parents[2] / "data" / "switch_set.json").read_text(encoding="utf-8"))
 
 
 async def test_paraphrased_switch_requests_find_their_chat(store, embedder, config, compactor, capsys):

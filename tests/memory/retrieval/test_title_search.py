@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from parla.memory.config import MemoryConfig
 from parla.memory.retrieval.search import ChatSearch
-from parla.records.turn import Turn
 from parla.memory.retrieval.turn_windows import WindowIndexer, rename_chat
+from parla.records.turn import Turn
 
 CHATS = {
     "Gift ideas for Mom's 60th birthday": [

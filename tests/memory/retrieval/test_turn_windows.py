@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from parla.records.embedding import EmbeddedText
-from parla.memory.store.protocol import EmbeddedWindow
-from parla.records.turn import MessageRange, Turn
 from parla.memory.retrieval.turn_windows import WindowIndexer, turn_windows
+from parla.memory.store.protocol import EmbeddedWindow
+from parla.records.embedding import EmbeddedText
+from parla.records.turn import MessageRange, Turn
 from tests.conftest import make_turns
 
 

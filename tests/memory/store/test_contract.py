@@ -9,11 +9,8 @@ import itertools
 import numpy as np
 import pytest
 
-from parla.records.chat import MAX_TITLE_CHARS
-from parla.records.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, EmbedderMismatch, StoreError, TurnConflict
 from parla.memory.language.importance import turn_importance
-from parla.records.pins import Pin
 from parla.memory.store.protocol import (
     ChatStore,
     CompactionCommit,
@@ -24,6 +21,9 @@ from parla.memory.store.protocol import (
     WordCounts,
 )
 from parla.memory.store.sqlite.store import SQLiteChatStore
+from parla.records.chat import MAX_TITLE_CHARS
+from parla.records.embedding import EmbeddedText
+from parla.records.pins import Pin
 from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange, TokenUsage, Turn, WebSource
 from tests.conftest import T0, make_turns, signed_in_store

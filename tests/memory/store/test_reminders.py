@@ -14,10 +14,10 @@ import psycopg
 import pytest
 
 from parla.memory.errors import StoreError, WriteQueued
-from parla.records.reminder import Reminder
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.schema import MIGRATIONS
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.supabase.schema import SCHEMA_VERSION, apply_migrations, migrations
+from parla.records.reminder import Reminder
 from parla.records.turn import new_id
 from tests.conftest import T0, copied_store, send_queued, signed_in_store
 from tests.memory.store.supabase.test_store import rest, token_of, two_users

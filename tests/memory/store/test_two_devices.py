@@ -12,12 +12,12 @@ from datetime import timedelta
 import pytest
 
 from parla.memory.errors import WriteQueued
-from parla.records.pins import Pin
-from parla.records.profile import ProfileEntry
 from parla.memory.store.local_copy import LocalCopyStore
 from parla.memory.store.sqlite.store import SQLiteChatStore
-from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 from parla.memory.store.supabase.session import sign_in
+from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
+from parla.records.pins import Pin
+from parla.records.profile import ProfileEntry
 from tests.conftest import T0, make_turns, send_queued
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 

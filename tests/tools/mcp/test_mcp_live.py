@@ -13,8 +13,8 @@ from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import ToolRegistry
 from tests.conftest import eventually
 from tests.peers import mcp_misbehaving
-from tests.tools.test_chats import Session
 from tests.tools.mcp.test_mcp import running
+from tests.tools.test_chats import Session
 from tests.voice.live.test_live import conversation, new_chat
 
 

@@ -10,7 +10,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_the_devices_are_found_when_sounddevice_was_imported_before_the_server(tmp_path):

@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from parla.voice.config import VoiceConfig
 from parla.voice.audio.echo import Cancelled, EchoCanceller, PlayedAudio, WebRtcEngine
-from parla.voice.turns.floor import Floor, FloorRules, Marker
 from parla.voice.audio.near_end import BLOCK, NearEnd
+from parla.voice.config import VoiceConfig
+from parla.voice.turns.floor import Floor, FloorRules, Marker
 from tests.peers.turn_corpus import ANSWER, RATE, _flite, _room, _scaled
 
 ONSET = int(2.0 * RATE)

@@ -4,7 +4,6 @@ microphone, where it opens a live session and other speech does not."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 
@@ -14,14 +13,13 @@ import pytest
 from parla.daemon.config import DaemonConfig
 from parla.voice.audio.wake import WakePhrase, WakeWordError
 from parla.voice.config import VoiceConfig
-from tests.daemon.conftest import running
 from tests.peers.pulse import speech
 
 BLOCK = 640  # 20 ms at 16 kHz, as the microphone delivers it
 THRESHOLD = DaemonConfig().wake_threshold
 SENTENCES = [
     line
-    for turns in json.loads((Path(__file__).parents[1] / "data" / "switch_set.json").read_text())["chats"].values()
+    for turns in json.loads((Path(__file__).parents[2] / "data" / "switch_set.json").read_text())["chats"].values()
     for line in turns
 ][:40]
 
@@ -64,15 +62,3 @@ def test_only_what_the_gate_passes_is_decoded_and_idle_blocks_still_hear_the_phr
 def test_a_phrase_with_an_unknown_word_says_what_to_do():
     with pytest.raises(WakeWordError, match="'zorblax' is not in the offline dictionary.*PARLA_WAKE_PHRASE"):
         WakePhrase("hey zorblax", THRESHOLD)
-
-
-async def test_the_phrase_through_the_microphone_opens_a_session(daemon_settings, live, pulse):
-    settings = daemon_settings.model_copy(update={"activation": "wake"})
-    async with running(settings) as (daemon, _, _):
-        await pulse.play_into_mic(speech("please pass the salt, the weather is nice today"))
-        await asyncio.sleep(0.5)
-        assert live.connections == [] and daemon.status.state == "idle"
-        await pulse.play_into_mic(speech("hey parla"))
-        # a bound on liveness, not on speed: on a starved machine the spotter runs behind the audio
-        await live.wait_connections(1, timeout=20)
-        assert daemon.status.wake_detections == 1

@@ -10,8 +10,8 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.frames import Close
 from websockets.http11 import Response
 
-from parla.voice.live.close_codes import classify, close_code, failure_reason
 from parla.voice.errors import SetupTimeout, UnreadableMessage
+from parla.voice.live.close_codes import classify, close_code, failure_reason
 
 
 def closed(code: int, reason: str) -> ConnectionClosed:

@@ -11,8 +11,8 @@ from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
 from parla.voice.audio.devices import Microphone, Speaker
-from parla.voice.live.latency import VoiceToVoice, summary
 from parla.voice.live.conversation import LiveConversation
+from parla.voice.live.latency import VoiceToVoice, summary
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech

@@ -17,8 +17,8 @@ from parla.voice.audio.devices import Microphone, Speaker
 from parla.voice.live.conversation import LiveConversation
 from tests.conftest import eventually
 from tests.peers.live_emulator import LiveConnection, tone
-from tests.voice.turns.test_floor import local
 from tests.voice.live.test_live import conversation, has_turns, new_chat, stored
+from tests.voice.turns.test_floor import local
 
 ANSWER = "The heron counted the boats on the river every morning and the boats counted it back"
 NEXT = "They still do."

@@ -11,8 +11,8 @@ from websockets.exceptions import ConnectionClosed
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
-from parla.voice.live.close_codes import close_code
 from parla.voice.errors import LiveSessionFailed
+from parla.voice.live.close_codes import close_code
 from parla.voice.live.conversation import LiveConversation
 from parla.voice.live.setup import connect_config
 

@@ -9,8 +9,8 @@ import pytest
 from google import genai
 
 from parla.daemon.chat_memory import ChatMemory
-from parla.memory.config import MemoryConfig
 from parla.kernel.models import DEFAULT_LIVE_MODEL
+from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
 from parla.voice.config import VoiceConfig
 from parla.voice.live.conversation import LiveConversation

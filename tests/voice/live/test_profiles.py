@@ -11,7 +11,6 @@ from google.genai import types
 
 from parla.kernel.models import DEFAULT_LIVE_MODEL
 from parla.voice.config import VoiceConfig
-from parla.voice.live.setup import connect_config
 from parla.voice.live.profiles import (
     GEMINI_2_5_NATIVE_AUDIO,
     GEMINI_3_1_FLASH_LIVE,
@@ -19,6 +18,7 @@ from parla.voice.live.profiles import (
     GEMINI_3_8_LIVE_EXTENDED_THINKING,
     profile_for,
 )
+from parla.voice.live.setup import connect_config
 
 TOOLS = ["switch_chat", "new_chat", "list_chats", "recall", "remember", "forget", "rename_chat", "some_new_tool"]
 

@@ -9,8 +9,8 @@ import time
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
-from parla.voice.audio.devices import Speaker
 from parla.voice.audio.cues import SWITCH_CUE_HZ, switch_cue
+from parla.voice.audio.devices import Speaker
 from parla.voice.live.conversation import LiveConversation
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone

@@ -25,8 +25,8 @@ from parla.voice.turns.floor import FRAME_BYTES, FRAME_S, Floor, FloorRules, Mar
 from tests.conftest import eventually
 from tests.peers.live_emulator import LiveConnection, tone
 from tests.peers.pulse import speech
-from tests.voice.turns.test_floor import local, spoken
 from tests.voice.live.test_live import conversation, new_chat
+from tests.voice.turns.test_floor import local, spoken
 
 RATE = 16_000
 FINISHED = "I'd like to book the hotel near the river"

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from parla.memory.store.protocol import CompactionCommit
+from parla.memory.store.sqlite.connection import BUSY_WAIT_S
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.facts import format_fact_lines
 from parla.records.pins import Pin
-from parla.memory.store.protocol import CompactionCommit
-from parla.memory.store.sqlite.store import SQLiteChatStore
-from parla.memory.store.sqlite.connection import BUSY_WAIT_S
 from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import eventually, make_turns

@@ -7,9 +7,9 @@ import sqlite3
 
 import numpy as np
 
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.schema import MIGRATIONS
 from parla.memory.store.sqlite.size import store_size
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange
 from tests.conftest import make_turns

@@ -16,12 +16,12 @@ import pytest
 
 from parla.memory.errors import StoreError
 from parla.memory.language.importance import turn_importance
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.schema import MIGRATIONS
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.turn import Turn
 from tests.conftest import eventually, make_turns
-from tests.memory.store.test_contract import emb
 from tests.memory.store.sqlite.test_cancel import quiet_threads, threads
+from tests.memory.store.test_contract import emb
 
 WORD_INDEX = next(m for m in MIGRATIONS if "turn_words" in m)
 
@@ -205,7 +205,7 @@ async def test_a_word_search_across_chats_keeps_every_tie_at_the_cut(store):
 async def test_a_word_search_across_chats_skips_turns_of_common_words_alone_with_the_same_answer(store, monkeypatch):
     """Turns holding only words common enough that they cannot reach the best scores are not
     scored; the answer is what ranking every matching turn by bm25 gives, ties included."""
-    from parla.memory.store.protocol import sqlite_search
+    from parla.memory.store.sqlite import search as sqlite_search
 
     rng = random.Random(3)
     filler = [f"filler{n}" for n in range(40)]

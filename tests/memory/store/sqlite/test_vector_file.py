@@ -12,12 +12,12 @@ import numpy as np
 import pytest
 
 from parla.memory.config import MemoryConfig
-from parla.records.embedding import EmbeddedText
 from parla.memory.errors import StoreError
 from parla.memory.store.protocol import ChatStore, EmbeddedWindow
-from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.rows import VECTOR_DTYPE
+from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.sqlite.vector_file import sign_bits
+from parla.records.embedding import EmbeddedText
 from parla.records.turn import MessageRange
 from tests.conftest import make_turns
 
@@ -25,7 +25,7 @@ DIM = 256
 EMBEDDER = "test-256"
 # float32 dot products differ in their last bits with the order BLAS sums them in
 TOLERANCE = 1e-5
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 
 
 def unit(v: np.ndarray) -> np.ndarray:

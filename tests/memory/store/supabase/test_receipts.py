@@ -9,8 +9,8 @@ import uuid
 import httpx
 import psycopg
 
-from parla.records.pins import Pin
 from parla.memory.store.supabase.store import RetryPolicy
+from parla.records.pins import Pin
 from tests.conftest import make_turns, signed_in_store
 from tests.peers.postgrest import ANON_KEY
 

@@ -17,13 +17,13 @@ import numpy as np
 import psycopg
 import pytest
 
-from parla.records.embedding import EmbeddedText
 from parla.memory.errors import ChatNotFound, StoreError, StoreOffline, StoreRefused, TurnConflict
-from parla.records.pins import Pin
 from parla.memory.store.protocol import CompactionCommit
-from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 from parla.memory.store.supabase.rows import parse_vector
 from parla.memory.store.supabase.schema import SCHEMA_VERSION, apply_migrations, migrations, migrations_dir
+from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
+from parla.records.embedding import EmbeddedText
+from parla.records.pins import Pin
 from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange, WebSource
 from tests.conftest import make_turns, signed_in_store

@@ -15,8 +15,8 @@ import pytest
 
 from parla.memory.store.supabase.schema import IndexCheck, apply_migrations, check_vector_indexes, migrations
 from tests.conftest import signed_in_store
-from tests.memory.store.test_contract import emb
 from tests.memory.store.supabase.test_store import user_id
+from tests.memory.store.test_contract import emb
 
 DIM = 256
 EMBEDDER = "test-embedder"

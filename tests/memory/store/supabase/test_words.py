@@ -11,13 +11,13 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from parla.memory.language.words import query_words
 from parla.memory.store.protocol import WordCounts
 from parla.memory.store.supabase.schema import SCHEMA_VERSION, apply_migrations, migrations
 from parla.records.turn import Turn
-from parla.memory.language.words import query_words
 from tests.conftest import make_turns, signed_in_store
-from tests.memory.store.test_contract import window
 from tests.memory.store.supabase.test_store import user_id
+from tests.memory.store.test_contract import window
 
 # bm25 of every turn of the user holding one of the words found in under half of the turns, as
 # search_turn_words ranked before its pruning (k1 1.2, b 0.75, FTS5's idf); a turn's terms added

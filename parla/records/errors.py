@@ -1,0 +1,9 @@
+"""The records' errors: what a record refuses to be made from, with a message for the user."""
+
+from __future__ import annotations
+
+from parla.kernel.errors import ParlaError
+
+
+class RangeError(ParlaError):
+    """A range given for regeneration does not name whole chunks of the chat."""
