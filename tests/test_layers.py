@@ -302,43 +302,37 @@ def _product(known: dict[str, Module]) -> list[Module]:
     return [m for m in known.values() if package_of(m.name) != "bench"]
 
 
+def size_breaches(sizes: dict[str, int], limit: int, what: str, allowed: dict[str, str], listed: str) -> list[str]:
+    """Each of `sizes` past `limit` that `allowed` does not name, and each entry of `allowed` that
+    is no longer past it."""
+    breaches = [
+        f"{name} has {size} {what} (at most {limit}): split it by concern"
+        for name, size in sizes.items()
+        if size > limit and name not in allowed
+    ]
+    return breaches + [
+        f"{name} is allowed past {limit} {what} and no longer is: take it out of {listed}"
+        for name in sorted(allowed)
+        if sizes.get(name, 0) <= limit
+    ]
+
+
 def test_no_module_past_its_size() -> None:
     known, _ = repository()
-    breaches, allowed = [], set()
-    for module in _product(known):
-        lines = len(module.path.read_text().splitlines())
-        if lines <= MAX_LINES:
-            continue
-        if module.shown in TOO_LONG_ALLOWED:
-            allowed.add(module.shown)
-            continue
-        breaches.append(f"{module.shown} has {lines} lines (at most {MAX_LINES}): split it by concern")
-    breaches += [
-        f"{path} is allowed past {MAX_LINES} lines and no longer is: take it out of TOO_LONG_ALLOWED"
-        for path in sorted(TOO_LONG_ALLOWED.keys() - allowed)
-    ]
+    lines = {m.shown: len(m.path.read_text().splitlines()) for m in _product(known)}
+    breaches = size_breaches(lines, MAX_LINES, "lines", TOO_LONG_ALLOWED, "TOO_LONG_ALLOWED")
     assert not breaches, _report(breaches, SIZES)
 
 
 def test_no_class_past_its_methods() -> None:
     known, _ = repository()
-    breaches, allowed = [], set()
-    for module in _product(known):
-        for node in ast.walk(ast.parse(module.path.read_text())):
-            if not isinstance(node, ast.ClassDef):
-                continue
-            methods = sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in node.body)
-            name = f"{module.shown}:{node.name}"
-            if methods <= MAX_METHODS:
-                continue
-            if name in TOO_MANY_METHODS_ALLOWED:
-                allowed.add(name)
-                continue
-            breaches.append(f"{name} defines {methods} methods (at most {MAX_METHODS}): split it by concern")
-    breaches += [
-        f"{name} is allowed past {MAX_METHODS} methods and no longer is: take it out of TOO_MANY_METHODS_ALLOWED"
-        for name in sorted(TOO_MANY_METHODS_ALLOWED.keys() - allowed)
-    ]
+    methods = {
+        f"{module.shown}:{node.name}": sum(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) for n in node.body)
+        for module in _product(known)
+        for node in ast.walk(ast.parse(module.path.read_text()))
+        if isinstance(node, ast.ClassDef)
+    }
+    breaches = size_breaches(methods, MAX_METHODS, "methods", TOO_MANY_METHODS_ALLOWED, "TOO_MANY_METHODS_ALLOWED")
     assert not breaches, _report(breaches, SIZES)
 
 
@@ -400,3 +394,12 @@ def test_the_check_finds_each_kind_of_breach(tmp_path: Path) -> None:
     (circle,) = circle_breaches(known, imports)
     assert circle.startswith("a circle of imports: parla.voice.hear, parla.voice.speak ")
     assert circle.endswith("voice/hear.py:1 imports parla.voice.speak; voice/speak.py:4 imports parla.voice.hear")
+
+
+def test_the_size_check_names_what_is_past_its_limit_and_what_the_list_allows_no_longer() -> None:
+    sizes = {"a.py": 501, "b.py": 700, "c.py": 500, "d.py": 20}
+    allowed = {"b.py": "Sizes", "d.py": "Sizes"}
+    assert size_breaches(sizes, 500, "lines", allowed, "TOO_LONG_ALLOWED") == [
+        "a.py has 501 lines (at most 500): split it by concern",
+        "d.py is allowed past 500 lines and no longer is: take it out of TOO_LONG_ALLOWED",
+    ]
