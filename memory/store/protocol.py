@@ -416,4 +416,12 @@ class StoreState(Protocol):
 
 class ChatStore(ChatRecords, MemoryRecords, SearchIndex, ReminderRecords, SummaryQueue, StoreState, Protocol):
     """What both stores (SQLite and Supabase) and the Supabase store's local copy answer, by
-    concern; a part that needs one concern only can ask for that protocol."""
+    concern; a part asks for the concerns it uses: one role above, or one of these pairs."""
+
+
+class IndexedChats(ChatRecords, SearchIndex, Protocol):
+    """Chats and their search index: what chat search and the window index read and write."""
+
+
+class ChatsWithMemory(ChatRecords, MemoryRecords, Protocol):
+    """Chats and what is kept of them: what a chat's memory context is read from, what a copy of a chat takes."""
