@@ -12,6 +12,7 @@ from parla.daemon.stores import BACKENDS, SQLITE, SUPABASE, backend, open_store
 from parla.memory.store.local_copy import LocalCopyStore
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.conftest import make_turns
+from tests.daemon.conftest import supabase_settings
 
 pytestmark = pytest.mark.tier("fast")
 
@@ -35,13 +36,7 @@ async def test_the_sqlite_backend_opens_the_file_the_settings_name_and_reports_i
 @pytest.mark.tier("postgres")
 async def test_the_supabase_backend_opens_the_project_with_this_devices_copy(supabase, tmp_path):
     user = supabase.shim.create_user("ada@example.com")
-    settings = Settings(
-        store="supabase",
-        store_path=tmp_path / "parla.db",
-        supabase_url=supabase.url,
-        supabase_service_key=supabase.service_key,
-        supabase_user_id=user,
-    )
+    settings = supabase_settings(supabase, user, tmp_path / "parla.db")
     async with open_store(settings) as store:
         assert isinstance(store, LocalCopyStore)
         chat = (await store.create_chat(turns=make_turns(2))).chat
