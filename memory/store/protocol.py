@@ -6,7 +6,8 @@ Semantics every implementation keeps:
 - `commit_compaction` applies only if the chat's `compaction_version` is still the one the
   compaction read; turns that arrived meanwhile have higher sequence numbers and stay in the tail.
 - Summaries and facts are upserted per (chat, level, range), so regenerating a range replaces it.
-- Each turn is stored with its importance (memory.language.importance's rules unless it has one).
+- Each turn is stored with its importance (memory.language.importance's rules unless it has one;
+  scored once where the writes come in, `scoring.ScoredWrites`).
 - `add_new_pins` never overwrites: a pin id already stored (an auto pin edited or forgotten by the
   user) keeps its row.
 - Forgetting is soft: a forgotten pin or fact line leaves every listing the prompt is built from
