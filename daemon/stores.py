@@ -51,7 +51,8 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
     # imported here: supabase-py and psycopg add about 20 MB to a daemon on the SQLite store
-    from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
+    from parla.memory.store.supabase.replay import RetryPolicy
+    from parla.memory.store.supabase.store import SupabaseChatStore
 
     url = supabase_url(settings)
     retry = RetryPolicy(
@@ -139,7 +140,7 @@ SUPABASE = StoreBackend(
     "url",
     fix="`parla db migrate` or `parla login`",
 )
-BACKENDS: dict[str, StoreBackend] = {b.name: b for b in (SQLITE, SUPABASE)}
+BACKENDS: dict[StoreName, StoreBackend] = {b.name: b for b in (SQLITE, SUPABASE)}
 
 
 def backend(settings: Settings) -> StoreBackend:

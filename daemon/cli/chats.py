@@ -300,7 +300,7 @@ async def stats(
         cid = await resolve_chat(store, chat) if chat else None
         s = await store.stats(cid)
     kept = backend(settings)
-    where = {kept.location_key: kept.location(settings)}
+    where: dict[str, str | None] = {kept.location_key: kept.location(settings)}
     data = {"store": settings.store, **where, **({"chat": cid} if cid else {}), **s.model_dump(mode="json")}
     if kept.size is not None and cid is None:
         data["store_size"] = kept.size(settings).model_dump(mode="json")
