@@ -3,8 +3,10 @@ settings name, opened without the rest of the memory: the commands that only rea
 chats`, `stats`, `show`, `export`) load neither google-genai nor supabase-py nor an embedder on
 the SQLite store, and start in a fraction of the time (bench/cli_startup.py).
 
-A new backend is a package under memory/store/ whose store answers `ChatStore`, an entry here
-(how it opens, how messages name it) and its name in `StoreName` (daemon/settings.py)."""
+A new backend is a package under memory/store/ whose store answers `ChatStore` (its writes of
+turns through `memory.store.scoring.ScoredWrites`), an entry here (how it opens, how messages name
+it), its name in `StoreName` (daemon/settings.py), and a parameter of the contract suite's
+`any_store` (tests/conftest.py)."""
 
 from __future__ import annotations
 
