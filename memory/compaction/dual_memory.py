@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from functools import partial
-from typing import Protocol
 
 from parla.kernel.tokens import truncate_to_tokens
 from parla.records.chat import Chat
@@ -22,14 +21,10 @@ from parla.records.turn import MessageRange, Turn
 from ..config import MemoryConfig
 from ..language.absolute_dates import DateReading
 from ..language.auto_pins import PinCandidate, said_in
-from ..store.protocol import ChatRecords, MemoryRecords
+from ..store.protocol import ChatsWithMemory
 from ..summarizers import Summarizer
 from .pins_and_profile import add_to_profile, pin_found
 from .report import CompactionReport
-
-
-class ChatMemoryRecords(ChatRecords, MemoryRecords, Protocol):
-    """The store roles the dual memory uses: a chunk's turns, and what is kept of them."""
 
 
 def chunk_ranges(turn_count: int, chunk_size: int) -> list[MessageRange]:
@@ -49,7 +44,7 @@ def meta_ranges(chunks: list[MessageRange], meta_every: int) -> list[tuple[Messa
 class DualMemory:
     def __init__(
         self,
-        store: ChatMemoryRecords,
+        store: ChatsWithMemory,
         summarizer: Summarizer,
         embedder: Embedder,
         config: MemoryConfig,

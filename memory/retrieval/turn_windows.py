@@ -22,14 +22,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 from parla.records.chat import Chat
 from parla.records.embedding import Embedder, embed_texts
 from parla.records.turn import MessageRange, Turn
 
 from ..errors import ModelError
-from ..store.protocol import ChatRecords, EmbeddedWindow, SearchIndex
+from ..store.protocol import EmbeddedWindow, IndexedChats, SearchIndex
 
 log = logging.getLogger("parla.memory")
 
@@ -39,10 +38,6 @@ _BATCH = 100
 _CHAT_PAGE = 500
 # Where a chat's title is indexed: before its first turn.
 TITLE = MessageRange(start=0, end=0)
-
-
-class IndexedChats(ChatRecords, SearchIndex, Protocol):
-    """The store roles indexing uses: the chats and their turns, and the windows search reads."""
 
 
 @dataclass(frozen=True)
