@@ -70,7 +70,7 @@ from parla.records.turn import Turn, WebSource
 
 from ..config import VoiceConfig
 from ..errors import LiveSessionFailed, SetupTimeout
-from ..turns.floor import local_floor
+from ..turns.detection import turn_detection
 from .close_codes import classify, failure_reason
 from .latency import VoiceToVoice
 from .messages import Outbox, Outgoing, Text, ToolResult, parse_seconds, receive, token_usage
@@ -127,25 +127,16 @@ class LiveConversation:
         self._run_task: asyncio.Task[None] | None = None
 
         self.latency = VoiceToVoice(self.config.latency_speech_rms, growth_ratio=self.config.latency_growth_ratio)
-        floor = local_floor(self.config) if self.config.turn_detection == "local" else None
+        self._detection = turn_detection(self.config, self.speaker)
         self._sender = Sender(
             self._outbox,
             self.microphone,
-            self.speaker,
-            floor,
+            self._detection,
+            self,
             self.latency,
-            self._answer_under_way,
             switching=lambda: self.switching,
             hold_s=self.config.switch_hold_s,
-            unheard=self._unheard,
-            decided=self._decided,
         )
-
-    def _answer_under_way(self) -> bool:
-        """For the floor: the model speaks, or the speaker still plays what it sent (the service
-        generates faster than it is played, and an answer the floor let go on after the service
-        stopped it plays to its end)."""
-        return self.assembler.model_speaking or (self.speaker is not None and self.speaker.queued())
 
     # lifecycle
 
@@ -157,7 +148,7 @@ class LiveConversation:
     async def __aexit__(self, *exc: object) -> None:
         run = self._run_task
         await cancel_and_wait(run)
-        self._sender.release_hold()
+        self._detection.close()
         if self.switching and self._sender.unsent_s:
             log.warning(
                 "the conversation ended during a switch: %.1f s said since it reached no session",
@@ -483,7 +474,7 @@ class LiveConversation:
     def _on_content(self, content: types.LiveServerContent) -> None:
         if content.input_transcription is not None and content.input_transcription.text:
             self.assembler.user_text(content.input_transcription.text)
-            self._sender.heard(content.input_transcription.text)
+            self._detection.heard(content.input_transcription.text, self)
         if content.model_turn is not None:
             for part in content.model_turn.parts or []:
                 blob = part.inline_data
@@ -496,11 +487,7 @@ class LiveConversation:
         if content.output_transcription is not None and content.output_transcription.text:
             self.assembler.model_text(content.output_transcription.text)
         if content.interrupted:
-            # While the floor waits for the words of the sound that stopped the answer, the speaker
-            # keeps what it has not played: a "mm-hmm" lets it go on.
-            deciding = self._sender.deciding
-            unplayed = self.speaker.flush() if self.speaker is not None and not deciding else 0
-            self._queue_save(self.assembler.interrupt(unplayed))
+            self._queue_save(self.assembler.interrupt(self._detection.interrupted()))
             self._model_turn_ended()
         if content.turn_complete:
             self._turn_over()
@@ -532,16 +519,16 @@ class LiveConversation:
         self._hold_timer = None
         # The answer's fate waits for the words of the sound that stopped it: if they cut it, the
         # stored turn keeps only what was played. The floor decides by the end of that sound's
-        # turn at the latest (`_decided`).
-        if self._sender.deciding:
+        # turn at the latest (`decided`).
+        if self._detection.deciding:
             self._keep_held()
             return
-        # With local detection the floor may still cut what the speaker holds of the answer (the
-        # service sends it faster than it plays): the turn waits until it has played, so that it
-        # keeps only what was. The connection's end releases it in any case.
-        if self._sender.floor is not None and self.speaker is not None and self.speaker.queued():
+        # The floor may still cut what the speaker holds of the answer: the turn waits until it
+        # has played, so that it keeps only what was. The connection's end releases it in any case.
+        cuttable_s = self._detection.cuttable_s()
+        if cuttable_s is not None:
             self._keep_held()
-            self._hold_for(max(self.speaker.ahead_s(), self.config.transcript_hold_s))
+            self._hold_for(max(cuttable_s, self.config.transcript_hold_s))
             return
         self._queue_save(self.assembler.release())
 
@@ -552,12 +539,17 @@ class LiveConversation:
         if turns:
             self._saver.hold(self.memory, turns)
 
-    def _decided(self) -> None:
+    @property
+    def speaking(self) -> bool:
+        """The model is sending its answer (for the turn detection)."""
+        return self.assembler.model_speaking
+
+    def decided(self) -> None:
         """The floor decided on the sound over the answer: a turn held for it may go."""
         if self._hold_timer is None and self.assembler.holding:
             self._release_held()
 
-    def _unheard(self, nbytes: int) -> None:
+    def unheard(self, nbytes: int) -> None:
         """The floor dropped `nbytes` of the answer from the speaker."""
         if not self.assembler.unheard(nbytes):
             log.warning(
