@@ -42,8 +42,6 @@ from .tool_calls import ToolCalls, ToolHandler
 from .transcript import TranscriptAssembler
 from .turn_saver import TurnSaver
 
-__all__ = ["AudioSink", "AudioSource", "LiveConversation", "SessionEvent"]
-
 log = logging.getLogger(__name__)
 
 
