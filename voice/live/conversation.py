@@ -26,7 +26,7 @@ from parla.records.turn import Turn, WebSource
 
 from ..config import VoiceConfig
 from ..errors import LiveSessionFailed
-from ..turns.detection import turn_detection
+from ..turns.choice import turn_detection
 from .chat_turns import ChatTurns
 from .connections import Connections
 from .delivery import Delivery

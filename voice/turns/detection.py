@@ -1,19 +1,14 @@
 """Turn detection, one interface for both ways of deciding who has the floor
-(`PARLA_TURN_DETECTION`): the service's automatic activity detection (`service`, voice.turns.service)
-or Parla's own floor on this machine (`local`, voice.turns.local). The Live conversation feeds it
-the microphone's blocks and the service's transcript of the user, asks it what an `interrupted`
-drops from the speaker and whether an ended answer may still be cut, and never asks which one it
-has. The setup (voice.live.setup) turns the service's detection off for the local one, and the
-echo canceller judges the near end only for it (daemon.conversation)."""
+(`PARLA_TURN_DETECTION`, voice.turns.choice): the service's automatic activity detection
+(`service`, voice.turns.service) or Parla's own floor on this machine (`local`, voice.turns.local).
+The Live conversation feeds it the microphone's blocks and the service's transcript of the user,
+asks it what an `interrupted` drops from the speaker and whether an ended answer may still be cut,
+and never asks which one it has. The setup (voice.live.setup) turns the service's detection off for
+the local one, and the echo canceller judges the near end only for it (daemon.conversation)."""
 
 from __future__ import annotations
 
 from typing import Protocol
-
-from ..config import VoiceConfig
-from .floor import local_floor
-from .local import LocalDetection
-from .service import ServiceDetection
 
 
 class RealtimeInput(Protocol):
@@ -84,10 +79,3 @@ class TurnDetection(Protocol):
     def close(self) -> None:
         """The conversation ends: an answer paused for a sound is not left silent."""
         ...
-
-
-def turn_detection(config: VoiceConfig, speaker: Playback | None) -> TurnDetection:
-    """The detection the settings ask for, acting on `speaker`."""
-    if config.turn_detection == "local":
-        return LocalDetection(local_floor(config), speaker)
-    return ServiceDetection(speaker)

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..config import SAMPLE_BYTES, SPEAKER_RATE
+from .detection import Answer, Playback, RealtimeInput
 from .floor import Floor, Marker
-
-if TYPE_CHECKING:
-    from .detection import Answer, Playback, RealtimeInput
 
 log = logging.getLogger(__name__)
 

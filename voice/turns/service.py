@@ -5,10 +5,8 @@ the user talks over the answer it stops it (`interrupted`), and what the speaker
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .detection import Answer, Playback, RealtimeInput
+from .detection import Answer, Playback, RealtimeInput
 
 
 @dataclass
