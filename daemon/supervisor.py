@@ -56,6 +56,7 @@ from .conversation import CurrentChat, VoiceServices, live_conversation, voice_s
 from .daemon_status import DaemonStatus
 from .heap import settled_heap
 from .memory_services import MemoryServices
+from .model_tools import chat_tools
 from .reminders import ReminderScheduler, say_aloud
 from .typed_turns import TypedTurns
 
@@ -177,7 +178,7 @@ class Daemon:
             self.status,
             gate,
             current,
-            self.mem.chat_tools(current),
+            chat_tools(self.mem, current),
             self._typed,
             self._talks,
             self._activate,
