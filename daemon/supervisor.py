@@ -37,6 +37,8 @@ from parla.kernel.errors import ParlaError
 from parla.kernel.local_time import LocalClock
 from parla.kernel.tasks import cancel_and_wait, race
 from parla.memory.errors import StoreError, StoreOffline
+from parla.memory.store.protocol import ChatRecords, StoreState
+from parla.memory.store.refused import RefusedTurns
 from parla.records.reminder import Reminder
 from parla.records.turn import Turn
 from parla.ui.app import Inspector
@@ -82,7 +84,9 @@ class Daemon:
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
         self._deadline: float | None = None  # loop time the shutdown must be over by
-        self._typed = TypedTurns(mem, self.status, lambda: self._conversation, self._activate)
+        self._typed = TypedTurns(
+            mem.store, mem.refused, mem.held, self.status, lambda: self._conversation, self._activate
+        )
         self._talks = WaitingTalks()
         self._current: CurrentChat | None = None
         self._running: Running | None = None  # what the control commands act on, once they can
@@ -137,7 +141,7 @@ class Daemon:
         if s.activation == "wake":
             self._wake = WakePhrase(s.wake_phrase, s.wake_threshold)  # a bad phrase fails before anything opens
         live_client = self.client or self.mem.client  # no key: fails here with how to set one
-        await self._replay_kept()
+        await replay_kept(self.mem.store, self.mem.refused, self.mem.held)
         async with (
             self.mem.reembedder,
             self.mem.summary_worker,
@@ -169,7 +173,7 @@ class Daemon:
                     self.status.state = "stopping"
                     log.info("daemon stopping", extra={"event": "daemon_stopping"})
                     await self._store_typed("the daemon stopped before a session could send it")
-        await self._flush_outbox()
+        await flush_outbox(self.mem.store)
 
     def _for_commands(self, current: CurrentChat, gate: GatedMicrophone) -> Running:
         """The daemon as the control commands (daemon.commands) see it."""
@@ -265,49 +269,6 @@ class Daemon:
         )
         with suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), delay)
-
-    async def _replay_kept(self) -> None:
-        """Turns kept aside by an earlier run (not stored in time) go into the store first, then
-        the answer it held back from the store while the speaker played it, if it was killed
-        meanwhile (whole: what was heard of it is not known)."""
-        added = 0
-
-        async def append(chat_id: str, turns: list[Turn]) -> None:
-            nonlocal added
-            with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
-                added += (await self.mem.store.append_turns(chat_id, turns)).added
-
-        # The held answer's replay says so even when all went in: the daemon died while it played.
-        files = (
-            (self.mem.refused, "kept", logging.INFO, "the kept turns in %s could not be read: %s"),
-            (self.mem.held, "held", logging.WARNING, "the held turns in %s could not be read: %s"),
-        )
-        for kept, what, level, unreadable in files:
-            added = 0
-            try:
-                replayed = await kept.replay(append)
-            except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
-                log.error(unreadable, kept.path, e)
-                continue
-            if replayed.stored or replayed.left:
-                log.log(
-                    logging.WARNING if replayed.left else level,
-                    "%d %s turns stored (%d new); %d still kept in %s%s",
-                    replayed.stored,
-                    what,
-                    added,
-                    replayed.left,
-                    kept.path,
-                    f" ({replayed.error})" if replayed.error else "",
-                    extra={"event": f"{what}_replayed", "stored": replayed.stored, "left": replayed.left},
-                )
-
-    async def _flush_outbox(self) -> None:
-        """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
-        try:
-            await self.mem.store.flush()
-        except StoreError as e:
-            log.warning("outbox not flushed (%s); it is sent when Parla next starts", e, extra={"event": "outbox_kept"})
 
     # idle
 
@@ -434,3 +395,48 @@ class Daemon:
             log.debug("%s %s", event.kind, event.detail)
         else:
             log.info("live %s %s", event.kind, event.detail, extra={"event": f"live_{event.kind}"})
+
+
+async def replay_kept(store: ChatRecords, refused: RefusedTurns, held: RefusedTurns) -> None:
+    """Turns kept aside by an earlier run (not stored in time) go into the store first, then
+    the answer it held back from the store while the speaker played it, if it was killed
+    meanwhile (whole: what was heard of it is not known)."""
+    added = 0
+
+    async def append(chat_id: str, turns: list[Turn]) -> None:
+        nonlocal added
+        with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
+            added += (await store.append_turns(chat_id, turns)).added
+
+    # The held answer's replay says so even when all went in: the daemon died while it played.
+    files = (
+        (refused, "kept", logging.INFO, "the kept turns in %s could not be read: %s"),
+        (held, "held", logging.WARNING, "the held turns in %s could not be read: %s"),
+    )
+    for kept, what, level, unreadable in files:
+        added = 0
+        try:
+            replayed = await kept.replay(append)
+        except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
+            log.error(unreadable, kept.path, e)
+            continue
+        if replayed.stored or replayed.left:
+            log.log(
+                logging.WARNING if replayed.left else level,
+                "%d %s turns stored (%d new); %d still kept in %s%s",
+                replayed.stored,
+                what,
+                added,
+                replayed.left,
+                kept.path,
+                f" ({replayed.error})" if replayed.error else "",
+                extra={"event": f"{what}_replayed", "stored": replayed.stored, "left": replayed.left},
+            )
+
+
+async def flush_outbox(store: StoreState) -> None:
+    """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
+    try:
+        await store.flush()
+    except StoreError as e:
+        log.warning("outbox not flushed (%s); it is sent when Parla next starts", e, extra={"event": "outbox_kept"})
