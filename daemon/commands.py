@@ -2,7 +2,8 @@
 the table the control server dispatches from. A handler is given the running daemon as the
 commands see it (`Running`) and the request read through its model; what it answers is checked
 against the command's answer model. A new command is its two models in daemon/protocol.py and its
-handler here: nothing of the daemon's lifecycle (daemon/supervisor.py) changes."""
+handler here, nothing of the daemon's lifecycle (daemon/supervisor.py); a part of the daemon the
+commands do not see yet becomes a field of `Running`, which the daemon fills in once."""
 
 from __future__ import annotations
 
@@ -43,10 +44,10 @@ class WaitingTalks:
         finally:
             self._waiting.remove(opened)
 
-    def settle(self, answer: dict[str, Any]) -> None:
+    def settle(self, outcome: dict[str, Any]) -> None:
         for opened in self._waiting:
             if not opened.done():
-                opened.set_result(answer)
+                opened.set_result(outcome)
 
 
 @dataclass(frozen=True)
