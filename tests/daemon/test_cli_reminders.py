@@ -36,6 +36,8 @@ def test_reminders_list_add_and_cancel(parla, monkeypatch):
     assert everything == {"pasta": "cancelled", "call my sister": "pending", "the dentist appointment": "cancelled"}
     failed = parla("reminders", "add", "x", "--at", "whenever it suits", ok=False)
     assert failed.exit_code == 1 and "could not read" in failed.output
+    past = parla("reminders", "add", "x", "--at", "in -5 minutes", ok=False)  # was set for tomorrow
+    assert past.exit_code == 1 and "already past" in past.output
     assert parla("reminders", "cancel", "taxes", ok=False).exit_code == 1
 
 

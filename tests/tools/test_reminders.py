@@ -55,6 +55,20 @@ async def test_a_time_past_or_unreadable_is_refused_with_how_to_say_it(store, em
     assert await store.list_reminders() == []
 
 
+async def test_a_time_counted_back_from_now_is_past_not_tomorrow(store, embedder, config):
+    """ "in -5 minutes" was set for tomorrow, 5 minutes before now: a time of day already past is
+    tomorrow's, but a time counted from now into the past is past."""
+    tools, *_ = await registry(store, embedder, config, ("it",))
+    for when in ("in -5 minutes", "5 minutes ago", "5 minuti fa", "in -1 hours"):
+        answer = await tools.call("set_reminder", {"text": "x", "when": when})
+        assert "already past" in answer.get("error", ""), (when, answer)
+    timer = await tools.call("set_timer", {"duration": "-5 minutes"})
+    assert "already past" in timer.get("error", ""), timer
+    assert await store.list_reminders() == []
+    # a time of day already past today is still tomorrow's (it is 14:03 in Rome)
+    assert (await tools.call("set_reminder", {"text": "y", "when": "at 13:00"}))["due"] == "tomorrow at 13:00"
+
+
 async def test_cancel_by_description_and_ambiguity_asks_which(store, embedder, config):
     tools, *_ = await registry(store, embedder, config)
     await tools.call("set_reminder", {"text": "dentist appointment", "when": "tomorrow at 09:00"})
