@@ -85,3 +85,16 @@ async def test_the_list_tells_a_said_reminder_from_one_cut_off(parla, tmp_path, 
     assert (cut["state"], cut["claimed_by"], cut["said_by"], cut["said_at"]) == ("fired", "laptop", None, None)
     table = (await asyncio.to_thread(parla, "reminders", "list", "--all")).stdout
     assert "said by laptop" in table and "claimed by laptop, not said to its end yet" in table
+
+
+def test_the_list_names_the_time_zone_of_its_times(parla, monkeypatch):
+    """The times were printed with no zone: a user whose PARLA_TIME_ZONE differs from the machine's
+    (or who reads the list on another device) could not tell which 17:00 it meant."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("PARLA_TIME_ZONE", "Europe/Rome")
+    added = parla("reminders", "add", "call my sister", "--at", "tomorrow at 17:00").stdout
+    assert "17:00:00 CET" in added or "17:00:00 CEST" in added, added
+    table = parla("reminders", "list").stdout
+    assert "Europe/Rome" in table and ("17:00:00 CET" in table or "17:00:00 CEST" in table), table
+    (listed,) = json.loads(parla("reminders", "list", "--json").stdout)
+    assert listed["local_zone"] == "Europe/Rome" and listed["due_local"].endswith(("CET", "CEST"))
