@@ -135,10 +135,11 @@ class DaemonConfig(BaseModel):
         "`parla reminders` while Supabase is the store); ones set here are seen at once.",
     )
     reminder_speech_command: str = Field(
-        "flite -voice slt -t {text} -o {wav}",
+        "flite -voice slt -f {text_file} -o {wav}",
         min_length=1,
-        description="The offline speech command that says a reminder at its time ({text}: the words, {wav}: the "
-        "WAV file it writes), e.g. `espeak-ng -v it -w {wav} {text}` for Italian.",
+        description="The offline speech command that says a reminder at its time ({text_file}: a file holding the "
+        "words, {text}: the words themselves, {wav}: the WAV file it writes; the words are on its standard input "
+        "too), e.g. `espeak-ng -v it -w {wav} -f {text_file}` for Italian.",
     )
     mcp_servers: list[McpServerConfig] = Field(
         default_factory=list,

@@ -114,9 +114,10 @@ async def add(
     """Set a reminder; the running daemon says it at its time."""
     from parla.kernel.local_time import LocalClock
     from parla.memory.language.due_times import due_time
-    from parla.records.reminder import Reminder
+    from parla.records.reminder import Reminder, bounded_text
 
     settings = load_settings()
+    text = bounded_text(text, settings.reminder_max_chars)
     async with open_memory(settings) as mem:
         now = LocalClock(settings.time_zone).now().at
         reminder = Reminder(

@@ -98,3 +98,9 @@ def test_the_list_names_the_time_zone_of_its_times(parla, monkeypatch):
     assert "Europe/Rome" in table and ("17:00:00 CET" in table or "17:00:00 CEST" in table), table
     (listed,) = json.loads(parla("reminders", "list", "--json").stdout)
     assert listed["local_zone"] == "Europe/Rome" and listed["due_local"].endswith(("CET", "CEST"))
+
+
+def test_a_text_longer_than_the_bound_is_refused(parla):
+    too_long = parla("reminders", "add", "x" * 1_000_000, "--at", "in 10 minutes", ok=False)
+    assert too_long.exit_code == 1 and "at most 500 characters" in too_long.output
+    assert "No reminders to come" in parla("reminders", "list").stdout

@@ -146,7 +146,7 @@ async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed
     speaker = Speaker()
     pid_file = tmp_path / "speech.pid"
     making = f"sh -c 'echo $$ > {pid_file}; exec sleep 30'"  # words that never come
-    command = making if when == "making the words" else "flite -voice slt -t {text} -o {wav}"
+    command = making if when == "making the words" else "flite -voice slt -f {text_file} -o {wav}"
     words = "Reminder: call my sister about the trip to Japan in April, and book the train early."
     saying = asyncio.create_task(say_aloud(speaker, words, command, lambda: False))
     if when == "making the words":

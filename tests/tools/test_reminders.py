@@ -24,7 +24,16 @@ async def registry(store, embedder, config, languages=("en",)):
     clock = LocalClock("Europe/Rome", lambda: NOW)
     chat_tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config)
     changes: list[int] = []
-    tools = ReminderTools(store, session, chat_tools.switch_chat, clock, languages, "laptop", lambda: changes.append(1))
+    tools = ReminderTools(
+        store,
+        session,
+        chat_tools.switch_chat,
+        clock,
+        languages,
+        "laptop",
+        config.reminder_max_chars,
+        lambda: changes.append(1),
+    )
     return ToolRegistry(tools.tools()), session, chat, changes
 
 
@@ -91,3 +100,18 @@ async def test_take_me_there_switches_to_the_chat_of_the_reminder_just_said(stor
     session.chat_id = "somewhere else"  # the user moved on since
     answer = await tools.call("reminder_chat", {"description": "the reminder"})
     assert answer["result"] == "switching" and session.switches == [chat.id]
+
+
+async def test_a_text_longer_than_the_bound_is_refused_with_the_bound(store, embedder, config):
+    """A 1 MB text was accepted; at its time the speech command failed with "Argument list too long"."""
+    tools, *_ = await registry(store, embedder, config)
+    limit = config.reminder_max_chars
+    for args in (
+        ("set_reminder", {"text": "x" * 1_000_000, "when": "in 10 minutes"}),
+        ("set_timer", {"duration": "10 minutes", "label": "y" * (limit + 1)}),
+    ):
+        answer = await tools.call(*args)
+        assert f"at most {limit} characters" in answer.get("error", ""), answer
+    assert await store.list_reminders() == []
+    said = await tools.call("set_reminder", {"text": "z" * limit, "when": "in 10 minutes"})
+    assert said["result"] == "set" and len(said["text"]) == limit
