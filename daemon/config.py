@@ -134,6 +134,12 @@ class DaemonConfig(BaseModel):
         description="Seconds between reads of the store for reminders set or cancelled elsewhere (other devices, "
         "`parla reminders` while Supabase is the store); ones set here are seen at once.",
     )
+    reminder_voice: Literal["auto", "offline"] = Field(
+        "auto",
+        description="auto: reminders are said in Parla's own voice (the speech model, PARLA_SPEECH_MODEL, in "
+        "PARLA_LIVE_VOICE) when a Gemini key is set, by the offline command when there is none or the model fails; "
+        "offline: always by the offline command (the words never leave this machine).",
+    )
     reminder_speech_command: str = Field(
         "flite -voice slt -f {text_file} -o {wav}",
         min_length=1,

@@ -104,3 +104,26 @@ def test_a_text_longer_than_the_bound_is_refused(parla):
     too_long = parla("reminders", "add", "x" * 1_000_000, "--at", "in 10 minutes", ok=False)
     assert too_long.exit_code == 1 and "at most 500 characters" in too_long.output
     assert "No reminders to come" in parla("reminders", "list").stdout
+
+
+def test_doctor_says_which_voice_says_the_reminders(parla, pulse, gemini, monkeypatch):
+    def check(name: str) -> dict[str, str]:
+        checks = json.loads(parla("doctor", "--json", ok=False).stdout)
+        return next(c for c in checks if c["name"] == name)
+
+    no_key = check("reminder voice")
+    assert no_key["outcome"] == "ok" and no_key["detail"].startswith("the offline command flite: no Gemini key")
+    monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
+    monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    monkeypatch.setenv("PARLA_LIVE_VOICE", "Kore")
+    own = check("reminder voice")
+    assert own["outcome"] == "ok", own
+    assert own["detail"].startswith("Parla's own voice: the speech model gemini-3.8-flash-lite-tts (voice Kore)")
+    assert check("speech model gemini-3.8-flash-lite-tts")["outcome"] == "ok"
+    monkeypatch.setenv("PARLA_LIVE_VOICE", "Nobody")
+    refused = check("reminder voice")
+    assert refused["outcome"] == "warn" and "refused the words with 400" in refused["detail"]
+    assert refused["detail"].endswith("reminders are said by the offline command flite")
+    monkeypatch.setenv("PARLA_REMINDER_VOICE", "offline")
+    offline = check("reminder voice")
+    assert offline["outcome"] == "ok" and "PARLA_REMINDER_VOICE=offline" in offline["detail"]
