@@ -159,9 +159,16 @@ async def copied_store(peer, tmp_path, recheck_s: float = 30.0) -> AsyncIterator
         yield LocalCopyStore(remote, local, recheck_s)
 
 
-@pytest.fixture(params=["sqlite", "supabase", "supabase-copy"])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("supabase", marks=pytest.mark.tier("postgres")),
+        pytest.param("supabase-copy", marks=pytest.mark.tier("postgres")),
+    ]
+)
 async def any_store(request, tmp_path):
-    """The contract suite runs once per store (and on Supabase with this device's copy, as the daemon opens it)."""
+    """The contract suite runs once per store (and on Supabase with this device's copy, as the daemon
+    opens it); the Supabase runs are in the postgres tier, whatever their module's tier."""
     if request.param == "sqlite":
         async with SQLiteChatStore(tmp_path / "parla.db") as s:
             yield s

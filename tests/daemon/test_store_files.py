@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import stat
 
+import pytest
+
 from parla.daemon.settings import Settings
 from parla.daemon.stores import open_store
 from tests.conftest import make_turns
+
+pytestmark = pytest.mark.tier("postgres")
 
 
 async def test_the_outbox_file_is_private(supabase, tmp_path):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from parla.kernel.local_time import LocalClock
 from parla.memory.context import load_context
 from parla.memory.retrieval.search import ChatSearch
@@ -21,6 +23,9 @@ from parla.tools.chats import (
     spoken_when,
 )
 from parla.tools.registry import ToolRegistry
+
+pytestmark = pytest.mark.tier("fast")
+
 
 # A Wednesday morning in Rome: relative dates in remembered facts are read from here.
 SAID_AT = LocalClock("Europe/Rome", lambda: datetime(2026, 11, 25, 9, 30, tzinfo=UTC))

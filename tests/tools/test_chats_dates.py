@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from parla.kernel.local_time import LocalClock
 from parla.memory.context import load_context
 from parla.memory.retrieval.search import ChatSearch
 from parla.tools.chats import ChatTools, RememberArgs
 from tests.tools.test_chats import Session
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def tools_at(store, embedder, config, chat_id, utc: datetime, zone: str, language: str) -> ChatTools:

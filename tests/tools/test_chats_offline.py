@@ -24,6 +24,8 @@ from parla.tools.chats import (
 from tests.conftest import copied_store
 from tests.tools.test_chats import Session
 
+pytestmark = pytest.mark.tier("postgres")
+
 PAPERS = [
     ("user", "My passport number ends in 4471 and expires in March 2027."),
     ("model", "Noted: passport ending 4471, valid until March 2027."),

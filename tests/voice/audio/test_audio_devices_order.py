@@ -10,6 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.tier("process")
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
