@@ -28,7 +28,17 @@ from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.turn import Turn
+from tests import tiers
 from tests.peers.gemini_rest import GeminiRestEmulator
+
+# The test tiers (tests/tiers.py): plain `pytest` runs the fast tier, `pytest --tier all` every tier.
+pytest_addoption = tiers.pytest_addoption
+pytest_configure = tiers.pytest_configure
+pytest_make_collect_report = tiers.pytest_make_collect_report
+pytest_collection_modifyitems = tiers.pytest_collection_modifyitems
+pytest_report_header = tiers.pytest_report_header
+pytest_runtest_protocol = tiers.pytest_runtest_protocol
+pytest_terminal_summary = tiers.pytest_terminal_summary
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
