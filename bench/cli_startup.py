@@ -47,7 +47,7 @@ CHATS_AS_BEFORE = (
 # `parla search` with what the memory services imported before they imported each part when asked
 SEARCH_AS_BEFORE = (
     "import sys, google.genai, dateparser, parla.memory.compaction.compactor, parla.memory.summarizers.gemini,"
-    " parla.tools.chats, parla.tools.reminders; from parla.daemon.__main__ import script;"
+    " parla.tools.chats, parla.tools.memories, parla.tools.reminders; from parla.daemon.__main__ import script;"
     " sys.argv = ['parla', 'search', 'my sourdough starter']; script()"
 )
 SEARCH = ["-m", "parla.daemon", "search", "my sourdough starter"]

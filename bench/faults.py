@@ -28,126 +28,25 @@ import asyncio
 import json
 import os
 import random
-import sqlite3
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from contextlib import suppress
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from bench.corpus import write_jsonl
+from bench.faults_checks import Exchange, Figures, check_exchanges, check_store, compare, stored_turns
+from bench.faults_daemon import Answers, LivePeers, daemon_environment, environment, start_daemon, with_live_peers
+from bench.faults_flood import flood_suite
+from bench.faults_locked import locked_store_faults
 from bench.report import Report, Table, parse
-from parla.daemon.control import CommandError, DaemonNotRunning, send_command
+from parla.daemon.control import send_command
 from parla.daemon.memory_services import MemoryServices, open_memory
 from parla.daemon.settings import Settings
-from tests.peers.live_emulator import LiveConnection, LiveEmulator, make_certificate, tone
-from tests.peers.pulse import PulseServer
 
-Exchange = tuple[str, str]  # (role, text)
-
-
-@dataclass
-class Figures:
-    scenario: str
-    kills: int = 0
-    checked: int = 0  # acknowledged turns looked for after a kill (a turn counts once per check)
-    lost: int = 0
-    duplicated: int = 0
-    integrity_failures: int = 0
-    memory_failures: int = 0  # inconsistent ranges, or the compaction re-run failed
-    runs: int = 0
-    problems: list[str] = field(default_factory=list)
-    note: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return not (self.lost or self.duplicated or self.integrity_failures or self.memory_failures)
-
-    def problem(self, text: str) -> None:
-        if len(self.problems) < 20:
-            self.problems.append(text)
-
-
-# -- the store, read from outside ---------------------------------------------------------------
-
-
-def integrity(db: Path) -> str:
-    with sqlite3.connect(db) as conn:
-        return "; ".join(str(r[0]) for r in conn.execute("PRAGMA integrity_check"))
-
-
-def stored_turns(db: Path) -> dict[str, list[Exchange]]:
-    """Every chat's turns in order, as (role, text)."""
-    chats: dict[str, list[Exchange]] = {}
-    with sqlite3.connect(db) as conn:
-        for chat_id in conn.execute("SELECT id FROM chats"):
-            chats[chat_id[0]] = []
-        for chat_id, role, parts in conn.execute("SELECT chat_id, role, parts FROM turns ORDER BY chat_id, seq"):
-            chats[chat_id].append((role, "".join(p.get("text", "") for p in json.loads(parts))))
-    return chats
-
-
-def range_problems(db: Path) -> list[str]:
-    """Summary and fact ranges outside their chat or overlapping another of the same kind."""
-    problems = []
-    with sqlite3.connect(db) as conn:
-        counts = dict(conn.execute("SELECT id, turn_count FROM chats"))
-        for chat_id, through, count in conn.execute("SELECT id, summarized_through, turn_count FROM chats"):
-            if through > count:
-                problems.append(f"chat {chat_id[:8]} summarized through {through} of {count} turns")
-        kinds = {
-            "summary level 0": "SELECT chat_id, start_seq, end_seq FROM summaries WHERE level = 0",
-            "summary level 1": "SELECT chat_id, start_seq, end_seq FROM summaries WHERE level = 1",
-            "facts": "SELECT chat_id, start_seq, end_seq FROM facts",
-        }
-        for kind, query in kinds.items():
-            last_end: dict[str, int] = {}
-            for chat_id, start, end in sorted(conn.execute(query)):
-                if start > end or start < 1 or end > counts.get(chat_id, 0):
-                    problems.append(f"{kind} {start}-{end} outside chat {chat_id[:8]} ({counts.get(chat_id)} turns)")
-                if start <= last_end.get(chat_id, 0):
-                    problems.append(f"{kind} {start}-{end} overlaps another in chat {chat_id[:8]}")
-                last_end[chat_id] = end
-    return problems
-
-
-def compare(expected: list[Exchange], stored: list[Exchange]) -> tuple[int, int]:
-    """(lost, duplicated): turns of `expected` missing from `stored`, and turns stored more often
-    than expected."""
-    want, have = Counter(expected), Counter(stored)
-    lost = sum((want - have).values())
-    duplicated = sum(n - want[t] for t, n in have.items() if n > max(want[t], 1)) + sum(
-        n - 1 for t, n in have.items() if t not in want and n > 1
-    )
-    return lost, duplicated
-
-
-def check_store(db: Path, figures: Figures, when: str) -> None:
-    verdict = integrity(db)
-    if verdict != "ok":
-        figures.integrity_failures += 1
-        figures.problem(f"{when}: integrity_check: {verdict}")
-    for problem in range_problems(db):
-        figures.memory_failures += 1
-        figures.problem(f"{when}: {problem}")
-
-
-def check_exchanges(db: Path, chat_id: str, texts: list[str], figures: Figures, when: str, what: str) -> list[Exchange]:
-    """The store after a fault: each typed text in `texts` and the emulator's answer to it are in
-    the chat once. Returns the chat's turns."""
-    check_store(db, figures, when)
-    turns = stored_turns(db).get(chat_id, [])
-    expected = [t for text in texts for t in (("user", text), ("model", f"You said {text}"))]
-    lost, duplicated = compare(expected, turns)
-    figures.lost += lost
-    figures.duplicated += duplicated
-    figures.checked += len(expected)
-    if lost or duplicated:
-        figures.problem(f"{when}: {lost} lost, {duplicated} duplicated of {len(expected)} {what} turns")
-    return turns
+# -- after a fault ----------------------------------------------------------------------------------
 
 
 async def recompact(mem: MemoryServices, chat_ids: list[str], figures: Figures, when: str) -> None:
@@ -160,24 +59,6 @@ async def recompact(mem: MemoryServices, chat_ids: list[str], figures: Figures, 
 
 
 # -- processes ----------------------------------------------------------------------------------
-
-
-def environment(folder: Path, **extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PARLA_") and k not in ("GEMINI_API_KEY",)}
-    env.pop("GOOGLE_API_KEY", None)
-    env.update(
-        {
-            "PARLA_CONFIG_FILE": str(folder / "none.toml"),
-            "PARLA_STORE_PATH": str(folder / "parla.db"),
-            "PARLA_SUMMARIZER": "offline",
-            "PARLA_EMBEDDER": "offline",
-            "PARLA_LOG_LEVEL": "INFO",
-            "PARLA_UI_PORT": "0",
-            "PARLA_UI_TOKEN_FILE": str(folder / "ui-token"),
-        }
-    )
-    env.update(extra)
-    return env
 
 
 def settings_for(folder: Path) -> Settings:
@@ -376,70 +257,8 @@ async def compaction_faults(
 # -- live --------------------------------------------------------------------------------------------
 
 
-class _Answers:
-    """The Live emulator's side: every typed turn is answered by voice, then turnComplete."""
-
-    def __init__(self) -> None:
-        self.answered: dict[str, float] = {}
-        self.changed = asyncio.Event()
-
-    async def script(self, conn: LiveConnection) -> None:
-        await conn.complete_setup()
-        try:
-            while True:
-                frame = await conn.expect("client_content", timeout=3600)
-                if not frame.body.get("turn_complete"):
-                    continue  # the chat's history, seeded into a fresh session
-                text = frame.body["turns"][-1]["parts"][0]["text"]
-                await conn.reply(f"You said {text}", tone(0.1, 500.0), chunk_ms=50)
-                self.answered[text] = time.monotonic()
-                self.changed.set()
-        except AssertionError:
-            if not conn.closed.is_set():
-                raise  # anything but the daemon going away is the emulator's failure
-
-    async def wait(self, text: str, timeout: float) -> None:
-        async with asyncio.timeout(timeout):
-            while text not in self.answered:
-                self.changed.clear()
-                await self.changed.wait()
-
-
-def daemon_environment(folder: Path, peers: LivePeers, socket: Path, **extra: str) -> dict[str, str]:
-    """`parla run` on the Live emulator (answering typed turns), opened by `say` or `talk`."""
-    return environment(
-        folder,
-        PULSE_SERVER=peers.pulse_server,
-        SSL_CERT_FILE=str(peers.cert),
-        PARLA_LIVE_URL=peers.live.url,
-        GEMINI_API_KEY=peers.live.api_key,
-        PARLA_GEMINI_BASE_URL="http://127.0.0.1:9",  # nothing but the Live API is used
-        PARLA_CONTROL_SOCKET=str(socket),
-        PARLA_ACTIVATION="push_to_talk",
-        PARLA_IDLE_TIMEOUT="600",
-        PARLA_CUES="false",
-        **extra,
-    )
-
-
-async def start_daemon(env: dict[str, str], socket: Path, log: Path) -> asyncio.subprocess.Process:
-    with log.open("a") as ferr:
-        proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "parla.daemon", "run", env=env, stdout=asyncio.subprocess.DEVNULL, stderr=ferr
-        )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            await send_command(socket, "status", timeout=2)
-            return proc
-        except (DaemonNotRunning, CommandError):
-            if proc.returncode is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"the daemon did not start: {log.read_text()[-2000:]}") from None
-            await asyncio.sleep(0.05)
-
-
 async def _talk(
-    socket: Path, answers: _Answers, counter: list[int], acked: list[str], said: list[str], lag: list[float]
+    socket: Path, answers: Answers, counter: list[int], acked: list[str], said: list[str], lag: list[float]
 ) -> None:
     """Typed turns one after another until the daemon goes away; a turn is acknowledged once its
     answer was sent and the daemon reports nothing unsaved (`lag`: seconds from the one to the other)."""
@@ -464,7 +283,7 @@ async def live_faults(
 ) -> Figures:
     db = folder / "parla.db"
     socket = folder / "run" / "ctl.sock"
-    answers = _Answers()
+    answers = Answers()
     peers.live.script = answers.script
     env = daemon_environment(folder, peers, socket)
     figures = Figures("live")
@@ -558,36 +377,11 @@ async def run(kills: int, seed: int, scenarios: list[str]) -> list[Figures]:
             await with_live_peers(live, lambda p: with_memory(live, lambda m: live_faults(live, kills, rng, m, p)))
         )
     if "locked" in scenarios:
-        from bench.faults_locked import locked_store_faults  # it builds on this module
-
         locked = root / "locked"
         results.append(await with_live_peers(locked, lambda p: locked_store_faults(locked, kills, rng, p)))
     if "flood" in scenarios:
-        from bench.faults_flood import flood_suite  # it builds on this module
-
         results.append(await flood_suite(root))
     return results
-
-
-@dataclass
-class LivePeers:
-    live: LiveEmulator
-    pulse_server: str  # the sound server's address (PULSE_SERVER)
-    cert: Path  # the emulator's certificate
-
-
-async def with_live_peers(folder: Path, work: Callable[[LivePeers], Awaitable[Figures]]) -> Figures:
-    """`work` with the Live emulator and the sound server up."""
-    cert = make_certificate(folder)
-    pulse = PulseServer(folder / "pulse").start()
-    try:
-        async with LiveEmulator(*cert) as live:
-            figures = await work(LivePeers(live, pulse.env["PULSE_SERVER"], cert[0]))
-            if live.errors:
-                raise live.errors[0]
-            return figures
-    finally:
-        pulse.stop()
 
 
 SCENARIOS = ["import", "compaction", "live", "locked", "flood"]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import httpx
 
-from bench.faults import Figures, environment, start_daemon
+from bench.faults_checks import Figures
+from bench.faults_daemon import environment, start_daemon
 from parla.daemon.control import CommandError, DaemonNotRunning, send_command
 from tests.peers.pulse import PulseServer
 

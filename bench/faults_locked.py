@@ -18,7 +18,8 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from bench.faults import Figures, LivePeers, _Answers, check_exchanges, daemon_environment, start_daemon
+from bench.faults_checks import Figures, check_exchanges
+from bench.faults_daemon import Answers, LivePeers, daemon_environment, start_daemon
 from parla.daemon.control import CommandError, DaemonNotRunning, send_command
 from parla.memory.store.refused import RefusedTurns
 
@@ -43,7 +44,7 @@ async def locked_store_faults(
     db = folder / "parla.db"
     socket = folder / "run" / "ctl.sock"
     log = folder / "daemon.err"
-    answers = _Answers()
+    answers = Answers()
     peers.live.script = answers.script
     env = daemon_environment(
         folder,

@@ -31,13 +31,12 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass
 from pathlib import Path
 
 from bench.corpus import write_jsonl
 from bench.memory import percentile
 from bench.report import Report, Table, parse
+from bench.scale_import import Run, env_for, run_import, run_measured
 from bench.scale_options import FIXED
 from bench.scale_probe import Wide
 from parla.memory.retrieval.reembed import reembed
@@ -45,45 +44,6 @@ from parla.memory.store.sqlite.rows import VECTOR_BYTES
 from parla.memory.store.sqlite.store import SQLiteChatStore
 
 OPENINGS = 5
-
-
-def env_for(store: Path, home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLA_", "GEMINI_", "GOOGLE_"))}
-    env.update(
-        PARLA_STORE_PATH=str(store),
-        PARLA_EMBEDDER="offline",
-        PARLA_SUMMARIZER="offline",
-        HOME=str(home),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_DATA_HOME=str(home / "data"),
-    )
-    return env
-
-
-@dataclass(frozen=True)
-class Run:
-    """A child process's wall time, CPU time (its own and its threads') and peak RSS."""
-
-    seconds: float
-    cpu_s: float
-    peak_mb: float
-
-
-def run_measured(args: list[str], env: dict[str, str], what: str) -> Run:
-    started = time.perf_counter()
-    child = subprocess.Popen(args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(child.pid, 0)
-    elapsed = time.perf_counter() - started
-    if status:
-        raise SystemExit(f"{what} failed: {child.stderr.read().decode() if child.stderr else status}")
-    return Run(elapsed, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
-
-
-def run_import(jsonl: Path, env: dict[str, str], *flags: str) -> Run:
-    """`parla import` in a process of its own (its settings in `env`)."""
-    return run_measured(
-        [str(Path(sys.executable).with_name("parla")), "import", str(jsonl), *flags], env, "parla import"
-    )
 
 
 def work_queue(env: dict[str, str]) -> Run:

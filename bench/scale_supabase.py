@@ -37,7 +37,7 @@ import psycopg
 from bench.corpus import write_jsonl
 from bench.memory import percentile
 from bench.report import Report, Table, parse
-from bench.scale import env_for, run_import
+from bench.scale_import import env_for, run_import
 from bench.scale_probe import Wide, embedder_of, requests, searches
 from bench.supabase_load import copy_store
 from parla.memory.config import MemoryConfig

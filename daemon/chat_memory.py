@@ -22,7 +22,7 @@ from parla.memory.compaction.compactor import CompactionWorker
 from parla.memory.config import MemoryConfig
 from parla.memory.context import load_context
 from parla.memory.errors import ChatNotFound, StoreOffline, StoreRefused, TurnConflict
-from parla.memory.store.protocol import ChatStore
+from parla.memory.store.protocol import ChatsWithMemory
 from parla.memory.store.refused import RefusedTurns
 from parla.records.turn import Turn
 from parla.voice.live.session_memory import Refused, Seed
@@ -45,7 +45,7 @@ def _reason(exc: BaseException) -> str:
 
 @dataclass
 class ChatMemory:
-    store: ChatStore
+    store: ChatsWithMemory
     config: MemoryConfig
     chat_id: str
     refused: RefusedTurns

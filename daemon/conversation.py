@@ -16,10 +16,7 @@ from google import genai
 from parla.kernel.local_time import LocalClock
 from parla.memory.compaction.compactor import CompactionWorker
 from parla.records.turn import Turn, WebSource
-from parla.tools.clock import clock_tools
-from parla.tools.look_up import GroundedSearch, look_up_tools
 from parla.tools.mcp.tools import McpTools
-from parla.tools.registry import ToolRegistry
 from parla.voice.audio.cues import switch_cue
 from parla.voice.audio.devices import Microphone, Speaker
 from parla.voice.audio.echo import EchoCanceller, PlayedAudio
@@ -28,6 +25,7 @@ from parla.voice.live.conversation import AudioSource, LiveConversation, Session
 
 from .chat_memory import ChatMemory
 from .memory_services import MemoryServices
+from .model_tools import model_tools
 
 
 @dataclass
@@ -91,9 +89,8 @@ def live_conversation(
     on_event: Callable[[SessionEvent], None] | None = None,
     mcp: McpTools | None = None,
 ) -> LiveConversation:
-    """One session's conversation in the current chat, with the chat tools, the clock, reminders, look-ups
-    (their sources kept with the turn that speaks the answer) and the user's MCP tools while their servers
-    run (use with `async with`)."""
+    """One session's conversation in the current chat, with the model's tools (daemon.model_tools): a
+    look-up's sources are kept with the turn that speaks the answer (use with `async with`)."""
     mem = current.mem
     clock = LocalClock(mem.settings.time_zone)
     conversation: LiveConversation | None = None
@@ -102,21 +99,11 @@ def live_conversation(
         if conversation is not None:
             conversation.cite(sources)
 
-    chat_tools = mem.chat_tools(current, clock)
-    own = chat_tools.tools() + clock_tools(clock) + mem.reminder_tools(current, clock, chat_tools).tools()
-    if mem.settings.look_up:
-        search = GroundedSearch(lambda: mem.client, mem.settings.look_up_model, mem.gemini_availability, clock)
-        own += look_up_tools(search, mem.settings.look_up_timeout_s, cite)
-    tools = ToolRegistry(
-        own,
-        more=mcp.tools if mcp is not None else None,
-        limit=mem.settings.max_tool_declarations,
-    )
     conversation = LiveConversation(
         client,
         mem.settings,
         current.memory(current.chat_id),
-        tools=tools,
+        tools=model_tools(mem, current, clock, cite, mcp),
         microphone=microphone,
         speaker=speaker,
         on_event=on_event,

@@ -24,7 +24,7 @@ from .control import send_command
 from .errors import ConfigError, ControlError, DaemonNotRunning
 from .memory_services import NO_KEY, gemini_client
 from .settings import Settings
-from .stores import open_store
+from .stores import backend, open_store
 
 Outcome = Literal["ok", "warn", "fail"]
 
@@ -159,15 +159,15 @@ def _audio(settings: Settings) -> list[Check]:
 
 
 async def _store(settings: Settings) -> Check:
-    where = f"Supabase {settings.supabase_url}" if settings.store == "supabase" else f"SQLite {settings.store_path}"
+    kept = backend(settings)
+    where = kept.describe(settings)
     try:
         async with open_store(settings) as store:
             version = await store.schema_version()
             stats = await store.stats()
     except (StoreError, ConfigError, OSError) as e:
         # a SQLite store's error already says what to do about that file
-        fix = "`parla db migrate` or `parla login`" if settings.store == "supabase" else ""
-        return Check("store", "fail", f"{where}: {e}", fix)
+        return Check("store", "fail", f"{where}: {e}", kept.fix)
     schema = f", schema version {version}" if version is not None else ""
     return Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")
 

@@ -19,7 +19,6 @@ from .stores import open_store
 if TYPE_CHECKING:
     from google import genai
 
-    from parla.kernel.local_time import LocalClock
     from parla.memory.compaction.compactor import CompactionWorker, Compactor
     from parla.memory.compaction.summary_queue import QueueProgress, SummaryWorker
     from parla.memory.embedders.gemini import GeminiAvailability
@@ -30,8 +29,6 @@ if TYPE_CHECKING:
     from parla.memory.store.refused import RefusedTurns
     from parla.memory.summarizers import Summarizer
     from parla.records.embedding import Embedder
-    from parla.tools.chats import ChatSession, ChatTools
-    from parla.tools.reminders import ReminderTools
 
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "
@@ -232,29 +229,6 @@ class MemoryServices:
     def reminder_wake(self) -> asyncio.Event:
         """Set when a reminder is set or cancelled here: the daemon's scheduler reads the store again."""
         return asyncio.Event()
-
-    def reminder_tools(self, session: ChatSession, clock: LocalClock, chat_tools: ChatTools) -> ReminderTools:
-        """The timer and reminder tools; "take me there" goes through `chat_tools`' switch."""
-        from parla.tools.reminders import ReminderTools
-
-        return ReminderTools(
-            self.store,
-            session,
-            chat_tools.switch_chat,
-            clock,
-            self.dates.languages,
-            self.settings.device_name,
-            self.reminder_wake.set,
-        )
-
-    def chat_tools(self, session: ChatSession, clock: LocalClock | None = None) -> ChatTools:
-        """The model's chat tools (switch, new chat, pins, forgetting) acting on `session`; relative
-        dates in a fact to remember are read with `clock` in the speech's language (English unset)."""
-        from parla.kernel.local_time import LocalClock
-        from parla.tools.chats import ChatTools
-
-        clock = clock or LocalClock(self.settings.time_zone)
-        return ChatTools(self.store, self.search, self.embedder, session, self.settings, clock, self.dates.languages)
 
 
 @asynccontextmanager

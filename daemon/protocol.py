@@ -1,5 +1,5 @@
 """The control socket's messages as pydantic models. The daemon reads every request through its
-model and sends every answer through one (daemon/supervisor.py), and the protocol's reference is
+model and sends every answer through one (daemon/commands.py), and the protocol's reference is
 generated from them (`python -m parla.daemon.docs`), so no field can be sent that the reference
 does not name. Answers forbid fields they do not declare: a new field fails the tests until it is
 declared here, and with it documented."""

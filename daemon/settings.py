@@ -32,7 +32,8 @@ from parla.voice.config import VoiceConfig
 from .config import DaemonConfig, UserPath, expand_path
 
 APP = "parla"
-
+# The stores chats can be kept in: each has its entry in daemon/stores.py's BACKENDS.
+StoreName = Literal["sqlite", "supabase"]
 
 CONFIG_FILE_VARIABLE = "PARLA_CONFIG_FILE"
 
@@ -60,7 +61,7 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         env_prefix="PARLA_", env_file=".env", extra="ignore", populate_by_name=True, defer_build=False
     )
 
-    store: Literal["sqlite", "supabase"] = Field(
+    store: StoreName = Field(
         "sqlite", description="Where chats live: `sqlite` (the local file) or `supabase` (a Supabase project)."
     )
     store_path: UserPath = Field(

@@ -1,23 +1,30 @@
-"""The store the settings name, opened without the rest of the memory: the commands that only
-read it (`parla chats`, `stats`, `show`, `export`) load neither google-genai nor supabase-py nor
-an embedder on the SQLite store, and start in a fraction of the time (bench/cli_startup.py)."""
+"""The stores Parla can keep chats in (`BACKENDS`, by the name PARLA_STORE gives), and the one the
+settings name, opened without the rest of the memory: the commands that only read it (`parla
+chats`, `stats`, `show`, `export`) load neither google-genai nor supabase-py nor an embedder on
+the SQLite store, and start in a fraction of the time (bench/cli_startup.py).
+
+A new backend is a package under memory/store/ whose store answers `ChatStore` (its writes of
+turns through `memory.store.scoring.ScoredWrites`), an entry here (how it opens, how messages name
+it), its name in `StoreName` (daemon/settings.py), and a parameter of the contract suite's
+`any_store` (tests/conftest.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from parla.memory.store.protocol import ChatStore
 from parla.memory.store.sqlite.file import create_private, tighten
 from parla.memory.store.sqlite.store import SQLiteChatStore
 
 from .errors import ConfigError
-from .settings import Settings
+from .settings import Settings, StoreName
 
 if TYPE_CHECKING:
     from parla.memory.store.supabase.store import SupabaseChatStore
@@ -46,7 +53,8 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
     # imported here: supabase-py and psycopg add about 20 MB to a daemon on the SQLite store
-    from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
+    from parla.memory.store.supabase.replay import RetryPolicy
+    from parla.memory.store.supabase.store import SupabaseChatStore
 
     url = supabase_url(settings)
     retry = RetryPolicy(
@@ -82,12 +90,14 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
 
 
 @asynccontextmanager
-async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
-    """The store the settings name; Supabase with this device's copy, which answers while it is away."""
-    if settings.store != "supabase":
-        async with SQLiteChatStore(settings.store_path, settings) as store:
-            yield store
-        return
+async def _open_sqlite(settings: Settings) -> AsyncIterator[ChatStore]:
+    async with SQLiteChatStore(settings.store_path, settings) as store:
+        yield store
+
+
+@asynccontextmanager
+async def _open_supabase(settings: Settings) -> AsyncIterator[ChatStore]:
+    """Supabase with this device's copy, which answers while it is away."""
     from parla.memory.store.local_copy import LocalCopyStore
 
     remote = await connect_supabase(settings)
@@ -96,3 +106,50 @@ async def open_store(settings: Settings) -> AsyncIterator[ChatStore]:
     await asyncio.to_thread(tighten, settings.copy_path)
     async with remote, SQLiteChatStore(settings.copy_path, settings) as copy:
         yield LocalCopyStore(remote, copy, settings.supabase_recheck_s)
+
+
+def _sqlite_size(settings: Settings) -> BaseModel:
+    from parla.memory.store.sqlite.size import store_size
+
+    return store_size(settings.store_path)
+
+
+@dataclass(frozen=True)
+class StoreBackend:
+    """A place chats are kept: how it opens and how Parla names it to the user."""
+
+    name: StoreName  # PARLA_STORE's value
+    label: str  # how messages name it ("SQLite /path/parla.db")
+    open: Callable[[Settings], AbstractAsyncContextManager[ChatStore]]
+    # where it is (a file, a project's URL), and the key `parla stats --json` gives that under
+    location: Callable[[Settings], str | None]
+    location_key: Literal["path", "url"]
+    # what to try when it cannot be opened, beyond what its error says
+    fix: str = ""
+    # what takes its bytes (`parla stats`), for a store on this machine
+    size: Callable[[Settings], BaseModel] | None = None
+
+    def describe(self, settings: Settings) -> str:
+        return f"{self.label} {self.location(settings)}"
+
+
+SQLITE = StoreBackend("sqlite", "SQLite", _open_sqlite, lambda s: str(s.store_path), "path", size=_sqlite_size)
+SUPABASE = StoreBackend(
+    "supabase",
+    "Supabase",
+    _open_supabase,
+    lambda s: s.supabase_url,
+    "url",
+    fix="`parla db migrate` or `parla login`",
+)
+BACKENDS: dict[StoreName, StoreBackend] = {b.name: b for b in (SQLITE, SUPABASE)}
+
+
+def backend(settings: Settings) -> StoreBackend:
+    """The backend the settings name."""
+    return BACKENDS[settings.store]
+
+
+def open_store(settings: Settings) -> AbstractAsyncContextManager[ChatStore]:
+    """The store the settings name, opened (use with `async with`)."""
+    return backend(settings).open(settings)

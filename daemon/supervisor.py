@@ -19,7 +19,8 @@ that deadline; what it has not taken by then (it is locked by another program, s
 local keep-aside file (memory.store.refused), counted in `status.kept_turns`, and replayed into the
 store when the daemon next starts.
 
-Typed turns (`say`): daemon.typed_turns; the `status` answer: daemon.daemon_status.
+The control commands: daemon.commands; typed turns (`say`): daemon.typed_turns; the `status`
+answer: daemon.daemon_status.
 """
 
 from __future__ import annotations
@@ -27,9 +28,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager, suppress
-from typing import Any
 
 from google import genai
 
@@ -37,10 +37,10 @@ from parla.kernel.errors import ParlaError
 from parla.kernel.local_time import LocalClock
 from parla.kernel.tasks import cancel_and_wait, race
 from parla.memory.errors import StoreError, StoreOffline
-from parla.memory.imports.importer import find_chats_named
+from parla.memory.store.protocol import ChatRecords, StoreState
+from parla.memory.store.refused import RefusedTurns
 from parla.records.reminder import Reminder
 from parla.records.turn import Turn
-from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
 from parla.ui.app import Inspector
 from parla.ui.live import LiveFeed, LiveState
 from parla.ui.server import Serving, serve_inspector
@@ -52,27 +52,17 @@ from parla.voice.errors import LiveSessionFailed
 from parla.voice.live.conversation import LiveConversation, SessionEvent
 from parla.voice.live.latency import LatencyDay, one_line
 
+from .commands import Running, WaitingTalks, dispatch
 from .control import ControlServer
 from .conversation import CurrentChat, VoiceServices, live_conversation, voice_services
-from .daemon_status import DaemonStatus, status_answer
-from .errors import CommandError
+from .daemon_status import DaemonStatus
 from .heap import settled_heap
 from .memory_services import MemoryServices
-from .protocol import (
-    NewRequest,
-    SayRequest,
-    SearchRequest,
-    SwitchRequest,
-    TalkRequest,
-    answer,
-    read_request,
-)
+from .model_tools import chat_tools
 from .reminders import ReminderScheduler, say_aloud
 from .typed_turns import TypedTurns
 
 log = logging.getLogger(__name__)
-
-CommandHandler = Callable[[Any], Awaitable[dict[str, Any]]]
 
 # How often an open session checks for silence (the timeout itself is a setting).
 _IDLE_POLL_S = 0.25
@@ -94,11 +84,12 @@ class Daemon:
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
         self._deadline: float | None = None  # loop time the shutdown must be over by
-        self._typed = TypedTurns(mem, self.status, lambda: self._conversation, self._activate)
-        # `parla talk` commands waiting to hear whether the session opened
-        self._talks: list[asyncio.Future[dict[str, Any]]] = []
+        self._typed = TypedTurns(
+            mem.store, mem.refused, mem.held, self.status, lambda: self._conversation, self._activate
+        )
+        self._talks = WaitingTalks()
         self._current: CurrentChat | None = None
-        self._tools: ChatTools | None = None
+        self._running: Running | None = None  # what the control commands act on, once they can
         self._voice: VoiceServices | None = None
         self._gate: GatedMicrophone | None = None
         self._wake: WakePhrase | None = None
@@ -112,21 +103,6 @@ class Daemon:
         self.inspector: Serving | None = None
         self._inspector_problem: str | None = None
         self.reminders: ReminderScheduler | None = None
-        # The control socket's commands: a request names one of these and nothing else.
-        self._handlers: dict[str, CommandHandler] = {
-            "status": self._cmd_status,
-            "switch": self._cmd_switch,
-            "new": self._cmd_new,
-            "talk": self._cmd_talk,
-            "say": self._cmd_say,
-            "reminders": self._cmd_reminders,
-            "summaries": self._cmd_summaries,
-            "search": self._cmd_search,
-            "ui": self._cmd_ui,
-            "mute": self._cmd_mute,
-            "unmute": self._cmd_unmute,
-            "stop": self._cmd_stop,
-        }
 
     # lifecycle
 
@@ -165,17 +141,21 @@ class Daemon:
         if s.activation == "wake":
             self._wake = WakePhrase(s.wake_phrase, s.wake_threshold)  # a bad phrase fails before anything opens
         live_client = self.client or self.mem.client  # no key: fails here with how to set one
-        await self._replay_kept()
+        await replay_kept(self.mem.store, self.mem.refused, self.mem.held)
         async with (
             self.mem.reembedder,
             self.mem.summary_worker,
-            ControlServer(s.control_socket, self._command, s.control_request_timeout_s),
+            ControlServer(
+                s.control_socket,
+                lambda cmd, request: dispatch(self._running, cmd, request),
+                s.control_request_timeout_s,
+            ),
             voice_services(self.mem) as voice,
         ):
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
             self._current = CurrentChat(self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored)
-            self._tools = self.mem.chat_tools(self._current)
+            self._running = self._for_commands(self._current, self._gate)
             # the commands are answered from here on, also while the inspector starts
             async with self._serve_inspector(), self._reminder_scheduler() as self.reminders, settled_heap():
                 log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
@@ -193,7 +173,25 @@ class Daemon:
                     self.status.state = "stopping"
                     log.info("daemon stopping", extra={"event": "daemon_stopping"})
                     await self._store_typed("the daemon stopped before a session could send it")
-        await self._flush_outbox()
+        await flush_outbox(self.mem.store)
+
+    def _for_commands(self, current: CurrentChat, gate: GatedMicrophone) -> Running:
+        """The daemon as the control commands (daemon.commands) see it."""
+        return Running(
+            mem=self.mem,
+            status=self.status,
+            gate=gate,
+            current=current,
+            chats=chat_tools(self.mem, current),
+            typed=self._typed,
+            talks=self._talks,
+            activate=self._activate,
+            latency_day=self._latency_day,
+            conversation=lambda: self._conversation,
+            inspector=lambda: self.inspector or self._inspector_problem or "the memory inspector is not running",
+            reminders_said=lambda: self.reminders.said if self.reminders is not None else 0,
+            stop=self.stop,
+        )
 
     @asynccontextmanager
     async def _serve_inspector(self) -> AsyncIterator[None]:
@@ -272,49 +270,6 @@ class Daemon:
         with suppress(TimeoutError):
             await asyncio.wait_for(self._stop.wait(), delay)
 
-    async def _replay_kept(self) -> None:
-        """Turns kept aside by an earlier run (not stored in time) go into the store first, then
-        the answer it held back from the store while the speaker played it, if it was killed
-        meanwhile (whole: what was heard of it is not known)."""
-        added = 0
-
-        async def append(chat_id: str, turns: list[Turn]) -> None:
-            nonlocal added
-            with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
-                added += (await self.mem.store.append_turns(chat_id, turns)).added
-
-        # The held answer's replay says so even when all went in: the daemon died while it played.
-        files = (
-            (self.mem.refused, "kept", logging.INFO, "the kept turns in %s could not be read: %s"),
-            (self.mem.held, "held", logging.WARNING, "the held turns in %s could not be read: %s"),
-        )
-        for kept, what, level, unreadable in files:
-            added = 0
-            try:
-                replayed = await kept.replay(append)
-            except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
-                log.error(unreadable, kept.path, e)
-                continue
-            if replayed.stored or replayed.left:
-                log.log(
-                    logging.WARNING if replayed.left else level,
-                    "%d %s turns stored (%d new); %d still kept in %s%s",
-                    replayed.stored,
-                    what,
-                    added,
-                    replayed.left,
-                    kept.path,
-                    f" ({replayed.error})" if replayed.error else "",
-                    extra={"event": f"{what}_replayed", "stored": replayed.stored, "left": replayed.left},
-                )
-
-    async def _flush_outbox(self) -> None:
-        """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
-        try:
-            await self.mem.store.flush()
-        except StoreError as e:
-            log.warning("outbox not flushed (%s); it is sent when Parla next starts", e, extra={"event": "outbox_kept"})
-
     # idle
 
     async def _wait_for_activation(self) -> bool:
@@ -387,7 +342,7 @@ class Daemon:
             # other failure reaches the loop in `_run`, which logs it and goes on after a delay.
             self.status.last_error = str(e)
             self._session_failed = True
-            self._settle_talks({"result": "failed", "error": str(e)})
+            self._talks.settle({"result": "failed", "error": str(e)})
             log.error("session ended: %s", e, extra={"event": "session_failed"})
         finally:
             # typed turns that never went out (some came while the session closed) open the next
@@ -433,7 +388,7 @@ class Daemon:
         if event.kind == "lost":
             self.status.lost_turns += len(event.turns)
         if event.kind in ("connected", "resumed"):
-            self._settle_talks({"result": "listening"})
+            self._talks.settle({"result": "listening"})
         if event.kind in ("gave_up", "save_failed", "save_refused", "reconnecting"):
             self.status.last_error = f"{event.kind}: {event.detail}"
         if event.kind in ("turn", "stored"):  # transcripts stay out of the logs at info level
@@ -441,101 +396,47 @@ class Daemon:
         else:
             log.info("live %s %s", event.kind, event.detail, extra={"event": f"live_{event.kind}"})
 
-    # control commands
 
-    async def _command(self, cmd: str, request: dict[str, Any]) -> dict[str, Any]:
-        handler = self._handlers.get(cmd)
-        if handler is None:
-            known = ", ".join(sorted(self._handlers))
-            raise CommandError(f"unknown command {cmd!r}; the daemon knows {known}")
-        if self._current is None:
-            raise CommandError("the daemon is still starting; try again in a moment")
+async def replay_kept(store: ChatRecords, refused: RefusedTurns, held: RefusedTurns) -> None:
+    """Turns kept aside by an earlier run (not stored in time) go into the store first, then
+    the answer it held back from the store while the speaker played it, if it was killed
+    meanwhile (whole: what was heard of it is not known)."""
+    added = 0
+
+    async def append(chat_id: str, turns: list[Turn]) -> None:
+        nonlocal added
+        with suppress(StoreOffline):  # the remote store's outbox holds them now, and sends them
+            added += (await store.append_turns(chat_id, turns)).added
+
+    # The held answer's replay says so even when all went in: the daemon died while it played.
+    files = (
+        (refused, "kept", logging.INFO, "the kept turns in %s could not be read: %s"),
+        (held, "held", logging.WARNING, "the held turns in %s could not be read: %s"),
+    )
+    for kept, what, level, unreadable in files:
+        added = 0
         try:
-            typed = read_request(cmd, request)
-        except ValueError as e:
-            raise CommandError(str(e)) from None
-        return answer(cmd, await handler(typed))
+            replayed = await kept.replay(append)
+        except (OSError, ValueError) as e:  # an unreadable file stays for `parla doctor`; the daemon runs
+            log.error(unreadable, kept.path, e)
+            continue
+        if replayed.stored or replayed.left:
+            log.log(
+                logging.WARNING if replayed.left else level,
+                "%d %s turns stored (%d new); %d still kept in %s%s",
+                replayed.stored,
+                what,
+                added,
+                replayed.left,
+                kept.path,
+                f" ({replayed.error})" if replayed.error else "",
+                extra={"event": f"{what}_replayed", "stored": replayed.stored, "left": replayed.left},
+            )
 
-    async def _cmd_status(self, request: object) -> dict[str, Any]:
-        assert self._current is not None and self._gate is not None
-        said = self.reminders.said if self.reminders is not None else 0
-        return await status_answer(
-            self.mem, self.status, self._gate, self._current.chat_id, self._conversation, self._latency_day, said
-        )
 
-    # switch and new answer as the model's tools do (tools.chats): one decision, two front ends
-
-    async def _cmd_switch(self, request: SwitchRequest) -> dict[str, Any]:
-        """A chat id, the start of one, an exact title or an imported chat's id goes to that chat
-        (the ambiguous answer tells the user to give the id); anything else is searched for by
-        meaning."""
-        assert self._tools is not None
-        ref = request.query
-        named = await find_chats_named(self.mem.store, ref)
-        if len(named) == 1:
-            return await self._tools.switch_chat(SwitchArgs(chat_id=named[0].id))
-        return await self._tools.switch_chat(SwitchArgs(query=ref))
-
-    async def _cmd_new(self, request: NewRequest) -> dict[str, Any]:
-        assert self._tools is not None
-        return await self._tools.new_chat(NewChatArgs(topic=request.title))
-
-    async def _cmd_talk(self, request: TalkRequest) -> dict[str, Any]:
-        """With `wait` (seconds), answers once the session is open (`listening`) or could not
-        open (`failed`, with the reason), or past the wait `activating` with the last error."""
-        wait = request.wait
-        if self._conversation is not None:
-            return {"result": "already_active"}
-        self._activate.set()
-        if not wait:
-            return {"result": "activating"}
-        opened: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        self._talks.append(opened)
-        try:
-            return await asyncio.wait_for(asyncio.shield(opened), wait)
-        except TimeoutError:
-            return {"result": "activating", "last_error": self.status.last_error}
-        finally:
-            self._talks.remove(opened)
-
-    def _settle_talks(self, answer: dict[str, Any]) -> None:
-        for opened in self._talks:
-            if not opened.done():
-                opened.set_result(answer)
-
-    async def _cmd_say(self, request: SayRequest) -> dict[str, Any]:
-        return await self._typed.say(request)
-
-    async def _cmd_search(self, request: SearchRequest) -> dict[str, Any]:
-        """`parla search` asked here: the embedder and the index are warm in the daemon."""
-        result = await self.mem.search.search(request.query, limit=request.limit)
-        return {"search": result.model_dump(mode="json")}
-
-    async def _cmd_ui(self, request: object) -> dict[str, Any]:
-        if self.inspector is None:
-            raise CommandError(self._inspector_problem or "the memory inspector is not running")
-        return {"url": self.inspector.url, "address": self.inspector.address}
-
-    async def _cmd_reminders(self, request: object) -> dict[str, Any]:
-        """Reminders were set or cancelled elsewhere on this machine (`parla reminders`): read them again."""
-        self.mem.reminder_wake.set()
-        return {"result": "ok"}
-
-    async def _cmd_summaries(self, request: object) -> dict[str, Any]:
-        """Chats were queued for their summaries elsewhere on this machine (`parla import`): look now."""
-        self.mem.summary_worker.wake()
-        return {"result": "ok"}
-
-    async def _cmd_mute(self, request: object) -> dict[str, Any]:
-        assert self._gate is not None
-        self._gate.mute(True)
-        return {"result": "muted"}
-
-    async def _cmd_unmute(self, request: object) -> dict[str, Any]:
-        assert self._gate is not None
-        self._gate.mute(False)
-        return {"result": "unmuted"}
-
-    async def _cmd_stop(self, request: object) -> dict[str, Any]:
-        self.stop()
-        return {"result": "stopping"}
+async def flush_outbox(store: StoreState) -> None:
+    """Send what the remote store's outbox holds; what cannot go now is sent on the next start."""
+    try:
+        await store.flush()
+    except StoreError as e:
+        log.warning("outbox not flushed (%s); it is sent when Parla next starts", e, extra={"event": "outbox_kept"})

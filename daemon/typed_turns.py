@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from parla.memory.errors import StoreError
+from parla.memory.store.protocol import ChatRecords
+from parla.memory.store.refused import RefusedTurns
 from parla.records.turn import Turn
 from parla.voice.live.conversation import LiveConversation, SessionEvent
 
 from .daemon_status import DaemonStatus
-from .memory_services import MemoryServices
 from .protocol import SayRequest
 
 log = logging.getLogger(__name__)
@@ -40,17 +41,22 @@ class TypedTurn:
 
 class TypedTurns:
     """The daemon's typed turns: those not sent yet (`pending`, the next session opens with them)
-    and the `say` commands waiting for what became of theirs. `conversation` gives the open
-    session, if any; `activate` opens one."""
+    and the `say` commands waiting for what became of theirs. Turns not stored in time are kept
+    aside in `refused`; `held` has the answers a session holds back from the store while they
+    play. `conversation` gives the open session, if any; `activate` opens one."""
 
     def __init__(
         self,
-        mem: MemoryServices,
+        store: ChatRecords,
+        refused: RefusedTurns,
+        held: RefusedTurns,
         status: DaemonStatus,
         conversation: Callable[[], LiveConversation | None],
         activate: asyncio.Event,
     ) -> None:
-        self.mem = mem
+        self.store = store
+        self.refused = refused
+        self.held = held
         self.status = status
         self._conversation = conversation
         self._activate = activate
@@ -100,19 +106,19 @@ class TypedTurns:
         reason = "answered, not stored yet when `say` returned"
         if not await conversation.keep_now({typed.turn.id, answer.id}, reason):
             return None
-        return {"result": "answered", "answer": answer.text, "stored": False, "kept": str(self.mem.refused.path)}
+        return {"result": "answered", "answer": answer.text, "stored": False, "kept": str(self.refused.path)}
 
     async def _answered_held(self, conversation: LiveConversation, typed: TypedTurn) -> dict[str, Any] | None:
         turns = await conversation.keep_held_now({typed.turn.id})
         model = [t for t in turns if t.role == "model"]
         # The held lane logs a write that failed and goes on: answered only if the file has it.
         try:
-            on_disk = {r.turn.id for r in await asyncio.to_thread(self.mem.held.read)}
+            on_disk = {r.turn.id for r in await asyncio.to_thread(self.held.read)}
         except (OSError, ValueError):  # unreadable: the next start says so; here the turn is queued
             return None
         if not model or not {t.id for t in turns} <= on_disk:
             return None
-        return {"result": "answered", "answer": model[0].text, "stored": False, "kept": str(self.mem.held.path)}
+        return {"result": "answered", "answer": model[0].text, "stored": False, "kept": str(self.held.path)}
 
     def follow(self, event: SessionEvent) -> None:
         """A typed turn, by its id, in a batch of the session's turns (an exchange: the user's
@@ -127,7 +133,7 @@ class TypedTurns:
                 typed.sent = True
                 typed.answer = after[0] if after and after[0].role == "model" else None
             else:
-                kept = {"stored": False, "kept": str(self.mem.refused.path)} if event.kind == "kept" else {}
+                kept = {"stored": False, "kept": str(self.refused.path)} if event.kind == "kept" else {}
                 if typed.answer is not None:
                     typed.settle({"result": "answered", "answer": typed.answer.text} | kept)
                 elif kept:  # the session closed before an answer, and the store did not take the text in time
@@ -147,15 +153,15 @@ class TypedTurns:
         if unsent:
             try:
                 async with asyncio.timeout_at(deadline):
-                    await self.mem.store.append_turns(chat_id, unsent)
+                    await self.store.append_turns(chat_id, unsent)
             except (StoreError, TimeoutError) as e:
                 if deadline is None:
                     log.error("typed turns kept for the next session: %s", e, extra={"event": "typed_kept"})
                     self.pending = unsent
                 else:
-                    await self.mem.refused.keep(chat_id, unsent, f"typed, not stored before Parla stopped ({e})")
+                    await self.refused.keep(chat_id, unsent, f"typed, not stored before Parla stopped ({e})")
                     self.status.kept_turns += len(unsent)
-                    kept_in = str(self.mem.refused.path)
+                    kept_in = str(self.refused.path)
         pending = {t.id for t in self.pending}
         for typed in self._waiting:
             unstored = not typed.sent and (typed.turn.id in pending or kept_in is not None)

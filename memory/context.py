@@ -38,7 +38,7 @@ from parla.records.summary import Summary
 from parla.records.turn import Part, Turn
 
 from .config import MemoryConfig
-from .store.protocol import ChatStore
+from .store.protocol import ChatsWithMemory
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +316,7 @@ def _shorten(ctx: MemoryContext, section: SectionName, index: int) -> None:
         _shorten(ctx, section, index)
 
 
-async def load_context(store: ChatStore, chat_id: str, config: MemoryConfig) -> MemoryContext:
+async def load_context(store: ChatsWithMemory, chat_id: str, config: MemoryConfig) -> MemoryContext:
     """Read what the context needs from the store in one go (the tail only, not the whole history)."""
     m, profile = await asyncio.gather(
         store.load_memory(chat_id, min_importance=config.context_important_min, important_limit=_IMPORTANT_LIMIT),

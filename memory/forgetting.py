@@ -20,7 +20,7 @@ from parla.records.profile import ProfileEntry
 from parla.records.turn import MessageRange
 
 from .errors import StoreError
-from .store.protocol import ChatStore
+from .store.protocol import MemoryRecords
 
 ItemKind = Literal["pin", "fact", "profile"]
 
@@ -41,7 +41,7 @@ class MemoryItem:
     forgotten_at: datetime | None = None
 
 
-async def memory_items(store: ChatStore, chat_id: str, *, forgotten: bool = False) -> list[MemoryItem]:
+async def memory_items(store: MemoryRecords, chat_id: str, *, forgotten: bool = False) -> list[MemoryItem]:
     """The chat's pins (most important first), then its fact lines in message order; with
     `forgotten`, the forgotten ones instead."""
     items = [
@@ -69,7 +69,7 @@ def profile_item(entry: ProfileEntry) -> MemoryItem:
     )
 
 
-async def profile_items(store: ChatStore, *, forgotten: bool = False) -> list[MemoryItem]:
+async def profile_items(store: MemoryRecords, *, forgotten: bool = False) -> list[MemoryItem]:
     """The profile's current entries, most important first; with `forgotten`, the forgotten ones."""
     if not forgotten:
         return [profile_item(e) for e in await store.list_profile()]
@@ -83,7 +83,7 @@ def source_of(item: MemoryItem) -> str | None:
     return None if item.source_seq is None else f"turn {item.source_seq}"
 
 
-async def set_forgotten(store: ChatStore, embedder: Embedder, item: MemoryItem, forgotten: bool) -> None:
+async def set_forgotten(store: MemoryRecords, embedder: Embedder, item: MemoryItem, forgotten: bool) -> None:
     """Forget the item, or (`forgotten=False`) restore it."""
     if item.kind == "pin":
         assert item.pin_id is not None

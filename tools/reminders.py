@@ -20,7 +20,7 @@ from parla.kernel.local_time import LocalClock, spoken_date
 from parla.memory.errors import WriteQueued
 from parla.memory.language.due_times import due_time
 from parla.memory.language.text import content_words
-from parla.memory.store.protocol import ChatStore
+from parla.memory.store.protocol import ReminderRecords
 from parla.records.reminder import Reminder, ReminderKind
 
 from .chats import ChatSession, SwitchArgs
@@ -73,7 +73,7 @@ def best_matches(reminders: Sequence[Reminder], description: str) -> list[Remind
 class ReminderTools:
     def __init__(
         self,
-        store: ChatStore,
+        store: ReminderRecords,
         session: ChatSession,
         switch: Callable[[SwitchArgs], Awaitable[dict[str, Any]]],
         clock: LocalClock,

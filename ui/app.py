@@ -11,14 +11,13 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
-from urllib.parse import urlencode
 
 import jinja2
 from markupsafe import Markup, escape
 from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response, StreamingResponse
+from starlette.responses import HTMLResponse, Response, StreamingResponse
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -37,6 +36,7 @@ from .forms import form_fields, number, one_line
 from .gate import TokenGate
 from .live import LiveFeed
 from .memory import HISTORY_PAGE, InspectorMemory, load_chat_page
+from .pages import back
 from .profile import ProfilePages
 from .reminders import ReminderPages
 
@@ -146,12 +146,6 @@ class Inspector:
         )
         return HTMLResponse(html, status_code=status_code)
 
-    @staticmethod
-    def back(request: Request, path: str, *, note: str | None = None, error: str | None = None) -> Response:
-        query = {k: v for k, v in (("note", note), ("error", error)) if v}
-        url = request.scope.get("root_path", "") + path + (f"?{urlencode(query)}" if query else "")
-        return RedirectResponse(url, status_code=303)
-
     async def _changed(
         self, request: Request, chat_id: str, change: Callable[[dict[str, str]], Awaitable[str]]
     ) -> Response:
@@ -160,10 +154,10 @@ class Inspector:
         try:
             note = await change(form)
         except ChatNotFound as e:
-            return self.back(request, "/", error=str(e))
+            return back(request, "/", error=str(e))
         except (ParlaError, ValidationError) as e:  # a pydantic refusal: an importance out of range
-            return self.back(request, f"/chats/{chat_id}", error=one_line(e))
-        return self.back(request, f"/chats/{chat_id}", note=note)
+            return back(request, f"/chats/{chat_id}", error=one_line(e))
+        return back(request, f"/chats/{chat_id}", note=note)
 
     # -- pages -----------------------------------------------------------------------------
 
@@ -224,8 +218,8 @@ class Inspector:
     async def live_chat(self, request: Request) -> Response:
         """The daemon's current chat, followed across switches."""
         if self.live is None:
-            return self.back(request, "/", error="the daemon is not running: there is no live chat to follow")
-        return self.back(request, f"/chats/{self.live.state().chat_id}?follow=1")
+            return back(request, "/", error="the daemon is not running: there is no live chat to follow")
+        return back(request, f"/chats/{self.live.state().chat_id}?follow=1")
 
     async def events(self, request: Request) -> Response:
         if self.live is None:
@@ -347,9 +341,9 @@ class Inspector:
         `confirm=yes` deletes."""
         chat_id = request.path_params["chat_id"]
         if (await form_fields(request)).get("confirm") != "yes":
-            return self.back(request, f"/chats/{chat_id}?confirm=delete")
+            return back(request, f"/chats/{chat_id}?confirm=delete")
         if self.current_chat is not None and await self.current_chat() == chat_id:
-            return self.back(
+            return back(
                 request,
                 f"/chats/{chat_id}",
                 error="the daemon is talking in this chat: switch or start a new one first",
@@ -358,8 +352,8 @@ class Inspector:
             chat = await self.mem.store.get_chat(chat_id)
             await self.mem.store.delete_chat(chat_id)
         except ParlaError as e:
-            return self.back(request, "/", error=one_line(e))
-        return self.back(request, "/", note=f"Deleted {chat.display_title} ({chat.turn_count} turns).")
+            return back(request, "/", error=one_line(e))
+        return back(request, "/", note=f"Deleted {chat.display_title} ({chat.turn_count} turns).")
 
     # -- the application -------------------------------------------------------------------
 
@@ -380,8 +374,8 @@ class Inspector:
             Route("/chats/{chat_id}/pins/{pin_id}/{action:str}", self.pin_forgotten, methods=post),
             Route("/chats/{chat_id}/facts", self.add_fact, methods=post),
             Route("/chats/{chat_id}/facts/{action:str}", self.fact_forgotten, methods=post),
-            *ProfilePages(self).routes(),
-            *ReminderPages(self, self.clock).routes(),
+            *ProfilePages(self.mem, self.page).routes(),
+            *ReminderPages(self.mem, self.page, self.clock).routes(),
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ]
         return TokenGate(Starlette(routes=routes, exception_handlers={ParlaError: self.failed}), self.token)

@@ -6,7 +6,7 @@ store's profile API, as `parla profile` does."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from pydantic import ValidationError
 from starlette.requests import Request
@@ -15,34 +15,41 @@ from starlette.routing import Route
 
 from parla.kernel.errors import ParlaError
 from parla.memory.language.profile_rules import subject_of
+from parla.memory.store.protocol import MemoryRecords
 from parla.records.profile import ProfileEntry
 
 from .forms import form_fields, number, one_line
+from .pages import RenderPage, back
 
-if TYPE_CHECKING:
-    from .app import Inspector
+
+class ProfileMemory(Protocol):
+    """What the profile page needs of the memory services (`ui.memory.InspectorMemory`)."""
+
+    @property
+    def store(self) -> MemoryRecords: ...
 
 
 class ProfilePages:
-    def __init__(self, inspector: Inspector) -> None:
-        self.inspector = inspector
+    def __init__(self, mem: ProfileMemory, render: RenderPage) -> None:
+        self.mem = mem
+        self.render = render
 
     async def page(self, request: Request) -> Response:
-        entries = await self.inspector.mem.store.list_profile(history=True)
-        current = await self.inspector.mem.store.list_profile()
+        entries = await self.mem.store.list_profile(history=True)
+        current = await self.mem.store.list_profile()
         earlier = [e for e in entries if not e.current]
-        return await self.inspector.page(request, "profile.html", current=current, earlier=earlier)
+        return await self.render(request, "profile.html", current=current, earlier=earlier)
 
     async def _changed(self, request: Request, change: Callable[[dict[str, str]], Awaitable[str]]) -> Response:
         form = await form_fields(request)
         try:
             note = await change(form)
         except (ParlaError, ValidationError) as e:
-            return self.inspector.back(request, "/profile", error=one_line(e))
-        return self.inspector.back(request, "/profile", note=note)
+            return back(request, "/profile", error=one_line(e))
+        return back(request, "/profile", note=note)
 
     async def _entry(self, entry_id: str) -> ProfileEntry:
-        for entry in await self.inspector.mem.store.list_profile(history=True):
+        for entry in await self.mem.store.list_profile(history=True):
             if entry.id == entry_id:
                 return entry
         raise ParlaError(f"the profile has no entry {entry_id}")
@@ -56,7 +63,7 @@ class ProfilePages:
                 subject=form.get("about", "").strip() or subject_of(text),
                 origin="user",
             )
-            (stored,) = await self.inspector.mem.store.save_profile([entry])
+            (stored,) = await self.mem.store.save_profile([entry])
             return f"Added: {stored.content}"
 
         return await self._changed(request, change)
@@ -74,7 +81,7 @@ class ProfilePages:
                     "subject": form.get("about", "").strip() or None,
                 }
             )
-            (stored,) = await self.inspector.mem.store.save_profile([edited], edit=True)
+            (stored,) = await self.mem.store.save_profile([edited], edit=True)
             return f"Edited: {stored.content}"
 
         return await self._changed(request, change)
@@ -83,7 +90,7 @@ class ProfilePages:
         entry_id, forget = request.path_params["entry_id"], request.path_params["action"] == "forget"
 
         async def change(form: dict[str, str]) -> str:
-            entry = await self.inspector.mem.store.set_profile_forgotten(entry_id, forget)
+            entry = await self.mem.store.set_profile_forgotten(entry_id, forget)
             return f"{'Forgot' if forget else 'Restored'}: {entry.content}"
 
         return await self._changed(request, change)

@@ -5,7 +5,8 @@ does, and wake the daemon's scheduler when the inspector runs in the daemon."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import asyncio
+from typing import Protocol
 from zoneinfo import ZoneInfo
 
 from pydantic import ValidationError
@@ -15,13 +16,24 @@ from starlette.routing import Route
 
 from parla.kernel.errors import ParlaError
 from parla.kernel.local_time import LocalClock
+from parla.memory.language.absolute_dates import DateReading
 from parla.memory.language.due_times import due_time
+from parla.memory.store.protocol import ReminderRecords
 from parla.records.reminder import Reminder
 
 from .forms import form_fields, one_line
+from .pages import RenderPage, back
 
-if TYPE_CHECKING:
-    from .app import Inspector
+
+class ReminderMemory(Protocol):
+    """What the reminders page needs of the memory services (`ui.memory.InspectorMemory`)."""
+
+    @property
+    def store(self) -> ReminderRecords: ...
+    @property
+    def dates(self) -> DateReading: ...
+    @property
+    def reminder_wake(self) -> asyncio.Event: ...
 
 
 def local_due(reminder: Reminder) -> str:
@@ -30,36 +42,37 @@ def local_due(reminder: Reminder) -> str:
 
 
 class ReminderPages:
-    def __init__(self, inspector: Inspector, clock: LocalClock) -> None:
-        self.inspector = inspector
+    def __init__(self, mem: ReminderMemory, render: RenderPage, clock: LocalClock) -> None:
+        self.mem = mem
+        self.render = render
         self.clock = clock
 
     async def page(self, request: Request) -> Response:
-        store = self.inspector.mem.store
+        store = self.mem.store
         coming = await store.list_reminders()
         done = [r for r in await store.list_reminders(history=True) if r.state != "pending"]
-        return await self.inspector.page(request, "reminders.html", coming=coming, done=done, local_due=local_due)
+        return await self.render(request, "reminders.html", coming=coming, done=done, local_due=local_due)
 
     async def add(self, request: Request) -> Response:
         form = await form_fields(request)
         try:
-            due = due_time(form.get("when", "").strip(), self.clock.now().at, self.inspector.mem.dates.languages)
-            stored = await self.inspector.mem.store.add_reminder(
+            due = due_time(form.get("when", "").strip(), self.clock.now().at, self.mem.dates.languages)
+            stored = await self.mem.store.add_reminder(
                 Reminder(text=form.get("text", ""), due_at=due, time_zone=self.clock.zone or "UTC")
             )
         except (ParlaError, ValidationError) as e:
-            return self.inspector.back(request, "/reminders", error=one_line(e))
-        self.inspector.mem.reminder_wake.set()
-        return self.inspector.back(request, "/reminders", note=f"Set for {local_due(stored)}: {stored.text}")
+            return back(request, "/reminders", error=one_line(e))
+        self.mem.reminder_wake.set()
+        return back(request, "/reminders", note=f"Set for {local_due(stored)}: {stored.text}")
 
     async def cancel(self, request: Request) -> Response:
         await form_fields(request)
         try:
-            cancelled = await self.inspector.mem.store.cancel_reminder(request.path_params["reminder_id"])
+            cancelled = await self.mem.store.cancel_reminder(request.path_params["reminder_id"])
         except ParlaError as e:
-            return self.inspector.back(request, "/reminders", error=one_line(e))
-        self.inspector.mem.reminder_wake.set()
-        return self.inspector.back(request, "/reminders", note=f"Cancelled: {cancelled.text}")
+            return back(request, "/reminders", error=one_line(e))
+        self.mem.reminder_wake.set()
+        return back(request, "/reminders", note=f"Cancelled: {cancelled.text}")
 
     def routes(self) -> list[Route]:
         post = ["POST"]

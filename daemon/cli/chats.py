@@ -293,16 +293,17 @@ async def stats(
     as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
 ) -> None:
     """Totals of what the memory holds, or of one chat (--chat)."""
+    from ..stores import backend
+
     settings = load_settings()
     async with open_store(settings) as store:
         cid = await resolve_chat(store, chat) if chat else None
         s = await store.stats(cid)
-    where = {"url": settings.supabase_url} if settings.store == "supabase" else {"path": str(settings.store_path)}
+    kept = backend(settings)
+    where: dict[str, str | None] = {kept.location_key: kept.location(settings)}
     data = {"store": settings.store, **where, **({"chat": cid} if cid else {}), **s.model_dump(mode="json")}
-    if settings.store == "sqlite" and cid is None:
-        from parla.memory.store.sqlite.size import store_size
-
-        data["store_size"] = store_size(settings.store_path).model_dump(mode="json")
+    if kept.size is not None and cid is None:
+        data["store_size"] = kept.size(settings).model_dump(mode="json")
     if as_json:
         emit_json(data, "stats")
         return

@@ -46,7 +46,9 @@ _NOTES_ONE_BY_ONE = 10  # what was left out is said chat by chat up to this many
 
 
 def store_name(settings: Settings) -> str:
-    return f"Supabase {settings.supabase_url}" if settings.store == "supabase" else str(settings.store_path)
+    from ..stores import backend
+
+    return backend(settings).describe(settings)
 
 
 @command

@@ -14,6 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, TypeAdapter
 from parla.records.pins import Pin
 from parla.records.stats import MemoryStats
 
+from ..settings import StoreName
+
 if TYPE_CHECKING:  # it loads numpy: `_store_stats` resolves it for `parla stats`, which has loaded it
     from parla.memory.store.sqlite.size import StoreSize
 
@@ -182,7 +184,7 @@ class BackfillCounts(Shape):
 class StoreStats(MemoryStats):
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    store: Literal["sqlite", "supabase"]
+    store: StoreName
     path: str | None = Field(None, description="the SQLite file")
     url: str | None = Field(None, description="the Supabase project")
     chat: str | None = Field(None, description="with `--chat`: the chat's id")

@@ -51,7 +51,7 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
     """Fill in what every chat's memory lacks: rolling summaries, descriptions (with their
     embeddings), chunk summaries, facts and meta summaries. What exists is left as it is, so it
     can be run again at any time; a chat that fails is named and the others go on."""
-    from parla.memory.compaction.compactor import CompactionReport
+    from parla.memory.compaction.report import CompactionReport
 
     reports: list[CompactionReport] = []
     failed: dict[str, str] = {}

@@ -28,7 +28,7 @@ from .support import (
 )
 
 if TYPE_CHECKING:
-    from parla.memory.store.protocol import ChatStore
+    from parla.memory.store.protocol import MemoryRecords
     from parla.records.profile import ProfileEntry
 
 
@@ -54,7 +54,7 @@ def _entry_json(number: int | None, entry: ProfileEntry) -> dict[str, Any]:
     }
 
 
-async def _find(store: ChatStore, ref: str) -> ProfileEntry:
+async def _find(store: MemoryRecords, ref: str) -> ProfileEntry:
     """The entry numbered `ref` in `parla profile list`, or the one whose id starts with it."""
     history = await store.list_profile(history=True)
     found = by_number_or_id(await store.list_profile(), ref, history, lambda e: e.id)

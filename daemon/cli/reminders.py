@@ -25,7 +25,7 @@ from .support import (
 )
 
 if TYPE_CHECKING:
-    from parla.memory.store.protocol import ChatStore
+    from parla.memory.store.protocol import ReminderRecords
     from parla.records.reminder import Reminder
 
     from ..settings import Settings
@@ -62,7 +62,7 @@ def _state(r: Reminder) -> str:
     return "said" + (f" by {escape(r.claimed_by)}" if r.claimed_by else "") if r.state == "fired" else r.state
 
 
-async def _find(store: ChatStore, ref: str) -> Reminder:
+async def _find(store: ReminderRecords, ref: str) -> Reminder:
     from parla.tools.reminders import best_matches
 
     pending = await store.list_reminders()

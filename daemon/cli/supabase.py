@@ -46,14 +46,14 @@ async def login(
     """Sign in to the Supabase project once; the session is kept (mode 0600) and refreshed."""
     from parla.memory.store.supabase.session import sign_in
 
-    from ..stores import supabase_anon_key, supabase_url
+    from ..stores import SUPABASE, backend, supabase_anon_key, supabase_url
 
     settings = load_settings()
     user_id = await sign_in(
         supabase_url(settings), supabase_anon_key(settings), email, password, settings.supabase_session_file
     )
     out.print(f"Signed in as {email} (user {user_id}); session kept in {settings.supabase_session_file}.")
-    if settings.store != "supabase":
+    if backend(settings) is not SUPABASE:
         out.print("Set PARLA_STORE=supabase to keep chats there (`parla sync` copies the local ones).")
 
 

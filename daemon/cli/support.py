@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from rich.progress import Progress
 
     from parla.memory.compaction.compactor import CompactionWorker
-    from parla.memory.store.protocol import ChatStore
+    from parla.memory.store.protocol import ChatRecords, ChatStore
 
     from ..memory_services import MemoryServices
 
@@ -166,7 +166,7 @@ async def tell_daemon(socket: Path, cmd: Literal["reminders", "summaries"]) -> N
         log.info("the daemon was not told (%s): %s", cmd, e)
 
 
-async def resolve_chat(store: ChatStore, ref: str) -> str:
+async def resolve_chat(store: ChatRecords, ref: str) -> str:
     """The chat an id, the start of one, or an imported chat's own id names."""
     from parla.memory.errors import ChatNotFound, StoreError
     from parla.memory.imports.importer import find_chats_named

@@ -4,7 +4,7 @@ that makes them from the store's queue at a bounded rate.
 An import stores the turns and indexes what was said at once (searchable by meaning and words);
 summarising thousands of chats with Gemini is thousands of calls, so before queueing them the
 user is told how many calls and tokens it takes (`summary_cost`, an estimate from the same
-settings compaction follows). The queue lives in the store (`ChatStore.queue_summaries`), so the
+settings compaction follows). The queue lives in the store (`SummaryQueue.queue_summaries`), so the
 work survives restarts; `SummaryWorker` takes one chat at a time with a lease, compacts it, and
 settles it. A rate limit (429) puts the chat back with the delay the API asked for and pauses the
 worker that long; Gemini away, or the vectors being rebuilt for another embedder, pauses it too;
@@ -26,7 +26,7 @@ from parla.kernel.tasks import cancel_and_wait
 
 from ..config import MemoryConfig
 from ..errors import ChatNotFound, ModelUnavailable, RateLimited, Reembedding, StoreError
-from ..store.protocol import ChatStore
+from ..store.protocol import SummaryQueue
 from .compactor import Compactor
 
 log = logging.getLogger(__name__)
@@ -95,7 +95,7 @@ class QueueProgress:
         }
 
 
-async def queue_status(store: ChatStore, progress: QueueProgress) -> dict[str, object] | None:
+async def queue_status(store: SummaryQueue, progress: QueueProgress) -> dict[str, object] | None:
     """The queue as `parla status` and the inspector show it (None when the store cannot say):
     chats waiting, and what the worker did and does."""
     try:
@@ -117,7 +117,7 @@ class SummaryWorker:
     be summarised now is due again after the delay a rate limit asks for, else `pause_s`."""
 
     def __init__(
-        self, store: ChatStore, compactor: Compactor, lease_s: float, pause_s: float, poll_s: float = 30.0
+        self, store: SummaryQueue, compactor: Compactor, lease_s: float, pause_s: float, poll_s: float = 30.0
     ) -> None:
         self.store = store
         self.compactor = compactor

@@ -32,7 +32,7 @@ from parla.records.chat import Chat
 from parla.records.turn import Part, Role, Turn, storable_text, utcnow
 
 from ..errors import ChatNotFound, ImportLineError
-from ..store.protocol import ChatStore
+from ..store.protocol import ChatRecords
 from .bounds import aware, import_date, split_text, untimed_after
 
 _NAMESPACE = uuid.UUID("6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de")
@@ -276,7 +276,7 @@ def _said(turns: Sequence[Turn]) -> list[tuple[str, str]]:
     return [(t.role, t.text) for t in turns]
 
 
-async def _stored_turns(store: ChatStore, ids: list[str]) -> tuple[str, list[Turn] | None]:
+async def _stored_turns(store: ChatRecords, ids: list[str]) -> tuple[str, list[Turn] | None]:
     for cid in ids:
         try:
             return cid, await store.load_turns(cid)
@@ -286,7 +286,7 @@ async def _stored_turns(store: ChatStore, ids: list[str]) -> tuple[str, list[Tur
 
 
 async def import_chat(
-    store: ChatStore, chat: ImportChat, *, scope: str = "", replace: bool = False, max_turn_tokens: int | None = None
+    store: ChatRecords, chat: ImportChat, *, scope: str = "", replace: bool = False, max_turn_tokens: int | None = None
 ) -> ImportResult:
     """Store one parsed chat: new, or the turns it gained since the last import, or nothing when
     the stored chat already holds it. A stored chat whose turns differ from the file's is left
@@ -320,7 +320,7 @@ async def import_chat(
 
 
 async def _create(
-    store: ChatStore, chat: ImportChat, cid: str, turns: list[Turn], outcome: Outcome, detail: str = ""
+    store: ChatRecords, chat: ImportChat, cid: str, turns: list[Turn], outcome: Outcome, detail: str = ""
 ) -> ImportResult:
     """Store the chat anew; a chat that an import running beside this one stored first (some
     turns were already there) is reported as gaining turns or as already there, not as a
@@ -331,7 +331,7 @@ async def _create(
     return ImportResult(cid, outcome, added, detail=detail, notes=chat.notes)
 
 
-async def find_chats_named(store: ChatStore, ref: str) -> list[Chat]:
+async def find_chats_named(store: ChatRecords, ref: str) -> list[Chat]:
     """The chats `ref` names: an id, the start of one, an exact title, or the id a chat was
     imported with (in the user's id space)."""
     chats = await store.find_chats(ref)
@@ -340,7 +340,7 @@ async def find_chats_named(store: ChatStore, ref: str) -> list[Chat]:
     return chats
 
 
-async def id_scope(store: ChatStore) -> str:
+async def id_scope(store: ChatRecords) -> str:
     """The id space of imports: the signed-in user on a shared store, none on a local one."""
     user_id = getattr(store, "user_id", None)
     return str(await user_id()) if user_id is not None else ""

@@ -12,7 +12,7 @@ from typing import TypeVar
 from parla.records.chat import Chat
 
 from ..compaction.compactor import CompactionWorker
-from ..store.protocol import AppendResult, ChatStore
+from ..store.protocol import AppendResult, ChatsWithMemory
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -47,7 +47,7 @@ async def compact_chats(
     return dict(worker.last_errors), dict(worker.offline)
 
 
-async def copy_chat(source: ChatStore, target: ChatStore, chat: Chat) -> AppendResult:
+async def copy_chat(source: ChatsWithMemory, target: ChatsWithMemory, chat: Chat) -> AppendResult:
     """Copy a chat's turns, title and pins to another store; a repeat copies only what is new
     (both stores store a turn id once)."""
     history = await source.load_history(chat.id)

@@ -30,7 +30,7 @@ import asyncio
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Literal, TypeVar
+from typing import Literal, Protocol, TypeVar
 
 from parla.kernel.tasks import cancel_and_wait
 from parla.records.embedding import EmbeddedText, Embedder, embed_texts, normalize_rows
@@ -40,7 +40,7 @@ from ..config import MemoryConfig
 from ..errors import EmptyRequest
 from ..language.dates import mentioned_date
 from ..language.words import query_words
-from ..store.protocol import ChatStore, TurnMatch
+from ..store.protocol import ChatRecords, MemoryRecords, SearchIndex, TurnMatch
 
 RecalledKind = Literal["turn", "pin", "facts", "chunk", "meta", "summary_text", "turns"]
 
@@ -88,8 +88,13 @@ def _turn(m: TurnMatch) -> Recalled:
     )
 
 
+class RecallStore(SearchIndex, ChatRecords, MemoryRecords, Protocol):
+    """What recall reads: the search index, and beside it the turns of what it found and (inside
+    one chat) the chat's pins."""
+
+
 class Recall:
-    def __init__(self, store: ChatStore, embedder: Embedder, config: MemoryConfig) -> None:
+    def __init__(self, store: RecallStore, embedder: Embedder, config: MemoryConfig) -> None:
         self.store = store
         self.embedder = embedder
         self.results = config.recall_results

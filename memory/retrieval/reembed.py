@@ -26,13 +26,13 @@ from parla.records.embedding import Embedder, TaskType, WrappedEmbedder
 from parla.records.progress import ReembedProgress
 
 from ..errors import Reembedding
-from ..store.protocol import ChatStore
+from ..store.protocol import SearchIndex
 
 log = logging.getLogger(__name__)
 
 
 async def reembed(
-    store: ChatStore, embedder: Embedder, batch: int, on_progress: Callable[[int, int], None] | None = None
+    store: SearchIndex, embedder: Embedder, batch: int, on_progress: Callable[[int, int], None] | None = None
 ) -> int:
     """Embed every stored text with `embedder`, `batch` texts a call, and replace the store's
     vectors; `on_progress(done, total)` after each call. Returns how many texts were embedded."""
@@ -54,7 +54,7 @@ class BackgroundReembed:
 
     def __init__(
         self,
-        store: ChatStore,
+        store: SearchIndex,
         embedder: Embedder,
         batch: int = 64,
         retries: int = 3,

@@ -52,7 +52,7 @@ from ..embedders.offline import WordTable
 from ..errors import EmbedderMismatch, EmptyRequest, ModelError, Reembedding
 from ..language.dates import DateSpan, mentioned_date
 from ..language.text import FRAMING, STOPWORDS, content_words, distinct_content_words
-from ..store.protocol import ChatMatch, ChatStore, TextMatch, TextRef, WordCounts
+from ..store.protocol import ChatMatch, IndexedChats, TextMatch, TextRef, WordCounts
 from .turn_windows import TITLE
 
 log = logging.getLogger("parla.memory")
@@ -241,7 +241,7 @@ class ChatSearch:
 
     def __init__(
         self,
-        store: ChatStore,
+        store: IndexedChats,
         embedder: Embedder,
         config: MemoryConfig,
         serving: Callable[[], Embedder | None] | None = None,

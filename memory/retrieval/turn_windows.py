@@ -28,7 +28,7 @@ from parla.records.embedding import Embedder, embed_texts
 from parla.records.turn import MessageRange, Turn
 
 from ..errors import ModelError
-from ..store.protocol import ChatStore, EmbeddedWindow
+from ..store.protocol import EmbeddedWindow, IndexedChats, SearchIndex
 
 log = logging.getLogger("parla.memory")
 
@@ -69,7 +69,7 @@ class WindowIndexer:
     """Brings a chat's window index up to date with its turns. Idempotent: a window is upserted
     by its first turn, so a run repeated after a failure or a crash changes nothing."""
 
-    def __init__(self, store: ChatStore, embedder: Embedder, size: int) -> None:
+    def __init__(self, store: IndexedChats, embedder: Embedder, size: int) -> None:
         self.store = store
         self.embedder = embedder
         self.size = size
@@ -103,7 +103,7 @@ class WindowIndexer:
         return written
 
 
-async def index_title(store: ChatStore, embedder: Embedder, chat: Chat) -> int:
+async def index_title(store: SearchIndex, embedder: Embedder, chat: Chat) -> int:
     """Embed the chat's title as its searchable window 0 unless that already holds it; 1 if written."""
     if not chat.title or await store.window_text(chat.id, TITLE.start) == chat.title:
         return 0
@@ -112,7 +112,7 @@ async def index_title(store: ChatStore, embedder: Embedder, chat: Chat) -> int:
     return 1
 
 
-async def rename_chat(store: ChatStore, embedder: Embedder, chat_id: str, title: str) -> Chat:
+async def rename_chat(store: IndexedChats, embedder: Embedder, chat_id: str, title: str) -> Chat:
     """Give the chat a title of the user's, searchable at once. The title is stored first: if it
     cannot be embedded now (the embedder is unreachable) the next compaction of the chat does it."""
     chat = await store.rename_chat(chat_id, title)

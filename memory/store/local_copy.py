@@ -27,120 +27,42 @@ numbers (which interleave both devices' turns) win for everything read online.
 from __future__ import annotations
 
 import dataclasses
-import logging
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import TypeVar
 
 import numpy as np
 
 from parla.records.chat import Chat, ChatHistory
 from parla.records.embedding import EmbeddedText
-from parla.records.facts import FactBlock
 from parla.records.pins import Pin
 from parla.records.profile import ProfileEntry
 from parla.records.progress import PendingWrites
 from parla.records.reminder import Reminder
-from parla.records.stats import MemoryStats
-from parla.records.summary import Summary, SummaryLevel
-from parla.records.turn import MessageRange, Turn, new_id
+from parla.records.turn import Turn, new_id
 
-from ..errors import ChatNotFound, StoreError, StoreOffline, WriteQueued
+from ..errors import ChatNotFound, StoreOffline
+from .copy_paths import CopyPaths, background, read, remote_only, written
 from .protocol import (
     AppendResult,
-    ChatMatch,
+    ChatRecords,
     ChatStore,
     CompactionCommit,
-    EmbeddedWindow,
+    MemoryRecords,
     MemorySnapshot,
-    QueueState,
-    StoredText,
-    TextMatch,
+    ReminderRecords,
+    SearchIndex,
+    StoreState,
+    SummaryQueue,
     TextRef,
-    TurnMatch,
-    WordCounts,
 )
-
-log = logging.getLogger(__name__)
-
-T = TypeVar("T")
+from .scoring import ScoredWrites
 
 
-class LocalCopyStore:
-    """`ChatStore` over `remote`, with `local` as this device's copy. The caller opens and closes both."""
+class LocalCopyStore(ScoredWrites, CopyPaths):
+    """`ChatStore` over `remote`, with `local` as this device's copy. The caller opens and closes both.
 
-    def __init__(self, remote: ChatStore, local: ChatStore, recheck_s: float = 30.0) -> None:
-        """`recheck_s`: once the remote was found away, reads go to the copy alone for that long
-        (a network that drops packets would otherwise cost each read the remote's timeout)."""
-        self.remote = remote
-        self.local = local
-        self.recheck_s = recheck_s
-        self._away_until = 0.0  # monotonic time until which reads skip the remote
-
-    @property
-    def offline(self) -> bool:
-        """The last request to the remote found it away."""
-        return self._away_until > 0
-
-    @offline.setter
-    def offline(self, away: bool) -> None:
-        self._away_until = time.monotonic() + self.recheck_s if away else 0.0
-
-    # -- the two paths ---------------------------------------------------------------------
-
-    async def _read(
-        self,
-        remote: Callable[[], Awaitable[T]],
-        local: Callable[[], Awaitable[T]],
-        copy: Callable[[T], Awaitable[object]] | None = None,
-    ) -> T:
-        """The remote's answer (copied with `copy`), or the local copy's when the remote is away."""
-        if time.monotonic() < self._away_until:
-            return await local()
-        try:
-            return await self._reach(remote, copy)
-        except StoreOffline:
-            return await local()
-
-    async def _write(self, remote: Callable[[], Awaitable[T]], copy: Callable[[T | None], Awaitable[object]]) -> T:
-        """The remote's write, copied locally (`copy` gets its result); a write queued in the
-        outbox is applied to the copy (`copy` gets None) and `WriteQueued` raised on."""
-        try:
-            return await self._reach(remote, copy)
-        except WriteQueued:
-            await self._copy(copy(None))
-            raise
-
-    async def _background(
-        self, remote: Callable[[], Awaitable[T]], copy: Callable[[T], Awaitable[object]] | None = None
-    ) -> T:
-        """A write the device makes by itself (compaction, index): the remote's, copied. Refused
-        while reads come from the copy: what it was made from may lack what other devices added
-        (their turns shift the numbers), so it is made again from the remote's answers later."""
-        if self.offline:
-            raise StoreOffline("Supabase was away a moment ago: this waits until it answers again")
-        return await self._reach(remote, copy)
-
-    async def _reach(
-        self, remote: Callable[[], Awaitable[T]], copy: Callable[[T], Awaitable[object]] | None = None
-    ) -> T:
-        """The remote's call, copied; whether it answered sets `offline`."""
-        try:
-            result = await remote()
-        except StoreOffline:
-            self.offline = True
-            raise
-        self.offline = False
-        if copy is not None:
-            await self._copy(copy(result))
-        return result
-
-    async def _copy(self, work: Awaitable[object]) -> None:
-        try:
-            await work
-        except StoreError as e:  # the copy is a cache: the call it follows has succeeded
-            log.info("the local copy was not updated: %s", e)
+    The calls that copy what they write or read are written here; the others are declared by the
+    path they take (`copy_paths`)."""
 
     async def _has_chat(self, chat: Chat) -> None:
         """The chat's row in the copy, with its title as the remote has it (renamed elsewhere)."""
@@ -167,13 +89,8 @@ class LocalCopyStore:
 
     # -- chats -----------------------------------------------------------------------------
 
-    async def create_chat(
-        self,
-        *,
-        chat_id: str | None = None,
-        title: str | None = None,
-        created_at: datetime | None = None,
-        turns: Sequence[Turn] = (),
+    async def _create_chat(
+        self, chat_id: str | None, title: str | None, created_at: datetime | None, turns: list[Turn]
     ) -> AppendResult:
         chat_id = chat_id or new_id()  # the copy's chat is the one queued
 
@@ -188,11 +105,8 @@ class LocalCopyStore:
             lambda: self.remote.create_chat(chat_id=chat_id, title=title, created_at=created_at, turns=turns), copy
         )
 
-    async def get_chat(self, chat_id: str) -> Chat:
-        return await self._read(lambda: self.remote.get_chat(chat_id), lambda: self.local.get_chat(chat_id))
-
-    async def find_chats(self, ref: str) -> list[Chat]:
-        return await self._read(lambda: self.remote.find_chats(ref), lambda: self.local.find_chats(ref))
+    get_chat = read(ChatRecords.get_chat)
+    find_chats = read(ChatRecords.find_chats)
 
     async def list_chats(self, limit: int = 50, offset: int = 0) -> list[Chat]:
         async def copy(chats: list[Chat]) -> None:
@@ -203,17 +117,12 @@ class LocalCopyStore:
             lambda: self.remote.list_chats(limit, offset), lambda: self.local.list_chats(limit, offset), copy
         )
 
-    async def rename_chat(self, chat_id: str, title: str) -> Chat:
-        return await self._write(
-            lambda: self.remote.rename_chat(chat_id, title), lambda _: self.local.rename_chat(chat_id, title)
-        )
-
-    async def delete_chat(self, chat_id: str) -> None:
-        await self._write(lambda: self.remote.delete_chat(chat_id), lambda _: self.local.delete_chat(chat_id))
+    rename_chat = written(ChatRecords.rename_chat)
+    delete_chat = written(ChatRecords.delete_chat)
 
     # -- turns -----------------------------------------------------------------------------
 
-    async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult:
+    async def _append_turns(self, chat_id: str, turns: list[Turn]) -> AppendResult:
         async def copy(result: AppendResult | None) -> None:
             if result is None:
                 await self.local.append_turns(chat_id, turns)
@@ -230,10 +139,7 @@ class LocalCopyStore:
             lambda: self.remote.load_history(chat_id), lambda: self.local.load_history(chat_id), copy
         )
 
-    async def load_turns(self, chat_id: str, start: int = 1, end: int | None = None) -> list[Turn]:
-        return await self._read(
-            lambda: self.remote.load_turns(chat_id, start, end), lambda: self.local.load_turns(chat_id, start, end)
-        )
+    load_turns = read(ChatRecords.load_turns)
 
     async def load_memory(
         self, chat_id: str, *, min_importance: float = 7.0, important_limit: int = 30
@@ -278,48 +184,16 @@ class LocalCopyStore:
 
     # -- summaries, facts, pins ------------------------------------------------------------
 
-    async def upsert_summary(
-        self,
-        chat_id: str,
-        level: SummaryLevel,
-        rng: MessageRange,
-        embedded: EmbeddedText,
-        importance: float | None = None,
-    ) -> Summary:
-        return await self._background(
-            lambda: self.remote.upsert_summary(chat_id, level, rng, embedded, importance),
-            lambda _: self.local.upsert_summary(chat_id, level, rng, embedded, importance),
-        )
-
-    async def list_summaries(self, chat_id: str, level: SummaryLevel | None = None) -> list[Summary]:
-        return await self._read(
-            lambda: self.remote.list_summaries(chat_id, level), lambda: self.local.list_summaries(chat_id, level)
-        )
-
-    async def upsert_facts(
-        self, chat_id: str, rng: MessageRange, lines: list[str], embedded: EmbeddedText | None
-    ) -> FactBlock:
-        return await self._background(
-            lambda: self.remote.upsert_facts(chat_id, rng, lines, embedded),
-            lambda _: self.local.upsert_facts(chat_id, rng, lines, embedded),
-        )
-
-    async def list_facts(self, chat_id: str) -> list[FactBlock]:
-        return await self._read(lambda: self.remote.list_facts(chat_id), lambda: self.local.list_facts(chat_id))
-
-    async def set_fact_lines(
-        self, chat_id: str, rng: MessageRange, lines: list[str], forgotten: list[str], embedded: EmbeddedText | None
-    ) -> FactBlock:
-        return await self._write(
-            lambda: self.remote.set_fact_lines(chat_id, rng, lines, forgotten, embedded),
-            lambda _: self.local.set_fact_lines(chat_id, rng, lines, forgotten, embedded),
-        )
+    upsert_summary = background(MemoryRecords.upsert_summary)
+    list_summaries = read(MemoryRecords.list_summaries)
+    upsert_facts = background(MemoryRecords.upsert_facts)
+    list_facts = read(MemoryRecords.list_facts)
+    set_fact_lines = written(MemoryRecords.set_fact_lines)
 
     async def add_pin(self, pin: Pin) -> Pin:
         return await self._write(lambda: self.remote.add_pin(pin), lambda stored: self.local.add_pin(stored or pin))
 
-    async def add_new_pins(self, pins: Sequence[Pin]) -> list[Pin]:
-        return await self._background(lambda: self.remote.add_new_pins(pins), lambda _: self.local.add_new_pins(pins))
+    add_new_pins = background(MemoryRecords.add_new_pins)
 
     async def list_pins(self, chat_id: str, *, forgotten: bool = False) -> list[Pin]:
         return await self._read(
@@ -328,14 +202,8 @@ class LocalCopyStore:
             None if forgotten else self.local.add_new_pins,
         )
 
-    async def set_pin_forgotten(self, pin_id: str, forgotten: bool) -> Pin:
-        return await self._write(
-            lambda: self.remote.set_pin_forgotten(pin_id, forgotten),
-            lambda _: self.local.set_pin_forgotten(pin_id, forgotten),
-        )
-
-    async def delete_pin(self, pin_id: str) -> None:
-        await self._write(lambda: self.remote.delete_pin(pin_id), lambda _: self.local.delete_pin(pin_id))
+    set_pin_forgotten = written(MemoryRecords.set_pin_forgotten)
+    delete_pin = written(MemoryRecords.delete_pin)
 
     # -- the user's profile -----------------------------------------------------------------
 
@@ -375,11 +243,7 @@ class LocalCopyStore:
             if gone != (entry.forgotten_at is not None) and (gone or entry.id in listed):
                 await self.local.set_profile_forgotten(entry.id, gone)
 
-    async def set_profile_forgotten(self, entry_id: str, forgotten: bool) -> ProfileEntry:
-        return await self._write(
-            lambda: self.remote.set_profile_forgotten(entry_id, forgotten),
-            lambda _: self.local.set_profile_forgotten(entry_id, forgotten),
-        )
+    set_profile_forgotten = written(MemoryRecords.set_profile_forgotten)
 
     # -- timers and reminders ----------------------------------------------------------------
 
@@ -412,10 +276,7 @@ class LocalCopyStore:
         elif held.claimed_by != device:
             await self.local.reclaim_reminder(held.id, device, 0.0)
 
-    async def cancel_reminder(self, reminder_id: str) -> Reminder:
-        return await self._write(
-            lambda: self.remote.cancel_reminder(reminder_id), lambda _: self.local.cancel_reminder(reminder_id)
-        )
+    cancel_reminder = written(ReminderRecords.cancel_reminder)
 
     async def claim_reminder(self, reminder_id: str, device: str) -> Reminder | None:
         """The remote's claim decides; while it is away this device claims in its copy and says the
@@ -428,18 +289,10 @@ class LocalCopyStore:
         await self._copy(self.local.claim_reminder(reminder_id, device))
         return claimed
 
-    async def mark_reminder_said(self, reminder_id: str, device: str) -> Reminder | None:
-        """Through the outbox: a reminder said while the server is away is marked in the copy at
-        once (so it is not said again here) and on the server when the outbox is sent."""
-        return await self._write(
-            lambda: self.remote.mark_reminder_said(reminder_id, device),
-            lambda _: self.local.mark_reminder_said(reminder_id, device),
-        )
-
-    async def unsaid_reminders(self, device: str, stale_s: float) -> list[Reminder]:
-        return await self._read(
-            lambda: self.remote.unsaid_reminders(device, stale_s), lambda: self.local.unsaid_reminders(device, stale_s)
-        )
+    # through the outbox: a reminder said while the server is away is marked in the copy at once
+    # (so it is not said again here) and on the server when the outbox is sent
+    mark_reminder_said = written(ReminderRecords.mark_reminder_said)
+    unsaid_reminders = read(ReminderRecords.unsaid_reminders)
 
     async def reclaim_reminder(self, reminder_id: str, device: str, stale_s: float) -> Reminder | None:
         """As `claim_reminder`: the remote decides; while it is away, the copy."""
@@ -453,47 +306,23 @@ class LocalCopyStore:
 
     # -- search ----------------------------------------------------------------------------
 
-    async def search_chat(self, query: EmbeddedText, chat_id: str, match_count: int) -> list[TextMatch]:
-        return await self._read(
-            lambda: self.remote.search_chat(query, chat_id, match_count),
-            lambda: self.local.search_chat(query, chat_id, match_count),
-        )
+    search_chat = read(SearchIndex.search_chat)
+    search = read(SearchIndex.search)
+    window_frontier = remote_only(SearchIndex.window_frontier)  # only an index write follows it
+    upsert_windows = background(SearchIndex.upsert_windows)
+    window_text = read(SearchIndex.window_text)
+    word_counts = read(SearchIndex.word_counts)
+    search_words = read(SearchIndex.search_words)
+    embedder_info = read(SearchIndex.embedder_info)
+    embedded_texts = remote_only(SearchIndex.embedded_texts)
 
-    async def search(self, query: EmbeddedText, match_count: int, texts_per_chat: int = 1) -> list[ChatMatch]:
-        return await self._read(
-            lambda: self.remote.search(query, match_count, texts_per_chat),
-            lambda: self.local.search(query, match_count, texts_per_chat),
-        )
-
-    async def window_frontier(self, chat_id: str, size: int) -> int:
-        return await self.remote.window_frontier(chat_id, size)  # only an index write follows it
-
-    async def upsert_windows(self, chat_id: str, windows: Sequence[EmbeddedWindow]) -> None:
-        await self._background(
-            lambda: self.remote.upsert_windows(chat_id, windows), lambda _: self.local.upsert_windows(chat_id, windows)
-        )
-
-    async def window_text(self, chat_id: str, start: int) -> str | None:
-        return await self._read(
-            lambda: self.remote.window_text(chat_id, start), lambda: self.local.window_text(chat_id, start)
-        )
-
-    async def word_counts(self, words: Sequence[str]) -> WordCounts:
-        return await self._read(lambda: self.remote.word_counts(words), lambda: self.local.word_counts(words))
-
-    async def search_words(self, words: Sequence[str], match_count: int, chat_id: str | None = None) -> list[TurnMatch]:
-        return await self._read(
-            lambda: self.remote.search_words(words, match_count, chat_id),
-            lambda: self.local.search_words(words, match_count, chat_id),
-        )
-
-    async def embedder_info(self) -> tuple[str, int] | None:
-        return await self._read(self.remote.embedder_info, self.local.embedder_info)
-
-    async def stats(self, chat_id: str | None = None) -> MemoryStats:
-        return await self._read(lambda: self.remote.stats(chat_id), lambda: self.local.stats(chat_id))
+    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None:
+        await self.remote.replace_embeddings(items, embedder)
+        await self._copy(self.local.replace_embeddings(items, embedder))
 
     # -- the remote's own ------------------------------------------------------------------
+
+    stats = read(StoreState.stats)
 
     async def flush(self) -> int:
         return await self._reach(self.remote.flush)
@@ -501,30 +330,15 @@ class LocalCopyStore:
     async def pending_writes(self) -> PendingWrites:
         return dataclasses.replace(await self.remote.pending_writes(), offline=self.offline)
 
-    async def schema_version(self) -> int | None:
-        return await self.remote.schema_version()
+    schema_version = remote_only(StoreState.schema_version)
 
     # -- chats waiting for summaries: Supabase's queue, which any of the user's devices works; a
     # device that cannot reach it summarises nothing meanwhile (the summaries go there too)
 
-    async def queue_summaries(self, chat_ids: Sequence[str]) -> None:
-        await self.remote.queue_summaries(chat_ids)
-
-    async def take_summary(self, lease_s: float) -> str | None:
-        return await self.remote.take_summary(lease_s)
-
-    async def settle_summary(self, chat_id: str, retry_in_s: float | None = None, error: str | None = None) -> None:
-        await self.remote.settle_summary(chat_id, retry_in_s, error)
-
-    async def summary_queue(self) -> QueueState:
-        return await self.remote.summary_queue()
-
-    async def embedded_texts(self) -> list[StoredText]:
-        return await self.remote.embedded_texts()
-
-    async def replace_embeddings(self, items: Sequence[tuple[TextRef, np.ndarray]], embedder: str) -> None:
-        await self.remote.replace_embeddings(items, embedder)
-        await self._copy(self.local.replace_embeddings(items, embedder))
+    queue_summaries = remote_only(SummaryQueue.queue_summaries)
+    take_summary = remote_only(SummaryQueue.take_summary)
+    settle_summary = remote_only(SummaryQueue.settle_summary)
+    summary_queue = remote_only(SummaryQueue.summary_queue)
 
 
 def _as_chat_store(store: LocalCopyStore) -> ChatStore:

@@ -6,7 +6,8 @@ Semantics every implementation keeps:
 - `commit_compaction` applies only if the chat's `compaction_version` is still the one the
   compaction read; turns that arrived meanwhile have higher sequence numbers and stay in the tail.
 - Summaries and facts are upserted per (chat, level, range), so regenerating a range replaces it.
-- Each turn is stored with its importance (memory.language.importance's rules unless it has one).
+- Each turn is stored with its importance (memory.language.importance's rules unless it has one;
+  scored once where the writes come in, `scoring.ScoredWrites`).
 - `add_new_pins` never overwrites: a pin id already stored (an auto pin edited or forgotten by the
   user) keeps its row.
 - Forgetting is soft: a forgotten pin or fact line leaves every listing the prompt is built from
@@ -416,4 +417,12 @@ class StoreState(Protocol):
 
 class ChatStore(ChatRecords, MemoryRecords, SearchIndex, ReminderRecords, SummaryQueue, StoreState, Protocol):
     """What both stores (SQLite and Supabase) and the Supabase store's local copy answer, by
-    concern; a part that needs one concern only can ask for that protocol."""
+    concern; a part asks for the concerns it uses: one role above, or one of these pairs."""
+
+
+class IndexedChats(ChatRecords, SearchIndex, Protocol):
+    """Chats and their search index: what chat search and the window index read and write."""
+
+
+class ChatsWithMemory(ChatRecords, MemoryRecords, Protocol):
+    """Chats and what is kept of them: what a chat's memory context is read from, what a copy of a chat takes."""

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import os
 from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -56,6 +58,18 @@ def process_env(pulse, live, gemini, live_certificate, tmp_path, **more: str) ->
         "PARLA_UI_TOKEN_FILE": str(tmp_path / "ui-token"),
         **more,
     }
+
+
+def supabase_settings(peer, user: str, store_path: Path, **more: Any) -> Settings:
+    """Settings for the Supabase store on the peer with the service-role key, for `user`."""
+    return Settings(
+        store="supabase",
+        store_path=store_path,
+        supabase_url=peer.url,
+        supabase_service_key=peer.service_key,
+        supabase_user_id=user,
+        **more,
+    )
 
 
 @asynccontextmanager

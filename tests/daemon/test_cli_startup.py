@@ -102,6 +102,7 @@ def test_search_without_a_daemon_loads_the_store_and_the_embedder_alone(store):
         "parla.memory.compaction.compactor",
         "parla.memory.summarizers",
         "parla.tools.chats",
+        "parla.tools.memories",
     )
     probe = PROBE.replace(repr(HEAVY), repr(unused))
     done = subprocess.run(

@@ -130,6 +130,13 @@ async def test_control_socket_commands(daemon_settings, live):
         await ctl(daemon_settings, "status")
 
 
+async def test_a_daemon_that_serves_no_inspector_says_so_to_ui(daemon_settings):
+    settings = daemon_settings.model_copy(update={"ui": False})
+    async with running(settings):
+        with pytest.raises(CommandError, match=r"^the daemon does not serve the inspector \(PARLA_UI=false\)$"):
+            await ctl(settings, "ui")
+
+
 async def test_a_shutdown_during_an_answer_keeps_what_was_said(daemon_settings, live):
     async def script(conn):
         await conn.complete_setup()

@@ -77,10 +77,3 @@ def test_the_readme_links_only_to_files_that_exist():
     missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
     assert not missing, missing
     assert len(readme.splitlines()) <= 200
-
-
-def test_every_command_the_daemon_serves_has_its_models():
-    from parla.daemon import protocol
-
-    served = set(re.findall(r'"(\w+)": self\._cmd_\w+', (ROOT / "daemon/supervisor.py").read_text()))
-    assert served == set(protocol.COMMANDS)

@@ -6,9 +6,9 @@ import stat
 
 import pytest
 
-from parla.daemon.settings import Settings
 from parla.daemon.stores import open_store
 from tests.conftest import make_turns
+from tests.daemon.conftest import supabase_settings
 
 pytestmark = pytest.mark.tier("postgres")
 
@@ -16,13 +16,7 @@ pytestmark = pytest.mark.tier("postgres")
 async def test_the_outbox_file_is_private(supabase, tmp_path):
     path = tmp_path / "data" / "parla" / "parla.db"
     user = supabase.shim.create_user("ada@example.com")
-    settings = Settings(
-        store="supabase",
-        store_path=path,
-        supabase_url=supabase.url,
-        supabase_service_key=supabase.service_key,
-        supabase_user_id=user,
-    )
+    settings = supabase_settings(supabase, user, path)
     async with open_store(settings) as store:
         await store.create_chat(turns=make_turns(2))
         files = [path.parent, path, path.with_name("parla.db-wal"), path.with_name("parla.db-shm")]

@@ -8,6 +8,7 @@ import pytest
 
 from parla.daemon.settings import Settings
 from parla.daemon.stores import connect_supabase, open_store
+from tests.daemon.conftest import supabase_settings
 from tests.memory.store.sqlite.test_vector_file import crowded_store, right_answers
 
 pytestmark = pytest.mark.tier("fast")
@@ -29,14 +30,7 @@ async def test_a_reembed_on_supabase_commits_as_many_vectors_a_request_as_the_se
             "FROM generate_series(1, 7) g",
             (chat, user),
         )
-    settings = Settings(
-        store="supabase",
-        store_path=tmp_path / "parla.db",
-        supabase_url=supabase.url,
-        supabase_service_key=supabase.service_key,
-        supabase_user_id=user,
-        supabase_commit_page=3,
-    )
+    settings = supabase_settings(supabase, user, tmp_path / "parla.db", supabase_commit_page=3)
     rng = np.random.default_rng(2)
     async with await connect_supabase(settings) as store:
         texts = await store.embedded_texts()

@@ -1,5 +1,6 @@
 """Parla's wheel installed beside PyPI's python-daemon, which also installs a top-level `daemon`:
-both stay importable, `parla` and the service's module (`python -m parla.daemon`) run.
+both stay importable, `parla` and the service's module (`python -m parla.daemon`) run, and a first user's
+commands work from the installed script: `--version`, `chats`, `import`, `doctor`.
 
 The wheel is built from this checkout and installed without its dependencies into a fresh
 virtualenv; the dependencies come from the interpreter running the tests, appended after the new
@@ -7,6 +8,7 @@ virtualenv's own site-packages (so a `daemon` or `parla` there cannot win). pyth
 installed by pip from the package index (or pip's cache) into the new virtualenv itself.
 """
 
+import json
 import os
 import shutil
 import site
@@ -64,3 +66,18 @@ def test_the_wheel_installs_beside_python_daemon(tmp_path):
     assert "Usage: parla" in run(venv / "bin" / "parla", "--help", cwd=tmp_path, env=env)
     assert "Usage: parla" in run(py, "-m", "parla.daemon", "--help", cwd=tmp_path, env=env)
     assert "Usage: parla run" in run(py, "-m", "parla.daemon", "run", "--help", cwd=tmp_path, env=env)
+
+    # a first user's commands, from the installed script alone: its store in a data folder of its own
+    parla = venv / "bin" / "parla"
+    env |= {"XDG_DATA_HOME": str(tmp_path / "data"), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    assert run(parla, "--version", cwd=tmp_path, env=env).startswith("parla ")
+    assert "No chats yet" in run(parla, "chats", cwd=tmp_path, env=env)
+    export = ROOT / "tests" / "data" / "imports" / "chatgpt_conversations.json"
+    assert "Imported 2 chats" in run(parla, "import", export, cwd=tmp_path, env=env)
+    assert len(json.loads(run(parla, "chats", "--json", cwd=tmp_path, env=env))) == 2
+    # it fails here for what this machine lacks (a key, audio devices) and says so, one line each
+    doctor = subprocess.run(
+        [parla, "doctor"], check=False, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180
+    )
+    assert doctor.returncode in (0, 1) and "Traceback" not in doctor.stderr, doctor.stderr
+    assert "ok   store: SQLite" in doctor.stdout and "2 chats" in doctor.stdout, doctor.stdout

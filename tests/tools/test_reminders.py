@@ -27,7 +27,7 @@ async def registry(store, embedder, config, languages=("en",)):
     await store.create_chat(title="Elsewhere")
     session = Session(chat.id)
     clock = LocalClock("Europe/Rome", lambda: NOW)
-    chat_tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config, clock)
+    chat_tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config)
     changes: list[int] = []
     tools = ReminderTools(store, session, chat_tools.switch_chat, clock, languages, "laptop", lambda: changes.append(1))
     return ToolRegistry(tools.tools()), session, chat, changes

@@ -16,8 +16,8 @@ from google.genai.live import AsyncSession
 
 from parla.kernel.tasks import cancel_and_wait
 
-from ..config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
-from ..turns.floor import Floor, Marker
+from ..config import MIC_RATE, SAMPLE_BYTES
+from ..turns.detection import Answer, TurnDetection
 from .latency import VoiceToVoice
 from .messages import Outbox, Outgoing
 from .profiles import LiveProfile
@@ -65,13 +65,29 @@ class AudioSink(Protocol):
     def resume(self) -> None: ...
 
 
+class SessionInput:
+    """The session's realtime input, where the turn detection sends the user's audio and turns."""
+
+    def __init__(self, session: AsyncSession) -> None:
+        self.session = session
+
+    async def audio(self, block: bytes) -> None:
+        await send_audio(self.session, block)
+
+    async def activity_start(self) -> None:
+        await self.session.send_realtime_input(activity_start=types.ActivityStart())
+
+    async def activity_end(self) -> None:
+        await self.session.send_realtime_input(activity_end=types.ActivityEnd())
+
+
 @dataclass
 class Sender:
     """The send side of the conversation, one connection at a time: what the conversation queues
-    (`outbox`), which goes first, and the microphone's blocks, as they are or through the local
-    floor detector (`floor`), which marks the user's turns and pauses the speaker for a sound over
-    the answer until it proves to be speech. A block read when a connection ends, and the user's
-    turn still open then, go first on the next connection.
+    (`outbox`), which goes first, and the microphone's blocks, through the turn detection
+    (`detection`: the service's, or the local floor, which marks the user's turns and pauses the
+    speaker for a sound over the `answer` until it proves to be speech). A block read when a
+    connection ends, and the user's turn still open then, go first on the next connection.
 
     While `switching()` says a switch to another chat was decided, the blocks read are held, not
     sent: they were said in the chat moved to, so the session about to close must not hear them
@@ -81,16 +97,11 @@ class Sender:
 
     outbox: Outbox
     microphone: AudioSource | None
-    speaker: AudioSink | None
-    floor: Floor | None
+    detection: TurnDetection
+    answer: Answer
     latency: VoiceToVoice
-    model_speaking: Callable[[], bool]
     switching: Callable[[], bool] = lambda: False
     hold_s: float = 30.0
-    # The floor dropped this many bytes of the answer from the speaker (the stored turn keeps
-    # only what was played).
-    unheard: Callable[[int], None] = lambda nbytes: None
-    decided: Callable[[], None] = lambda: None  # the floor stopped deciding (see `deciding`)
     _unsent: deque[tuple[bytes, float]] = field(default_factory=deque)  # (block, read at), oldest first
     _unsent_bytes: int = 0
     _dropped_bytes: int = 0
@@ -105,10 +116,10 @@ class Sender:
         `deliver` sends it. An item whose sending fails is queued first again."""
         mic_read: asyncio.Task[bytes] | None = None
         control: asyncio.Task[bool] | None = None
+        realtime = SessionInput(session)
         try:
-            if self.floor is not None and self.floor.talking:  # the user was talking when the last one ended
-                await session.send_realtime_input(activity_start=types.ActivityStart())
-            await self._send_unsent(session)
+            await self.detection.opened(realtime)
+            await self._send_unsent(realtime)
             while True:
                 while (item := next_item()) is not None:
                     try:
@@ -128,7 +139,7 @@ class Sender:
                 if mic_read is not None and mic_read in done:
                     self._keep(mic_read.result())
                     mic_read = None
-                    await self._send_unsent(session)
+                    await self._send_unsent(realtime)
         finally:
             if mic_read is not None and mic_read.done() and not mic_read.cancelled():
                 self._keep(mic_read.result())
@@ -148,7 +159,7 @@ class Sender:
             self._unsent_bytes -= len(dropped)
             self._dropped_bytes += len(dropped)
 
-    async def _send_unsent(self, session: AsyncSession) -> None:
+    async def _send_unsent(self, realtime: SessionInput) -> None:
         """Every block read and not sent, oldest first, unless a switch holds them; a block
         leaves the queue once it is on the websocket."""
         if self.switching():
@@ -163,61 +174,7 @@ class Sender:
             self._dropped_bytes = 0
         while self._unsent:
             block, read_at = self._unsent[0]
-            await self._send_audio(session, block)
+            await self.detection.feed(block, self.answer, realtime)
             self._unsent.popleft()
             self._unsent_bytes -= len(block)
             self.latency.sent(block, read_at, time.monotonic())
-
-    def release_hold(self) -> None:
-        """An answer paused for a sound is not left silent when the conversation ends."""
-        if self.speaker is not None and self.floor is not None and self.floor.holding:
-            self.speaker.resume()
-
-    async def _send_audio(self, session: AsyncSession, block: bytes) -> None:
-        if self.floor is None:
-            await send_audio(session, block)
-            return
-        deciding = self.floor.deciding
-        for item in self.floor.feed(block, self.model_speaking()):
-            if isinstance(item, bytes):
-                await send_audio(session, item)
-            elif item is Marker.START:
-                await session.send_realtime_input(activity_start=types.ActivityStart())
-            elif item is Marker.END:
-                await session.send_realtime_input(activity_end=types.ActivityEnd())
-            else:
-                self._speaker(item)
-        if deciding and not self.floor.deciding:
-            self.decided()
-
-    @property
-    def deciding(self) -> bool:
-        """The answer's fate waits for the words of the user's sound over it (the speaker keeps
-        what it has not played, whatever the service says)."""
-        return self.floor is not None and self.floor.deciding
-
-    def heard(self, text: str) -> None:
-        """The service's transcript of the user's input, for the floor's decision."""
-        if self.floor is not None:
-            deciding = self.floor.deciding
-            for item in self.floor.heard(text):
-                self._speaker(item)
-            if deciding and not self.floor.deciding:
-                self.decided()
-
-    def _speaker(self, item: Marker) -> None:
-        if self.speaker is None:
-            return
-        if item is Marker.HOLD:
-            self.speaker.pause()
-        elif item is Marker.RELEASE:
-            self.speaker.resume()
-        elif item is Marker.CUT:
-            dropped = self.speaker.flush()
-            log.info(
-                "the user took the floor over the answer: %.1f s of the answer dropped",
-                dropped / (SPEAKER_RATE * SAMPLE_BYTES),
-                extra={"event": "floor_cut"},
-            )
-            if dropped:
-                self.unheard(dropped)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from parla.records.turn import Turn
+
+log = logging.getLogger(__name__)
 
 # "turn": turns queued for storing; "stored": stored (or refused for good and kept locally);
 # "kept": not stored before the session closed, kept locally (`SessionMemory.keep`); "lost":
@@ -45,3 +49,21 @@ class LiveStatus:
     refused_turns: int = 0  # refused for good by the store and kept locally, this session
     # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
     last_activity: float = field(default_factory=time.monotonic)
+
+
+@dataclass
+class Events:
+    """The owner's handler of the session's events (None: nobody listens)."""
+
+    handler: Callable[[SessionEvent], None] | None = None
+
+    def __call__(self, event: SessionEvent) -> None:
+        if self.handler is None:
+            return
+        try:
+            self.handler(event)
+        except Exception:  # an observer's bug must not stop the saver or the connection loop
+            log.exception("the session's event handler failed on %s", event.kind)
+
+    def emit(self, kind: EventKind, detail: str = "") -> None:
+        self(SessionEvent(kind, detail))

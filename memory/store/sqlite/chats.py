@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -19,6 +18,7 @@ from ..protocol import (
     CompactionCommit,
     MemorySnapshot,
 )
+from ..scoring import ScoredWrites
 from .connection import SQLiteConnection
 from .rows import (
     GENERATED_TITLE,
@@ -39,16 +39,11 @@ if TYPE_CHECKING:
     from parla.records.embedding import EmbeddedText
 
 
-class SQLiteChats(SQLiteConnection):
+class SQLiteChats(ScoredWrites, SQLiteConnection):
     # -- chats -----------------------------------------------------------------------------
 
-    async def create_chat(
-        self,
-        *,
-        chat_id: str | None = None,
-        title: str | None = None,
-        created_at: datetime | None = None,
-        turns: Sequence[Turn] = (),
+    async def _create_chat(
+        self, chat_id: str | None, title: str | None, created_at: datetime | None, turns: list[Turn]
     ) -> AppendResult:
         chat_id = chat_id or new_id()
         created = created_at or (turns[0].created_at if turns else utcnow())
@@ -137,7 +132,7 @@ class SQLiteChats(SQLiteConnection):
 
     # -- turns -----------------------------------------------------------------------------
 
-    async def append_turns(self, chat_id: str, turns: Sequence[Turn]) -> AppendResult:
+    async def _append_turns(self, chat_id: str, turns: list[Turn]) -> AppendResult:
         def append(db: sqlite3.Connection) -> AppendResult:
             get_chat_row(db, chat_id)
             stored, added = append_rows(db, chat_id, turns)

@@ -16,7 +16,7 @@ from parla.records.summary import Summary, SummaryLevel
 from parla.records.turn import MessageRange, Part, TokenUsage, Turn, WebSource, utcnow
 
 from ...errors import ChatNotFound, TurnConflict
-from ...language.importance import turn_importance, with_importance
+from ...language.importance import turn_importance
 from ..checks import (
     check_unique_turn_ids,
 )
@@ -116,9 +116,10 @@ def get_chat_row(db: sqlite3.Connection, chat_id: str) -> Chat:
 
 
 def append_rows(db: sqlite3.Connection, chat_id: str, turns: Sequence[Turn]) -> tuple[list[Turn], int]:
+    """The turns appended (each as given, with its importance: `ScoredWrites` scored them) with
+    their sequence numbers, and how many were new."""
     if not turns:
         return [], 0
-    turns = with_importance(turns)
     check_unique_turn_ids(turns)
     ids = [t.id for t in turns]
     marks = ",".join("?" * len(ids))

@@ -1,4 +1,5 @@
-"""The embedded store's vector search, turn windows, word counts and re-embedding."""
+"""The embedded store's search index: vector search (across chats and inside one), turn windows,
+word counts, search by words and re-embedding."""
 
 from __future__ import annotations
 
@@ -27,7 +28,7 @@ from ..protocol import (
     WordCounts,
 )
 from .connection import SQLiteConnection
-from .rows import LEVEL_OF_KIND, parse_ts, vector_blob
+from .rows import LEVEL_OF_KIND, parse_ts, vector_blob, vector_matrix
 from .vectors import (
     ALL_WINDOWS,
     bump_generation,
@@ -38,6 +39,7 @@ from .vectors import (
     set_embedder,
     texts_of,
     vector_count,
+    vector_rows,
     vectors_changed,
 )
 from .word_bounds import WordBounds
@@ -60,11 +62,7 @@ class SQLiteSearch(SQLiteConnection):
                 info = embedder_info_of(db)
                 if info is None or index is None:
                     return []
-                if info != (query.embedder, query.dim):
-                    raise EmbedderMismatch(
-                        f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors "
-                        f"by {info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
-                    )
+                _check_query(info, query)
                 best = self._vector_file.best_per_chat(db, index, query.vector, match_count, texts_per_chat)
             marks = ",".join("?" * len(best))
             chats = {
@@ -86,6 +84,24 @@ class SQLiteSearch(SQLiteConnection):
                 for chat_id, texts in best
             ]
             return ranked_matches(matches)
+
+        return await self._read(read)
+
+    async def search_chat(self, query: EmbeddedText, chat_id: str, match_count: int) -> list[TextMatch]:
+        def read(db: sqlite3.Connection) -> list[TextMatch]:
+            info = embedder_info_of(db)
+            if info is None or match_count <= 0:
+                return []
+            _check_query(info, query)
+            # one chat's rows are few (hundreds for a long chat): read and compared directly
+            rows = vector_rows(db, [chat_id])
+            if not rows:
+                return []
+            sims = vector_matrix([blob for _, blob in rows]) @ query.vector.astype("<f4")
+            order = (-sims).argsort(kind="stable")[:match_count]
+            refs = [rows[int(i)][0] for i in order]
+            bodies = texts_of(db, refs)
+            return [TextMatch(ref, bodies[ref], float(sims[i])) for ref, i in zip(refs, order, strict=True)]
 
         return await self._read(read)
 
@@ -241,6 +257,15 @@ class SQLiteSearch(SQLiteConnection):
             db.execute("UPDATE meta SET value = ? WHERE key = 'rebuilt_generation'", (str(generation_of(db)),))
 
         await self._write(write)
+
+
+def _check_query(info: tuple[str, int], query: EmbeddedText) -> None:
+    """A query is compared only with vectors of its own embedder."""
+    if info != (query.embedder, query.dim):
+        raise EmbedderMismatch(
+            f"the query was embedded by {query.embedder} ({query.dim} dims) but this store's vectors "
+            f"by {info[0]} ({info[1]} dims): run `parla memory reembed` or set PARLA_EMBEDDER back"
+        )
 
 
 def _fts_query(words: Sequence[str]) -> str:

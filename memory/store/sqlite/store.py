@@ -15,7 +15,6 @@ from parla.records.progress import PendingWrites
 from parla.records.stats import MemoryStats
 
 from ...language.importance import IMPORTANT
-from .chat_texts import SQLiteChatTexts
 from .chats import SQLiteChats
 from .memory import SQLiteMemory
 from .profile import SQLiteProfile
@@ -26,15 +25,13 @@ from .search import SQLiteSearch
 from .vectors import embedder_info_of
 
 
-class SQLiteChatStore(
-    SQLiteChats, SQLiteMemory, SQLiteProfile, SQLiteReminders, SQLiteSearch, SQLiteChatTexts, SQLiteQueue
-):
+class SQLiteChatStore(SQLiteChats, SQLiteMemory, SQLiteProfile, SQLiteReminders, SQLiteSearch, SQLiteQueue):
     """`ChatStore` on one SQLite file. Use as `async with SQLiteChatStore(path) as store:`.
 
     The operations are split by concern over one connection (`SQLiteConnection`): chats, turns and
     compaction (`SQLiteChats`), summaries, facts and pins (`SQLiteMemory`), the user's profile
-    (`SQLiteProfile`), timers and reminders (`SQLiteReminders`), search and vectors (`SQLiteSearch`),
-    search inside one chat (`SQLiteChatTexts`), chats waiting for summaries (`SQLiteQueue`); this class
+    (`SQLiteProfile`), timers and reminders (`SQLiteReminders`), search and vectors, across chats and
+    inside one (`SQLiteSearch`), chats waiting for summaries (`SQLiteQueue`); this class
     adds what concerns the whole file."""
 
     # -- stats -----------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The Supabase store's requests: one call with its error mapping, RPCs, table reads in pages
 (Supabase answers at most "Max rows" rows per request), updates scoped to the user, and pin upserts.
-The store's operations (`supabase`, `supabase_writes`) are written on these."""
+The store's operations (`chats`, `memory`, `search`, `writes`, ...) are written on these."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from parla.records.pins import Pin
 
 from ...errors import ChatNotFound, StoreError
 from .failures import supabase_error
+from .replay import OutboxReplay
 from .rows import is_uuid
 
 T = TypeVar("T")
@@ -26,7 +27,10 @@ READ_PAGE = 1000
 
 
 class SupabaseCalls:
-    """The client, the user the requests are for (the service-role mode names it), and the calls."""
+    """The client, the user the requests are for (the service-role mode names it), and the calls;
+    `_replay` is the store's outbox replay (`supabase.store`), through which its writes go."""
+
+    _replay: OutboxReplay
 
     def __init__(self, client: AsyncClient, http: httpx.AsyncClient, user_id: str | None, user_session: bool) -> None:
         self._client = client

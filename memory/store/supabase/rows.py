@@ -18,7 +18,6 @@ from parla.records.facts import FactBlock, stored_fact_lines
 from parla.records.summary import Summary, SummaryLevel
 from parla.records.turn import MessageRange, Turn
 
-from ...language.importance import with_importance
 from ..protocol import (
     AppendResult,
     TextKind,
@@ -40,9 +39,8 @@ def vector_value(vector: np.ndarray) -> list[float]:
 
 
 def turn_payload(turn: Turn) -> dict[str, Any]:
-    """A turn as the append function reads it, scored by the rules when it has no importance yet."""
-    (scored,) = with_importance([turn])
-    return scored.model_dump(mode="json", exclude={"seq"})
+    """A turn as the append function reads it (with its importance: `ScoredWrites` scored it)."""
+    return turn.model_dump(mode="json", exclude={"seq"})
 
 
 def chunks(items: Sequence[T], size: int) -> list[Sequence[T]]:

@@ -24,7 +24,6 @@ from ..checks import pin_not_found
 from ..outbox import OutboxEntry
 from . import profile as supabase_profile
 from .calls import SupabaseCalls
-from .replay import OutboxReplay
 from .rows import chat_of, fact_params, facts_of, is_uuid
 
 USER_WRITES = (
@@ -34,8 +33,6 @@ USER_WRITES = (
 
 
 class SupabaseWrites(SupabaseCalls):
-    _replay: OutboxReplay
-
     async def rename_chat(self, chat_id: str, title: str) -> Chat:
         if not title.strip():
             raise StoreError("a chat title cannot be empty")

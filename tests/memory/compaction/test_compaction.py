@@ -9,7 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from parla.memory.compaction.compactor import CompactionWorker, Compactor, chunk_ranges, meta_ranges
+from parla.memory.compaction.compactor import CompactionWorker, Compactor
+from parla.memory.compaction.dual_memory import chunk_ranges, meta_ranges
 from parla.memory.config import MemoryConfig
 from parla.memory.errors import ModelError
 from parla.memory.store.sqlite.store import SQLiteChatStore

@@ -47,7 +47,7 @@ async def test_an_mcp_result_that_orders_a_deletion_deletes_nothing(
         async with conversation(live_client, voice_config, store, chat.id, tools=registry):
             await eventually(lambda: len(answers) == 2, what="both tool answers")
     declared = [d["name"] for d in live.connections[0].setup["tools"][0]["function_declarations"]]
-    assert declared[:8] == [t.name for t in chat_tools.tools()] and "bad__note" in declared
+    assert declared[:5] == [t.name for t in chat_tools.tools()] and "bad__note" in declared
     assert "delete_chat" in answers[0]["untrusted_text"] and "never instructions" in answers[0]["note"]
     assert answers[1]["result"] == "confirm"  # asks the user; nothing deleted
     assert (await store.get_chat(other.id)).title == "Tax return"

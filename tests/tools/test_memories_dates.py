@@ -9,16 +9,15 @@ import pytest
 
 from parla.kernel.local_time import LocalClock
 from parla.memory.context import load_context
-from parla.memory.retrieval.search import ChatSearch
-from parla.tools.chats import ChatTools, RememberArgs
+from parla.tools.memories import MemoryTools, RememberArgs
 from tests.tools.test_chats import Session
+from tests.tools.test_memories import memory_tools
 
 pytestmark = pytest.mark.tier("fast")
 
 
-def tools_at(store, embedder, config, chat_id, utc: datetime, zone: str, language: str) -> ChatTools:
-    clock = LocalClock(zone, lambda: utc)
-    return ChatTools(store, ChatSearch(store, embedder, config), embedder, Session(chat_id), config, clock, [language])
+def tools_at(store, embedder, config, chat_id, utc: datetime, zone: str, language: str) -> MemoryTools:
+    return memory_tools(store, embedder, config, Session(chat_id), LocalClock(zone, lambda: utc), [language])
 
 
 async def test_a_relative_date_is_pinned_with_its_date_in_the_users_zone(store, embedder, config):
