@@ -29,6 +29,8 @@ TIERS = {
 }
 DEFAULT = "fast"
 ALL = "all"
+# The session's slow peers, by the fixture that starts them: a test of the fast tier may use none.
+SLOW_FIXTURES = {"pg_cluster": "postgres", "supabase": "postgres", "pulse": "audio", "browser": "browser"}
 TIER = pytest.StashKey[str]()
 
 
@@ -129,6 +131,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     kept, left = [], []
     for item in items:
         tier = item.stash[TIER] = item_tier(item)
+        slow = sorted(set(getattr(item, "fixturenames", ())) & SLOW_FIXTURES.keys())
+        if tier == "fast" and slow:
+            raise pytest.UsageError(
+                f"{item.nodeid} is in the fast tier but uses {', '.join(slow)}: mark it "
+                + " or ".join(sorted({SLOW_FIXTURES[name] for name in slow}))
+            )
         if tier in choice.tiers or item.path.resolve() in choice.named_files:
             kept.append(item)
             choice.run.setdefault(tier, Spent()).tests += 1
