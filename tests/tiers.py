@@ -3,9 +3,10 @@ and plain `pytest` runs only the fast tier.
 
 `pytest --tier all` runs every tier, `pytest --tier postgres,audio` the ones named. Without `--tier`,
 a test file named on the command line runs whatever its tier (`pytest tests/voice/turns/test_floor.py`
-runs it), and a folder gives its fast tier. A module that declares no tier fails collection. A test
-or a parameter may name another tier than its module's (the Supabase half of a test that runs on both
-stores): the nearest mark wins. The summary gives each tier's count, the time its tests took and
+runs it), and a folder gives its fast tier. A module that declares no tier fails collection, and so
+does a fast test that uses a slow peer's fixture (SLOW_FIXTURES; a subprocess it starts is not
+seen). A test or a parameter may name another tier than its module's (the Supabase half of a test
+that runs on both stores): the nearest mark wins. The summary gives each tier's count, the time its tests took and
 their CPU time (this process's and that of the child processes it waited for: not a peer server
 started once for the session, Postgres or PulseAudio, which runs on after the test)."""
 
