@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,8 @@ from parla.records.pins import Pin
 from parla.records.summary import Summary, SummaryLevel
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import T0
+
+pytestmark = pytest.mark.tier("fast")
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=600)
 
