@@ -12,6 +12,8 @@ import pytest
 from parla.voice.audio.speech import spoken
 from parla.voice.errors import SpeechFailed
 
+pytestmark = pytest.mark.tier("process")
+
 
 async def test_a_stop_while_the_command_runs_ends_the_command(tmp_path):
     # A reminder cut off by the daemon's stop left its speech command running behind it.
