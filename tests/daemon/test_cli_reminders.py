@@ -112,6 +112,7 @@ def test_a_text_longer_than_the_bound_is_refused(parla):
     assert "No reminders to come" in parla("reminders", "list").stdout
 
 
+@pytest.mark.tier("audio")
 def test_doctor_says_which_voice_says_the_reminders(parla, pulse, gemini, monkeypatch):
     def check(name: str) -> dict[str, str]:
         checks = json.loads(parla("doctor", "--json", ok=False).stdout)

@@ -15,7 +15,7 @@ from parla.voice.audio.speech_model import SpeechModel
 from parla.voice.errors import SpeechFailed
 from tests.peers.gemini_speech import spoken_pcm
 
-pytestmark = pytest.mark.tier("fast")
+pytestmark = pytest.mark.tier("process")  # the speech command, and flite in the emulator
 
 WORDS = "Reminder: call my sister about the train."
 FLITE = "flite -voice slt -f {text_file} -o {wav}"
