@@ -38,9 +38,8 @@ _REFUSED = (401, 403)
 _UNREACHABLE = (408, 429, 500, 502, 503, 504)
 
 
-# How a call fails when the API cannot be reached.
-_TRANSPORT = transport_errors()
-_FAILURES: tuple[type[Exception], ...] = (errors.APIError, *_TRANSPORT)
+# How a call fails: the API's answer, or no answer (it cannot be reached).
+_FAILURES: tuple[type[Exception], ...] = (errors.APIError, *transport_errors())
 
 
 def retry_after(e: errors.APIError) -> float | None:
