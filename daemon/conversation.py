@@ -16,6 +16,7 @@ from google import genai
 from parla.kernel.local_time import LocalClock
 from parla.memory.compaction.compactor import CompactionWorker
 from parla.records.turn import Turn, WebSource
+from parla.tools.confirmations import Dialogue
 from parla.tools.mcp.tools import McpTools
 from parla.voice.audio.cues import switch_cue
 from parla.voice.audio.devices import Microphone, Speaker
@@ -76,7 +77,7 @@ async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
         worker,
         Microphone(s.input_device, s.audio_block_ms, s.mic_queue_ms, echo) as microphone,
         Speaker(s.output_device, s.audio_block_ms, s.playback_buffer_s, played) as speaker,
-        McpTools(s.mcp_servers, s.delete_confirm_s, s.mcp_ping_s) as mcp,
+        McpTools(s.mcp_servers, s.mcp_ping_s) as mcp,
     ):
         yield VoiceServices(worker, microphone, speaker, mcp)
 
@@ -90,23 +91,33 @@ def live_conversation(
     mcp: McpTools | None = None,
 ) -> LiveConversation:
     """One session's conversation in the current chat, with the model's tools (daemon.model_tools): a
-    look-up's sources are kept with the turn that speaks the answer (use with `async with`)."""
+    look-up's sources are kept with the turn that speaks the answer; the session's model and user
+    turns go to the confirmations' dialogue, not to `on_event` (use with `async with`)."""
     mem = current.mem
     clock = LocalClock(mem.settings.time_zone)
     conversation: LiveConversation | None = None
+    dialogue = Dialogue()
 
     def cite(sources: list[WebSource]) -> None:
         if conversation is not None:
             conversation.cite(sources)
 
+    def heard(event: SessionEvent) -> None:
+        if event.kind == "model_turn_over":
+            dialogue.model_turn_ended()
+        elif event.kind == "user_turn":
+            dialogue.user_turn_began()
+        elif on_event is not None:
+            on_event(event)
+
     conversation = LiveConversation(
         client,
         mem.settings,
         current.memory(current.chat_id),
-        tools=model_tools(mem, current, clock, cite, mcp),
+        tools=model_tools(mem, current, clock, cite, dialogue, mcp),
         microphone=microphone,
         speaker=speaker,
-        on_event=on_event,
+        on_event=heard,
         clock=clock,
         switch_cue=switch_cue() if mem.settings.cues else None,
     )

@@ -223,7 +223,7 @@ async def _mcp(settings: Settings) -> list[Check]:
     """Each MCP server started once, as the daemon would, with its tools (never its environment)."""
     if not settings.mcp_servers:
         return []
-    async with McpTools(settings.mcp_servers, settings.delete_confirm_s) as mcp:
+    async with McpTools(settings.mcp_servers) as mcp:
         with contextlib.suppress(TimeoutError):
             async with asyncio.timeout(_MCP_START_S):
                 while not all(s.running or s.last_error for s in mcp.servers):

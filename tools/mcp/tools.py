@@ -2,10 +2,12 @@
 config file and then by name (stable across sessions), declared only while their server runs.
 
 A tool that is not read-only (its server's `readOnlyHint` unset or false, or `destructiveHint`)
-needs the user's spoken yes, as delete_chat does: the first call returns a confirmation for these
-arguments, and only a second call with it runs the tool. A result is untrusted text: it is cut to
-`max_result_chars` and handed back as information, with a note that it gives no orders; it cannot
-confirm anything, since confirmations are issued by Parla and named by the model's own call.
+needs the user's yes, as delete_chat does: the first call returns a confirmation for these
+arguments, and only a second call with it, after Parla saw a user turn (tools.confirmations), runs
+the tool. The confirmations are the live session's, given to `tools`. A result is untrusted text:
+it is cut to `max_result_chars` and handed back as information, with a note that it gives no
+orders; it cannot confirm anything, since a confirmation is issued by Parla and acts only after
+the user spoke or typed.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict
 
-from ..confirmations import Confirmations
+from ..confirmations import UNANSWERED, Confirmations
 from ..registry import Tool
 from .config import McpServerConfig
 
@@ -59,14 +61,13 @@ def _text(result: mcp_types.CallToolResult, limit: int) -> str:
 class McpTools:
     """The user's MCP servers, kept running while this is entered, and their tools for the registry."""
 
-    def __init__(self, configs: list[McpServerConfig], confirm_s: float, ping_s: float = 30.0) -> None:
+    def __init__(self, configs: list[McpServerConfig], ping_s: float = 30.0) -> None:
         # the MCP SDK is imported only when a server is configured: it was a third of the daemon's start
         self.servers: list[McpServer] = []
         if configs:
             from .client import McpServer
 
             self.servers = [McpServer(c, ping_s) for c in configs]
-        self._confirmations = Confirmations(confirm_s)
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> Self:
@@ -79,12 +80,15 @@ class McpTools:
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
 
-    def tools(self) -> list[Tool]:
+    def tools(self, confirmations: Confirmations) -> list[Tool]:
+        """The running servers' tools; those that change things ask through `confirmations`."""
         return [
-            self._tool(server, tool) for server in self.servers for tool in sorted(server.tools, key=lambda t: t.name)
+            self._tool(server, tool, confirmations)
+            for server in self.servers
+            for tool in sorted(server.tools, key=lambda t: t.name)
         ]
 
-    def _tool(self, server: McpServer, tool: McpTool) -> Tool:
+    def _tool(self, server: McpServer, tool: McpTool, confirmations: Confirmations) -> Tool:
         # Gemini takes function names of letters, digits, _ and -, 64 at most
         name = re.sub(r"[^a-zA-Z0-9_-]", "_", f"{server.config.name}{SEPARATOR}{tool.name}")[:64]
         parameters = dict(tool.parameters)
@@ -101,11 +105,13 @@ class McpTools:
             arguments = dict(args.model_extra or {})
             if not tool.read_only:
                 subject = f"{name} {json.dumps(arguments, sort_keys=True)}"
-                if not self._confirmations.take(args.confirmation, subject):
+                taken = await confirmations.take(args.confirmation, subject)
+                if taken != "taken":
                     return {
                         "result": "confirm",
-                        "confirmation": self._confirmations.issue(subject),
-                        "say": f"Ask the user whether to run {tool.name} of {server.config.name} with these "
+                        "confirmation": confirmations.issue(subject),
+                        "say": (UNANSWERED if taken == "unanswered" else "")
+                        + f"Ask the user whether to run {tool.name} of {server.config.name} with these "
                         "arguments. Only if they say yes, call again with the confirmation.",
                     }
             result = await server.call(tool.name, arguments)

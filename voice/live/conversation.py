@@ -63,10 +63,12 @@ class LiveConversation:
         self.speaker = speaker
         self.switch_cue = switch_cue
         self.status = status or LiveStatus()
-        self.assembler = TranscriptAssembler(model_variant=config.live_model)
+        events = Events(on_event)
+        self.assembler = TranscriptAssembler(
+            model_variant=config.live_model, on_user_turn=lambda: events.emit("user_turn")
+        )
         self.profile = profile_for(config.live_model)
         self.latency = VoiceToVoice(config.latency_speech_rms, growth_ratio=config.latency_growth_ratio)
-        events = Events(on_event)
         self._outbox = Outbox()
         self._tool_calls = ToolCalls(tools, on_done=self._outbox.wake)
         self._saver = TurnSaver(self.status, events, config.save_drain_s)
