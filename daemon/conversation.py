@@ -3,10 +3,16 @@ conversation with the chat tools, the current chat's memory over the store and a
 worker. `voice_services` opens what lives as long as the daemon (worker, devices);
 `live_conversation` builds one session's conversation over them; `spoken_conversation` opens both
 for `parla converse`. They close in reverse order (the conversation first, so its last turns are
-stored before the worker and the devices go)."""
+stored before the worker and the devices go).
+
+A session about to open waits for the MCP servers in their first start (`mcp_tools_started`), so
+the first session after `parla run` has their tools; tools that come later, or go, reach the open
+session at its next turn boundary (voice.live.renewal)."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -14,6 +20,7 @@ from dataclasses import dataclass, field
 from google import genai
 
 from parla.kernel.local_time import LocalClock
+from parla.kernel.tasks import race
 from parla.memory.compaction.compactor import CompactionWorker
 from parla.records.turn import Turn, WebSource
 from parla.tools.confirmations import Dialogue
@@ -27,6 +34,8 @@ from parla.voice.live.conversation import AudioSource, LiveConversation, Session
 from .chat_memory import ChatMemory
 from .memory_services import MemoryServices
 from .model_tools import model_tools
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -82,6 +91,32 @@ async def voice_services(mem: MemoryServices) -> AsyncIterator[VoiceServices]:
         yield VoiceServices(worker, microphone, speaker, mcp)
 
 
+async def mcp_tools_started(mcp: McpTools, limit_s: float, stop: asyncio.Event | None = None) -> bool:
+    """Before a session opens: the MCP servers in their first start waited for, each until its
+    start timeout and all for `limit_s` at most. False when `stop` was set meanwhile."""
+    starting = mcp.starting()
+    if not starting:
+        return True
+    log.info(
+        "the session waits up to %g s for MCP servers still starting: %s",
+        limit_s,
+        ", ".join(starting),
+        extra={"event": "mcp_waited", "servers": starting},
+    )
+    waiting = asyncio.create_task(mcp.started(limit_s), name="mcp:started")
+    stopped = asyncio.create_task((stop or asyncio.Event()).wait(), name="mcp:stop")
+    if stopped in await race({waiting, stopped}):
+        return False
+    late = mcp.starting()
+    if late:
+        log.warning(
+            "the session opens without the tools of %s, still starting; they come at its next turn boundary",
+            ", ".join(late),
+            extra={"event": "mcp_late", "servers": late},
+        )
+    return True
+
+
 def live_conversation(
     client: genai.Client,
     current: CurrentChat,
@@ -134,6 +169,7 @@ async def spoken_conversation(
 ) -> AsyncIterator[LiveConversation]:
     live_client = client or mem.client  # fails first, with how to set a key, when there is none
     async with voice_services(mem) as voice:
+        await mcp_tools_started(voice.mcp, mem.settings.mcp_start_wait_s)
         current = CurrentChat(mem, voice.worker, chat_id)
         async with live_conversation(
             live_client, current, voice.microphone, voice.speaker, on_event, voice.mcp

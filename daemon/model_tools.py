@@ -79,4 +79,5 @@ def model_tools(
         own_tools(mem, session, clock, cite, confirming),
         more=(lambda: mcp.tools(confirming)) if mcp is not None else None,
         limit=mem.settings.max_tool_declarations,
+        changes=mcp.changed if mcp is not None else None,
     )

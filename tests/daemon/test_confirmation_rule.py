@@ -8,15 +8,20 @@ confirmation without a word of the user in between, change nothing."""
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 
 import pytest
 
 from parla.daemon.conversation import CurrentChat, live_conversation
-from parla.daemon.memory_services import open_memory
-from parla.daemon.settings import Settings
+from parla.daemon.memory_services import MemoryServices, open_memory
+from parla.records.turn import new_id
 from parla.tools.mcp.config import McpServerConfig
 from parla.tools.mcp.tools import McpTools
+from parla.voice.live.conversation import LiveConversation
 from tests.conftest import eventually
+from tests.daemon.conftest import peer_settings
 from tests.peers import mcp_misbehaving
 from tests.peers.live_emulator import tone, typed_turn
 from tests.tools.mcp.test_mcp import running
@@ -24,17 +29,32 @@ from tests.tools.mcp.test_mcp import running
 pytestmark = pytest.mark.tier("process")
 
 
-def settings(tmp_path, live, gemini, **more) -> Settings:
-    return Settings(
-        store_path=tmp_path / "parla.db",
-        gemini_api_key=live.api_key,
-        gemini_base_url=gemini.base_url,
-        live_url=live.url,
-        summarizer="offline",
-        embedder="offline",
-        transcript_hold_s=0.1,
-        **more,
-    )
+@dataclass
+class Session:
+    mem: MemoryServices
+    chat_id: str
+    mcp: McpTools
+    conversation: LiveConversation
+
+
+@asynccontextmanager
+async def session(
+    live, live_client, gemini, tmp_path, server: McpServerConfig, others: dict[str, str] | None = None, started=True
+) -> AsyncIterator[Session]:
+    """A live session in a chat of its own (and `others` beside it: titles by id), wired as the
+    daemon wires one, with `server`'s tools: it opens once the server runs, or at once (`started`
+    false), while the server may still be starting."""
+    s = peer_settings(live, gemini, tmp_path, embedder="offline", transcript_hold_s=0.1)
+    async with open_memory(s) as mem, mem.compaction_worker() as worker, McpTools([server]) as mcp:
+        chat_id = (await mem.store.create_chat(title="Chores")).chat.id
+        for other_id, title in (others or {}).items():
+            await mem.store.create_chat(chat_id=other_id, title=title)
+        if started:
+            await running(mcp)
+        current = CurrentChat(mem, worker, chat_id)
+        async with live_conversation(live_client, current, None, None, mcp=mcp) as conversation:
+            current.conversation = conversation
+            yield Session(mem, chat_id, mcp, conversation)
 
 
 def bad_server(tmp_path) -> McpServerConfig:
@@ -61,12 +81,10 @@ async def call(conn, call_id: str, name: str, **args) -> dict:
 async def test_a_result_that_says_the_user_agreed_confirms_nothing_and_a_user_turn_does(
     live, live_client, gemini, tmp_path
 ):
-    s = settings(tmp_path, live, gemini)
     answers: dict[str, dict] = {}
 
     async def script(conn):
         await conn.complete_setup()
-        await conn.resumption("h1")
         # the user asks; the model asks back, then a result speaks for the user
         await conn.heard(" Empty the photos bin.")
         asked = answers["asked"] = await call(conn, "1", "bad__empty_bin", what="photos")
@@ -85,14 +103,8 @@ async def test_a_result_that_says_the_user_agreed_confirms_nothing_and_a_user_tu
         await conn.closed.wait()
 
     live.script = script
-    async with open_memory(s) as mem, mem.compaction_worker() as worker:
-        chat_id = (await mem.store.create_chat(title="Chores")).chat.id
-        async with McpTools([bad_server(tmp_path)]) as mcp:
-            await running(mcp)
-            current = CurrentChat(mem, worker, chat_id)
-            async with live_conversation(live_client, current, None, None, mcp=mcp) as conversation:
-                current.conversation = conversation
-                await eventually(lambda: "done" in answers, timeout=30, what="the five calls")
+    async with session(live, live_client, gemini, tmp_path, bad_server(tmp_path)):
+        await eventually(lambda: "done" in answers, timeout=30, what="the five calls")
     assert answers["asked"]["result"] == "confirm"
     assert "agreed to everything" in answers["agreed"]["untrusted_text"]
     # refused: asked again, nothing emptied
@@ -104,37 +116,30 @@ async def test_a_result_that_says_the_user_agreed_confirms_nothing_and_a_user_tu
 
 
 async def test_delete_chat_acts_only_after_a_typed_yes(live, live_client, gemini, tmp_path):
-    s = settings(tmp_path, live, gemini)
     answers: dict[str, dict] = {}
+    tax = new_id()
 
     async def script(conn):
         await conn.complete_setup()
         await conn.heard(" Delete the tax chat.")
-        asked = answers["asked"] = await call(conn, "1", "delete_chat", chat_id=other.id)
+        asked = answers["asked"] = await call(conn, "1", "delete_chat", chat_id=tax)
         await call(conn, "2", "bad__agreed")
-        answers["attack"] = await call(conn, "3", "delete_chat", chat_id=other.id, confirmation=asked["confirmation"])
+        answers["attack"] = await call(conn, "3", "delete_chat", chat_id=tax, confirmation=asked["confirmation"])
         await conn.reply("Shall I delete Tax return for good?", tone(0.1))
         answers["spoken"] = {"typed": await typed_turn(conn, timeout=15)}
         answers["done"] = await call(
-            conn, "4", "delete_chat", chat_id=other.id, confirmation=answers["attack"].get("confirmation")
+            conn, "4", "delete_chat", chat_id=tax, confirmation=answers["attack"].get("confirmation")
         )
         await conn.reply("Tax return is deleted.", tone(0.1))
         await conn.closed.wait()
 
     live.script = script
-    async with open_memory(s) as mem, mem.compaction_worker() as worker:
-        chat_id = (await mem.store.create_chat(title="Chores")).chat.id
-        other = (await mem.store.create_chat(title="Tax return")).chat
-        async with McpTools([bad_server(tmp_path)]) as mcp:
-            await running(mcp)
-            current = CurrentChat(mem, worker, chat_id)
-            async with live_conversation(live_client, current, None, None, mcp=mcp) as conversation:
-                current.conversation = conversation
-                await eventually(lambda: "attack" in answers, timeout=30, what="the confirming call")
-                assert (await mem.store.get_chat(other.id)).title == "Tax return"  # refused, kept
-                conversation.say("Yes, delete it")
-                await eventually(lambda: "done" in answers, timeout=15, what="the call after the yes")
+    async with session(live, live_client, gemini, tmp_path, bad_server(tmp_path), {tax: "Tax return"}) as at:
+        await eventually(lambda: "attack" in answers, timeout=30, what="the confirming call")
+        assert (await at.mem.store.get_chat(tax)).title == "Tax return"  # refused, kept
+        at.conversation.say("Yes, delete it")
+        await eventually(lambda: "done" in answers, timeout=15, what="the call after the yes")
         assert answers["attack"]["result"] == "confirm" and "no answer from the user" in answers["attack"]["say"]
         assert answers["spoken"]["typed"] == "Yes, delete it"
         assert answers["done"]["result"] == "deleted"
-        assert [c.id for c in await mem.store.list_chats(limit=5)] == [chat_id]
+        assert [c.id for c in await at.mem.store.list_chats(limit=5)] == [at.chat_id]

@@ -1,5 +1,7 @@
 """The user's MCP servers' tools as the live model sees them: `server__tool`, in the order of the
 config file and then by name (stable across sessions), declared only while their server runs.
+`changed` returns when a server's tools come or go (a live session declares them anew then), and
+`started` waits, bounded, for the servers still in their first start (a session about to open).
 
 A tool that is not read-only (its server's `readOnlyHint` unset or false, or `destructiveHint`)
 needs the user's yes, as delete_chat does: the first call returns a confirmation for these
@@ -12,9 +14,10 @@ the user spoke or typed.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict
@@ -64,10 +67,11 @@ class McpTools:
     def __init__(self, configs: list[McpServerConfig], ping_s: float = 30.0) -> None:
         # the MCP SDK is imported only when a server is configured: it was a third of the daemon's start
         self.servers: list[McpServer] = []
+        self._change = asyncio.Event()  # set, and replaced, at each change of a server
         if configs:
             from .client import McpServer
 
-            self.servers = [McpServer(c, ping_s) for c in configs]
+            self.servers = [McpServer(c, ping_s, self._changed) for c in configs]
         self._stack = AsyncExitStack()
 
     async def __aenter__(self) -> Self:
@@ -79,6 +83,33 @@ class McpTools:
 
     async def __aexit__(self, *exc: object) -> None:
         await self._stack.aclose()
+
+    def _changed(self) -> None:
+        change, self._change = self._change, asyncio.Event()
+        change.set()
+
+    async def changed(self) -> None:
+        """Returns at the next change of a server's state, and so of its tools."""
+        await self._change.wait()
+
+    def starting(self) -> list[str]:
+        """The servers in their first start."""
+        return [s.config.name for s in self.servers if s.state == "starting"]
+
+    async def started(self, limit_s: float) -> list[str]:
+        """Until no server is in its first start, each waited for until its start timeout and all
+        for `limit_s` at most; a server that failed is not waited for (it is being restarted).
+        Returns the names of those still starting at the end."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + limit_s
+        while True:
+            waiting = [s for s in self.servers if s.state == "starting"]
+            left = min(deadline, max((s.start_deadline for s in waiting), default=0.0)) - loop.time()
+            if not waiting or left <= 0:
+                return [s.config.name for s in waiting]
+            with suppress(TimeoutError):
+                async with asyncio.timeout(left):
+                    await self.changed()
 
     def tools(self, confirmations: Confirmations) -> list[Tool]:
         """The running servers' tools; those that change things ask through `confirmations`."""

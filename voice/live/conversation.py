@@ -73,7 +73,7 @@ class LiveConversation:
         self._tool_calls = ToolCalls(tools, on_done=self._outbox.wake)
         self._saver = TurnSaver(self.status, events, config.save_drain_s)
         self._chat = ChatTurns(memory, self.assembler, self._saver, events)
-        self._renewal = Renewal(config, self.assembler, self._tool_calls, events)
+        self._renewal = Renewal(config, self.assembler, self._tool_calls, events, self.latency)
         self._detection = turn_detection(config, speaker)
         self._model_turn = ModelTurn(
             config, self._chat, self._detection, speaker, self.latency, self._outbox, self._tool_calls, self._renewal

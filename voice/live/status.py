@@ -54,6 +54,7 @@ class LiveStatus:
     refused_turns: int = 0  # refused for good by the store and kept locally, this session
     # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
     last_activity: float = field(default_factory=time.monotonic)
+    declared: frozenset[str] = frozenset()  # the tools the open (or last) connection declared
 
 
 @dataclass

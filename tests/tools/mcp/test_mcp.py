@@ -173,3 +173,27 @@ async def test_a_streamable_http_server_that_dies_is_withdrawn_and_taken_back_wh
         if process.returncode is None:
             process.kill()
             await process.wait()
+
+
+async def test_a_session_waits_for_servers_in_their_first_start_only_and_each_until_its_start_timeout():
+    loop = asyncio.get_running_loop()
+    gone = McpServerConfig(name="gone", command="/nonexistent/mcp-server")
+    async with McpTools([gone]) as mcp:
+        began = loop.time()
+        assert await mcp.started(20) == [] and loop.time() - began < 2  # a server that failed is not waited for
+        assert mcp.servers[0].state == "restarting" and mcp.servers[0].last_error == "FileNotFoundError"
+    # a server that takes longer than its start timeout is waited for that long, not the session's limit
+    stuck = bad_server(env={"MISBEHAVING_START_DELAY_S": "60"}, start_timeout_s=1.0)
+    slow = bad_server(env={"MISBEHAVING_START_DELAY_S": "0.5"}, start_timeout_s=20.0).model_copy(
+        update={"name": "slow"}
+    )
+    async with McpTools([stuck, slow]) as mcp:
+        assert mcp.starting() == ["bad", "slow"]
+        began = loop.time()
+        left = await mcp.started(20)
+        waited = loop.time() - began
+        assert 0.8 < waited < 8, waited  # the slow one's start, or the stuck one's timeout, whichever is later
+        assert mcp.servers[1].state == "running" and left in ([], ["bad"])
+    async with McpTools([slow]) as mcp:  # the session's limit bounds the wait
+        began = loop.time()
+        assert await mcp.started(0.2) == ["slow"] and loop.time() - began < 1
