@@ -7,11 +7,15 @@ import asyncio
 import json
 from datetime import datetime, timedelta
 
+import pytest
+
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import running
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def test_reminders_list_add_and_cancel(parla, monkeypatch):
@@ -39,6 +43,7 @@ def test_reminders_list_add_and_cancel(parla, monkeypatch):
     assert parla("reminders", "cancel", "taxes", ok=False).exit_code == 1
 
 
+@pytest.mark.tier("audio")
 async def test_a_reminder_added_from_the_cli_is_said_by_the_running_daemon(daemon_settings, parla, monkeypatch):
     monkeypatch.setenv("PARLA_STORE_PATH", str(daemon_settings.store_path))
     monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(daemon_settings.control_socket))
@@ -55,6 +60,7 @@ async def test_a_reminder_added_from_the_cli_is_said_by_the_running_daemon(daemo
     assert reminder.due_at < utcnow()
 
 
+@pytest.mark.tier("audio")
 def test_doctor_tries_the_reminder_speech_command(parla, pulse, monkeypatch):
     def speech_check() -> dict[str, str]:
         checks = json.loads(parla("doctor", "--json", ok=False).stdout)  # no key here: doctor exits 1

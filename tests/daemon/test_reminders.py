@@ -20,6 +20,8 @@ from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl
 
+pytestmark = pytest.mark.tier("audio")
+
 LOUD = 200  # int16 amplitude above the virtual devices' silence
 
 
@@ -116,6 +118,7 @@ async def test_a_timer_set_by_the_live_model_is_said_while_the_session_is_open(d
     assert due - 0.05 <= loud[0] <= due + 1.0
 
 
+@pytest.mark.tier("fast")
 async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in_turn(tmp_path):
     """The scheduler on a real store, with words that take 1.5 s to say: the second reminder due at
     the same moment is claimed at its time, not after the first one's words."""

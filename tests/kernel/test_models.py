@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from parla.kernel.models import DEFAULTS, RETIRED, not_found_advice, replacement_advice, retirement
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def test_the_defaults_are_current():

@@ -6,12 +6,17 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from parla.kernel.local_time import LocalClock
 from parla.memory.retrieval.search import ChatSearch
 from parla.tools.chats import ChatTools
 from parla.tools.registry import ToolRegistry
 from parla.tools.reminders import ReminderTools
 from tests.tools.test_chats import Session
+
+pytestmark = pytest.mark.tier("fast")
+
 
 # Thursday 26 November 2026, 14:03 in Rome (13:03 UTC)
 NOW = datetime(2026, 11, 26, 13, 3, tzinfo=UTC)

@@ -7,7 +7,11 @@ import os
 import shlex
 import sys
 
+import pytest
+
 from parla.voice.audio.speech import spoken
+
+pytestmark = pytest.mark.tier("process")
 
 
 async def test_a_stop_while_the_command_runs_ends_the_command(tmp_path):
