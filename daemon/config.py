@@ -155,6 +155,13 @@ class DaemonConfig(BaseModel):
     mcp_ping_s: float = Field(
         30.0, gt=0, description="Seconds between pings that find an MCP server which died while idle."
     )
+    mcp_start_wait_s: float = Field(
+        10.0,
+        ge=0,
+        description="Seconds a session that opens while MCP servers are in their first start waits for their "
+        "tools, at most (each server no longer than its start_timeout_s; one that failed is not waited for). "
+        "Tools that come later are declared at the session's next turn boundary.",
+    )
     look_up: bool = Field(
         True,
         description="Offer the live model `look_up`: questions about today's world answered from Google Search "

@@ -146,6 +146,22 @@ class SummaryQueueStatus(Answer):
     last_error: str | None
 
 
+class McpServerStatus(Answer):
+    """One of the user's MCP servers as the running daemon holds it."""
+
+    name: str
+    state: Literal["starting", "running", "restarting"] = Field(
+        description="`starting`: its first start is under way; `restarting`: it failed or died and is started "
+        "again after a backoff"
+    )
+    tools: list[str] = Field(description="the tools it offers the model (its own names), while it runs")
+    last_error: str | None = Field(description="why it last failed or stopped (the failure's type)")
+    settings: str = Field(
+        description="a digest of its settings as the daemon read them at its start (the environment's values "
+        "left out): `parla doctor` compares it with the config file"
+    )
+
+
 class StatusAnswer(Answer):
     state: str = Field(description="`idle`, `starting`, `active` or `stopping`")
     activation: str = Field(description="the `activation` setting")
@@ -164,6 +180,10 @@ class StatusAnswer(Answer):
     voice_to_voice: VoiceToVoice
     reminders_said: int = Field(description="reminders this daemon has said since it started")
     summaries: SummaryQueueStatus | None = Field(description="the summary queue; null when the store cannot say")
+    mcp_servers: list[McpServerStatus] = Field(description="the user's MCP servers the running daemon holds")
+    session_tools: list[str] | None = Field(
+        description="the tools the open session's connection declared, by name; null when idle"
+    )
     last_error: str | None
 
 

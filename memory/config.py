@@ -146,7 +146,16 @@ class MemoryConfig(BaseModel):
         "chat are joined up to it.",
     )
     delete_confirm_s: float = Field(
-        300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."
+        300.0,
+        gt=0,
+        description="Seconds a confirmation (`delete_chat`, an MCP tool that changes things) stays valid after "
+        "the user was asked.",
+    )
+    confirm_answer_wait_s: float = Field(
+        2.0,
+        ge=0,
+        description="Seconds a confirming call waits for the transcript of the user's answer when the call comes "
+        "first; with no user turn since the question, nothing is done and the model is told to ask again.",
     )
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
     # The free tier of a flash-lite model allows about 10-15 requests a minute

@@ -129,6 +129,10 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
         paused = f"; paused {queue['paused_for_s']:.0f} s" if queue["paused_for_s"] else ""
         error = f" ({escape(queue['last_error'])})" if queue["last_error"] and queue["waiting"] else ""
         out.print(f"summaries: {queue['waiting']} chats waiting, {queue['done']} done since the start{paused}{error}")
+    if s.get("mcp_servers"):
+        out.print(f"MCP servers: {escape(', '.join(_mcp_server(m) for m in s['mcp_servers']))}")
+    if s.get("session_tools") is not None:
+        out.print(f"the open session declared {len(s['session_tools'])} tools")
     if s["refused_turns"]:
         out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
     for span, figures in s["voice_to_voice"].items():
@@ -141,6 +145,13 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
             )
     if s["last_error"]:
         out.print(f"last error: {escape(s['last_error'])}")
+
+
+def _mcp_server(server: dict[str, Any]) -> str:
+    if server["state"] == "running":
+        return f"{server['name']} running ({len(server['tools'])} tools)"
+    why = f" after {server['last_error']}" if server["state"] == "restarting" and server["last_error"] else ""
+    return f"{server['name']} {server['state']}{why}"
 
 
 @command
