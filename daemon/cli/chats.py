@@ -417,11 +417,15 @@ async def export(
     fmt: ExportFormat | None = typer.Option(
         None, "--format", "-f", help="md (to read) or jsonl (for `parla import`); default: from --output, else md."
     ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
+    output: Path | None = typer.Option(
+        None, "--output", "-o", help="Write to this file instead of stdout (`-`: stdout)."
+    ),
 ) -> None:
     """Write chats as Markdown to read, or as JSONL that `parla import` reads back unchanged."""
     if bool(chats) == all_chats:
         raise fail("name the chats to export, or give --all")
+    if output == Path("-"):  # the usual name of standard output
+        output = None
     chosen: ExportFormat = fmt or ("jsonl" if output and output.suffix in (".jsonl", ".json") else "md")
     async with open_store(load_settings()) as store:
         if all_chats:

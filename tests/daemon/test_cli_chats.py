@@ -55,6 +55,16 @@ def test_export_markdown_reads_as_a_conversation(parla):
     assert parla("export", ok=False).exit_code == 1  # neither chats nor --all
 
 
+def test_export_to_a_dash_writes_standard_output(parla, tmp_path):
+    # `-o -` wrote a file named `-` (issue 42, item 12)
+    parla("import", str(DATA))
+    to_dash = parla("export", "japan-trip", "-o", "-")
+    assert to_dash.stdout == parla("export", "japan-trip").stdout and to_dash.stdout.startswith("# ")
+    assert to_dash.stderr == "" and not (tmp_path / "-").exists()
+    jsonl = parla("export", "japan-trip", "--output", "-", "--format", "jsonl").stdout
+    assert json.loads(jsonl)["turns"]
+
+
 def test_rename_then_find_by_the_new_title(parla):
     parla("import", str(DATA))
     renamed = parla("rename", "japan-trip", "[Japan] in April")
