@@ -52,6 +52,34 @@ def test_version_help_groups_and_completion(env):
     assert "ChatGPT" in parla("import", "--help").stdout  # the formats it reads
 
 
+def test_usage_lines_name_arguments_in_capitals(env):
+    # typer's usage line read `parla show [OPTIONS] {chat}` (issue 42, item 23)
+    from typer.main import get_command
+
+    from parla.daemon.docs import commands_page
+
+    def commands(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            yield [*path, name], sub
+            yield from commands(sub, [*path, name])
+
+    wanted = {
+        "show": "parla show [OPTIONS] CHAT",
+        "import": "parla import [OPTIONS] FILE",
+        "export": "parla export [OPTIONS] [CHATS...]",
+        "rm": "parla rm [OPTIONS] CHATS...",
+        "memory restore": "parla memory restore [OPTIONS] CHAT NUMBERS...",
+    }
+    for path, command in commands(get_command(app), []):
+        shown = CliRunner().invoke(app, [*path, "--help"], prog_name="parla").stdout
+        usage = " ".join(next(line for line in shown.splitlines() if "Usage:" in line).split()[1:])
+        assert "{" not in usage and "[OPTIONS]" in usage, usage
+        if " ".join(path) in wanted:
+            assert usage == wanted[" ".join(path)]
+            assert f"\n{usage}\n" in commands_page()  # the reference spells it the same
+    assert "'CHAT'" in parla("show").stderr
+
+
 def test_usage_errors_are_one_line(env, monkeypatch, capsys):
     code, out, err = script(monkeypatch, capsys, "show")
     assert (code, out) == (2, "")
