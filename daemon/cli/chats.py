@@ -265,7 +265,6 @@ async def search(
     ]
     rows = []
     for c in result.candidates:
-        where = f"{c.matched_kind} {c.matched_range}" if c.matched_range else c.matched_kind
         held = f" (words: {', '.join(c.matched_words)})" if c.matched_words else ""
         rows.append(
             [
@@ -276,7 +275,7 @@ async def search(
                 f"{c.words:.3f}",
                 f"+{c.date:.2f}" if c.date else "",
                 when(c.last_activity_at),
-                f"{where}{held}: {' '.join(c.matched_text.split())}",
+                f"{c.matched_where}{held}: {' '.join(c.matched_text.split())}",
             ]
         )
     out.print(fitted(columns, rows, out.width))

@@ -156,6 +156,7 @@ async def recall(
 ) -> None:
     """What was said or kept about something, in every chat (or one), with when it was said."""
     from parla.memory.retrieval.recall import Recall
+    from parla.records.search_result import found_in
 
     settings = load_settings()
     async with open_memory(settings) as mem:
@@ -167,7 +168,7 @@ async def recall(
             "chat_id": r.chat_id,
             "title": r.title,
             "kind": r.kind,
-            "turns": str(r.range) if r.range else None,
+            "turns": r.range.label if r.range else None,
             "said_at": iso(r.said_at),
             "text": r.text,
         }
@@ -181,9 +182,8 @@ async def recall(
         return
     for r in found:
         where = f"chat {r.chat_id[:8]}" + (f" ({escape(r.title)})" if r.title else "")
-        turns = f", turns {r.range}" if r.range else ""
-        said = f", {when(r.said_at)}" if r.said_at else ""
-        out.print(f"[bold]{where}{turns}{said}[/bold] [dim]{r.kind}[/dim]\n{escape(r.text)}\n")
+        said = f", said {when(r.said_at)}" if r.said_at else ""
+        out.print(f"[bold]{where}, {found_in(r.kind, r.range)}{said}[/bold]\n{escape(r.text)}\n")
 
 
 COMMANDS = {

@@ -122,3 +122,16 @@ def test_every_search_json_field_and_matched_kind_is_documented(parla):
     assert set(shown["candidates"][0]) == {f.split(".", 1)[1] for f in fields if f.startswith("candidates[].")}
     assert set(Candidate.model_fields) == set(shown["candidates"][0])
     assert kinds == {*get_args(TextKind), "title"}
+
+
+def test_search_says_what_matched_in_the_guides_words(parla, narrow):
+    # the matched column read `summary_text (words: japan)` and `chunk 1-10` (issue 42, item 17)
+    parla("import", str(DATA))
+    narrow(200)
+    shown = ""
+    for request in ("the trip to Japan in April", "sourdough starter smells", "my tomato plants"):
+        shown += parla("search", request).stdout
+    _, rows = _table_lines(shown)
+    matched = [row.split("│")[-2].strip() for row in rows]
+    assert matched and not [m for m in matched if m.startswith(("summary_text", "chunk", "meta", "facts", "title"))]
+    assert any(m.startswith(("the description", "the title", "turns ")) for m in matched), matched
