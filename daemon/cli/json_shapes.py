@@ -148,7 +148,9 @@ class RecallRow(Shape):
         description="`turn` or `turns` (what was said), `title`, `summary_text` (the description), `chunk` or "
         "`meta` (a chunk or meta summary), `facts`, `pin`"
     )
-    turns: str | None = Field(description="`41` or `41-50`; none for the title, the description or a pin not yet placed")
+    turns: str | None = Field(
+        description="`41` or `41-50`; none for the title, the description or a pin not yet placed"
+    )
     said_at: str | None
     text: str
 

@@ -135,8 +135,7 @@ class Recall:
         active on the date the request names."""
         if chat_id is not None:
             meaning = [
-                (t.similarity, _recalled(chat_id, t))
-                for t in await self.store.search_chat(query, chat_id, _CHAT_TEXTS)
+                (t.similarity, _recalled(chat_id, t)) for t in await self.store.search_chat(query, chat_id, _CHAT_TEXTS)
             ]
             return meaning + await self._pins(query, chat_id), set()
         matches = await self.store.search(query, _CHATS, texts_per_chat=_TEXTS_PER_CHAT)
@@ -144,9 +143,7 @@ class Recall:
         if span := mentioned_date(request, now or utcnow()):
             dated = {m.chat_id for m in matches if span.overlaps(m.created_at, m.last_activity_at, _DATE_SLACK)}
         meaning = [
-            (t.similarity, _recalled(m.chat_id, t, m.title, m.last_activity_at))
-            for m in matches
-            for t in m.texts
+            (t.similarity, _recalled(m.chat_id, t, m.title, m.last_activity_at)) for m in matches for t in m.texts
         ]
         return meaning, dated
 

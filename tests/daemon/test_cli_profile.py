@@ -104,5 +104,3 @@ def test_recall_numbers_turns_from_one_and_names_what_it_found_as_the_guides_do(
     assert headers and not [h for h in headers if "summary_text" in h or h.endswith(internal)]
     assert "turns 0" not in text and "12-12" not in text
     assert "the title" in text and "the description" in text and "the chunk summary of turns 1-10" in text
-
-
