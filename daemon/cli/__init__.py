@@ -56,9 +56,9 @@ def _options(
         False, "--version", callback=_show_version, is_eager=True, help="Print Parla's version and exit."
     ),
 ) -> None:
-    # The flags override PARLA_LOG_LEVEL for this command (`parla config show` says so).
-    if verbose or quiet:
-        options.log_level = "ERROR" if quiet else ("INFO" if verbose == 1 else "DEBUG")
+    # The flags override PARLA_LOG_LEVEL for this command (`parla config show` says so); without
+    # them nothing does, whatever an earlier command run in this process said (a test's runner).
+    options.log_level = ("ERROR" if quiet else ("INFO" if verbose == 1 else "DEBUG")) if verbose or quiet else None
     options.quiet = quiet
 
 

@@ -32,7 +32,7 @@ from .support import (
     running_daemon_chat,
     when,
 )
-from .tables import Column, fitted
+from .tables import Cell, Column, fitted
 
 if TYPE_CHECKING:
     from parla.records.chat import ChatHistory
@@ -253,29 +253,30 @@ async def search(
     out.print(f"Why: {escape(result.reason)}")
     if not result.candidates:
         return
+    # the title is what tells the chats apart: it gets the room (the figures go first), and what
+    # matched goes under it, as wide as the title
     columns = [
         Column("id"),
-        Column("title", text=True, least=16),
+        Column("title, and what matched", text=True, least=56),
         Column("score", justify="right"),
         Column("meaning", drop=2, justify="right"),
         Column("words", drop=3, justify="right"),
         Column("date", drop=4, justify="right"),
         Column("last activity", drop=1),
-        Column("matched", text=True, least=24),
     ]
-    rows = []
+    rows: list[list[Cell]] = []
     for c in result.candidates:
         held = f" (words: {', '.join(c.matched_words)})" if c.matched_words else ""
+        matched = f"{c.matched_where}{held}: {' '.join(c.matched_text.split())}"
         rows.append(
             [
                 c.chat_id[:8],
-                c.title or "(untitled)",
+                (c.title or "(untitled)", matched),
                 f"{c.score:.3f}",
                 f"{c.similarity:.3f}",
                 f"{c.words:.3f}",
                 f"+{c.date:.2f}" if c.date else "",
                 when(c.last_activity_at),
-                f"{c.matched_where}{held}: {' '.join(c.matched_text.split())}",
             ]
         )
     out.print(fitted(columns, rows, out.width))
@@ -306,9 +307,13 @@ async def stats(
     if as_json:
         emit_json(data, "stats")
         return
+    # where the store is, on a line of its own: a long path is shown whole (a table cell cut it)
+    out.print(f"Store: {kept.describe(settings)}" + (f"; chat {cid}" if cid else ""), markup=False)
     table = Table("", "", show_header=False)
+    table.columns[1].overflow = "fold"  # a long figure or problem is shown whole, never cut
     for key, value in _flat(data).items():
-        table.add_row(key.replace("_", " "), "-" if value is None else escape(str(value)))
+        if key not in ("store", kept.location_key, "chat"):
+            table.add_row(key.replace("_", " "), "-" if value is None else escape(str(value)))
     out.print(table)
 
 

@@ -217,7 +217,7 @@ def test_commands_without_the_cloud_start_without_its_sdks(env, args):
 
 def test_bracketed_text_is_printed_as_it_is(env, monkeypatch):
     monkeypatch.setenv("PARLA_STORE_PATH", "[red]/parla.db")  # relative to the test's folder
-    assert "│ [red]/parla.db" in parla("stats").stdout
+    assert parla("stats").stdout.startswith("Store: SQLite [red]/parla.db\n")
 
 
 def test_a_bug_shows_its_traceback_and_a_user_error_one_line(env):

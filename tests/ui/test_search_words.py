@@ -19,6 +19,8 @@ async def test_what_matched_is_said_in_the_guides_words(served):
             page = (await http.get(served.url, params={"q": request})).text
             shown += re.findall(r'<span class="kind">([^<]*)</span>', page)
     assert shown
-    words = re.compile(r"the (title|description|(chunk|meta) summary of turns \d+-\d+|facts of turns \d+-\d+)|turns? \d+(-\d+)?")
+    words = re.compile(
+        r"the (title|description|(chunk|meta) summary of turns \d+-\d+|facts of turns \d+-\d+)|turns? \d+(-\d+)?"
+    )
     assert all(words.fullmatch(s) for s in shown), shown
     assert not [s for s in shown if re.fullmatch(r"turns (\d+)-\1", s)], shown  # one turn is `turn 1`
