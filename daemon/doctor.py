@@ -16,8 +16,10 @@ from parla.memory.store.refused import RefusedTurns
 from parla.tools.mcp.client import McpServer
 from parla.tools.mcp.tools import McpTools
 from parla.voice.audio.devices import describe_devices, list_devices, resolve_device
-from parla.voice.audio.speech import spoken
+from parla.voice.audio.speech import Speech, spoken
+from parla.voice.audio.speech_model import SpeechModel
 from parla.voice.audio.wake import WakePhrase
+from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
 from parla.voice.errors import AudioDeviceError, SpeechFailed, WakeWordError
 
 from .control import send_command
@@ -58,6 +60,7 @@ _ROLE_NAMES: dict[ModelRole, str] = {
     "summary": "summary model",
     "embedding": "embedding model",
     "look_up": "look-up model",
+    "speech": "speech model",
 }
 # How many fitting models a failed check names.
 _LISTED = 8
@@ -72,6 +75,8 @@ def _used_models(settings: Settings) -> list[tuple[ModelRole, str]]:
         used.append(("embedding", settings.embedding_model))
     if settings.look_up:
         used.append(("look_up", settings.look_up_model))
+    if settings.reminder_voice == "auto":
+        used.append(("speech", settings.speech_model))
     return used
 
 
@@ -82,6 +87,8 @@ async def _fitting(client: genai.Client, role: ModelRole) -> list[str]:
     async with asyncio.timeout(_ONLINE_TIMEOUT_S):
         async for model in await client.aio.models.list(config={"page_size": 100}):
             name = bare_id(model.name or "")
+            if ("tts" in name) != (role == "speech"):  # text and speech models both offer generateContent
+                continue
             if ACTIONS[role] in (model.supported_actions or []) and retirement(name) is None:
                 names.append(name)
     return names
@@ -231,19 +238,52 @@ async def _mcp(settings: Settings) -> list[Check]:
         return [_mcp_check(server) for server in mcp.servers]
 
 
+def _milliseconds(pcm: bytes) -> int:
+    return len(pcm) * 1000 // (SPEAKER_RATE * SAMPLE_BYTES)
+
+
 async def _speech(settings: Settings) -> Check:
-    """The offline speech command reminders are said with, tried on one word."""
+    """The offline speech command reminders are said with (alone, or when the speech model is not
+    used), tried on one word."""
     try:
         pcm = await spoken("Parla", settings.reminder_speech_command)
     except SpeechFailed as e:
         return Check(
             "reminder speech",
             "warn",
-            f"{e}: reminders are heard as a tone only",
+            f"{e}: reminders are heard as a tone only when the speech model is not used",
             "install flite (apt install flite), or set PARLA_REMINDER_SPEECH_COMMAND",
         )
     return Check(
-        "reminder speech", "ok", f"{settings.reminder_speech_command.split()[0]} ({len(pcm) // 48} ms for one word)"
+        "reminder speech",
+        "ok",
+        f"{settings.reminder_speech_command.split()[0]} ({_milliseconds(pcm)} ms for one word)",
+    )
+
+
+async def _reminder_voice(settings: Settings) -> Check:
+    """Which voice says the reminders: the speech model, asked for one word, or the offline command."""
+    offline = Speech(settings.reminder_speech_command, None, settings.speech_timeout_s).offline
+    if settings.reminder_voice == "offline":
+        return Check("reminder voice", "ok", f"{offline}: PARLA_REMINDER_VOICE=offline keeps the words on this machine")
+    if not settings.has_gemini_key:
+        return Check("reminder voice", "ok", f"{offline}: no Gemini key (with one, Parla's own voice)")
+    model = SpeechModel(gemini_client(settings), settings.speech_model, settings.live_voice, settings.live_language)
+    try:
+        async with asyncio.timeout(settings.speech_timeout_s):
+            pcm = await model.spoken("Parla")
+    except TimeoutError:
+        why = model.late(settings.speech_timeout_s)
+    except SpeechFailed as e:
+        why = str(e)
+    else:
+        return Check("reminder voice", "ok", f"Parla's own voice: {model}, {_milliseconds(pcm)} ms for one word")
+    return Check(
+        "reminder voice",
+        "warn",
+        f"{why}: reminders are said by {offline}",
+        "check the network and the key; PARLA_SPEECH_MODEL names the model (the speech model check above says "
+        "whether your key can use it)",
     )
 
 
@@ -251,5 +291,6 @@ async def diagnose(settings: Settings) -> list[Check]:
     checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
     checks += [await _store(settings), await asyncio.to_thread(_refused, settings)]
-    checks += [await asyncio.to_thread(_wake, settings), await _speech(settings), await _daemon(settings)]
+    checks += [await asyncio.to_thread(_wake, settings), await _reminder_voice(settings), await _speech(settings)]
+    checks.append(await _daemon(settings))
     return checks + await _mcp(settings)

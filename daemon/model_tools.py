@@ -37,7 +37,14 @@ def own_tools(
     memories = MemoryTools(mem.store, recall, mem.embedder, session, mem.settings, clock, languages)
     # "take me there" after a reminder goes through switch_chat
     reminders = ReminderTools(
-        mem.store, session, chats.switch_chat, clock, languages, mem.settings.device_name, mem.reminder_wake.set
+        mem.store,
+        session,
+        chats.switch_chat,
+        clock,
+        languages,
+        mem.settings.device_name,
+        mem.settings.reminder_max_chars,
+        mem.reminder_wake.set,
     )
     switch_chat, new_chat, list_chats, rename_chat, delete_chat = chats.tools()
     remember, recall_tool, forget = memories.tools()

@@ -59,7 +59,7 @@ from .daemon_status import DaemonStatus
 from .heap import settled_heap
 from .memory_services import MemoryServices
 from .model_tools import chat_tools
-from .reminders import ReminderScheduler, say_aloud
+from .reminders import ReminderScheduler, reminder_speech, say_aloud
 from .start_chat import Why
 from .typed_turns import TypedTurns
 
@@ -226,12 +226,11 @@ class Daemon:
 
     def _reminder_scheduler(self) -> ReminderScheduler:
         s = self.settings
+        speech = reminder_speech(s, lambda: self.client or self.mem.client)
 
         async def say(_: Reminder, words: str) -> None:
             assert self._voice is not None
-            await say_aloud(
-                self._voice.speaker, words, s.reminder_speech_command, lambda: self.status.state == "active"
-            )
+            await say_aloud(self._voice.speaker, words, speech, lambda: self.status.state == "active")
 
         return ReminderScheduler(
             self.mem.store,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from parla.records.reminder import MAX_REMINDER_CHARS
+
 from . import prompts
 
 # Re-embedded vectors the Supabase store writes a request by default (PARLA_SUPABASE_COMMIT_PAGE):
@@ -220,6 +222,13 @@ class MemoryConfig(BaseModel):
         2000,
         ge=200,
         description="Longest message given to fact extraction: a longer one keeps its start and end around a cut.",
+    )
+    reminder_max_chars: int = Field(
+        500,
+        ge=20,
+        le=MAX_REMINDER_CHARS,
+        description="Longest text a reminder is set with (the tools, `parla reminders add`, the inspector): "
+        f"500 characters take about 25 s to say; at most {MAX_REMINDER_CHARS}.",
     )
 
     @model_validator(mode="after")

@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from parla.daemon.cli.voice import chat_for
 from parla.daemon.control import send_command
 from parla.daemon.memory_services import open_memory
@@ -20,6 +22,8 @@ from parla.records.facts import format_fact_lines
 from parla.records.pins import Pin
 from parla.records.turn import MessageRange, Turn
 from tests.daemon.conftest import running
+
+pytestmark = pytest.mark.tier("fast")
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 
@@ -161,6 +165,7 @@ async def test_with_nothing_said_anywhere_the_empty_chat_is_the_one_started_in(t
         assert [c.id for c in await mem.store.list_chats()] == [first.chat_id]
 
 
+@pytest.mark.tier("audio")
 async def test_the_empty_chat_a_running_daemon_is_in_is_kept(daemon_settings):
     async with running(daemon_settings) as (_daemon, mem, _chat):
         fresh = await send_command(daemon_settings.control_socket, "new")
@@ -189,6 +194,7 @@ def test_a_short_id_says_how_many_characters_an_id_needs(parla):
     assert "4 or more" not in parla("show", "nope-nope", ok=False).stderr
 
 
+@pytest.mark.tier("process")
 def test_answering_no_to_rm_is_not_an_error(parla, tmp_path):
     """On a terminal (a pseudo-terminal here), `n` deletes nothing and exits 0 without an error line."""
     parla("import", str(DATA))

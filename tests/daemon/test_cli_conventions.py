@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from parla.daemon import cli
 from parla.daemon.cli import app
 
+pytestmark = pytest.mark.tier("fast")
+
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
@@ -95,6 +97,7 @@ def test_status_json_without_a_daemon(env):
     assert result.exit_code == 1 and json.loads(result.stdout) == {"running": False}
 
 
+@pytest.mark.tier("process")
 def test_a_reader_that_goes_away_is_not_an_error(env):
     proc = subprocess.Popen(
         [sys.executable, "-m", "parla.daemon", "config", "show"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -188,6 +191,7 @@ def test_quiet_hides_warnings_and_verbose_logs(env, monkeypatch):
     assert broken.exit_code == 1 and "no chat matches 'nope'" in broken.stderr  # errors still print
 
 
+@pytest.mark.tier("audio")
 def test_devices_lists_what_parla_would_use(env, pulse):
     result = parla("devices", "--json")
     assert result.exit_code == 0, result.output
@@ -196,6 +200,7 @@ def test_devices_lists_what_parla_would_use(env, pulse):
     assert "Parla uses it for" in parla("devices").stdout
 
 
+@pytest.mark.tier("process")
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["status", "--json"], ["config", "path"]])
 def test_commands_without_the_cloud_start_without_its_sdks(env, args):
     """Not a timed test: the figure is printed (pytest -s) and `bench/cli_startup.py` compares it
@@ -220,6 +225,7 @@ def test_bracketed_text_is_printed_as_it_is(env, monkeypatch):
     assert parla("stats").stdout.startswith("Store: SQLite [red]/parla.db\n")
 
 
+@pytest.mark.tier("process")
 def test_a_bug_shows_its_traceback_and_a_user_error_one_line(env):
     """A ValueError or OSError in a command is a bug, not a message for the user: it keeps its
     traceback. A ParlaError is the user's to fix and is one line."""

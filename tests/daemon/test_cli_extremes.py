@@ -15,6 +15,8 @@ import pytest
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.turn import Turn
 
+pytestmark = pytest.mark.tier("process")
+
 
 def _parla(
     tmp_path: Path, *args: str, stdout: object = subprocess.PIPE, tz: str = "UTC"

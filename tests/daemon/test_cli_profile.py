@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytestmark = pytest.mark.tier("fast")
+
 
 def test_profile_lists_adds_edits_forgets_and_restores(parla):
     assert "knows nothing about you yet" in parla("profile", "list").stdout

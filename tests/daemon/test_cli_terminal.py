@@ -17,6 +17,8 @@ from parla.daemon.cli.support import out
 from parla.memory.retrieval.search import Candidate, SearchResult
 from parla.memory.store.protocol import TextKind
 
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 DOCS = Path(__file__).parents[2] / "docs" / "design" / "first-week.md"
 LONG_TITLE = "Gift ideas for Mom's 60th birthday party with the whole family and the neighbours"

@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from parla.daemon import docs
+
+pytestmark = pytest.mark.tier("fast")
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("parla", "daemon", "memory", "voice", "tools", "ui")
@@ -19,6 +23,7 @@ def test_generated_references_are_up_to_date():
     assert not stale, f"out of date: {[str(p) for p in stale]}; run `python -m parla.daemon.docs`"
 
 
+@pytest.mark.tier("process")
 def test_the_check_names_a_stale_page_and_fails(tmp_path):
     docs.write(tmp_path)
     page = tmp_path / docs.REFERENCE / "settings.md"

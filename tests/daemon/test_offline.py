@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
@@ -20,6 +21,8 @@ from parla.records.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.test_daemon import ctl
 from tests.peers.live_emulator import tone
+
+pytestmark = pytest.mark.tier("postgres")
 
 
 async def test_the_daemon_starts_in_the_last_chat_and_talks_with_the_store_away(

@@ -3,9 +3,12 @@ edited, forgotten, restored and added to through the store's profile API."""
 
 from __future__ import annotations
 
+import pytest
 from playwright.sync_api import expect
 
 from parla.records.profile import ProfileEntry
+
+pytestmark = pytest.mark.tier("browser")
 
 
 async def test_the_profile_page_lists_edits_forgets_restores_and_adds(browser, served):

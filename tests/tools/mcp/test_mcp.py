@@ -9,11 +9,15 @@ import logging
 import socket
 import sys
 
+import pytest
+
 from parla.tools.mcp.config import McpServerConfig
 from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import Tool, ToolRegistry
 from tests.peers import mcp_misbehaving
 from tests.tools.test_registry import EchoArgs, echo
+
+pytestmark = pytest.mark.tier("process")
 
 TOKEN = "tok-8d1f-secret"
 

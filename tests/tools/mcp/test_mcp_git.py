@@ -16,7 +16,10 @@ from parla.tools.mcp.config import McpServerConfig
 from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import ToolRegistry
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="mcp-server-git drives the git command")
+pytestmark = [
+    pytest.mark.tier("process"),
+    pytest.mark.skipif(shutil.which("git") is None, reason="mcp-server-git drives the git command"),
+]
 
 GIT = ["git", "-c", "user.name=Ada", "-c", "user.email=ada@example.com"]
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from parla.memory.retrieval.search import ChatSearch
 from parla.tools.chats import ChatTools
 from parla.tools.mcp.config import McpServerConfig
@@ -16,6 +18,8 @@ from tests.peers import mcp_misbehaving
 from tests.tools.mcp.test_mcp import running
 from tests.tools.test_chats import Session
 from tests.voice.live.test_live import conversation, new_chat
+
+pytestmark = pytest.mark.tier("process")
 
 
 async def test_an_mcp_result_that_orders_a_deletion_deletes_nothing(

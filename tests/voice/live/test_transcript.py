@@ -1,8 +1,12 @@
 """Transcript assembly: fragments → one user and one model turn per exchange; barge-in keeps only
 what was played; late, early and interleaved fragments go to the right turn."""
 
+import pytest
+
 from parla.records.turn import Turn
 from parla.voice.live.transcript import TranscriptAssembler, spoken_prefix
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def texts(turns):
