@@ -79,6 +79,7 @@ async def status(running: Running, request: object) -> dict[str, Any]:
         running.status,
         running.gate,
         running.current.chat_id,
+        running.current.why,
         running.conversation(),
         running.latency_day,
         running.reminders_said(),

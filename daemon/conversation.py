@@ -34,23 +34,35 @@ from parla.voice.live.conversation import AudioSource, LiveConversation, Session
 from .chat_memory import ChatMemory
 from .memory_services import MemoryServices
 from .model_tools import model_tools
+from .start_chat import Why, said_through_parla
 
 log = logging.getLogger(__name__)
 
 
 @dataclass
 class CurrentChat:
-    """Which chat the conversation is in, and moving it (tools.chats.ChatSession)."""
+    """Which chat the conversation is in, how the user came to it, and moving it
+    (tools.chats.ChatSession). Where the user last talked or last chose to be is noted on this
+    device for the next start (daemon.start_chat)."""
 
     mem: MemoryServices
     worker: CompactionWorker
     chat_id: str
     conversation: LiveConversation | None = field(default=None, repr=False)
     on_stored: Callable[[str, Sequence[Turn]], None] | None = field(default=None, repr=False)
+    why: Why = "talked"
 
     def memory(self, chat_id: str) -> ChatMemory:
         m = self.mem
-        return ChatMemory(m.store, m.settings, chat_id, m.refused, self.worker, self.on_stored, m.held)
+        return ChatMemory(m.store, m.settings, chat_id, m.refused, self.worker, self._stored, m.held)
+
+    def _stored(self, chat_id: str, turns: Sequence[Turn]) -> None:
+        # the turns of a chat just left (its last answer) do not undo the move
+        if chat_id == self.chat_id and said_through_parla(turns):
+            self.why = "talked"
+            self.mem.last_chat.note(chat_id, "talked")
+        if self.on_stored is not None:
+            self.on_stored(chat_id, turns)
 
     @property
     def switching(self) -> bool:
@@ -60,7 +72,8 @@ class CurrentChat:
         """Carry on in `chat_id`: in the open session once its turn is over, else in the next one."""
         if chat_id == self.chat_id:
             return
-        left, self.chat_id = self.chat_id, chat_id
+        left, self.chat_id, self.why = self.chat_id, chat_id, "chose"
+        self.mem.last_chat.note(chat_id, "chose")
         if self.conversation is not None:
             self.conversation.switch_to(self.memory(chat_id))
         self.worker.schedule(left)  # the chat left behind is summarised in the background

@@ -17,6 +17,7 @@ from parla.voice.live.conversation import LiveConversation
 from parla.voice.live.latency import LatencyDay, summary
 
 from .memory_services import MemoryServices
+from .start_chat import Why
 
 State = Literal["starting", "idle", "active", "stopping"]
 
@@ -38,6 +39,7 @@ async def status_answer(
     status: DaemonStatus,
     gate: GatedMicrophone,
     chat_id: str,
+    why: Why,
     conversation: LiveConversation | None,
     latency_day: LatencyDay,
     reminders_said: int,
@@ -57,7 +59,7 @@ async def status_answer(
         "activation": mem.settings.activation,
         "muted": gate.muted,
         "microphone_open": gate.is_open,
-        "chat": {"id": chat_id, "title": title},
+        "chat": {"id": chat_id, "title": title, "why": why},
         "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
         "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
         "sessions": status.sessions,

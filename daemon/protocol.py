@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 from parla.records.progress import PendingWrites, ReembedProgress
 from parla.records.search_result import SearchResult
 
+from .start_chat import Why
+
 
 def _string(value: Any) -> str:
     if isinstance(value, str):
@@ -115,6 +117,11 @@ class Answer(BaseModel):
 class ChatRef(Answer):
     id: str
     title: str | None
+    why: Why = Field(
+        description="how the user came to it: `talked` (where they last talked with Parla), `chose` (the chat they "
+        "last switched to or started), `asked` (named at start: `parla run --chat`, `--new`), `first` (a new chat: "
+        "they have not talked with Parla yet)"
+    )
 
 
 class LatencyFigures(Answer):

@@ -61,6 +61,7 @@ from .heap import settled_heap
 from .memory_services import MemoryServices
 from .model_tools import chat_tools
 from .reminders import ReminderScheduler, reminder_speech, say_aloud
+from .start_chat import Why
 from .typed_turns import TypedTurns
 
 log = logging.getLogger(__name__)
@@ -75,13 +76,16 @@ _CRASH_RESET_S = 300.0
 
 
 class Daemon:
-    def __init__(self, mem: MemoryServices, chat_id: str, client: genai.Client | None = None) -> None:
+    def __init__(
+        self, mem: MemoryServices, chat_id: str, client: genai.Client | None = None, why: Why = "talked"
+    ) -> None:
         self.mem = mem
         self.settings = mem.settings
         self.client = client
         self.status = DaemonStatus()
         self._latency_day = LatencyDay()  # voice-to-voice times of today's finished sessions
         self._chat_id = chat_id
+        self._why = why  # how the user came to the chat it starts in (daemon.start_chat)
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
         self._deadline: float | None = None  # loop time the shutdown must be over by
@@ -155,7 +159,9 @@ class Daemon:
         ):
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
-            self._current = CurrentChat(self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored)
+            self._current = CurrentChat(
+                self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored, why=self._why
+            )
             self._running = self._for_commands(self._current, self._gate, voice.mcp)
             # the commands are answered from here on, also while the inspector starts
             async with self._serve_inspector(), self._reminder_scheduler() as self.reminders, settled_heap():

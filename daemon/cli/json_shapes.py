@@ -144,8 +144,13 @@ class ShowReport(Shape):
 class RecallRow(Shape):
     chat_id: str
     title: str | None
-    kind: str
-    turns: str | None = Field(description="`41` or `41-50`")
+    kind: str = Field(
+        description="`turn` or `turns` (what was said), `title`, `summary_text` (the description), `chunk` or "
+        "`meta` (a chunk or meta summary), `facts`, `pin`"
+    )
+    turns: str | None = Field(
+        description="`41` or `41-50`; none for the title, the description or a pin not yet placed"
+    )
     said_at: str | None
     text: str
 
