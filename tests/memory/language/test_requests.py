@@ -8,6 +8,8 @@ import pytest
 
 from parla.memory.language.requests import request_topic
 
+pytestmark = pytest.mark.tier("fast")
+
 NOW = datetime(2026, 11, 23, 15, 30, tzinfo=UTC)
 
 

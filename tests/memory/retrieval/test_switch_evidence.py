@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.retrieval.search import ChatSearch
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.turn import Turn
 from tests.conftest import T0
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def _said(lines: list[tuple[str, str]], day: int) -> list[Turn]:
