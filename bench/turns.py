@@ -112,6 +112,10 @@ def replay(
     still = 0.0
     ends: list[float] = []
     room = AnswerInRoom(item, near_end=NearEnd.of(VoiceConfig()) if near_end else None) if item.model_speaking else None
+    if item.question is not None:  # the user asked first: the floor learns how loud they are
+        asked = item.question.astype("<i2").tobytes()
+        for i in range(0, len(asked) - STEP * 2 + 1, STEP * 2):
+            floor.feed(asked[i : i + STEP * 2], False)
     pcm = item.mic.astype("<i2").tobytes()
     blocks = room.blocks() if room else (pcm[i : i + STEP * 2] for i in range(0, len(pcm) - STEP * 2 + 1, STEP * 2))
     now = 0.0
