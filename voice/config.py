@@ -158,7 +158,14 @@ class VoiceConfig(BaseModel):
         "that pauses it at once.",
     )
     floor_near_end_ms: int = Field(
-        20, ge=10, description="Local detection: how long the microphone must stay that far above the echo."
+        30, ge=10, description="Local detection: how long the microphone must stay that far above the echo."
+    )
+    floor_below_user_db: float = Field(
+        6.0,
+        ge=0,
+        description="Local detection: a sound over the answer more than this many dB under the user's own voice "
+        "(its level learnt from the user's turns) is not taken for the user, and neither pauses nor cuts the "
+        "answer: a TV or people across the room. 0: off.",
     )
     floor_near_end_tail_ms: int = Field(
         200,
@@ -176,10 +183,10 @@ class VoiceConfig(BaseModel):
         "expected echo (double talk does not teach it a wrong echo path).",
     )
     floor_near_end_warm_s: float = Field(
-        1.0,
+        0.5,
         ge=0,
-        description="Local detection: played sound the near-end filter adapts on before its judgement is "
-        "trusted (Silero's onset holds the answer until then).",
+        description="Local detection: played sound the near-end filter learns on, at least, before its judgement "
+        "is trusted (Silero's onset holds the answer until then, and until the filter has learnt an echo path).",
     )
     floor_near_end_decay_db_per_s: float = Field(
         75.0,
