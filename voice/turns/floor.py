@@ -107,6 +107,7 @@ class FloorRules:
     confirm_ms: int = 300
     words: bool = False  # a barge-in cuts the answer only once its transcript holds a request's word
     words_wait_ms: int = 600
+    cut_ms: int = 0  # with words: speech over the answer this long cuts it without its words; 0: off
     backchannels: frozenset[str] = frozenset()
     end_words: bool = False  # the transcript's last word helps end the user's turn
     end_check_ms: int = 200
@@ -126,6 +127,7 @@ class FloorRules:
             confirm_ms=config.floor_confirm_ms,
             words=config.floor_words,
             words_wait_ms=config.floor_words_wait_ms,
+            cut_ms=config.floor_cut_ms,
             backchannels=_words(config.floor_backchannels),
             end_words=config.floor_end_words,
             end_check_ms=config.floor_end_check_ms,
@@ -211,6 +213,11 @@ class Floor:
             return []
         self._said += text
         if not self.rules.is_request(self._said):
+            # Only backchannels, and the user quiet: the answer goes on now rather than after the
+            # words wait (a request's word that comes later still cuts it).
+            if not self._resumed and self._quiet_ms >= GAP_MS and _spoken_words(self._said):
+                self._resumed = True
+                return [Marker.RELEASE]
             return []
         self._deciding = False
         return [Marker.CUT]
@@ -310,6 +317,11 @@ class Floor:
             if speech and not model_speaking:
                 self._learn_user(frame)
             out: list[bytes | Marker] = [frame]
+            if self._deciding and self.rules.cut_ms and self._speech_ms >= self.rules.cut_ms:
+                # Speech this long over the answer is someone taking the floor, whatever its words
+                # say later: the answer is cut now, and never goes on over them.
+                self._deciding = False
+                out.append(Marker.CUT)
             if self._deciding and not self._resumed and self._quiet_ms >= self.rules.words_wait_ms:
                 self._resumed = True  # no request's word yet: the answer goes on
                 out.append(Marker.RELEASE)
