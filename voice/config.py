@@ -216,6 +216,13 @@ class VoiceConfig(BaseModel):
         description="Local detection, with floor_words: quiet after a sound over the answer, without a word that "
         "cuts it in the transcript, after which the answer goes on (a word that comes later still cuts it).",
     )
+    floor_cut_ms: int = Field(
+        0,
+        ge=0,
+        description="Local detection, with floor_words: speech over the answer this long (in a row, from the "
+        "pause) cuts it at once, without waiting for its words; shorter sounds wait for them. 0: off, the words "
+        "alone decide.",
+    )
     floor_backchannels: str = Field(
         "mm,hmm,mhm,uh,huh,um,ah,oh,yeah,yep,yes,okay,ok,right,sure,alright,i,see,got,it",
         description="Local detection, with floor_words: the words (comma-separated, lower case) that do not cut "

@@ -53,6 +53,11 @@ class AnswerInRoom:
             return False
         return (self._position(self.t) if self._segment else self._paused_at) < len(self.answer)
 
+    def heard_share(self) -> float:
+        """The share of the answer played so far."""
+        at = self._position(self.t) if self._segment else self._paused_at
+        return min(at, len(self.answer)) / len(self.answer)
+
     def pause(self) -> None:
         self._events.append((self.t + self.lag, False))
 

@@ -281,15 +281,17 @@ def _over_answer(
     far: bool = False,
     said: str = "",
     voice: str = "kal16",
+    level_db: float | None = None,
 ) -> Item:
     user_rir, spk_rir, tv_rir = _room(rng)
     model = answer["kal16" if rng.random() < 0.5 else "slt"]
     length = len(model) + RATE
     # The sound at the mouth, scaled so that the user's voice is USER_RMS at the microphone; the
-    # TV 15 dB below that, from across the room; the answer's echo as loud as the user.
+    # TV 15 dB below that, from across the room (or `level_db` against the user); the answer's echo
+    # as loud as the user.
     rir = tv_rir if far else user_rir
     at_mic = np.convolve(sound, rir)
-    level = USER_RMS * (10 ** (-15 / 20) if far else 1.0)
+    level = USER_RMS * 10 ** ((level_db if level_db is not None else -15.0 if far else 0.0) / 20)
     at_mic = _scaled(at_mic, level)
     echo_path = spk_rir * USER_RMS / max(_rms(np.convolve(model, spk_rir)[: len(model)]), 1e-9)
     echo = np.convolve(model, echo_path)[: len(model)]
@@ -328,7 +330,8 @@ def _in_room(kind: str, label: str, first: np.ndarray, second: np.ndarray, user_
 
 # The rooms the answer plays in with nobody talking: (name, echo level against the user's in dB,
 # the speaker's distortion drive, the RT60 range).
-ECHO_ROOMS = (
+EchoRoom = tuple[str, float, float, tuple[float, float]]
+ECHO_ROOMS: tuple[EchoRoom, ...] = (
     ("echo as loud as the user", 0.0, 0.0, (0.2, 0.9)),
     ("echo 10 dB quieter", -10.0, 0.0, (0.2, 0.9)),
     ("loud speaker, echo 6 dB over the user", 6.0, 0.0, (0.2, 0.9)),
@@ -343,9 +346,7 @@ def distorted(a: np.ndarray, drive: float) -> np.ndarray:
     return np.tanh(drive * a / 32768.0) * 32768.0 / drive
 
 
-def echo_alone(
-    seed: int, per_room: int, rooms: tuple[tuple[str, float, float, tuple[float, float]], ...] = ECHO_ROOMS
-) -> Iterator[Item]:
+def echo_alone(seed: int, per_room: int, rooms: tuple[EchoRoom, ...] = ECHO_ROOMS) -> Iterator[Item]:
     """The answer played with nobody talking, `per_room` times in each kind of room, rooms drawn
     from `seed`: nothing here should pause or cut it."""
     rng = np.random.default_rng(seed)
@@ -373,3 +374,28 @@ def echo_alone(
                 rt60_s=rt60_s,
                 question=_question(voice, user_rir),
             )
+
+
+def door(rng: np.random.Generator) -> np.ndarray:
+    """A door shut across the room: a low thump that rings a little, then the latch's click."""
+    n = int(0.4 * RATE)
+    t = np.arange(n) / RATE
+    noise = rng.normal(0, 1, n)
+    low = np.convolve(noise, np.ones(40) / 40, "same")  # mostly under 400 Hz
+    thump = low * np.exp(-t / 0.06) + 0.5 * np.sin(2 * np.pi * rng.uniform(70, 110) * t) * np.exp(-t / 0.12)
+    click_t = np.arange(int(0.01 * RATE)) / RATE
+    click = rng.normal(0, 1, len(click_t)) * np.exp(-click_t / 0.002)
+    at = int(rng.uniform(0.05, 0.12) * RATE)
+    thump[at : at + len(click)] += 0.8 * click
+    return thump
+
+
+def doors(seed: int, count: int) -> Iterator[Item]:
+    """`count` doors over the answer, rooms drawn from their own generator (so the corpus' other
+    items keep their rooms): the door from across the room, at the user's level."""
+    rng = np.random.default_rng(seed + 1000)
+    answer = {v: _flite(ANSWER, v) for v in ("kal16", "slt")}
+    for k in range(count):
+        yield _over_answer(
+            rng, "not_a_turn", f"door {k}", door(rng), answer, far=True, voice=VOICES[k % 4], level_db=0.0
+        )
