@@ -195,7 +195,7 @@ class VoiceConfig(BaseModel):
         "reverberation).",
     )
     floor_confirm_ms: int = Field(
-        300,
+        150,
         ge=0,
         description="Local detection: how long an answer paused by the near-end judgement waits for speech to "
         "show once the speaker is quiet (the canceller lets the user's voice through then) before it goes on; "

@@ -104,7 +104,7 @@ class FloorRules:
     near_end_db: float = 6.0
     near_end_ms: int = 30
     below_user_db: float = 0.0  # a sound over the answer this far under the user's learnt level is not them; 0: off
-    confirm_ms: int = 300
+    confirm_ms: int = 150
     words: bool = False  # a barge-in cuts the answer only once its transcript holds a request's word
     words_wait_ms: int = 600
     cut_ms: int = 0  # with words: speech over the answer this long cuts it without its words; 0: off
