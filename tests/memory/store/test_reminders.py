@@ -17,7 +17,7 @@ from parla.memory.errors import StoreError, WriteQueued
 from parla.memory.store.sqlite.schema import MIGRATIONS
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.supabase.schema import SCHEMA_VERSION, apply_migrations, migrations
-from parla.records.reminder import Reminder
+from parla.records.reminder import MAX_REMINDER_CHARS, Reminder
 from parla.records.turn import new_id
 from tests.conftest import T0, copied_store, send_queued, signed_in_store
 from tests.memory.store.supabase.test_store import rest, token_of, two_users
@@ -272,3 +272,32 @@ async def test_supabase_reminders_said_before_the_mark_existed_count_as_said(sup
         history = {r.text: r for r in await store.list_reminders(history=True)}
     assert history["said last week"].said_at == history["said last week"].fired_at is not None
     assert history["to come"].said_at is None and history["to come"].state == "pending"
+
+
+LONG = "call my sister " * 70_000  # about 1 MB, set by a client that had no bound
+
+
+@pytest.mark.tier("postgres")
+async def test_a_reminder_row_too_long_is_cut_where_the_supabase_store_reads_it(supabase, tmp_path):
+    """A row another client (or a Parla before the bound) wrote through the API: read whole, it went
+    to the terminal, the page and the speech command (which failed: "Argument list too long")."""
+    async with await signed_in_store(supabase, tmp_path) as store:
+        row = reminder("x", 30).model_dump(mode="json", exclude={"text"}) | {"text": LONG}
+        with rest(supabase, token_of(store)) as http:
+            http.post("/rpc/add_reminder", json={"p_reminder": row}).raise_for_status()
+        (listed,) = await store.list_reminders()
+        (history,) = await store.list_reminders(history=True)
+    for read in (listed, history):
+        assert len(read.text) == MAX_REMINDER_CHARS and read.text.endswith("…")
+        assert read.text.startswith("call my sister call my sister")
+
+
+async def test_a_reminder_row_too_long_is_cut_where_the_sqlite_store_reads_it(tmp_path):
+    path = tmp_path / "parla.db"
+    async with SQLiteChatStore(path) as store:
+        r = await store.add_reminder(reminder("x", 30))
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE reminders SET text = ? WHERE id = ?", (LONG, r.id))
+    async with SQLiteChatStore(path) as store:
+        (listed,) = await store.list_reminders()
+    assert len(listed.text) == MAX_REMINDER_CHARS and listed.text.endswith("…")
