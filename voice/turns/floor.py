@@ -275,10 +275,12 @@ class Floor:
 
     def _someone_else(self) -> bool:
         """The speech heard while the answer is held (the speaker quiet, so the microphone is the
-        near end alone) is well under the user's own level: a TV, people across the room."""
+        near end alone) is well under the user's own level even at its loudest: a TV, people
+        across the room. Not its mean: what Silero still hears of a short "wait" once the answer
+        pauses is mostly the room's reverberation, far under the user on average."""
         if not self.rules.below_user_db or self._user_db is None or not self._held_levels:
             return False
-        return float(np.mean(self._held_levels)) < self._user_db - self.rules.below_user_db
+        return max(self._held_levels) < self._user_db - self.rules.below_user_db
 
     def _learn_user(self, frame: bytes) -> None:
         """The level of a frame of the user's own speech, the model silent (nothing to cancel)."""
