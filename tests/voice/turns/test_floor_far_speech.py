@@ -44,32 +44,27 @@ def markers(item: Item, rules: FloorRules) -> list[Marker]:
     return out
 
 
+def _said(voice: str, word: str, answer: dict[str, np.ndarray]) -> Item:
+    return _over_answer(
+        np.random.default_rng(SEED),
+        "interruption",
+        f"{voice}: {word}",
+        _flite(word, voice),
+        answer,
+        said=word,
+        voice=voice,
+    )
+
+
 @pytest.fixture(scope="module")
 def items() -> dict[str, Item]:
-    """A TV and a "stop", each over the answer in a room of its own (not the benchmark's seeds)."""
+    """A TV, a "stop" and a short "wait", each over the answer in a room of its own (not the
+    benchmark's seeds)."""
     answer = {v: _flite(ANSWER, v) for v in ("kal16", "slt")}
     tv = _over_answer(
         np.random.default_rng(SEED), "not_a_turn", "TV 0", _flite(TV[0], "awb"), answer, far=True, said=TV[0]
     )
-    stop = _over_answer(
-        np.random.default_rng(SEED),
-        "interruption",
-        "slt: stop",
-        _flite("stop", "slt"),
-        answer,
-        said="stop",
-        voice="slt",
-    )
-    wait = _over_answer(
-        np.random.default_rng(SEED),
-        "interruption",
-        "rms: wait",
-        _flite("wait", "rms"),
-        answer,
-        said="wait",
-        voice="rms",
-    )
-    return {"TV 0": tv, "slt: stop": stop, "rms: wait": wait}
+    return {"TV 0": tv, "slt: stop": _said("slt", "stop", answer), "rms: wait": _said("rms", "wait", answer)}
 
 
 def test_a_tv_across_the_room_does_not_take_the_floor(items):
