@@ -173,6 +173,20 @@ class MemoryConfig(BaseModel):
         "daemon's background queue (what was said is searchable at once); below, or with --offline, it "
         "summarises at once.",
     )
+    import_max_turn_chars: int = Field(
+        1_000_000,
+        ge=1000,
+        description="Longest turn `parla import` keeps whole, in characters: a longer one keeps its first this many, "
+        "with a note (1,000,000 characters are about 250,000 tokens, more than most assistants read in a whole "
+        "conversation).",
+    )
+    import_max_conversation_mb: float = Field(
+        64,
+        gt=0,
+        description="Largest conversation `parla import` reads, in MB (an export's conversation, or a JSONL line): a "
+        "bigger one is skipped with its number and the others are imported. It is held in memory while it is read, "
+        "about three times its size.",
+    )
     rolling_summary_prompt: str = Field(
         prompts.ROLLING_SUMMARY,
         min_length=1,

@@ -93,6 +93,7 @@ async def import_chats(
     summary_calls_per_minute (`parla status` shows how far). With the offline summarizer, an import of
     more than import_offline_now_turns turns queues them for the daemon at once. --offline makes them
     here with the offline models instead."""
+    from parla.memory.imports.bounds import ReadLimits
     from parla.memory.imports.importer import id_scope, import_chat
     from parla.memory.imports.reading import Export
 
@@ -111,7 +112,7 @@ async def import_chats(
                 errors.append(entry)
                 err.print(f"parla: skipped {entry}", markup=False)
 
-    with Export(file) as export:
+    with Export(file, ReadLimits.of(settings)) as export:
         entries = export.chats()
         first = next(entries, None)  # names the format before anything is stored
         if first is None:
@@ -131,6 +132,7 @@ async def import_chats(
                     scope=scope,
                     replace=replace,
                     max_turn_tokens=settings.chunk_summarize_threshold // 2,
+                    max_turn_chars=settings.import_max_turn_chars,
                 )
                 # unchanged chats too: a run that could not summarise them is finished by the next one
                 return (number, result), result.chat_id

@@ -2,8 +2,9 @@
 a JSONL file (one chat per line), a JSON array of conversations (ChatGPT's, Claude's or Open WebUI's
 export, or chats in our shape), one JSON object, or a .zip export holding `conversations.json`.
 The format is told by the content, not the file's name, and each conversation by its own keys, so
-a file mixing them still reads. Arrays are parsed incrementally (ijson), so memory stays bounded by
-one conversation, not the file."""
+a file mixing them still reads. Arrays are parsed incrementally (ijson, within the bounds of
+`bounded_json`) and JSONL a line at a time, so memory stays bounded by one conversation, not the
+file, and a conversation past the `ReadLimits` is refused, not read."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ from typing import IO, Any, Self
 
 import ijson
 
+from ..config import MemoryConfig
 from ..errors import ImportFormatError, ImportLineError
 from . import chatgpt, claude, openwebui
+from .bounded_json import CutStrings, Refused, conversations
+from .bounds import ReadLimits
 from .importer import ImportChat, chat_of, decode_line, json_line
 
 _FORMATS: tuple[ModuleType, ...] = (chatgpt, claude, openwebui)
@@ -82,11 +86,13 @@ def converted(number: int, data: Any, what: str) -> tuple[ImportChat, str]:
 
 class Export:
     """A source being read: `chats()` yields each conversation with its number (or why it was
-    skipped) as it is parsed; `formats` counts what was read by format, `what` says whether a number
-    is a line's or a conversation's, `read` and `size` are bytes for progress."""
+    skipped) as it is parsed, within `limits` (the settings' by default); `formats` counts what was
+    read by format, `what` says whether a number is a line's or a conversation's, `read` and `size`
+    are bytes for progress."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, limits: ReadLimits | None = None) -> None:
         self.source = source
+        self.limits = limits or ReadLimits.of(MemoryConfig.model_validate({}))
         self.formats: Counter[str] = Counter()
         self.what = "line"
         self.size: int | None = None
@@ -146,7 +152,7 @@ class Export:
         if first == b"[" or (first == b"{" and not _first_line_is_json(start)):
             self.what = "conversation"
             # an array of conversations, or one pretty-printed object: a single conversation
-            yield from self._parsed("item" if first == b"[" else "")
+            yield from self._parsed(in_array=first == b"[")
         elif first:
             yield from self._lines()
 
@@ -158,11 +164,16 @@ class Export:
         self.formats[fmt] += 1
         return number, chat
 
-    def _parsed(self, prefix: str) -> Iterator[tuple[int, ImportChat] | ImportLineError]:
+    def _parsed(self, in_array: bool) -> Iterator[tuple[int, ImportChat] | ImportLineError]:
         number = 0
+        read = CutStrings(self._stream, self.limits.max_string_bytes)
+        events = ijson.basic_parse(read, use_float=True)
         try:
-            for number, data in enumerate(ijson.items(self._stream, prefix, use_float=True), start=1):
-                yield self._convert(number, data)
+            for number, data in enumerate(conversations(events, in_array, self.limits, read), start=1):
+                if isinstance(data, Refused):
+                    yield ImportLineError(number, f"{data.reason} (near byte {self.read:,} of {self.where})", self.what)
+                else:
+                    yield self._convert(number, data)
         except ijson.JSONError as e:
             yield ImportLineError(
                 number + 1,
@@ -171,7 +182,15 @@ class Export:
             )
 
     def _lines(self) -> Iterator[tuple[int, ImportChat] | ImportLineError]:
-        for line_no, raw in enumerate(self._stream, start=1):
+        limit = self.limits.max_conversation_bytes
+        line_no = 0
+        while raw := self._stream.readline(limit + 1):
+            line_no += 1
+            if len(raw) > limit and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # the rest of the line, a block at a time
+                    raw = self._stream.readline(_BUFFER)
+                yield ImportLineError(line_no, self.limits.too_long)
+                continue
             try:
                 line = decode_line(line_no, raw)
                 if not line.strip():

@@ -12,6 +12,7 @@ import resource
 import subprocess
 import sys
 import time
+import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,6 +116,63 @@ def conversation(conversation_id: str, said: list[tuple[str, str]]) -> dict[str,
         parent = f"n{n}"
     return {"title": conversation_id, "create_time": 1_700_000_000, "mapping": mapping, "current_node": parent,
             "conversation_id": conversation_id}  # fmt: skip
+
+
+def test_json_nested_a_hundred_thousand_deep_is_refused_in_seconds(tmp_path, ordinary_mb):
+    # 200 KB took all 24 GB of the machine (issue 42, item 1): ijson's path to each item grew with
+    # the depth, and so did every level's copy of it
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    alone = parla_import(tmp_path, deep, timeout=60)
+    assert alone.returncode == 1, alone.stderr
+    assert "parla: skipped conversation 1: nested more than 64 deep" in alone.stderr
+    assert alone.seconds < 30 and alone.peak_mb < ordinary_mb + EXTRA_MB, (alone.seconds, alone.peak_mb)
+    # among others: the conversations before and after it are imported
+    good = [conversation(f"c{n}", [("user", f"Hello number {n}."), ("assistant", "Hi.")]) for n in (1, 2)]
+    mixed = tmp_path / "conversations.json"
+    mixed.write_text(f"[{json.dumps(good[0])}, {'[' * 100_000 + ']' * 100_000}, {json.dumps(good[1])}]")
+    run = parla_import(tmp_path, mixed, timeout=60)
+    done = report(run)
+    assert done["imported"] == 2 and [s["conversation"] for s in done["skipped"]] == [2]
+    assert run.seconds < 30 and run.peak_mb < ordinary_mb + EXTRA_MB, (run.seconds, run.peak_mb)
+
+
+def test_a_zip_whose_one_text_expands_to_a_gibibyte_is_stored_cut(tmp_path, ordinary_mb):
+    # a 1 MB zip holding one 1 GiB turn: no output after 120 s, memory growing (issue 42, item 2)
+    archive = tmp_path / "chatgpt-export.zip"
+    line = b"All work and no play makes Jack a dull boy. "
+    block = line * ((1 << 20) // len(line))
+    opening, closing = json.dumps([conversation("bomb", [("user", "@TEXT@"), ("assistant", "Noted.")])]).split("@TEXT@")
+    with (
+        zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z,
+        z.open("conversations.json", "w", force_zip64=True) as member,
+    ):
+        member.write(opening.encode())
+        for _ in range(1 << 10):
+            member.write(block)
+        member.write(closing.encode())
+    run = parla_import(tmp_path, archive, timeout=120)
+    done = report(run)
+    assert done["imported"] == 1
+    (note,) = [n["note"] for n in done["notes"]]
+    assert note.startswith("turn 1 (") and "cut to its first 1,000,000 characters" in note, note
+    assert run.peak_mb < ordinary_mb + EXTRA_MB, run.peak_mb
+
+
+def test_a_sixteen_megabyte_turn_is_cut_and_imported_in_seconds(tmp_path, ordinary_mb):
+    # one 16 MB turn took 2 min 38 s and 330 MB, a 200 MB one more than 9 minutes (issue 42,
+    # item 3): the offline summariser and the durable-statement rules read sentences of any length.
+    # Words without a full stop make one sentence of the whole turn, the worst case.
+    words = ["my", "birthday", "is", "soon", "and", "the", "code", "is", "on", "the", "long", "way", "home"]
+    text = " ".join(words[n % len(words)] for n in range(16_000_000 // 4))[:16_000_000]
+    source = tmp_path / "conversations.json"
+    source.write_text(json.dumps([conversation("huge", [("user", text), ("assistant", "Noted.")])]))
+    run = parla_import(tmp_path, source, timeout=150)
+    done = report(run)
+    assert done["imported"] == 1 and done["not_summarised"] == []
+    (note,) = [n["note"] for n in done["notes"]]
+    assert note.startswith("turn 1 (16,000,000 characters) cut to its first 1,000,000 characters"), note
+    assert run.peak_mb < ordinary_mb + 2 * EXTRA_MB, run.peak_mb
 
 
 def test_a_branch_of_a_hundred_thousand_messages_is_read_in_seconds(tmp_path):
