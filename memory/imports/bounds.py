@@ -87,8 +87,8 @@ def cut_turn(text: str, max_chars: int) -> tuple[str, str]:
     (with the bytes its reading left out, when it did)."""
     cut = cut_point(text, 0, max_chars)
     unread = list(_READ_CUT.finditer(text, cut))
-    characters = len(text) - cut - sum(len(m.group()) for m in unread)
+    read = len(text) - sum(len(m.group()) for m in unread)  # the marks are not the turn's
     not_read = sum(int(m.group(1).replace(",", "")) for m in unread)
-    left_out = f"{characters:,} more characters" + (f" and {not_read:,} bytes" if not_read else "")
+    left_out = f"{read - cut:,} more characters" + (f" and {not_read:,} bytes" if not_read else "")
     kept = text[:cut].rstrip() + "\n\n" + marker(f"{left_out} not imported: import_max_turn_chars")
-    return kept, f"{len(text):,} characters" + (f" and {not_read:,} more bytes in the file" if not_read else "")
+    return kept, f"{read:,} characters" + (f" and {not_read:,} more bytes in the file" if not_read else "")

@@ -174,10 +174,8 @@ def test_a_turn_past_the_longest_kept_is_cut_at_a_sentence_and_said_so():
     chat = parse_line(1, read_cut)
     (turn,) = turns_of(chat, chat_id_of(chat), max_turn_chars=2_000)
     assert turn.text.endswith("word\n\n[3,000 more characters and 12,345 bytes not imported: import_max_turn_chars]")
-    assert chat.notes == [
-        "turn 1 (5,029 characters and 12,345 more bytes in the file) cut to its first 2,000 characters "
-        "(import_max_turn_chars)"
-    ]
+    said = "turn 1 (5,000 characters and 12,345 more bytes in the file) cut to its first 2,000 characters"
+    assert chat.notes == [f"{said} (import_max_turn_chars)"]
 
 
 def _line(turns: list[tuple[str, str]], **fields) -> str:
