@@ -182,22 +182,36 @@ class Export:
             )
 
     def _lines(self) -> Iterator[tuple[int, ImportChat] | ImportLineError]:
-        limit = self.limits.max_conversation_bytes
         line_no = 0
-        while raw := self._stream.readline(limit + 1):
+        while (line := self._line()) is not None:
             line_no += 1
-            if len(raw) > limit and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):  # the rest of the line, a block at a time
-                    raw = self._stream.readline(_BUFFER)
+            if isinstance(line, int):
                 yield ImportLineError(line_no, self.limits.too_long)
                 continue
             try:
-                line = decode_line(line_no, raw)
-                if not line.strip():
+                text = decode_line(line_no, line)
+                if not text.strip():
                     continue
-                yield self._convert(line_no, json_line(line_no, line))
+                yield self._convert(line_no, json_line(line_no, text))
             except ImportLineError as e:
                 yield e
+
+    def _line(self) -> bytes | int | None:
+        """The next line of the file (None at its end), or, for a line past the conversations'
+        limit, its length: it is read a block at a time and dropped, never held whole."""
+        pieces: list[bytes] = []
+        size = 0
+        while piece := self._stream.readline(_BUFFER):
+            size += len(piece)
+            if size > self.limits.max_conversation_bytes + 1:
+                pieces.clear()
+            else:
+                pieces.append(piece)
+            if piece.endswith(b"\n"):
+                break
+        if not size:
+            return None
+        return b"".join(pieces) if pieces else size
 
 
 def _first_line_is_json(start: bytes) -> bool:

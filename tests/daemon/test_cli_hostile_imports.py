@@ -7,17 +7,14 @@ peak memory is read from outside (the kernel's count for the child, `wait4`)."""
 from __future__ import annotations
 
 import json
-import os
-import resource
-import subprocess
-import sys
-import time
 import zipfile
-from dataclasses import dataclass
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bench.import_bounds import IMPORT, Run, run_child
 
 pytestmark = pytest.mark.tier("process")
 
@@ -29,58 +26,17 @@ ADDRESS_SPACE = 3 << 30
 EXTRA_MB = 100
 
 
-@dataclass
-class Run:
-    returncode: int  # negative: killed by that signal (the time limit)
-    stdout: str
-    stderr: str
-    seconds: float
-    peak_mb: float
-
-
-def parla_import(tmp_path: Path, source: Path, *args: str, timeout: float, **env: str) -> Run:
-    """`parla import SOURCE --json ARGS` in its own process on the test's store, killed after
-    `timeout` seconds; its peak resident memory as the kernel counted it."""
-    environment = {
-        **os.environ,
-        "PARLA_STORE_PATH": str(tmp_path / "parla.db"),
-        "PARLA_CONFIG_FILE": str(tmp_path / "none.toml"),
-        "PARLA_CONTROL_SOCKET": str(tmp_path / "ctl.sock"),
-        **env,
-    }
-    for key in ("GEMINI_API_KEY", "GOOGLE_API_KEY", "PARLA_GEMINI_API_KEY"):
-        environment.pop(key, None)
-    out, err = tmp_path / "import.out", tmp_path / "import.err"
-    started = time.monotonic()
-    with out.open("w") as fout, err.open("w") as ferr:
-        child = subprocess.Popen(
-            [sys.executable, "-m", "parla.daemon", "-q", "import", str(source), "--json", *args],
-            stdout=fout,
-            stderr=ferr,
-            env=environment,
-        )
-        # set from here, not in the child before it starts (unsafe beside threads): it is still
-        # importing Python's modules then
-        resource.prlimit(child.pid, resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-        deadline = started + timeout
-        while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > deadline:
-                child.kill()
-                _, status, usage = os.wait4(child.pid, 0)
-                break
-            time.sleep(0.05)
-    child.returncode = os.waitstatus_to_exitcode(status)
-    return Run(child.returncode, out.read_text(), err.read_text(), time.monotonic() - started, usage.ru_maxrss / 1024)
+def parla_import(folder: Path, source: str, *, timeout: float, feed: Iterable[bytes] = ()) -> Run:
+    """`parla import SOURCE --json` in its own process on a fresh store in `folder`, killed after
+    `timeout` seconds, `feed` on its stdin; its peak resident memory as the kernel counted it."""
+    return run_child([*IMPORT, source, "--json"], folder, timeout, ADDRESS_SPACE, feed)
 
 
 @pytest.fixture(scope="module")
 def ordinary_mb(tmp_path_factory: pytest.TempPathFactory) -> float:
     """The peak memory of importing an ordinary export (its chats stored and summarised)."""
     folder = tmp_path_factory.mktemp("ordinary")
-    run = parla_import(folder, DATA / "chatgpt_conversations.json", timeout=120)
+    run = parla_import(folder, str(DATA / "chatgpt_conversations.json"), timeout=120)
     assert run.returncode == 0, run.stderr
     return run.peak_mb
 
@@ -123,7 +79,7 @@ def test_json_nested_a_hundred_thousand_deep_is_refused_in_seconds(tmp_path, ord
     # the depth, and so did every level's copy of it
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 100_000 + "]" * 100_000)
-    alone = parla_import(tmp_path, deep, timeout=60)
+    alone = parla_import(tmp_path, str(deep), timeout=60)
     assert alone.returncode == 1, alone.stderr
     assert "parla: skipped conversation 1: nested more than 64 deep" in alone.stderr
     assert alone.seconds < 30 and alone.peak_mb < ordinary_mb + EXTRA_MB, (alone.seconds, alone.peak_mb)
@@ -131,7 +87,7 @@ def test_json_nested_a_hundred_thousand_deep_is_refused_in_seconds(tmp_path, ord
     good = [conversation(f"c{n}", [("user", f"Hello number {n}."), ("assistant", "Hi.")]) for n in (1, 2)]
     mixed = tmp_path / "conversations.json"
     mixed.write_text(f"[{json.dumps(good[0])}, {'[' * 100_000 + ']' * 100_000}, {json.dumps(good[1])}]")
-    run = parla_import(tmp_path, mixed, timeout=60)
+    run = parla_import(tmp_path, str(mixed), timeout=60)
     done = report(run)
     assert done["imported"] == 2 and [s["conversation"] for s in done["skipped"]] == [2]
     assert run.seconds < 30 and run.peak_mb < ordinary_mb + EXTRA_MB, (run.seconds, run.peak_mb)
@@ -151,11 +107,25 @@ def test_a_zip_whose_one_text_expands_to_a_gibibyte_is_stored_cut(tmp_path, ordi
         for _ in range(1 << 10):
             member.write(block)
         member.write(closing.encode())
-    run = parla_import(tmp_path, archive, timeout=120)
+    run = parla_import(tmp_path, str(archive), timeout=120)
     done = report(run)
     assert done["imported"] == 1
     (note,) = [n["note"] for n in done["notes"]]
     assert note.startswith("turn 1 (") and "cut to its first 1,000,000 characters" in note, note
+    assert run.peak_mb < ordinary_mb + EXTRA_MB, run.peak_mb
+
+
+def test_a_jsonl_line_of_a_quarter_gibibyte_on_stdin_is_skipped_within_bounds(tmp_path, ordinary_mb):
+    # a JSONL line was read whole, then decoded and parsed: three copies of it at once
+    first, last = (
+        json.dumps({"turns": [{"role": "user", "text": f"{when} the long line."}]}).encode() + b"\n"
+        for when in ("Before", "After")
+    )
+    long = [b'{"turns": [{"role": "user", "text": "', *[b"x" * (1 << 20)] * 256, b'"}]}\n']
+    run = parla_import(tmp_path, "-", timeout=120, feed=[first, *long, last])
+    done = report(run)
+    assert done["imported"] == 2
+    assert done["skipped"] == [{"line": 2, "reason": "longer than import_max_conversation_mb (64 MB)"}]
     assert run.peak_mb < ordinary_mb + EXTRA_MB, run.peak_mb
 
 
@@ -167,7 +137,7 @@ def test_a_sixteen_megabyte_turn_is_cut_and_imported_in_seconds(tmp_path, ordina
     text = " ".join(words[n % len(words)] for n in range(16_000_000 // 4))[:16_000_000]
     source = tmp_path / "conversations.json"
     source.write_text(json.dumps([conversation("huge", [("user", text), ("assistant", "Noted.")])]))
-    run = parla_import(tmp_path, source, timeout=150)
+    run = parla_import(tmp_path, str(source), timeout=150)
     done = report(run)
     assert done["imported"] == 1 and done["not_summarised"] == []
     (note,) = [n["note"] for n in done["notes"]]
@@ -186,7 +156,7 @@ def test_a_branch_of_a_hundred_thousand_messages_is_read_in_seconds(tmp_path):
     said += [("tool", "result")] * 100_000
     source = tmp_path / "conversations.json"
     source.write_text(json.dumps([conversation("long", said)]))
-    run = parla_import(tmp_path, source, timeout=40)
+    run = parla_import(tmp_path, str(source), timeout=40)
     done = report(run)
     assert done["imported"] == 1 and done["turns_added"] == 2
     assert run.seconds < 30, run.seconds
