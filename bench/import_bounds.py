@@ -57,8 +57,8 @@ def run_child(
     args: list[str], folder: Path, timeout: float, address_space: int | None = None, feed: Iterable[bytes] = ()
 ) -> Run:
     """`python ARGS` in its own process on the folder's fresh store, killed after `timeout` s (and
-    held to `address_space` bytes, when given), `feed` written to its stdin; its peak RSS from the
-    kernel (`wait4`)."""
+    held to `address_space` bytes, when given), `feed` written to its stdin; its peak RSS as the
+    kernel keeps it, read every 20 ms (growth in its last 20 ms may be missed)."""
     for suffix in ("", "-wal", "-shm", "-vectors", "-vectors.i8"):
         Path(f"{folder / 'parla.db'}{suffix}").unlink(missing_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PARLA_", "GEMINI_", "GOOGLE_"))}
@@ -77,21 +77,33 @@ def run_child(
             resource.prlimit(child.pid, resource.RLIMIT_AS, (address_space, address_space))
         writer = threading.Thread(target=_write, args=(child, feed), daemon=True)
         writer.start()
-        killed = False
+        killed, peak_kb = False, 0
         while True:
-            pid, status, usage = os.wait4(child.pid, os.WNOHANG)
+            peak_kb = max(peak_kb, _high_water_kb(child.pid))
+            pid, status = os.waitpid(child.pid, os.WNOHANG)
             if pid:
                 break
             if time.perf_counter() - started > timeout:
                 child.kill()
-                _, status, usage = os.wait4(child.pid, 0)
+                _, status = os.waitpid(child.pid, 0)
                 killed = True
                 break
-            time.sleep(0.05)
+            time.sleep(0.02)
     writer.join(5)
     seconds = time.perf_counter() - started
     code = os.waitstatus_to_exitcode(status)
-    return Run(seconds, usage.ru_maxrss / 1024, killed, code, out.read_text(), err.read_text())
+    return Run(seconds, peak_kb / 1024, killed, code, out.read_text(), err.read_text())
+
+
+def _high_water_kb(pid: int) -> int:
+    """The process's peak resident memory so far (VmHWM, kept by the kernel), 0 once it has ended.
+    Not wait4's ru_maxrss: that keeps the peak from before the child's exec, when it was a copy
+    of this process, holding the file it is about to read."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return 0
+    return next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM:")), 0)
 
 
 def _write(child: subprocess.Popen[bytes], feed: Iterable[bytes]) -> None:

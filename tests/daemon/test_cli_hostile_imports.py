@@ -1,8 +1,9 @@
 """`parla import` given a file made to hurt it: nested a hundred thousand deep, a zip whose one
-text expands to a gibibyte, a turn of sixteen megabytes, a branch of a hundred thousand messages.
+text expands to a gibibyte, a JSONL line of a quarter of one, a turn of sixteen megabytes, a branch
+of a hundred thousand messages.
 Each runs as the user runs it, in its own process, with a time limit and an address-space limit
 of its own (so that without the bounds it fails in seconds rather than take the machine), and its
-peak memory is read from outside (the kernel's count for the child, `wait4`)."""
+peak memory is read from outside (the kernel's high-water mark for the child, polled)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,141 @@
+"""The hostile-import scenario of `python -m bench.faults --scenario hostile`: the files issue 42
+found taking `parla import` (and the machine) down, each given to it in its own process held to
+3 GB of address space and killed past its time, with its peak RSS from the kernel. A case passes
+when the import ends in time, with the outcome it should have, within 100 MB (200 for what is
+stored and summarised) of an ordinary export's import in the same run:
+
+- 100,000 `[` then 100,000 `]` (200 KB): the conversation refused, in seconds;
+- a 1 MB zip whose `conversations.json` expands to 1 GiB holding one 1 GiB turn: stored, cut;
+- a 200 MB export holding one 200 MB user turn: stored, cut;
+- a branch of 200,000 messages: every turn stored."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.faults_checks import Figures, stored_turns
+from bench.import_bounds import IMPORT, Run, run_child, turn_text, write_branch
+from bench.imports import write_export
+
+ADDRESS_SPACE = 3 << 30
+EXTRA_MB = 100
+
+
+@dataclass
+class HostileFigures(Figures):
+    failed_cases: int = 0  # killed, past their memory limit, or not the outcome they should have
+
+    @property
+    def ok(self) -> bool:
+        return super().ok and not self.failed_cases
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    write: str  # the writer below
+    timeout: float
+    extra_mb: float
+    refused: bool  # the import ends with its only conversation skipped (exit 1)
+
+
+CASES = [
+    Case("nested 100,000 deep (200 KB)", "deep", 30, EXTRA_MB, refused=True),
+    Case("1 MB zip, a 1 GiB turn", "bomb", 180, 2 * EXTRA_MB, refused=False),
+    Case("200 MB export, a 200 MB turn", "huge", 180, 2 * EXTRA_MB, refused=False),
+    Case("a branch of 200,000 messages", "branch", 600, 2 * EXTRA_MB, refused=False),
+]
+
+
+def _deep(folder: Path) -> Path:
+    path = folder / "deep.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    return path
+
+
+def _bomb(folder: Path) -> Path:
+    path = folder / "chatgpt-export.zip"
+    huge = folder / "one-turn.json"
+    write_branch(huge, iter([("user", "@TEXT@"), ("assistant", "Noted.")]))
+    opening, closing = huge.read_text().split("@TEXT@")
+    line = b"All work and no play makes Jack a dull boy. "
+    block = line * ((1 << 20) // len(line))
+    with (
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z,
+        z.open("conversations.json", "w", force_zip64=True) as member,
+    ):
+        member.write(opening.encode())
+        for _ in range(1 << 10):
+            member.write(block)
+        member.write(closing.encode())
+    return path
+
+
+def _huge(folder: Path) -> Path:
+    path = folder / "conversations.json"
+    write_branch(path, iter([("user", turn_text(200, run_on=False)), ("assistant", "Noted.")]))
+    return path
+
+
+def _branch(folder: Path) -> Path:
+    path = folder / "conversations.json"
+    said = ((("user", "assistant")[n % 2], f"Message {n} of a long chat, in a few words.") for n in range(200_000))
+    write_branch(path, said)
+    return path
+
+
+WRITERS = {"deep": _deep, "bomb": _bomb, "huge": _huge, "branch": _branch}
+
+
+def _outcome(case: Case, run: Run, folder: Path) -> tuple[str, bool]:
+    """What the import did, and whether it is what it should have done."""
+    if run.killed:
+        return "killed", False
+    if case.refused:
+        said = next((line for line in run.stderr.splitlines() if "skipped" in line), run.stderr[-200:])
+        return said.strip(), run.returncode == 1 and "nested more than" in said
+    if run.returncode:
+        return f"exit {run.returncode}: {run.stderr[-300:]}", False
+    report = json.loads(run.stdout)
+    turns = sum(len(t) for t in stored_turns(folder / "parla.db").values())
+    notes = "; ".join(n["note"] for n in report["notes"])[:300]
+    return f"imported {report['imported']}, {turns:,} turns stored ({notes})", report["imported"] == 1
+
+
+def _run(folder: Path, figures: HostileFigures) -> None:
+    ordinary = folder / "ordinary.json"
+    write_export(ordinary, 20, seed=random.Random(4).randint(0, 10**6))
+    base = run_child([*IMPORT, str(ordinary), "--json"], folder, 300, ADDRESS_SPACE)
+    figures.runs += 1
+    if base.returncode:
+        figures.failed_cases += 1
+        figures.problem(f"the ordinary import failed: {base.stderr[-300:]}")
+        return
+    figures.note = f"an ordinary export (20 conversations): {base.seconds:.1f} s, peak RSS {base.peak_mb:.0f} MB"
+    for case in CASES:
+        source = WRITERS[case.write](folder)
+        run = run_child([*IMPORT, str(source), "--json"], folder, case.timeout, ADDRESS_SPACE)
+        source.unlink()
+        figures.runs += 1
+        outcome, right = _outcome(case, run, folder)
+        within = run.peak_mb <= base.peak_mb + case.extra_mb and not run.killed
+        figures.note += (
+            f"; {case.name}: {outcome}, {run.seconds:.1f} s (limit {case.timeout:.0f}), peak RSS "
+            f"{run.peak_mb:.0f} MB (limit {base.peak_mb + case.extra_mb:.0f})"
+        )
+        if not (right and within):
+            figures.failed_cases += 1
+            figures.problem(f"{case.name}: {outcome}, {run.seconds:.1f} s, {run.peak_mb:.0f} MB")
+
+
+async def hostile_imports(root: Path) -> HostileFigures:
+    figures = HostileFigures("hostile")
+    folder = root / "hostile"
+    folder.mkdir(exist_ok=True)
+    await asyncio.to_thread(_run, folder, figures)
+    return figures
