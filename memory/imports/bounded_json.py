@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import re
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import IO, Any
@@ -146,7 +147,9 @@ def conversations(
     started = 0
     for event, value in events:
         if event == "map_key":
-            key = value
+            # the same few keys in every message: one string each, not one per message (a
+            # conversation of many short messages is held in about half the memory)
+            key = sys.intern(value)
             continue
         if event in ("start_map", "start_array"):
             if not levels:
