@@ -16,8 +16,8 @@ summary and fact ranges lie inside the chat and do not overlap) and a compaction
 process succeeds on it (for import: the next run, which summarises every chat, succeeds).
 
 hostile (no kills): `parla import` of the files that took it down (JSON nested 100,000 deep, a zip
-whose one turn expands to 1 GiB, a 200 MB turn, a branch of 200,000 messages), each in seconds and
-within 100-200 MB of an ordinary import (bench.faults_hostile).
+whose one turn expands to 1 GiB, a 200 MB turn, a branch of 200,000 messages), each within its
+time, the first three within 100-200 MB of an ordinary import (bench.faults_hostile).
 
 flood (no kills): `parla run` limited to 1,024 files while another user holds 1,100 idle TCP
 connections to its inspector and 128 half-open clients on its control socket, opening each again

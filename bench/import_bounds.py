@@ -26,6 +26,7 @@ import sys
 import tempfile
 import threading
 import time
+import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -159,16 +160,39 @@ def _node(node_id: str, parent: str | None, role: str, text: str, at: float) -> 
     return {"id": node_id, "message": message, "parent": parent, "children": []}
 
 
-def write_branch(path: Path, said: Iterator[tuple[str, str]]) -> None:
-    """A ChatGPT export of one conversation whose branch says `said` ((role, text) in order)."""
+def chatgpt_conversation(conversation_id: str, said: Iterable[tuple[str, str]]) -> dict[str, Any]:
+    """A ChatGPT conversation whose branch says `said` ((role, text) in order, ChatGPT's roles)."""
     mapping: dict[str, Any] = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
     parent = "root"
     for n, (role, text) in enumerate(said):
         mapping[f"n{n}"] = _node(f"n{n}", parent, role, text, 1_700_000_000 + n)
         mapping[parent]["children"].append(f"n{n}")
         parent = f"n{n}"
-    conversation = {"title": "bench", "create_time": 1_700_000_000, "mapping": mapping, "current_node": parent}
-    path.write_text(json.dumps([{**conversation, "conversation_id": path.stem}]))
+    return {"title": conversation_id, "create_time": 1_700_000_000, "mapping": mapping, "current_node": parent,
+            "conversation_id": conversation_id}  # fmt: skip
+
+
+def write_branch(path: Path, said: Iterable[tuple[str, str]]) -> None:
+    """A ChatGPT export of one conversation whose branch says `said` ((role, text) in order)."""
+    path.write_text(json.dumps([chatgpt_conversation(path.stem, said)]))
+
+
+def write_expanding_zip(path: Path, compresslevel: int) -> None:
+    """A ChatGPT export zip of about 1 MB whose `conversations.json` expands to 1 GiB: one
+    conversation whose user turn is 1 GiB of one line said again and again."""
+    opening, closing = json.dumps([chatgpt_conversation("bomb", [("user", "@TEXT@"), ("assistant", "Noted.")])]).split(
+        "@TEXT@"
+    )
+    line = b"All work and no play makes Jack a dull boy. "
+    block = line * ((1 << 20) // len(line))
+    with (
+        zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED, compresslevel=compresslevel) as z,
+        z.open("conversations.json", "w", force_zip64=True) as member,
+    ):
+        member.write(opening.encode())
+        for _ in range(1 << 10):
+            member.write(block)
+        member.write(closing.encode())
 
 
 def read_only(source: str) -> None:

@@ -8,14 +8,13 @@ peak memory is read from outside (the kernel's high-water mark for the child, po
 from __future__ import annotations
 
 import json
-import zipfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from bench.import_bounds import IMPORT, Run, run_child
+from bench.import_bounds import IMPORT, Run, chatgpt_conversation, run_child, write_expanding_zip
 
 pytestmark = pytest.mark.tier("process")
 
@@ -47,34 +46,6 @@ def report(run: Run) -> dict[str, Any]:
     return json.loads(run.stdout)
 
 
-def node(node_id: str, parent: str | None, role: str, text: str, at: float) -> dict[str, Any]:
-    return {
-        "id": node_id,
-        "message": {
-            "id": node_id,
-            "author": {"role": role},
-            "create_time": at,
-            "content": {"content_type": "text", "parts": [text]},
-            "metadata": {},
-            "recipient": "all",
-        },
-        "parent": parent,
-        "children": [],
-    }
-
-
-def conversation(conversation_id: str, said: list[tuple[str, str]]) -> dict[str, Any]:
-    """A ChatGPT conversation whose branch says `said` ((role, text), ChatGPT's roles)."""
-    mapping: dict[str, Any] = {"root": {"id": "root", "message": None, "parent": None, "children": []}}
-    parent = "root"
-    for n, (role, text) in enumerate(said):
-        mapping[f"n{n}"] = node(f"n{n}", parent, role, text, 1_700_000_000 + n)
-        mapping[parent]["children"].append(f"n{n}")
-        parent = f"n{n}"
-    return {"title": conversation_id, "create_time": 1_700_000_000, "mapping": mapping, "current_node": parent,
-            "conversation_id": conversation_id}  # fmt: skip
-
-
 def test_json_nested_a_hundred_thousand_deep_is_refused_in_seconds(tmp_path, ordinary_mb):
     # 200 KB took all 24 GB of the machine (issue 42, item 1): ijson's path to each item grew with
     # the depth, and so did every level's copy of it
@@ -85,7 +56,7 @@ def test_json_nested_a_hundred_thousand_deep_is_refused_in_seconds(tmp_path, ord
     assert "parla: skipped conversation 1: nested more than 64 deep" in alone.stderr
     assert alone.seconds < 30 and alone.peak_mb < ordinary_mb + EXTRA_MB, (alone.seconds, alone.peak_mb)
     # among others: the conversations before and after it are imported
-    good = [conversation(f"c{n}", [("user", f"Hello number {n}."), ("assistant", "Hi.")]) for n in (1, 2)]
+    good = [chatgpt_conversation(f"c{n}", [("user", f"Hello number {n}."), ("assistant", "Hi.")]) for n in (1, 2)]
     mixed = tmp_path / "conversations.json"
     mixed.write_text(f"[{json.dumps(good[0])}, {'[' * 100_000 + ']' * 100_000}, {json.dumps(good[1])}]")
     run = parla_import(tmp_path, str(mixed), timeout=60)
@@ -97,17 +68,7 @@ def test_json_nested_a_hundred_thousand_deep_is_refused_in_seconds(tmp_path, ord
 def test_a_zip_whose_one_text_expands_to_a_gibibyte_is_stored_cut(tmp_path, ordinary_mb):
     # a 1 MB zip holding one 1 GiB turn: no output after 120 s, memory growing (issue 42, item 2)
     archive = tmp_path / "chatgpt-export.zip"
-    line = b"All work and no play makes Jack a dull boy. "
-    block = line * ((1 << 20) // len(line))
-    opening, closing = json.dumps([conversation("bomb", [("user", "@TEXT@"), ("assistant", "Noted.")])]).split("@TEXT@")
-    with (
-        zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z,
-        z.open("conversations.json", "w", force_zip64=True) as member,
-    ):
-        member.write(opening.encode())
-        for _ in range(1 << 10):
-            member.write(block)
-        member.write(closing.encode())
+    write_expanding_zip(archive, compresslevel=1)
     run = parla_import(tmp_path, str(archive), timeout=120)
     done = report(run)
     assert done["imported"] == 1
@@ -137,7 +98,7 @@ def test_a_sixteen_megabyte_turn_is_cut_and_imported_in_seconds(tmp_path, ordina
     words = ["my", "birthday", "is", "soon", "and", "the", "code", "is", "on", "the", "long", "way", "home"]
     text = " ".join(words[n % len(words)] for n in range(16_000_000 // 4))[:16_000_000]
     source = tmp_path / "conversations.json"
-    source.write_text(json.dumps([conversation("huge", [("user", text), ("assistant", "Noted.")])]))
+    source.write_text(json.dumps([chatgpt_conversation("huge", [("user", text), ("assistant", "Noted.")])]))
     run = parla_import(tmp_path, str(source), timeout=150)
     done = report(run)
     assert done["imported"] == 1 and done["not_summarised"] == []
@@ -156,7 +117,7 @@ def test_a_branch_of_a_hundred_thousand_messages_is_read_in_seconds(tmp_path):
     said = [("user", "Look this up for me."), ("assistant", "Here it is.")]
     said += [("tool", "result")] * 100_000
     source = tmp_path / "conversations.json"
-    source.write_text(json.dumps([conversation("long", said)]))
+    source.write_text(json.dumps([chatgpt_conversation("long", said)]))
     run = parla_import(tmp_path, str(source), timeout=40)
     done = report(run)
     assert done["imported"] == 1 and done["turns_added"] == 2
