@@ -7,6 +7,9 @@ stored and summarised) of an ordinary export's import in the same run:
 - 100,000 `[` then 100,000 `]` (200 KB): the conversation refused, in seconds;
 - a 1 MB zip whose `conversations.json` expands to 1 GiB holding one 1 GiB turn: stored, cut;
 - a 200 MB export holding one 200 MB user turn: stored, cut;
+- 62 MB of 638,049 tiny messages: the conversation refused (import_max_conversation_turns), within
+  1.9 GB of the ordinary import: it is read whole before its turns are counted (about 1.7 GB), and
+  stored it took more than 3 GB;
 - a branch of 200,000 messages: every turn stored, in time. Its memory is shown, not bounded: it is
   a real conversation within import_max_conversation_mb, stored in one transaction, and its cost
   grows with its length (docs/guides/importing.md, Limits)."""
@@ -20,7 +23,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.faults_checks import Figures, stored_turns
-from bench.import_bounds import IMPORT, Run, run_child, turn_text, write_branch, write_expanding_zip
+from bench.import_bounds import (
+    IMPORT,
+    Run,
+    run_child,
+    turn_text,
+    write_branch,
+    write_expanding_zip,
+    write_tiny_messages,
+)
 from bench.imports import write_export
 
 ADDRESS_SPACE = 3 << 30
@@ -42,14 +53,16 @@ class Case:
     write: str  # the writer below
     timeout: float
     extra_mb: float | None  # None: shown, not bounded
-    refused: bool  # the import ends with its only conversation skipped (exit 1)
+    refused: str  # when given: the import ends with its only conversation skipped for this (exit 1)
 
 
 CASES = [
-    Case("nested 100,000 deep (200 KB)", "deep", 30, EXTRA_MB, refused=True),
-    Case("1 MB zip, a 1 GiB turn", "bomb", 180, 2 * EXTRA_MB, refused=False),
-    Case("200 MB export, a 200 MB turn", "huge", 180, 2 * EXTRA_MB, refused=False),
-    Case("a branch of 200,000 messages", "branch", 600, None, refused=False),
+    Case("nested 100,000 deep (200 KB)", "deep", 30, EXTRA_MB, refused="nested more than"),
+    Case("1 MB zip, a 1 GiB turn", "bomb", 180, 2 * EXTRA_MB, refused=""),
+    Case("200 MB export, a 200 MB turn", "huge", 180, 2 * EXTRA_MB, refused=""),
+    # what reading 62 MB of tiny messages takes is bounded by the file's size, not by 100 MB
+    Case("62 MB of tiny messages", "tiny", 180, 1900, refused="more than import_max_conversation_turns"),
+    Case("a branch of 200,000 messages", "branch", 600, None, refused=""),
 ]
 
 
@@ -78,7 +91,13 @@ def _branch(folder: Path) -> Path:
     return path
 
 
-WRITERS = {"deep": _deep, "bomb": _bomb, "huge": _huge, "branch": _branch}
+def _tiny(folder: Path) -> Path:
+    path = folder / "conversations.json"
+    write_tiny_messages(path, 62_000_000)
+    return path
+
+
+WRITERS = {"deep": _deep, "bomb": _bomb, "huge": _huge, "tiny": _tiny, "branch": _branch}
 
 
 def _outcome(case: Case, run: Run, folder: Path) -> tuple[str, bool]:
@@ -87,7 +106,7 @@ def _outcome(case: Case, run: Run, folder: Path) -> tuple[str, bool]:
         return "killed", False
     if case.refused:
         said = next((line for line in run.stderr.splitlines() if "skipped" in line), run.stderr[-200:])
-        return said.strip(), run.returncode == 1 and "nested more than" in said
+        return said.strip(), run.returncode == 1 and case.refused in said
     if run.returncode:
         return f"exit {run.returncode}: {run.stderr[-300:]}", False
     report = json.loads(run.stdout)

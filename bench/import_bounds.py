@@ -177,6 +177,22 @@ def write_branch(path: Path, said: Iterable[tuple[str, str]]) -> None:
     path.write_text(json.dumps([chatgpt_conversation(path.stem, said)]))
 
 
+def write_tiny_messages(path: Path, size: int) -> int:
+    """A ChatGPT export of about `size` bytes: one conversation of as many messages as fit, each
+    as short as the format lets it be, the speakers taking turns; how many."""
+    n, written = 0, 0
+    with path.open("w") as f:
+        f.write('[{"title": "tiny", "mapping": {')
+        while written < size:
+            role = ("user", "assistant")[n % 2]
+            node = f'"{n:x}":{{"message":{{"author":{{"role":"{role}"}},"content":{{"parts":["x{n:x}"]}}}},"parent":"{n - 1:x}"}}'
+            f.write(("," if n else "") + node)
+            written += len(node) + 1
+            n += 1
+        f.write(f'}}, "current_node": "{n - 1:x}", "id": "tiny"}}]')
+    return n
+
+
 def write_expanding_zip(path: Path, compresslevel: int) -> None:
     """A ChatGPT export zip of about 1 MB whose `conversations.json` expands to 1 GiB: one
     conversation whose user turn is 1 GiB of one line said again and again."""

@@ -31,15 +31,20 @@ class ReadLimits:
     """How much of a file `parla import` holds at once: a turn of more than `max_turn_chars` is
     cut (the file's strings are cut as they are read past `max_string_bytes`, which no turn kept
     whole reaches), a conversation of more than `max_conversation_bytes` or nested deeper than
-    `max_depth` is refused."""
+    `max_depth` is refused, and one of more than `max_turns` turns is not stored."""
 
     max_turn_chars: int
     max_conversation_bytes: int
     max_depth: int = MAX_DEPTH
+    max_turns: int = MemoryConfig.model_fields["import_max_conversation_turns"].default
 
     @classmethod
     def of(cls, config: MemoryConfig) -> ReadLimits:
-        return cls(config.import_max_turn_chars, round(config.import_max_conversation_mb * (1 << 20)))
+        return cls(
+            config.import_max_turn_chars,
+            round(config.import_max_conversation_mb * (1 << 20)),
+            max_turns=config.import_max_conversation_turns,
+        )
 
     @property
     def max_string_bytes(self) -> int:
@@ -49,6 +54,12 @@ class ReadLimits:
     def too_long(self) -> str:
         """Why a conversation past `max_conversation_bytes` is not read."""
         return f"longer than import_max_conversation_mb ({self.max_conversation_bytes / (1 << 20):g} MB)"
+
+    def too_many(self, turns: int) -> str | None:
+        """Why a conversation of `turns` turns is not stored, if it is not."""
+        if turns <= self.max_turns:
+            return None
+        return f"{turns:,} turns, more than import_max_conversation_turns ({self.max_turns:,})"
 
 
 def aware(value: datetime) -> datetime:

@@ -64,8 +64,10 @@ def _zip_member(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
     raise ImportFormatError(f"{name} is a .zip without conversations.json: unpack it and import the chats' JSON file")
 
 
-def converted(number: int, data: Any, what: str) -> tuple[ImportChat, str]:
-    """One conversation of any format as an ImportChat, and the name of its format."""
+def converted(number: int, data: Any, what: str, limits: ReadLimits) -> tuple[ImportChat, str]:
+    """One conversation of any format as an ImportChat, and the name of its format; refused
+    (ImportLineError) when it holds more turns than `limits` lets it, before they are checked and
+    stored, which takes memory with their number."""
     if isinstance(data, dict):
         for fmt in _FORMATS:
             if fmt.matches(data):
@@ -78,10 +80,21 @@ def converted(number: int, data: Any, what: str) -> tuple[ImportChat, str]:
                 if not shaped["turns"]:
                     left_out = f" ({'; '.join(notes)})" if notes else ""
                     raise ImportLineError(number, f"an empty conversation: no message with text{left_out}", what)
+                _count(number, shaped, what, limits)
                 return chat_of(number, shaped, what, notes), fmt.NAME
+        _count(number, data, what, limits)
     return chat_of(number, data, what), "OpenAI messages" if isinstance(
         data, dict
     ) and "turns" not in data else "Parla's shape"
+
+
+def _count(number: int, data: dict[str, Any], what: str, limits: ReadLimits) -> None:
+    """ImportLineError when the conversation's "turns" (or "messages") are more than `limits` lets
+    one hold."""
+    turns = data.get("turns", data.get("messages"))
+    why = limits.too_many(len(turns)) if isinstance(turns, list) else None
+    if why:
+        raise ImportLineError(number, why, what)
 
 
 class Export:
@@ -158,7 +171,7 @@ class Export:
 
     def _convert(self, number: int, data: Any) -> tuple[int, ImportChat] | ImportLineError:
         try:
-            chat, fmt = converted(number, data, self.what)
+            chat, fmt = converted(number, data, self.what, self.limits)
         except ImportLineError as e:
             return e
         self.formats[fmt] += 1

@@ -14,7 +14,14 @@ from typing import Any
 
 import pytest
 
-from bench.import_bounds import IMPORT, Run, chatgpt_conversation, run_child, write_expanding_zip
+from bench.import_bounds import (
+    IMPORT,
+    Run,
+    chatgpt_conversation,
+    run_child,
+    write_expanding_zip,
+    write_tiny_messages,
+)
 
 pytestmark = pytest.mark.tier("process")
 
@@ -122,3 +129,19 @@ def test_a_branch_of_a_hundred_thousand_messages_is_read_in_seconds(tmp_path):
     done = report(run)
     assert done["imported"] == 1 and done["turns_added"] == 2
     assert run.seconds < 30, run.seconds
+
+
+def test_a_conversation_of_six_hundred_thousand_tiny_messages_is_refused_before_it_is_stored(tmp_path):
+    # 62 MB (within import_max_conversation_mb) of messages a few bytes long: reading them took
+    # 1.7 GB and storing them the rest of the 3 GB this test allows; it ended in a SystemError
+    # traceback in turn_importance. The size of the file does not bound what its many small
+    # messages cost, their number does.
+    source = tmp_path / "conversations.json"
+    count = write_tiny_messages(source, 62_000_000)
+    run = parla_import(tmp_path, str(source), timeout=150)
+    assert run.returncode == 1, run.stderr[-2000:]
+    assert (
+        f"parla: skipped conversation 1: {count:,} turns, more than import_max_conversation_turns (200,000)"
+        in run.stderr
+    ), run.stderr[-2000:]
+    assert run.peak_mb < 2048, run.peak_mb

@@ -1,6 +1,6 @@
 """Reading JSON within bounds: strings past the limit cut where a character ends (whatever the
 escapes, the UTF-8 and where the blocks fall), a conversation nested too deep or too long refused
-and the next one read, a JSONL line too long skipped."""
+and the next one read, a JSONL line too long skipped, a conversation of too many turns refused."""
 
 from __future__ import annotations
 
@@ -117,3 +117,19 @@ def test_a_jsonl_line_too_long_is_skipped_and_the_next_read(tmp_path):
     assert [e[1].turns[0].text for e in entries if isinstance(e, tuple)] == ["first", "third"]
     (skipped,) = [e for e in entries if not isinstance(e, tuple)]
     assert str(skipped) == "line 2: longer than import_max_conversation_mb (0.00190735 MB)"
+
+
+@pytest.mark.parametrize("jsonl", [True, False])
+def test_a_conversation_of_too_many_turns_is_refused_and_the_next_read(tmp_path, jsonl):
+    def chat(n: int) -> dict[str, object]:
+        return {"turns": [{"role": ("user", "assistant")[k % 2], "text": f"turn {k}"} for k in range(n)]}
+
+    source = tmp_path / "chats.json"
+    chats = [chat(2), chat(101), chat(100)]
+    source.write_text("".join(json.dumps(c) + "\n" for c in chats) if jsonl else json.dumps(chats))
+    with Export(str(source), ReadLimits(1000, 1 << 20, max_turns=100)) as export:
+        entries = list(export.chats())
+    assert [len(e[1].turns) for e in entries if isinstance(e, tuple)] == [2, 100]
+    (skipped,) = [e for e in entries if not isinstance(e, tuple)]
+    what = "line" if jsonl else "conversation"
+    assert str(skipped) == f"{what} 2: 101 turns, more than import_max_conversation_turns (100)"
