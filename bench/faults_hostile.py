@@ -8,7 +8,7 @@ stored and summarised) of an ordinary export's import in the same run:
 - a 1 MB zip whose `conversations.json` expands to 1 GiB holding one 1 GiB turn: stored, cut;
 - a 200 MB export holding one 200 MB user turn: stored, cut;
 - 62 MB of 638,049 tiny messages: the conversation refused (import_max_conversation_turns), within
-  1.9 GB of the ordinary import: it is read whole before its turns are counted (about 1.7 GB), and
+  1.9 GB of the ordinary import: it is read whole before its turns are counted (about 1.2 GB), and
   stored it took more than 3 GB;
 - a branch of 200,000 messages: every turn stored, in time. Its memory is shown, not bounded: it is
   a real conversation within import_max_conversation_mb, stored in one transaction, and its cost

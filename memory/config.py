@@ -196,7 +196,7 @@ class MemoryConfig(BaseModel):
         gt=0,
         description="Largest conversation `parla import` reads, in MB (an export's conversation, or a JSONL line): a "
         "bigger one is skipped with its number and the others are imported. It is held in memory while it is read, the "
-        "more the shorter its messages (59 MB of 200,000 messages: 670 MB; 62 MB of 638,049 tiny ones: 1.7 GB).",
+        "more the shorter its messages (59 MB of 200,000 messages: 670 MB; 62 MB of 638,049 tiny ones: 1.2 GB).",
     )
     import_max_conversation_turns: int = Field(
         200_000,
