@@ -150,6 +150,7 @@ async def test_the_summary_model_says_which_statements_are_about_the_user_and_wh
         "- [5] 6 | chat | - | The cabin is booked for three nights.\n",
         every=True,
     )
+    gemini.reply_to("Each numbered statement below", "[1] yes", every=True)
     client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
     compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
     said = [SMALL_TALK[0], "Sofia likes her school, Maple Grove.", "Book the cabin for three nights.", *SMALL_TALK[1:]]

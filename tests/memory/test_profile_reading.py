@@ -8,8 +8,13 @@ from datetime import timedelta
 
 import pytest
 
+from parla.daemon.memory_services import gemini_client
+from parla.daemon.settings import Settings
+from parla.kernel.models import DEFAULT_SUMMARY_MODEL
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.context import load_context
+from parla.memory.embedders.gemini import GeminiEmbedder
+from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.records.turn import Turn
 from tests.conftest import T0
 
@@ -74,3 +79,37 @@ async def test_a_fact_never_carries_the_sentence_said_after_it(store, summarizer
     (entry,) = await store.list_profile()
     assert entry.content == "The code for the side door is 5150"
 
+
+async def test_the_summary_models_statements_enter_the_profile_only_when_confirmed_as_the_users(store, config, gemini):
+    """With a key, what the summary model found about the user is asked once more, statement by
+    statement, with the user's words it came from; only a confirmed one becomes an entry (each stays
+    a pin of its chat)."""
+    said = [
+        "We had a long walk this morning.",
+        "My neighbour Tom is a pilot, he flies to Oslo every week.",
+        "My daughter Sofia started violin lessons on Mondays.",
+        "It was lovely weather.",
+        "Thanks for the chat.",
+    ]
+    gemini.reply_to(
+        "durable, important statements",
+        "- [3] 7 | user | - | The user's neighbour Tom is a pilot who flies to Oslo every week.\n"
+        "- [5] 8 | user | daughter lessons | The user's daughter Sofia has violin lessons on Mondays.\n"
+        "- [6] 6 | user | - | The assistant enjoys sunny weather.\n",
+        every=True,
+    )
+    gemini.reply_to("Each numbered statement below", "[1] no\n[2] yes", every=True)
+    client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
+    compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
+    chat = await _talk(store, compactor, said, day=0)
+
+    auto = [e.content for e in await store.list_profile() if e.content.startswith("The user's")]
+    assert auto == ["The user's daughter Sofia has violin lessons on Mondays."]
+    asked = [c for c in gemini.calls(":generateContent") if "Each numbered" in str(c.body.get("systemInstruction"))]
+    (question,) = asked
+    listed = question.body["contents"][0]["parts"][0]["text"]
+    # the statements with the user's words they came from; the assistant's turn is never asked about
+    assert "[1] The user's neighbour Tom" in listed and "the user said: My neighbour Tom is a pilot" in listed
+    assert "[2] The user's daughter Sofia" in listed and "[3]" not in listed
+    pinned = {p.content for p in await store.list_pins(chat)}
+    assert "The user's neighbour Tom is a pilot who flies to Oslo every week." in pinned
