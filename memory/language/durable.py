@@ -35,7 +35,7 @@ from .text import words
 _MOMENT = lazy_pattern(
     # a bracketed aside is a note in a transcript ("[laughs]", "[name]"), not what was said
     r"\[|\b(?:today|tonight|this (?:morning|afternoon|evening|week)|right now|just now|at the moment|last night|"
-    r"yesterday|earlier|later today|tomorrow morning|lol|haha)\b"
+    r"yesterday|earlier|later today|tomorrow|lol|haha)\b"
     # an amount of money is what a purchase or a budget is about now, not who the user is
     r"|\d\s*(?:euros?|dollars?|pounds?|eur|usd|gbp|bucks)\b|[$€£]\s*\d",
     re.IGNORECASE,
@@ -102,8 +102,8 @@ def _reads(said: Sequence[str], text: str) -> bool:
             else (_having(said, j + 1))
         )
     if verb in ("don't", "dont", "do", "didn't", "didnt", "never"):
-        return _negated(said, _past_adverbs(said, j + 1))
-    return _acting(said, j)
+        return _negated(said, _past_adverbs(said, j + 1), text)
+    return _acting(said, j, text)
 
 
 def _next(said: Sequence[str], j: int) -> str:
@@ -118,8 +118,8 @@ def _past_adverbs(said: Sequence[str], j: int) -> int:
 
 def _something(said: Sequence[str], j: int) -> bool:
     """Whether what follows position `j` names something: not "it", "that", "you" or nothing, and
-    not only "a lot" or "time" ("I spend time with my family" names the family)."""
-    while j < len(said) and said[j] in vocabulary.DETERMINERS:
+    not only "a lot", "time" or "two" ("I spend time with my family" names the family)."""
+    while j < len(said) and (said[j] in vocabulary.DETERMINERS or said[j] in vocabulary.NUMBERS or said[j].isdigit()):
         j += 1
     if j == len(said) or said[j] in vocabulary.DEICTIC:
         return False
@@ -186,6 +186,8 @@ def _having(said: Sequence[str], j: int) -> bool:
     if not word or word in ("to", "no", "been", "had", "fun") or word in vocabulary.DEICTIC:
         return False
     following = said[j : j + 4]
+    if any(w in vocabulary.PASSING for w in following):
+        return False  # "I have a headache", "I have a meeting"
     if any(
         w in ("question", "questions", "idea", "feeling", "clue", "time", "day", "chance", "look") for w in following
     ):
@@ -248,35 +250,52 @@ def _for_a_while(said: Sequence[str]) -> bool:
     )
 
 
-def _negated(said: Sequence[str], j: int) -> bool:
+def _negated(said: Sequence[str], j: int, text: str) -> bool:
     """After "I don't": a habit or a possession the user lacks ("I don't drink alcohol")."""
     word = _next(said, j)
     if word in ("have", "own"):
         return _having(said, j + 1)
     if word in vocabulary.LIKING:
-        return _liking(said, j + 1)
+        return _liking(said, j + 1, text)
     return word in vocabulary.HABITS and _something(said, j + 1)
 
 
-def _liking(said: Sequence[str], j: int) -> bool:
-    """The object of "love", "like", "hate": something, not the talk ("I love that")."""
+def _liking(said: Sequence[str], j: int, text: str) -> bool:
+    """The object of "love", "like", "hate": something, not the talk ("I love that", "I love the
+    original trilogy")."""
     word = _next(said, j)
     if not word or word in vocabulary.DEICTIC:
         return False
     if word == "to":
         verb = _next(said, j + 1)
-        return (
-            bool(verb)
-            and verb not in vocabulary.COURTESY
-            and verb not in vocabulary.DEICTIC
-            and (j + 2 == len(said) or _something(said, j + 2))
-        )
+        if not verb or verb in vocabulary.COURTESY or verb in vocabulary.DEICTIC:
+            return False
+        k = j + 2
+        while k < len(said) and said[k] in ("on", "to", "in", "at", "into", "with"):
+            k += 1
+        if _next(said, k) == "the":  # "I love to go to the beach", not "... on the rides"
+            return _known(said, k + 1, text)
+        return j + 2 == len(said) or _something(said, j + 2)
+    if word.endswith("ing") and _next(said, j + 1) == "the":  # "I love watching the ..."
+        j += 1
+        word = "the"
     if word in ("the", "a", "an") and _next(said, j + 1) in vocabulary.ASPECTS:
         return _next(said, j + 2) == "of" and _something(said, j + 3)  # "the feeling of the wind"
+    if word == "the":
+        return _known(said, j + 1, text)
     return _something(said, j)
 
 
-def _acting(said: Sequence[str], j: int) -> bool:
+def _known(said: Sequence[str], j: int, text: str) -> bool:
+    """Whether "the ..." names something without the conversation: a name ("the Rolling Stones"),
+    what everyone knows as "the" ("the beach", "the piano"), or says of what ("the smell of rain")."""
+    word = _next(said, j)
+    if word in vocabulary.KNOWN_AS_THE or "of" in said[j : j + 4]:
+        return True
+    return bool(word) and any(w.casefold() == word for w in _NAME().findall(text))
+
+
+def _acting(said: Sequence[str], j: int, text: str) -> bool:
     """After "I" or "we" and a verb: how the user lives, or what happened to them for good."""
     verb = said[j]
     if verb == "see":  # "I see the Stones every year"; "I see" alone agrees
@@ -284,7 +303,7 @@ def _acting(said: Sequence[str], j: int) -> bool:
     if verb in vocabulary.OPINION or verb in ("would", "will", "should", "might", "may", "must", "need", "'d", "'ll"):
         return False
     if verb in vocabulary.LIKING:
-        return _liking(said, j + 1)
+        return _liking(said, j + 1, text)
     if verb in vocabulary.ABLE:
         if said[j - 1] != "i":
             return False  # "we can start now" is a proposal, not a skill
@@ -326,6 +345,16 @@ def _was(said: Sequence[str], j: int) -> bool:
     return False
 
 
+def _links(word: str) -> bool:
+    """Whether a word after "my daughter" says something of her: a link ("is", "has") or a verb of
+    a habit or an event ("works", "started")."""
+    return (
+        word in vocabulary.LINKS
+        or word in vocabulary.LIFE_EVENTS
+        or (word.endswith("s") and word[:-1] in vocabulary.HABITS)
+    )
+
+
 def _belonging(said: Sequence[str], j: int, text: str) -> bool:
     """After "my" or "our": a statement about what is the user's ("my cat is fourteen"), or what
     someone of theirs does on a date ("my sister Anna arrives next Tuesday")."""
@@ -335,10 +364,26 @@ def _belonging(said: Sequence[str], j: int, text: str) -> bool:
             rest = k + 1
             if said[k].endswith("'s") and rest < len(said) and said[rest] in vocabulary.BELONGINGS:
                 rest += 1  # "our dog's name is"
-            # "my sister Ana is", "my dad was", "my parents taught me"
-            while rest < len(said) and said[rest] not in vocabulary.LINKS and rest - k <= 2:
+            # "my sister Ana is", "my dad was", "my parents taught me", "my son just started at"
+            while (
+                rest < len(said) and not _links(said[rest]) and said[rest] not in vocabulary.ADVERBS and rest - k <= 2
+            ):
                 rest += 1
-            if rest < len(said) and said[rest] in vocabulary.LINKS:
-                return _something(said, rest + 1)
-            return bool(_DATE().search(text)) and rest < len(said)
+            while rest < len(said) and said[rest] in vocabulary.ADVERBS:
+                rest += 1
+            if rest == len(said):
+                return False
+            kin = head in vocabulary.KIN or head == "friend"
+            at = rest + 1
+            while at < len(said) and (said[at] == "not" or said[at] in vocabulary.ADVERBS):
+                at += 1
+            value = _next(said, at)
+            if any(w in vocabulary.PASSING for w in said[rest : rest + 5]):
+                return False  # "my son has a fever"
+            if _links(said[rest]) and (kin or said[rest] in vocabulary.BEING_OR_HAVING):
+                if value.isdigit() or value in vocabulary.NUMBERS:
+                    return True  # "my cat is fourteen"
+                # what a thing does now is not the user's: "my car is making a noise"
+                return (kin or not value.endswith("ing")) and _something(said, at)
+            return kin and bool(_DATE().search(text))  # "my sister arrives next Tuesday"
     return False

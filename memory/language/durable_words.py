@@ -64,7 +64,7 @@ LASTING_ING = _set(
 )
 # ... or a plan, when a date or a name says which one ("we're flying to Lisbon on the 3rd of June").
 PLAN_ING = _set("moving flying travelling traveling going visiting leaving starting getting having")
-HOPING = frozenset({"hoping", "planning", "aiming", "wanting", "dreaming", "thinking"})
+HOPING = frozenset({"hoping", "planning", "aiming", "wanting", "dreaming"})
 SOUGHT = _set("job work house apartment flat home partner roommate school college")
 # Present-tense verbs of how one lives ("I work nights", "we live in Leeds").
 HABITS = _set(
@@ -111,18 +111,23 @@ AIMS = _set(
     "see make join compete teach adopt buy build graduate marry finish publish"
 )
 # "My ..." or "our ...": what belongs to the user, the head of the subject.
-BELONGINGS = _set(
+# The people (and animals) of the user's life: what they do is theirs to tell of.
+KIN = _set(
     "wife husband partner girlfriend boyfriend son sons daughter daughters kid kids child children mother mom "
     "mum mommy father dad daddy parents parent sister sisters brother brothers sibling siblings twin grandma "
     "grandpa grandmother grandfather grandparents grandson granddaughter grandchildren grandkids aunt uncle "
     "cousin niece nephew baby babies fiance fiancé fiancee fiancée family stepmom stepdad stepmother "
-    "stepfather dog dogs cat cats puppy kitten horse horses bird birds pet pets fish hamster rabbit parrot "
-    "house flat apartment home address car bike school office job work company team name birthday "
-    "anniversary blood flight wedding lease phone email password pin code plate passport license licence "
-    "routine diet religion nationality hometown favorite favourite favorites favourites hobby hobbies "
-    "passion goal dream dreams age height weight major degree career boss doctor dentist therapist "
-    "physio landlord band instrument sport ex"
+    "stepfather ex dog dogs cat cats puppy kitten horse horses bird birds pet pets fish hamster rabbit parrot"
 )
+# "My ..." or "our ...": what belongs to the user, the head of the subject (a thing's state now,
+# "my car is making a noise", is not said with these).
+BELONGINGS = KIN | _set(
+    "house flat apartment home address car bike school office job work company team name birthday "
+    "anniversary blood flight wedding lease plate passport license licence routine diet religion nationality "
+    "hometown favorite favourite favorites favourites hobby hobbies passion goal dream dreams age height weight "
+    "major degree career boss doctor dentist therapist physio landlord band instrument sport number email"
+)
+BEING_OR_HAVING = _set("is are was were 's has have had")
 LINKS = _set(
     "is are was were has have had 's works lives plays played taught turns turned got passed died works worked "
     "lived owns owned runs ran teaches studies studied loves likes isn't aren't wasn't weren't doesn't don't "
@@ -200,4 +205,18 @@ NOT_HABITS = _set(
     "sounds seem seems start stop keep finish totally definitely probably already haven't hasn't hadn't "
     "isn't aren't wasn't weren't won't wouldn't couldn't shouldn't didn't doesn't don't ain't am are is be "
     "been being both a an the to in of and or so it"
+)
+# What everyone knows as "the ...": "I love the beach" needs no conversation to be understood.
+KNOWN_AS_THE = _set(
+    "beach beaches ocean sea sun snow rain outdoors mountains mountain countryside city country woods forest "
+    "desert lake lakes river water winter summer spring fall autumn cold heat night morning mornings evenings "
+    "piano guitar violin drums cello flute saxophone trumpet harp bass ukulele banjo theater theatre movies "
+    "cinema gym park parks zoo library opera ballet circus color colour colors colours smell sound taste "
+    "stars moon sky news radio internet outdoor holidays weekends weekend simple quiet"
+)
+# What one has for a while only: "I have a headache", "my son has a fever", "I have a meeting".
+PASSING = _set(
+    "headache headaches migraine fever cold flu cough sore hangover rash cramp cramps meeting meetings call "
+    "appointment interview question questions problem problems issue issues bug bugs error errors deadline "
+    "exam test homework"
 )

@@ -45,6 +45,8 @@ _RULES: list[tuple[Category, float, Callable[[], re.Pattern[str]]]] = [
         9.5,
         lazy_pattern(
             r"\b(?:i'm|i am|i've been|i have been)\s+(?:severely\s+|very\s+|badly\s+)?(?:allergic|intolerant)\b"
+            # not to what only the conversation names ("I'm allergic to them")
+            r"(?!\s+to\s+(?:it|them|that|this|those|these)\b)"
             r"|\bmy\s+(?:\w+\s+)?allergy\b|\bi (?:have|suffer from|was diagnosed with|got diagnosed with)\s+"
             r"(?:type [12] )?(?:diabetes|asthma|epilepsy|celiac|coeliac|high blood pressure|a heart condition|"
             r"migraines|arthritis|an? \w+ allergy|cancer|adhd|anxiety|depression)\b"
