@@ -67,7 +67,8 @@ def stands_alone(said: Sequence[str]) -> bool:
     """Whether the words of a clause say something on their own: not to "you", not agreeing with
     what the other speaker said ("me too", "I love dogs too"), and not about someone or something
     only the conversation names ("I love his symphonies", "I'm not very good at it")."""
-    if not said or said[-1] in vocabulary.ECHO or said[-2:] == ["as", "well"] or said[:2] == ["me", "too"]:
+    end = said[:-1] if said and said[-1] in vocabulary.LINKING else said  # "I love dogs too, and"
+    if not end or end[-1] in vocabulary.ECHO or end[-2:] == ["as", "well"] or said[:2] == ["me", "too"]:
         return False
     return not any(w in vocabulary.SECOND_PERSON or w in vocabulary.POINTING_BACK for w in said)
 

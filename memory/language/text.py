@@ -348,14 +348,14 @@ def language_of(text: str) -> str:
 
 # A sentence ends at . ! ? or a line break; in transcribed speech, which often has no full stop,
 # also where a word that opens sentences follows a word or a number with nothing between ("the
-# code is 5150 Tell me ..."), unless that word is capitalised too ("I love The Who"). "I" alone is
-# not such a word: it follows words inside sentences.
+# code is 5150 Tell me ..."), unless that word is capitalised too ("I love The Who"). "I" and
+# "I'm" are not such words: they are written so inside sentences too.
 # An initial or a title is not the end of a sentence ("F. Scott Fitzgerald", "Dr. Patel").
 _SENTENCE_END = lazy_pattern(r"(?<=[.!?…])(?<!\b[A-Z]\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.) ")
 _UNMARKED_END = lazy_pattern(
     r"(?<=[a-z0-9]) (?=(?:Tell|Can|Could|What|How|Why|Where|When|Who|Which|Do|Does|Did|Is|Are|Will|"
     r"Would|Should|Please|Thanks|Thank|Okay|OK|Ok|So|Anyway|Also|Oh|Hey|Hi|Hello|Yes|Yeah|Well|Let's|Let|My|Our|"
-    r"We|I'm|I've|I'd|I'll)\b)"
+    r"We)\b)"
 )
 _SPACES = lazy_pattern(r"[ \t\r\f\v]+")
 # A clause starts after a comma, a semicolon or a dash before its own subject or a question ("I'm
