@@ -384,7 +384,9 @@ def _belonging(said: Sequence[str], j: int, text: str) -> bool:
             if _links(said[rest]) and (kin or said[rest] in vocabulary.BEING_OR_HAVING):
                 if value.isdigit() or value in vocabulary.NUMBERS:
                     return True  # "my cat is fourteen"
-                # what a thing does now is not the user's: "my car is making a noise"
-                return (kin or not value.endswith("ing")) and _something(said, at)
+                # what a thing or a person does now is not the user's: "my car is making a noise",
+                # "my mom is calling me"; "my son is studying law" lasts
+                now = value.endswith("ing") and not (kin and value in vocabulary.LASTING_ING)
+                return not now and _something(said, at)
             return kin and bool(_DATE().search(text))  # "my sister arrives next Tuesday"
     return False

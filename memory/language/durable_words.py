@@ -164,7 +164,7 @@ POINTING_BACK = _set(
 )
 LINKING = _set("and or but with on in at for of to my our the a an")
 DETERMINERS = _set(
-    "a an the to of in with at about for some many all kinds kind sorts sort different variety lot lots few "
+    "any a an the to of in with at about for some many all kinds kind sorts sort different variety lot lots few "
     "couple bunch plenty"
 )
 # What names nothing in particular: "I have a lot of favorites", "we have a lot in common".
