@@ -10,6 +10,9 @@ from parla.memory.language.text import clauses, sentences
 
 pytestmark = pytest.mark.tier("fast")
 
+pytestmark = pytest.mark.tier("fast")
+
+
 # Said as people say them; none of the worded rules of memory.language.importance names them.
 DURABLE = [
     "I drive a green Skoda Octavia.",
