@@ -15,9 +15,9 @@ Parla does it with the offline embedder and summarizer; then the profile is read
   prints them), and of those the ones the other speaker said first (the user agreeing, "me too");
   the others the user said unprompted (the generated conversations often give the user a fact of
   the other speaker's persona), so they are the user's statements all the same.
-With `--folds K`, the figures of each of K folds of conversations (the same speakers never in two
-folds) besides the whole: the rules learn nothing from the data, so the folds show how much the
-figures vary from one set of conversations to another.
+With `--folds K`, the figures of each of K folds of conversations drawn at random besides the
+whole: the rules learn nothing from the data, so the folds show how much the figures vary from one
+set of conversations to another.
 The baseline, in the same run: every clause of the user's turns taken as an entry.
 """
 
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from bench.persona_data import Conversation, Matcher, group_folds, read_conversations
+from bench.persona_data import Conversation, Matcher, folds, read_conversations
 from bench.report import Table, parse
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
@@ -149,7 +149,7 @@ def main() -> None:
     kept = asyncio.run(profiles(chosen, MemoryConfig()))
     seconds = time.perf_counter() - started
     scores, baseline = Scores(), Scores()
-    fold_of = group_folds(chosen, args.folds) if args.folds else {}
+    fold_of = folds(chosen, args.folds) if args.folds else {}
     by_fold = {f: Scores() for f in range(args.folds)}
     for c, entries in zip(chosen, kept, strict=True):
         score(c, entries, matcher, scores)

@@ -143,25 +143,10 @@ class Matcher:
         return [p for p in conversation.user_persona if any(self.matches(p, t) for t in said)]
 
 
-def group_folds(conversations: Iterable[Conversation], k: int, seed: int = 41) -> dict[int, int]:
-    """Each conversation's fold (0..k-1), conversations with the same speakers (the same persona of
-    either side) always in the same fold."""
-    parent: dict[int, int] = {}
-
-    def find(i: int) -> int:
-        while parent.setdefault(i, i) != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    by_persona: dict[tuple[str, ...], int] = {}
-    convs = list(conversations)
-    for c in convs:
-        find(c.index)
-        for persona in (c.user_persona, c.other_persona):
-            first = by_persona.setdefault(tuple(sorted(persona)), c.index)
-            parent[find(c.index)] = find(first)
-    groups = sorted({find(c.index) for c in convs})
-    random.Random(seed).shuffle(groups)
-    fold_of_group = {g: n % k for n, g in enumerate(groups)}
-    return {c.index: fold_of_group[find(c.index)] for c in convs}
+def folds(conversations: Iterable[Conversation], k: int, seed: int = 41) -> dict[int, int]:
+    """Each conversation's fold (0..k-1), drawn at random. Folds that keep the same speakers apart
+    are not to be had on this split: the speakers' personas recur across conversations and chain
+    nearly all of them (993 of 1,000) into one group."""
+    indices = [c.index for c in conversations]
+    random.Random(seed).shuffle(indices)
+    return {index: n % k for n, index in enumerate(indices)}

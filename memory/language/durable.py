@@ -184,8 +184,8 @@ def _having(said: Sequence[str], j: int) -> bool:
     if word in ("got", "gotten"):
         word = _next(said, j + 1)
         j += 1
-    if not word or word in ("to", "no", "been", "had", "fun") or word in vocabulary.DEICTIC:
-        return False
+    if not word or word in ("to", "no", "not", "been", "had", "fun") or word in vocabulary.DEICTIC:
+        return False  # "I have not." answers the other speaker and says nothing of its own
     following = said[j : j + 4]
     if any(w in vocabulary.PASSING for w in following):
         return False  # "I have a headache", "I have a meeting"

@@ -44,6 +44,7 @@ PASSING = [
     "We have a lot in common!",
     "I had a great time.",
     "I'm going to make tea now.",
+    "I have not.",
 ]
 # Agreeing with what the other speaker said of themselves: theirs, not the user's.
 ECHOES = ["I love dogs too!", "Me too, I'm a nurse as well.", "I'm not a good swimmer either."]
