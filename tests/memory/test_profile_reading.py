@@ -4,8 +4,6 @@ and which older fact a newer one replaces."""
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 import pytest
 
 from parla.daemon.memory_services import gemini_client
@@ -16,24 +14,9 @@ from parla.memory.context import load_context
 from parla.memory.embedders.gemini import GeminiEmbedder
 from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.records.turn import Turn
-from tests.conftest import T0
+from tests.memory.talk import talk
 
 pytestmark = pytest.mark.tier("fast")
-
-
-def _chat_turns(said: list[str], day: int) -> list[Turn]:
-    turns = []
-    for i, text in enumerate(said):
-        moment = T0 + timedelta(days=day, minutes=2 * i)
-        turns.append(Turn.of("user", text, created_at=moment))
-        turns.append(Turn.of("model", "I see. Tell me more about that.", created_at=moment + timedelta(minutes=1)))
-    return turns
-
-
-async def _talk(store, compactor: Compactor, said: list[str], day: int) -> str:
-    chat = (await store.create_chat(turns=_chat_turns(said, day))).chat
-    await compactor.compact(chat.id)
-    return chat.id
 
 
 async def _profile_shown(store, config) -> str:
@@ -43,9 +26,9 @@ async def _profile_shown(store, config) -> str:
 
 async def test_a_fact_said_inside_a_question_reaches_a_new_chat(store, summarizer, embedder, config):
     compactor = Compactor(store, summarizer, embedder, config)
-    await _talk(store, compactor, ["I'm seeing a new physio, I can't take ibuprofen, should I tell her?"], day=0)
-    await _talk(store, compactor, ["My cat is fourteen, is dry food still fine for her?"], day=1)
-    await _talk(
+    await talk(store, compactor, ["I'm seeing a new physio, I can't take ibuprofen, should I tell her?"], day=0)
+    await talk(store, compactor, ["My cat is fourteen, is dry food still fine for her?"], day=1)
+    await talk(
         store, compactor, ["I'm registering with a new GP. I'm allergic to penicillin, what should I tell them?"], day=2
     )
     shown = await _profile_shown(store, config)
@@ -59,14 +42,14 @@ async def test_a_fact_said_inside_a_question_reaches_a_new_chat(store, summarize
 
 async def test_two_facts_of_one_topic_both_stay_a_contradiction_replaces(store, summarizer, embedder, config):
     compactor = Compactor(store, summarizer, embedder, config)
-    await _talk(store, compactor, ["I'm moving to Valencia for work."], day=0)
-    await _talk(store, compactor, ["We're moving flats on 15 March."], day=3)
+    await talk(store, compactor, ["I'm moving to Valencia for work."], day=0)
+    await talk(store, compactor, ["We're moving flats on 15 March."], day=3)
     shown = await _profile_shown(store, config)
     assert "Valencia" in shown and "15 March" in shown
 
     # where the user lives holds one value: the newer place replaces the older
-    await _talk(store, compactor, ["I live in Turin with two cats."], day=5)
-    await _talk(store, compactor, ["Big news: I moved to Milan."], day=8)
+    await talk(store, compactor, ["I live in Turin with two cats."], day=5)
+    await talk(store, compactor, ["Big news: I moved to Milan."], day=8)
     shown = await _profile_shown(store, config)
     assert "Milan" in shown and "Turin" not in shown
     assert "Valencia" in shown and "15 March" in shown  # plans, not where the user lives
@@ -75,7 +58,7 @@ async def test_two_facts_of_one_topic_both_stay_a_contradiction_replaces(store, 
 async def test_a_fact_never_carries_the_sentence_said_after_it(store, summarizer, embedder, config):
     # transcribed speech often has no full stop between a statement and the next request
     compactor = Compactor(store, summarizer, embedder, config)
-    await _talk(store, compactor, ["the code for the side door is 5150 Tell me something about Jupiter"], day=0)
+    await talk(store, compactor, ["the code for the side door is 5150 Tell me something about Jupiter"], day=0)
     (entry,) = await store.list_profile()
     assert entry.content == "The code for the side door is 5150"
 
@@ -101,7 +84,7 @@ async def test_the_summary_models_statements_enter_the_profile_only_when_confirm
     gemini.reply_to("Each numbered statement below", "[1] no\n[2] yes", every=True)
     client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
     compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
-    chat = await _talk(store, compactor, said, day=0)
+    chat = await talk(store, compactor, said, day=0)
 
     auto = [e.content for e in await store.list_profile() if e.content.startswith("The user's")]
     assert auto == ["The user's daughter Sofia has violin lessons on Mondays."]
