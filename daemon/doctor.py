@@ -99,7 +99,8 @@ async def _unusable(client: genai.Client, role: ModelRole, model: str, why: str)
 async def _model(client: genai.Client, role: ModelRole, model: str) -> Check:
     name = f"{_ROLE_NAMES[role]} {model}"
     try:
-        found = await asyncio.wait_for(client.aio.models.get(model=model), _ONLINE_TIMEOUT_S)
+        async with asyncio.timeout(_ONLINE_TIMEOUT_S):
+            found = await client.aio.models.get(model=model)
     except TimeoutError:
         return Check(name, "warn", "the Gemini API did not answer (offline?)", "check the network connection")
     except errors.APIError as e:

@@ -127,7 +127,8 @@ class Daemon:
                 assert self._deadline is not None
                 limit = self.settings.shutdown_timeout_s
                 try:
-                    await asyncio.wait_for(asyncio.shield(task), self._deadline - asyncio.get_running_loop().time())
+                    async with asyncio.timeout_at(self._deadline):
+                        await asyncio.shield(task)
                 except TimeoutError:
                     log.error("shutdown took longer than %.0fs; cancelling", limit, extra={"event": "shutdown_slow"})
                     await cancel_and_wait(task)
@@ -268,7 +269,8 @@ class Daemon:
             extra={"event": "daemon_restart", "restarts": self.status.restarts},
         )
         with suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), delay)
+            async with asyncio.timeout(delay):
+                await self._stop.wait()
 
     # idle
 
