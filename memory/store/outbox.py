@@ -18,6 +18,10 @@ file deleted (or replaced) while Parla runs would take the queue with it when th
 each operation checks that the path still names the file it opened, and if not, the entries are
 carried over to a new file there. Both are logged as errors and reported by `problems` and
 `set_aside_files()` (`parla status`, `parla stats`).
+
+A file of another user is never used: its owner chose the writes it queues, which would go out
+with this user's credentials. One there at the start is refused (`ForeignFile`, with the fix); one
+put there while Parla runs is moved aside, unused, and the queue carried over to a new file.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ import aiosqlite
 from parla.records.turn import utcnow
 
 from ..errors import StoreError
+from .sqlite.file import others_files, refuse_others
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +85,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 _COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed, write_key"
 _SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
 _SET_ASIDE_MARK = ".damaged-"
+_FOREIGN_MARK = ".of-another-user-"
 
 
 @dataclass(frozen=True)
@@ -180,6 +186,7 @@ class Outbox:
                 await db.close()
 
     async def _connect(self) -> None:
+        await asyncio.to_thread(refuse_others, self.path)
         db = await aiosqlite.connect(self.path)
         try:
             for pragma in ("journal_mode=WAL", "busy_timeout=10000", "synchronous=FULL"):
@@ -262,12 +269,16 @@ class Outbox:
 
     async def _replace(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool = False) -> None:
         """An outbox file at `path` holding `rows`: a new one, or the file someone put there; the
-        file there is moved aside first when `set_aside`, or when it turns out damaged itself."""
+        file there is moved aside first when `set_aside`, when it turns out damaged itself, or when
+        it is another user's (kept, never read)."""
         if self._db is not None:
             with suppress(sqlite3.Error):
                 await self._db.close()
             self._db = None
         moved = self._move_aside() if set_aside else None
+        theirs = None
+        if moved is None and (owners := others_files(self.path)):
+            theirs = f"; the file of another user (uid {owners[0]}) put there is kept, unused, as {self._move_aside(_FOREIGN_MARK)}"
         if not self.path.exists():  # SQLite would replay another file's leftover journal into the new one
             for suffix in _SIDECARS:
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
@@ -287,14 +298,14 @@ class Outbox:
         )
         await db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'outbox'", (last,))
         await db.commit()
-        kept = f"; the damaged file is kept as {moved}" if moved else ""
+        kept = f"; the damaged file is kept as {moved}" if moved else theirs or ""
         message = f"{what}: a new outbox was made with the {len(rows)} entries that could be read{kept}"
         self.problems.append(message)
         log.error(message, extra={"event": "outbox_replaced", "entries": len(rows)})
 
-    def _move_aside(self) -> Path:
+    def _move_aside(self, mark: str = _SET_ASIDE_MARK) -> Path:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.path.with_name(f"{self.path.name}{_SET_ASIDE_MARK}{stamp}")
+        target = self.path.with_name(f"{self.path.name}{mark}{stamp}")
         for suffix in ("", *_SIDECARS):
             with suppress(FileNotFoundError):
                 os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
