@@ -159,18 +159,24 @@ def _audio(settings: Settings) -> list[Check]:
     return checks
 
 
-async def _store(settings: Settings) -> Check:
+async def _store(settings: Settings) -> list[Check]:
     kept = backend(settings)
     where = kept.describe(settings)
     try:
         async with open_store(settings) as store:
             version = await store.schema_version()
             stats = await store.stats()
+            elsewhere = (await store.pending_writes()).elsewhere
     except (StoreError, ConfigError, OSError) as e:
         # a SQLite store's error already says what to do about that file
-        return Check("store", "fail", f"{where}: {e}", kept.fix)
+        return [Check("store", "fail", f"{where}: {e}", kept.fix)]
     schema = f", schema version {version}" if version is not None else ""
-    return Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")
+    checks = [Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")]
+    if elsewhere:
+        waiting = "; ".join(f"{q.waiting + q.refused} writes wait for {q.project}" for q in elsewhere)
+        fix = "`parla outbox list` says how to send them to their project or drop them"
+        checks.append(Check("outbox of other projects", "warn", waiting, fix))
+    return checks
 
 
 def _refused(settings: Settings) -> Check:
@@ -251,6 +257,6 @@ async def _speech(settings: Settings) -> Check:
 async def diagnose(settings: Settings) -> list[Check]:
     checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
-    checks += [await _store(settings), await asyncio.to_thread(_refused, settings)]
+    checks += [*await _store(settings), await asyncio.to_thread(_refused, settings)]
     checks += [await asyncio.to_thread(_wake, settings), await _speech(settings), await _daemon(settings)]
     return checks + await _mcp(settings)

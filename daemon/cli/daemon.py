@@ -118,6 +118,11 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
         out.print("store: unreachable; chats are read from this device's copy, writes wait in the outbox")
     if outbox["problem"]:
         out.print(f"outbox problem: {escape(outbox['problem'])}")
+    for queued in outbox.get("elsewhere", ()):
+        out.print(
+            f"outbox: {queued['waiting'] + queued['refused']} writes wait for another Supabase project, "
+            f"{escape(queued['project'])}; kept until sent there or dropped (`parla outbox list` says how)"
+        )
     reembed = s.get("reembed")
     if reembed and reembed["state"] != "done":
         share = f"{reembed['done']}/{reembed['total']} texts" if reembed["total"] else "starting"

@@ -12,17 +12,30 @@ log = logging.getLogger("parla.memory.retrieval.reembed")  # its events are the 
 
 
 @dataclass(frozen=True)
+class QueuedElsewhere:
+    """Writes the outbox holds for a Supabase project (or user) other than the one Parla now uses:
+    kept, never sent to the current one, until they are sent to theirs or dropped (`parla
+    outbox`)."""
+
+    project: str  # the project's URL
+    user: str  # the user id of the service-role mode, or "session" (signed in with `parla login`)
+    waiting: int
+    refused: int
+
+
+@dataclass(frozen=True)
 class PendingWrites:
     """Writes accepted but not yet on the store's server: waiting to be sent, refused for good
-    (kept, marked failed), damaged queue files set aside, the latest problem with the queue, and
-    whether the server did not answer the last request (reads then come from this device's copy).
-    A store that writes through has none."""
+    (kept, marked failed), damaged queue files set aside, the latest problem with the queue,
+    whether the server did not answer the last request (reads then come from this device's copy),
+    and the writes queued for other projects. A store that writes through has none of its own."""
 
     waiting: int = 0
     refused: int = 0
     set_aside: int = 0
     problem: str | None = None
     offline: bool = False
+    elsewhere: tuple[QueuedElsewhere, ...] = ()
 
 
 ReembedState = Literal["running", "done", "failed"]
