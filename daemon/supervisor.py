@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext, suppress
 
 from google import genai
 
@@ -146,6 +146,7 @@ class Daemon:
         async with (
             self.mem.reembedder,
             self.mem.summary_worker,
+            self.mem.copy_fill or nullcontext(),
             ControlServer(
                 s.control_socket,
                 lambda cmd, request: dispatch(self._running, cmd, request),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 log = logging.getLogger("parla.memory.retrieval.reembed")  # its events are the re-embed's
@@ -64,3 +65,19 @@ class ReembedProgress:
             f"the chats are being re-embedded with {self.embedder} ({share}); until it is done, search goes by "
             "the vectors made before (or by words and titles)"
         )
+
+
+FillState = Literal["waiting", "filling", "done", "offline", "failed"]
+
+
+@dataclass
+class CopyFillProgress:
+    """How far this device's copy holds every chat of the remote store (`parla status`): the
+    round under way, and when the last round that reached every chat began, so that reads from
+    the copy answer for every chat as it was then, or later."""
+
+    state: FillState = "waiting"
+    chats_done: int = 0
+    chats_total: int = 0
+    filled_at: datetime | None = None
+    error: str | None = None
