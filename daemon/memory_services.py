@@ -208,6 +208,7 @@ class MemoryServices:
             every_s=s.supabase_fill_every_s,
             pause_s=s.supabase_fill_pause_s,
             page=s.supabase_fill_page,
+            after_s=s.supabase_fill_after_s,
         )
 
     @cached_property

@@ -85,6 +85,12 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         description="Seconds between two rounds of the daemon's fill of this device's copy with every chat on "
         "Supabase (those other devices wrote too), so reads answer for them while Supabase is away; 0: no fill.",
     )
+    supabase_fill_after_s: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds after the daemon starts before its first fill of the copy: its start and a first "
+        "session come first.",
+    )
     supabase_fill_pause_s: float = Field(
         0.5,
         ge=0,

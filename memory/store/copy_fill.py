@@ -2,7 +2,8 @@
 
 The copy holds what this device wrote or read; a chat only other devices wrote would be missing
 from it while the remote is away, and a switch or a search offline would not find it. `CopyFill`
-walks the remote's chats every `every_s` seconds and brings each into the copy as far as it is
+walks the remote's chats every `every_s` seconds (the first time `after_s` after it starts, so the
+daemon's start and a first session come first) and brings each into the copy as far as it is
 behind (`LocalCopyStore.fill_chat`: the row, the turns in pages, the pins), pausing `pause_s`
 between chats so the fill's share of the network and of the server stays small. A chat the copy
 holds whole costs no request but its place in the listing, so a round stopped midway (the remote
@@ -45,13 +46,17 @@ def filled_marker(copy_path: Path) -> Path:
 
 
 class CopyFill:
-    """Fills `copy` with every chat of its remote: a round every `every_s` seconds (0: never),
-    `pause_s` between chats, `page` chats or turns a request. Use as `async with`."""
+    """Fills `copy` with every chat of its remote: a round every `every_s` seconds (0: never), the
+    first `after_s` after the start, `pause_s` between chats, `page` chats or turns a request. Use
+    as `async with`."""
 
-    def __init__(self, copy: LocalCopyStore, marker: Path, *, every_s: float, pause_s: float, page: int) -> None:
+    def __init__(
+        self, copy: LocalCopyStore, marker: Path, *, every_s: float, pause_s: float, page: int, after_s: float = 0.0
+    ) -> None:
         self.copy = copy
         self.marker = marker
         self.every_s = every_s
+        self.after_s = after_s
         self.pause_s = pause_s
         self.page = page
         self.progress = CopyFillProgress(filled_at=_read_marker(marker))
@@ -67,6 +72,7 @@ class CopyFill:
         self._task = None
 
     async def _run(self) -> None:
+        await asyncio.sleep(self.after_s)
         while True:
             try:
                 await self.fill()

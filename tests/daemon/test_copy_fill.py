@@ -53,7 +53,15 @@ async def test_a_chat_only_another_device_wrote_is_found_offline_after_a_fill(su
         temple = (await store.create_chat(title="Temple day", turns=TEMPLE)).chat.id
         for n in range(3):
             await store.create_chat(title=f"Errand {n}", turns=[Turn.of("user", f"buy {n} apples")])
-    phone = device(supabase, ada, daemon_settings, "phone", supabase_fill_every_s=3600.0, supabase_fill_pause_s=0.0)
+    phone = device(
+        supabase,
+        ada,
+        daemon_settings,
+        "phone",
+        supabase_fill_every_s=3600.0,
+        supabase_fill_after_s=0.0,
+        supabase_fill_pause_s=0.0,
+    )
     async with open_memory(phone) as mem:
         daemon = Daemon(mem, (await mem.store.create_chat(title="On the phone")).chat.id)
         task = asyncio.create_task(daemon.serve())
