@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -231,10 +230,10 @@ async def _mcp(settings: Settings) -> list[Check]:
     if not settings.mcp_servers:
         return []
     async with McpTools(settings.mcp_servers, settings.delete_confirm_s) as mcp:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_MCP_START_S):
-                while not all(s.running or s.last_error for s in mcp.servers):
-                    await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _MCP_START_S  # a deadline the loop keeps itself: nothing to cancel
+        while not all(s.running or s.last_error for s in mcp.servers) and loop.time() < until:
+            await asyncio.sleep(0.05)
         return [_mcp_check(server) for server in mcp.servers]
 
 
