@@ -14,6 +14,7 @@ from typing import Any
 
 from parla.memory.imports.importer import find_chats_named
 from parla.tools.chats import ChatTools, NewChatArgs, SwitchArgs
+from parla.tools.mcp.tools import McpTools
 from parla.ui.server import Serving
 from parla.voice.audio.gated_microphone import GatedMicrophone
 from parla.voice.live.conversation import LiveConversation
@@ -67,6 +68,7 @@ class Running:
     activate: asyncio.Event  # set: a session opens
     latency_day: LatencyDay
     conversation: Callable[[], LiveConversation | None]
+    mcp: McpTools
     inspector: Callable[[], Serving | str]  # the inspector serving, or why it is not
     reminders_said: Callable[[], int]
     stop: Callable[[], None]
@@ -78,9 +80,11 @@ async def status(running: Running, request: object) -> dict[str, Any]:
         running.status,
         running.gate,
         running.current.chat_id,
+        running.current.why,
         running.conversation(),
         running.latency_day,
         running.reminders_said(),
+        running.mcp,
     )
 
 

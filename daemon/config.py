@@ -134,11 +134,18 @@ class DaemonConfig(BaseModel):
         description="Seconds between reads of the store for reminders set or cancelled elsewhere (other devices, "
         "`parla reminders` while Supabase is the store); ones set here are seen at once.",
     )
+    reminder_voice: Literal["auto", "offline"] = Field(
+        "auto",
+        description="auto: reminders are said in Parla's own voice (the speech model, PARLA_SPEECH_MODEL, in "
+        "PARLA_LIVE_VOICE) when a Gemini key is set, by the offline command when there is none or the model fails; "
+        "offline: always by the offline command (the words never leave this machine).",
+    )
     reminder_speech_command: str = Field(
-        "flite -voice slt -t {text} -o {wav}",
+        "flite -voice slt -f {text_file} -o {wav}",
         min_length=1,
-        description="The offline speech command that says a reminder at its time ({text}: the words, {wav}: the "
-        "WAV file it writes), e.g. `espeak-ng -v it -w {wav} {text}` for Italian.",
+        description="The offline speech command that says a reminder at its time ({text_file}: a file holding the "
+        "words, {text}: the words themselves, {wav}: the WAV file it writes; the words are on its standard input "
+        "too), e.g. `espeak-ng -v it -w {wav} -f {text_file}` for Italian.",
     )
     mcp_servers: list[McpServerConfig] = Field(
         default_factory=list,
@@ -147,6 +154,13 @@ class DaemonConfig(BaseModel):
     )
     mcp_ping_s: float = Field(
         30.0, gt=0, description="Seconds between pings that find an MCP server which died while idle."
+    )
+    mcp_start_wait_s: float = Field(
+        10.0,
+        ge=0,
+        description="Seconds a session that opens while MCP servers are in their first start waits for their "
+        "tools, at most (each server no longer than its start_timeout_s; one that failed is not waited for). "
+        "Tools that come later are declared at the session's next turn boundary.",
     )
     look_up: bool = Field(
         True,

@@ -11,11 +11,13 @@ from typing import Any, Literal
 
 from parla.memory.compaction.summary_queue import queue_status
 from parla.memory.errors import StoreError
+from parla.tools.mcp.tools import McpTools
 from parla.voice.audio.gated_microphone import GatedMicrophone
 from parla.voice.live.conversation import LiveConversation
 from parla.voice.live.latency import LatencyDay, summary
 
 from .memory_services import MemoryServices
+from .start_chat import Why
 
 State = Literal["starting", "idle", "active", "stopping"]
 
@@ -37,12 +39,14 @@ async def status_answer(
     status: DaemonStatus,
     gate: GatedMicrophone,
     chat_id: str,
+    why: Why,
     conversation: LiveConversation | None,
     latency_day: LatencyDay,
     reminders_said: int,
+    mcp: McpTools,
 ) -> dict[str, Any]:
-    """`parla status`: the daemon's state, the chat, the open session, the store's outbox and
-    the background work. A chat title the store cannot give is None, with the error."""
+    """`parla status`: the daemon's state, the chat, the open session, the store's outbox, the
+    background work and the MCP servers. A chat title the store cannot give is None, with the error."""
     try:
         title = (await mem.store.get_chat(chat_id)).title
     except StoreError as e:
@@ -55,7 +59,7 @@ async def status_answer(
         "activation": mem.settings.activation,
         "muted": gate.muted,
         "microphone_open": gate.is_open,
-        "chat": {"id": chat_id, "title": title},
+        "chat": {"id": chat_id, "title": title, "why": why},
         "session_age_s": round(time.monotonic() - started, 1) if started is not None else None,
         "idle_for_s": round(conversation.idle_for(), 1) if conversation is not None else None,
         "sessions": status.sessions,
@@ -72,5 +76,16 @@ async def status_answer(
         },
         "reminders_said": reminders_said,
         "summaries": await queue_status(mem.store, mem.summary_progress),
+        "mcp_servers": [
+            {
+                "name": server.config.name,
+                "state": server.state,
+                "tools": [t.name for t in server.tools],
+                "last_error": server.last_error,
+                "settings": server.config.fingerprint(),
+            }
+            for server in mcp.servers
+        ],
+        "session_tools": sorted(conversation.status.declared) if conversation is not None else None,
         "last_error": status.last_error,
     }

@@ -30,6 +30,7 @@ from parla.voice.config import VoiceConfig
 
 from . import protocol
 from .cli import json_shapes
+from .cli.help import argument_name, usage_arguments
 from .config import DaemonConfig
 from .settings import Settings
 from .settings_sources import env_names
@@ -157,14 +158,10 @@ def _commands(command: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
 
 
 def _usage(command: Any, ctx: Any, path: list[str]) -> str:
-    words = [" ".join(path)]
-    for param in command.get_params(ctx):
-        if param.param_type_name == "argument":
-            name = param.name.upper() + ("..." if param.nargs == -1 else "")
-            words.append(name if param.required else f"[{name}]")
+    words = [" ".join(path), "[OPTIONS]", *usage_arguments(command.get_params(ctx))]
     if getattr(command, "commands", None):
         words.append("COMMAND")
-    return " ".join(words[:1] + ["[OPTIONS]"] + words[1:])
+    return " ".join(words)
 
 
 def _option_default(param: Any) -> str:
@@ -198,7 +195,7 @@ def commands_page() -> str:
             if "--help" in param.opts:
                 continue
             if param.param_type_name == "argument":
-                name = param.name.upper() + ("..." if param.nargs == -1 else "")
+                name = argument_name(param)
             else:
                 name = ", ".join([*param.opts, *param.secondary_opts])
             rows.append(f"| `{name}` | {_escape((param.help or '').strip())}{_option_default(param)} |\n")

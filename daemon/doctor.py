@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from google import genai
 from google.genai import errors
@@ -13,10 +13,13 @@ from parla.kernel.models import ACTIONS, ModelRole, bare_id, replacement_advice,
 from parla.memory.errors import StoreError
 from parla.memory.store.refused import RefusedTurns
 from parla.tools.mcp.client import McpServer
+from parla.tools.mcp.config import McpServerConfig
 from parla.tools.mcp.tools import McpTools
 from parla.voice.audio.devices import describe_devices, list_devices, resolve_device
-from parla.voice.audio.speech import spoken
+from parla.voice.audio.speech import Speech, spoken
+from parla.voice.audio.speech_model import SpeechModel
 from parla.voice.audio.wake import WakePhrase
+from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
 from parla.voice.errors import AudioDeviceError, SpeechFailed, WakeWordError
 
 from .control import send_command
@@ -57,6 +60,7 @@ _ROLE_NAMES: dict[ModelRole, str] = {
     "summary": "summary model",
     "embedding": "embedding model",
     "look_up": "look-up model",
+    "speech": "speech model",
 }
 # How many fitting models a failed check names.
 _LISTED = 8
@@ -71,6 +75,8 @@ def _used_models(settings: Settings) -> list[tuple[ModelRole, str]]:
         used.append(("embedding", settings.embedding_model))
     if settings.look_up:
         used.append(("look_up", settings.look_up_model))
+    if settings.reminder_voice == "auto":
+        used.append(("speech", settings.speech_model))
     return used
 
 
@@ -81,6 +87,8 @@ async def _fitting(client: genai.Client, role: ModelRole) -> list[str]:
     async with asyncio.timeout(_ONLINE_TIMEOUT_S):
         async for model in await client.aio.models.list(config={"page_size": 100}):
             name = bare_id(model.name or "")
+            if ("tts" in name) != (role == "speech"):  # text and speech models both offer generateContent
+                continue
             if ACTIONS[role] in (model.supported_actions or []) and retirement(name) is None:
                 names.append(name)
     return names
@@ -204,14 +212,19 @@ def _wake(settings: Settings) -> Check:
     return Check("wake phrase", "ok", f"{settings.wake_phrase!r} (offline model loaded)")
 
 
-async def _daemon(settings: Settings) -> Check:
+async def _daemon(settings: Settings) -> tuple[Check, dict[str, Any] | None]:
+    """The daemon's check, and its status when it answers."""
     try:
         status = await send_command(settings.control_socket, "status", timeout=3)
     except DaemonNotRunning:
-        return Check("daemon", "warn", "not running", "`parla run`, or `parla service install`")
+        return Check("daemon", "warn", "not running", "`parla run`, or `parla service install`"), None
     except (ControlError, OSError, TimeoutError) as e:
-        return Check("daemon", "fail", f"the control socket does not answer ({e})", "restart it: `parla stop`")
-    return Check("daemon", "ok", f"{status['state']} in chat {status['chat']['id'][:8]}")
+        return Check("daemon", "fail", f"the control socket does not answer ({e})", "restart it: `parla stop`"), None
+    return Check("daemon", "ok", f"{status['state']} in chat {status['chat']['id'][:8]}"), status
+
+
+_CHECK_CONFIG = "check its command or url in the config file (`parla config path`)"
+_RESTART = "restart the daemon to take the config file up: `parla stop` and `parla run`, or `parla service restart`"
 
 
 def _mcp_check(server: McpServer) -> Check:
@@ -220,16 +233,25 @@ def _mcp_check(server: McpServer) -> Check:
         why = (
             f"did not start ({server.last_error})" if server.last_error else f"did not start within {_MCP_START_S:g} s"
         )
-        return Check(name, "fail", why, "check its command or url in the config file (`parla config path`)")
+        return Check(name, "fail", why, _CHECK_CONFIG)
     tools = [t.name if t.read_only else f"{t.name} (asks the user first)" for t in server.tools]
     return Check(name, "ok", f"started: {', '.join(tools) or 'no tools allowed'}")
 
 
-async def _mcp(settings: Settings) -> list[Check]:
+def _held_check(held: dict[str, Any]) -> Check:
+    """A server as the running daemon holds it (its settings are the config file's)."""
+    name = f"MCP server {held['name']}"
+    if held["state"] == "running":
+        return Check(name, "ok", f"running in the daemon: {', '.join(held['tools']) or 'no tools allowed'}")
+    if held["state"] == "starting":
+        return Check(name, "ok", "starting in the daemon (its first start)")
+    why = f" ({held['last_error']})" if held["last_error"] else ""
+    return Check(name, "fail", f"the daemon cannot keep it running{why}; it tries again after a backoff", _CHECK_CONFIG)
+
+
+async def _started(configs: list[McpServerConfig]) -> list[Check]:
     """Each MCP server started once, as the daemon would, with its tools (never its environment)."""
-    if not settings.mcp_servers:
-        return []
-    async with McpTools(settings.mcp_servers, settings.delete_confirm_s) as mcp:
+    async with McpTools(configs) as mcp:
         loop = asyncio.get_running_loop()
         until = loop.time() + _MCP_START_S  # a deadline the loop keeps itself: nothing to cancel
         while not all(s.running or s.last_error for s in mcp.servers) and loop.time() < until:
@@ -237,19 +259,80 @@ async def _mcp(settings: Settings) -> list[Check]:
         return [_mcp_check(server) for server in mcp.servers]
 
 
+def _milliseconds(pcm: bytes) -> int:
+    return len(pcm) * 1000 // (SPEAKER_RATE * SAMPLE_BYTES)
+
+
+async def _mcp(settings: Settings, status: dict[str, Any] | None) -> list[Check]:
+    """The MCP servers: with a daemon running, what it holds, and those of the config file it does not
+    hold as written (added or changed since it started: started here, and a restart advised); else
+    each started here once."""
+    configs = settings.mcp_servers
+    if status is None:
+        return await _started(configs) if configs else []
+    held = {m["name"]: m for m in status.get("mcp_servers", [])}  # none from a daemon older than the field
+    unheld = [c for c in configs if c.name not in held or held[c.name]["settings"] != c.fingerprint()]
+    started = dict(zip([c.name for c in unheld], await _started(unheld), strict=True)) if unheld else {}
+    checks: list[Check] = []
+    for config in configs:
+        check = started.get(config.name)
+        if check is None:
+            checks.append(_held_check(held[config.name]))
+            continue
+        if config.name in held:
+            why = "changed in the config file since the running daemon started"
+        else:
+            why = "in the config file, not in the running daemon"
+        outcome: Outcome = "warn" if check.outcome == "ok" else "fail"
+        checks.append(Check(check.name, outcome, f"{why}; {check.detail}", _RESTART))
+    for name in held.keys() - {c.name for c in configs}:
+        gone = "the running daemon has it; the config file no longer does"
+        checks.append(Check(f"MCP server {name}", "warn", gone, _RESTART))
+    return checks
+
+
 async def _speech(settings: Settings) -> Check:
-    """The offline speech command reminders are said with, tried on one word."""
+    """The offline speech command reminders are said with (alone, or when the speech model is not
+    used), tried on one word."""
     try:
         pcm = await spoken("Parla", settings.reminder_speech_command)
     except SpeechFailed as e:
         return Check(
             "reminder speech",
             "warn",
-            f"{e}: reminders are heard as a tone only",
+            f"{e}: reminders are heard as a tone only when the speech model is not used",
             "install flite (apt install flite), or set PARLA_REMINDER_SPEECH_COMMAND",
         )
     return Check(
-        "reminder speech", "ok", f"{settings.reminder_speech_command.split()[0]} ({len(pcm) // 48} ms for one word)"
+        "reminder speech",
+        "ok",
+        f"{settings.reminder_speech_command.split()[0]} ({_milliseconds(pcm)} ms for one word)",
+    )
+
+
+async def _reminder_voice(settings: Settings) -> Check:
+    """Which voice says the reminders: the speech model, asked for one word, or the offline command."""
+    offline = Speech(settings.reminder_speech_command, None, settings.speech_timeout_s).offline
+    if settings.reminder_voice == "offline":
+        return Check("reminder voice", "ok", f"{offline}: PARLA_REMINDER_VOICE=offline keeps the words on this machine")
+    if not settings.has_gemini_key:
+        return Check("reminder voice", "ok", f"{offline}: no Gemini key (with one, Parla's own voice)")
+    model = SpeechModel(gemini_client(settings), settings.speech_model, settings.live_voice, settings.live_language)
+    try:
+        async with asyncio.timeout(settings.speech_timeout_s):
+            pcm = await model.spoken("Parla")
+    except TimeoutError:
+        why = model.late(settings.speech_timeout_s)
+    except SpeechFailed as e:
+        why = str(e)
+    else:
+        return Check("reminder voice", "ok", f"Parla's own voice: {model}, {_milliseconds(pcm)} ms for one word")
+    return Check(
+        "reminder voice",
+        "warn",
+        f"{why}: reminders are said by {offline}",
+        "check the network and the key; PARLA_SPEECH_MODEL names the model (the speech model check above says "
+        "whether your key can use it)",
     )
 
 
@@ -257,5 +340,11 @@ async def diagnose(settings: Settings) -> list[Check]:
     checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
     checks += [*await _store(settings), await asyncio.to_thread(_refused, settings)]
-    checks += [await asyncio.to_thread(_wake, settings), await _speech(settings), await _daemon(settings)]
-    return checks + await _mcp(settings)
+    daemon, status = await _daemon(settings)
+    checks += [
+        await asyncio.to_thread(_wake, settings),
+        await _reminder_voice(settings),
+        await _speech(settings),
+        daemon,
+    ]
+    return checks + await _mcp(settings, status)

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from parla.memory.summarizers import Summarizer
     from parla.records.embedding import Embedder
 
+    from .start_chat import LastChat
+
 NO_KEY = (
     "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY "
     "(or PARLA_GEMINI_API_KEY, or gemini_api_key in the config file)"
@@ -217,6 +219,13 @@ class MemoryServices:
         from parla.memory.store.refused import RefusedTurns
 
         return RefusedTurns(RefusedTurns.beside(self.settings.store_path))
+
+    @cached_property
+    def last_chat(self) -> LastChat:
+        """This device's note of where the user last was with Parla, beside the store's file."""
+        from .start_chat import LastChat
+
+        return LastChat(LastChat.beside(self.settings.store_path))
 
     @cached_property
     def held(self) -> RefusedTurns:

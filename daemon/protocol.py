@@ -13,6 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationErr
 from parla.records.progress import CopyFillProgress, PendingWrites, ReembedProgress
 from parla.records.search_result import SearchResult
 
+from .start_chat import Why
+
 
 def _string(value: Any) -> str:
     if isinstance(value, str):
@@ -115,6 +117,11 @@ class Answer(BaseModel):
 class ChatRef(Answer):
     id: str
     title: str | None
+    why: Why = Field(
+        description="how the user came to it: `talked` (where they last talked with Parla), `chose` (the chat they "
+        "last switched to or started), `asked` (named at start: `parla run --chat`, `--new`), `first` (a new chat: "
+        "they have not talked with Parla yet)"
+    )
 
 
 class LatencyFigures(Answer):
@@ -146,6 +153,22 @@ class SummaryQueueStatus(Answer):
     last_error: str | None
 
 
+class McpServerStatus(Answer):
+    """One of the user's MCP servers as the running daemon holds it."""
+
+    name: str
+    state: Literal["starting", "running", "restarting"] = Field(
+        description="`starting`: its first start is under way; `restarting`: it failed or died and is started "
+        "again after a backoff"
+    )
+    tools: list[str] = Field(description="the tools it offers the model (its own names), while it runs")
+    last_error: str | None = Field(description="why it last failed or stopped (the failure's type)")
+    settings: str = Field(
+        description="a digest of its settings as the daemon read them at its start (the environment's values "
+        "left out): `parla doctor` compares it with the config file"
+    )
+
+
 class StatusAnswer(Answer):
     state: str = Field(description="`idle`, `starting`, `active` or `stopping`")
     activation: str = Field(description="the `activation` setting")
@@ -168,6 +191,10 @@ class StatusAnswer(Answer):
     voice_to_voice: VoiceToVoice
     reminders_said: int = Field(description="reminders this daemon has said since it started")
     summaries: SummaryQueueStatus | None = Field(description="the summary queue; null when the store cannot say")
+    mcp_servers: list[McpServerStatus] = Field(description="the user's MCP servers the running daemon holds")
+    session_tools: list[str] | None = Field(
+        description="the tools the open session's connection declared, by name; null when idle"
+    )
     last_error: str | None
 
 

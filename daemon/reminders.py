@@ -31,6 +31,8 @@ from contextlib import suppress
 from datetime import datetime, timedelta
 from typing import Self
 
+from google import genai
+
 from parla.kernel.local_time import LocalClock, LocalTime, spoken_date
 from parla.kernel.tasks import cancel_and_wait
 from parla.memory.errors import StoreError, WriteQueued
@@ -38,9 +40,12 @@ from parla.memory.store.protocol import ReminderRecords
 from parla.records.reminder import Reminder
 from parla.voice.audio.cues import cue
 from parla.voice.audio.devices import Speaker
-from parla.voice.audio.speech import spoken
+from parla.voice.audio.speech import Speech
+from parla.voice.audio.speech_model import SpeechModel
 from parla.voice.config import SAMPLE_BYTES, SPEAKER_RATE
 from parla.voice.errors import SpeechFailed
+
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -207,17 +212,29 @@ class ReminderScheduler:
         self._heard.discard(reminder.id)
 
 
-async def say_aloud(speaker: Speaker, words: str, speech_command: str, keep_open: Callable[[], bool]) -> None:
-    """A cue at once, then `words` in speech; the speaker is closed again after it unless
-    `keep_open()` (a session opened meanwhile). Without the speech command only the cue plays,
-    and the log says why."""
+def reminder_speech(settings: Settings, client: Callable[[], genai.Client]) -> Speech:
+    """What says the reminders: the speech model in the Live voice when the settings allow it
+    (PARLA_REMINDER_VOICE=auto and a key), the offline command after it or alone."""
+    model = None
+    if settings.reminder_voice == "auto" and settings.has_gemini_key:
+        model = SpeechModel(client(), settings.speech_model, settings.live_voice, settings.live_language)
+    return Speech(settings.reminder_speech_command, model, settings.speech_timeout_s)
+
+
+async def say_aloud(speaker: Speaker, words: str, speech: Speech, keep_open: Callable[[], bool]) -> None:
+    """A cue at once, then `words` in speech (the speech model's, or the offline command's when it
+    fails or takes too long); the speaker is closed again after it unless `keep_open()` (a session
+    opened meanwhile). When neither can say them only the cue plays, and the log says why."""
     speaker.open()
     speaker.play(cue(rising=True))
     try:
         pcm = b""
         try:
-            pcm = await spoken(words, speech_command)
+            said = await speech.say(words)
+            pcm = said.pcm
             speaker.play(pcm)
+            seconds = len(pcm) / (SPEAKER_RATE * SAMPLE_BYTES)
+            log.info("reminder said by %s (%.1f s)", said.by, seconds, extra={"event": "reminder_voice"})
         except SpeechFailed as e:
             log.warning("reminder not said in words: %s", e, extra={"event": "reminder_speech_failed"})
         await speaker.drained(len(pcm) / (SPEAKER_RATE * SAMPLE_BYTES) + 2.0)

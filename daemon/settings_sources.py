@@ -5,6 +5,7 @@ warnings about names that are not settings (with the closest one), and `parla co
 from __future__ import annotations
 
 import difflib
+import json
 import os
 import re
 import tomllib
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dotenv import dotenv_values
-from pydantic import AliasChoices, SecretStr, ValidationError
+from pydantic import AliasChoices, BaseModel, SecretStr, ValidationError
 
 from parla.kernel.owners import others_can_change
 
@@ -68,7 +69,8 @@ def _dotenv_names() -> set[str]:
 
 
 def _line_of(path: Path, key: str) -> int | None:
-    pattern = re.compile(rf"^\s*{re.escape(key)}\s*=")
+    # `key = ...`, or the header of its table (`[[mcp_servers]]`)
+    pattern = re.compile(rf"^\s*({re.escape(key)}\s*=|\[\[?\s*{re.escape(key)}\s*\]\]?\s*(#.*)?$)")
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         if pattern.match(line):
             return number
@@ -194,9 +196,34 @@ def unset_default(settings: Settings, name: str) -> tuple[Any, str] | None:
 
 
 def shown(value: Any) -> Any:
-    """A setting's value for `parla config show`: secrets masked, paths as text."""
+    """A setting's value for `parla config show`, as JSON: secrets masked (in an MCP server's
+    environment too), paths as text, a table (an MCP server) as an object."""
     if isinstance(value, SecretStr):
         return "********" if value.get_secret_value() else ""
     if isinstance(value, Path):
         return str(value)
+    if isinstance(value, BaseModel):
+        return {name: shown(getattr(value, name)) for name in type(value).model_fields}
+    if isinstance(value, dict):
+        return {str(key): shown(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [shown(item) for item in value]
     return value
+
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def toml_value(value: Any) -> str:
+    """A shown value as the config file writes it: a table inline (`{ name = "files", ... }`, its
+    unset fields left out: TOML has no null), a string in double quotes."""
+    if isinstance(value, dict):
+        pairs = [
+            f"{key if _BARE_KEY.match(key) else json.dumps(key, ensure_ascii=False)} = {toml_value(item)}"
+            for key, item in value.items()
+            if item is not None
+        ]
+        return "{ " + ", ".join(pairs) + " }" if pairs else "{}"
+    if isinstance(value, list):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    return json.dumps(value, ensure_ascii=False)  # a JSON string, number or boolean is TOML's too

@@ -41,6 +41,7 @@ from parla.memory.store.protocol import ChatRecords, StoreState
 from parla.memory.store.refused import RefusedTurns
 from parla.records.reminder import Reminder
 from parla.records.turn import Turn
+from parla.tools.mcp.tools import McpTools
 from parla.ui.app import Inspector
 from parla.ui.live import LiveFeed, LiveState
 from parla.ui.server import Serving, serve_inspector
@@ -54,12 +55,13 @@ from parla.voice.live.latency import LatencyDay, one_line
 
 from .commands import Running, WaitingTalks, dispatch
 from .control import ControlServer
-from .conversation import CurrentChat, VoiceServices, live_conversation, voice_services
+from .conversation import CurrentChat, VoiceServices, live_conversation, mcp_tools_started, voice_services
 from .daemon_status import DaemonStatus
 from .heap import settled_heap
 from .memory_services import MemoryServices
 from .model_tools import chat_tools
-from .reminders import ReminderScheduler, say_aloud
+from .reminders import ReminderScheduler, reminder_speech, say_aloud
+from .start_chat import Why
 from .typed_turns import TypedTurns
 
 log = logging.getLogger(__name__)
@@ -74,13 +76,16 @@ _CRASH_RESET_S = 300.0
 
 
 class Daemon:
-    def __init__(self, mem: MemoryServices, chat_id: str, client: genai.Client | None = None) -> None:
+    def __init__(
+        self, mem: MemoryServices, chat_id: str, client: genai.Client | None = None, why: Why = "talked"
+    ) -> None:
         self.mem = mem
         self.settings = mem.settings
         self.client = client
         self.status = DaemonStatus()
         self._latency_day = LatencyDay()  # voice-to-voice times of today's finished sessions
         self._chat_id = chat_id
+        self._why = why  # how the user came to the chat it starts in (daemon.start_chat)
         self._stop = asyncio.Event()
         self._activate = asyncio.Event()
         self._deadline: float | None = None  # loop time the shutdown must be over by
@@ -156,8 +161,10 @@ class Daemon:
         ):
             self._voice = voice
             self._gate = GatedMicrophone(voice.microphone)
-            self._current = CurrentChat(self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored)
-            self._running = self._for_commands(self._current, self._gate)
+            self._current = CurrentChat(
+                self.mem, voice.worker, self._chat_id, on_stored=self.feed.turns_stored, why=self._why
+            )
+            self._running = self._for_commands(self._current, self._gate, voice.mcp)
             # the commands are answered from here on, also while the inspector starts
             async with self._serve_inspector(), self._reminder_scheduler() as self.reminders, settled_heap():
                 log.info("daemon ready (%s)", s.activation, extra={"event": "daemon_ready", "activation": s.activation})
@@ -177,7 +184,7 @@ class Daemon:
                     await self._store_typed("the daemon stopped before a session could send it")
         await flush_outbox(self.mem.store)
 
-    def _for_commands(self, current: CurrentChat, gate: GatedMicrophone) -> Running:
+    def _for_commands(self, current: CurrentChat, gate: GatedMicrophone, mcp: McpTools) -> Running:
         """The daemon as the control commands (daemon.commands) see it."""
         return Running(
             mem=self.mem,
@@ -190,6 +197,7 @@ class Daemon:
             activate=self._activate,
             latency_day=self._latency_day,
             conversation=lambda: self._conversation,
+            mcp=mcp,
             inspector=lambda: self.inspector or self._inspector_problem or "the memory inspector is not running",
             reminders_said=lambda: self.reminders.said if self.reminders is not None else 0,
             stop=self.stop,
@@ -222,12 +230,11 @@ class Daemon:
 
     def _reminder_scheduler(self) -> ReminderScheduler:
         s = self.settings
+        speech = reminder_speech(s, lambda: self.client or self.mem.client)
 
         async def say(_: Reminder, words: str) -> None:
             assert self._voice is not None
-            await say_aloud(
-                self._voice.speaker, words, s.reminder_speech_command, lambda: self.status.state == "active"
-            )
+            await say_aloud(self._voice.speaker, words, speech, lambda: self.status.state == "active")
 
         return ReminderScheduler(
             self.mem.store,
@@ -321,6 +328,9 @@ class Daemon:
         s = self.settings
         self.status.state = "active"
         self._session_failed = False
+        # the MCP servers still starting (the daemon just began) bring their tools to this session
+        if not await mcp_tools_started(self._voice.mcp, s.mcp_start_wait_s, self._stop):
+            return  # stopped meanwhile
         self.status.session_started = time.monotonic()
         self.status.sessions += 1
         self._voice.speaker.open()

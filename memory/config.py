@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from parla.records.reminder import MAX_REMINDER_CHARS
+
 from . import prompts
 
 # Re-embedded vectors the Supabase store writes a request by default (PARLA_SUPABASE_COMMIT_PAGE):
@@ -144,7 +146,16 @@ class MemoryConfig(BaseModel):
         "chat are joined up to it.",
     )
     delete_confirm_s: float = Field(
-        300.0, gt=0, description="Seconds a `delete_chat` confirmation stays valid after the user was asked."
+        300.0,
+        gt=0,
+        description="Seconds a confirmation (`delete_chat`, an MCP tool that changes things) stays valid after "
+        "the user was asked.",
+    )
+    confirm_answer_wait_s: float = Field(
+        2.0,
+        ge=0,
+        description="Seconds a confirming call waits for the transcript of the user's answer when the call comes "
+        "first; with no user turn since the question, nothing is done and the model is told to ask again.",
     )
     compaction_concurrency: int = Field(2, ge=1, description="Chats compacted at once in the background.")
     # The free tier of a flash-lite model allows about 10-15 requests a minute
@@ -220,6 +231,13 @@ class MemoryConfig(BaseModel):
         2000,
         ge=200,
         description="Longest message given to fact extraction: a longer one keeps its start and end around a cut.",
+    )
+    reminder_max_chars: int = Field(
+        500,
+        ge=20,
+        le=MAX_REMINDER_CHARS,
+        description="Longest text a reminder is set with (the tools, `parla reminders add`, the inspector): "
+        f"500 characters take about 25 s to say; at most {MAX_REMINDER_CHARS}.",
     )
 
     @model_validator(mode="after")

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC
+from functools import cached_property
 from typing import Literal
 
 from parla.kernel.tokens import estimate_tokens, truncate_to_tokens
@@ -68,7 +69,7 @@ class ContextItem:
     def line(self) -> str:
         return f"{self.text} ({self.source})" if self.source else self.text
 
-    @property
+    @cached_property
     def tokens(self) -> int:
         return estimate_tokens(self.line + "\n")
 
@@ -106,10 +107,12 @@ class MemoryContext:
     def accounted_tokens(self) -> int:
         """An upper bound of `total_tokens`, cheap to keep current while trimming."""
         return sum(
-            estimate_tokens(HEADERS[name] + "\n") + 1 + sum(i.tokens for i in items)
-            for name, items in self.sections.items()
-            if items
+            _HEADER_TOKENS[name] + sum(i.tokens for i in items) for name, items in self.sections.items() if items
         )
+
+
+# A section's header line and the blank line before it.
+_HEADER_TOKENS = {name: estimate_tokens(HEADERS[name] + "\n") + 1 for name in SECTION_ORDER}
 
 
 # Summarised turns read for the important section: more than any budget of a few hundred tokens holds.
@@ -258,12 +261,16 @@ def _key_facts(
 
 def _fit(ctx: MemoryContext, min_tail: int) -> None:
     s = ctx.sections
+    # kept as items go: counting every item again after each one dropped made a long tail quadratic
+    total = ctx.accounted_tokens()
 
     def over() -> bool:
-        return ctx.accounted_tokens() > ctx.budget
+        return total > ctx.budget
 
     def drop(section: SectionName, index: int, reason: str) -> None:
+        nonlocal total
         item = s[section].pop(index)
+        total -= item.tokens + (0 if s[section] else _HEADER_TOKENS[section])
         ctx.dropped.append(Dropped(section, item.label, item.tokens, reason))
         if section == "tail":
             ctx.tail.pop(index)
@@ -276,6 +283,7 @@ def _fit(ctx: MemoryContext, min_tail: int) -> None:
         drop("meta", 0, "oldest meta summary over budget")
     if over() and s["summary"]:
         _shorten(ctx, "summary", 0)
+        total = ctx.accounted_tokens()
     while over() and s["important"]:
         least = min(range(len(s["important"])), key=lambda i: (s["important"][i].importance or 0.0, i))
         drop("important", least, "least important earlier turn over budget")

@@ -4,7 +4,9 @@
 # on Debian/Ubuntu) the headless audio stack the voice tests use, chromium for the memory inspector's
 # browser tests (Playwright drives the distribution's browser: its own download needs network) and
 # Node.js, and the Supabase CLI from npm (pinned in
-# tests/peers/supabase_cli) for the migration test; then ruff, mypy, the documentation site and the suite. Arguments go to pytest.
+# tests/peers/supabase_cli) for the migration test; then ruff, mypy, the documentation site and the suite,
+# every tier of it (plain `pytest` runs only the fast one: tests/tiers.py). Arguments go to pytest,
+# after `--tier all`: `bash scripts/test.sh --tier fast` runs the fast tier alone.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 AUDIO_PACKAGES=(pulseaudio pulseaudio-utils libportaudio2 libasound2-plugins flite)
@@ -33,4 +35,4 @@ parla_python_env "[test]"
 "$PARLA_PY" scripts/typecheck.py
 # The documentation site, strictly: a link to a missing page or anchor fails here (mkdocs.yml).
 NO_MKDOCS_2_WARNING=1 "$PARLA_PY" -m mkdocs build --strict --quiet
-exec "$PARLA_PY" -m pytest "$@"
+exec "$PARLA_PY" -m pytest --tier all "$@"

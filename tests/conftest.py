@@ -28,7 +28,17 @@ from parla.memory.embedders.offline import OfflineEmbedder
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.turn import Turn
+from tests import tiers
 from tests.peers.gemini_rest import GeminiRestEmulator
+
+# The test tiers (tests/tiers.py): plain `pytest` runs the fast tier, `pytest --tier all` every tier.
+pytest_addoption = tiers.pytest_addoption
+pytest_configure = tiers.pytest_configure
+pytest_make_collect_report = tiers.pytest_make_collect_report
+pytest_collection_modifyitems = tiers.pytest_collection_modifyitems
+pytest_report_header = tiers.pytest_report_header
+pytest_runtest_protocol = tiers.pytest_runtest_protocol
+pytest_terminal_summary = tiers.pytest_terminal_summary
 
 T0 = datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
 
@@ -159,9 +169,16 @@ async def copied_store(peer, tmp_path, recheck_s: float = 30.0) -> AsyncIterator
         yield LocalCopyStore(remote, local, recheck_s)
 
 
-@pytest.fixture(params=["sqlite", "supabase", "supabase-copy"])
+@pytest.fixture(
+    params=[
+        "sqlite",
+        pytest.param("supabase", marks=pytest.mark.tier("postgres")),
+        pytest.param("supabase-copy", marks=pytest.mark.tier("postgres")),
+    ]
+)
 async def any_store(request, tmp_path):
-    """The contract suite runs once per store (and on Supabase with this device's copy, as the daemon opens it)."""
+    """The contract suite runs once per store (and on Supabase with this device's copy, as the daemon
+    opens it); the Supabase runs are in the postgres tier, whatever their module's tier."""
     if request.param == "sqlite":
         async with SQLiteChatStore(tmp_path / "parla.db") as s:
             yield s

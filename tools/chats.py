@@ -3,8 +3,9 @@ delete_chat. Each answers the model with what happened and, where the model has 
 what to say.
 
 delete_chat acts only on a second call that carries the confirmation the first one issued, after the
-user said yes; the confirmation names one chat, is used once and lapses after `delete_confirm_s`. The
-chat the conversation is in is never deleted: the model is told to move out first (new_chat or
+user said yes (Parla saw a user turn after the question: tools.confirmations); the confirmation
+names one chat, is used once and lapses after `delete_confirm_s`. The chat the conversation is in is
+never deleted: the model is told to move out first (new_chat or
 switch_chat), and to delete once the move is done, since the turns said before the move are still
 being stored in that chat.
 
@@ -29,7 +30,7 @@ from parla.records.embedding import Embedder
 from parla.records.turn import new_id
 
 from .answers import from_copy, kept, spoken_when
-from .confirmations import Confirmations
+from .confirmations import UNANSWERED, Confirmations, Dialogue
 from .errors import ToolError
 from .registry import Tool
 
@@ -94,13 +95,21 @@ class DeleteChatArgs(BaseModel):
 
 class ChatTools:
     def __init__(
-        self, store: ChatToolStore, search: ChatSearch, embedder: Embedder, session: ChatSession, config: MemoryConfig
+        self,
+        store: ChatToolStore,
+        search: ChatSearch,
+        embedder: Embedder,
+        session: ChatSession,
+        config: MemoryConfig,
+        confirmations: Confirmations | None = None,
     ) -> None:
+        """`confirmations`: the live session's (None: no conversation tells them of a user turn,
+        so nothing is ever confirmed)."""
         self.store = store
         self.search = search
         self.embedder = embedder
         self.session = session
-        self._confirmations = Confirmations(config.delete_confirm_s)
+        self._confirmations = confirmations or Confirmations(config.delete_confirm_s, Dialogue())
 
     def tools(self) -> list[Tool]:
         return [
@@ -222,12 +231,14 @@ class ChatTools:
                 **card,
                 "say": "The move to the other chat ends with this answer: ask again on the user's next turn.",
             }
-        if not self._confirmations.take(args.confirmation, chat.id):
+        taken = await self._confirmations.take(args.confirmation, chat.id)
+        if taken != "taken":
             return {
                 "result": "confirm",
                 **card,
                 "confirmation": self._confirmations.issue(chat.id),
-                "say": f"Ask the user whether to delete {card['title']} (last talked {card['last_talked']}) for good. "
+                "say": (UNANSWERED if taken == "unanswered" else "")
+                + f"Ask the user whether to delete {card['title']} (last talked {card['last_talked']}) for good. "
                 "Only if they say yes, call delete_chat again with this chat_id and confirmation.",
             }
         queued: dict[str, Any] = {}

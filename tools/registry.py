@@ -57,16 +57,28 @@ def _explain(error: ValidationError) -> str:
 
 class ToolRegistry:
     """`tools` are always declared; `more` gives the tools that come and go (an MCP server's, while it
-    runs), read at each declaration and call. `limit` caps the declarations: Parla's own tools are
-    declared first and always, then `more` in its order (stable, so a session's declarations are the
-    same each time), as many as fit."""
+    runs), read at each declaration and call, and `changes` returns when they may have changed.
+    `limit` caps the declarations: Parla's own tools are declared first and always, then `more` in
+    its order (stable, so a session's declarations are the same each time), as many as fit."""
 
     def __init__(
-        self, tools: list[Tool], more: Callable[[], list[Tool]] | None = None, limit: int | None = None
+        self,
+        tools: list[Tool],
+        more: Callable[[], list[Tool]] | None = None,
+        limit: int | None = None,
+        changes: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._tools = {tool.name: tool for tool in tools}
         self._more = more
         self._limit = limit
+        self._changes = changes
+
+    async def changed(self) -> None:
+        """Returns when the declarations may have changed; never while only fixed tools are given."""
+        if self._changes is None:
+            await asyncio.get_running_loop().create_future()
+        else:
+            await self._changes()
 
     def _all(self) -> dict[str, Tool]:
         extra = [t for t in (self._more() if self._more else []) if t.name not in self._tools]

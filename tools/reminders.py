@@ -21,7 +21,7 @@ from parla.memory.errors import WriteQueued
 from parla.memory.language.due_times import due_time
 from parla.memory.language.text import content_words
 from parla.memory.store.protocol import ReminderRecords
-from parla.records.reminder import Reminder, ReminderKind
+from parla.records.reminder import Reminder, ReminderKind, bounded_text
 
 from .chats import ChatSession, SwitchArgs
 from .registry import Tool
@@ -79,11 +79,13 @@ class ReminderTools:
         clock: LocalClock,
         languages: Sequence[str],
         device: str,
+        max_chars: int,
         on_change: Callable[[], None] | None = None,
     ) -> None:
-        """`switch`: switch_chat's handler; `on_change`: told after every add or cancel (the
-        scheduler reads the store again)."""
+        """`switch`: switch_chat's handler; `max_chars`: the longest text a reminder is set with;
+        `on_change`: told after every add or cancel (the scheduler reads the store again)."""
         self.store = store
+        self.max_chars = max_chars
         self.session = session
         self._switch = switch
         self.clock = clock
@@ -142,7 +144,7 @@ class ReminderTools:
 
     async def _add(self, text: str, when: datetime, kind: ReminderKind) -> dict[str, Any]:
         reminder = Reminder(
-            text=text.strip(),
+            text=bounded_text(text, self.max_chars),
             due_at=when,
             time_zone=self.clock.zone or "UTC",  # the system's zone has no IANA name to keep
             kind=kind,

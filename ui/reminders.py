@@ -16,10 +16,11 @@ from starlette.routing import Route
 
 from parla.kernel.errors import ParlaError
 from parla.kernel.local_time import LocalClock
+from parla.memory.config import MemoryConfig
 from parla.memory.language.absolute_dates import DateReading
 from parla.memory.language.due_times import due_time
 from parla.memory.store.protocol import ReminderRecords
-from parla.records.reminder import Reminder
+from parla.records.reminder import Reminder, bounded_text
 
 from .forms import form_fields, one_line
 from .pages import RenderPage, back
@@ -34,6 +35,8 @@ class ReminderMemory(Protocol):
     def dates(self) -> DateReading: ...
     @property
     def reminder_wake(self) -> asyncio.Event: ...
+    @property
+    def settings(self) -> MemoryConfig: ...
 
 
 def local_due(reminder: Reminder) -> str:
@@ -51,14 +54,22 @@ class ReminderPages:
         store = self.mem.store
         coming = await store.list_reminders()
         done = [r for r in await store.list_reminders(history=True) if r.state != "pending"]
-        return await self.render(request, "reminders.html", coming=coming, done=done, local_due=local_due)
+        return await self.render(
+            request,
+            "reminders.html",
+            coming=coming,
+            done=done,
+            local_due=local_due,
+            max_chars=self.mem.settings.reminder_max_chars,
+        )
 
     async def add(self, request: Request) -> Response:
         form = await form_fields(request)
         try:
+            text = bounded_text(form.get("text", ""), self.mem.settings.reminder_max_chars)
             due = due_time(form.get("when", "").strip(), self.clock.now().at, self.mem.dates.languages)
             stored = await self.mem.store.add_reminder(
-                Reminder(text=form.get("text", ""), due_at=due, time_zone=self.clock.zone or "UTC")
+                Reminder(text=text, due_at=due, time_zone=self.clock.zone or "UTC")
             )
         except (ParlaError, ValidationError) as e:
             return back(request, "/reminders", error=one_line(e))

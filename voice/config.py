@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 
-from parla.kernel.models import DEFAULT_LIVE_MODEL
+from parla.kernel.models import DEFAULT_LIVE_MODEL, DEFAULT_SPEECH_MODEL
 
 Sensitivity = Literal["default", "high", "low"]
 
@@ -35,7 +35,20 @@ class VoiceConfig(BaseModel):
         description="Gemini Live model for the voice loop; its family decides how the session is set up "
         "(gemini-3.8-live, -extended-thinking, 3.1 Flash Live, 2.5 native audio; others are treated as 3.8).",
     )
-    live_voice: str = Field("Puck", description="Prebuilt voice of the spoken answers (Puck, Charon, Kore, Aoede...).")
+    live_voice: str = Field(
+        "Puck",
+        description="Prebuilt voice of the spoken answers (Puck, Charon, Kore, Aoede...), and of the reminders "
+        "the speech model says.",
+    )
+    speech_model: str = Field(
+        DEFAULT_SPEECH_MODEL,
+        description="Gemini text-to-speech model that says reminders in the Live voice (PARLA_REMINDER_VOICE=auto).",
+    )
+    speech_timeout_s: float = Field(
+        6.0,
+        gt=0,
+        description="Seconds the speech model has to answer before the offline command says the words instead.",
+    )
     live_language: str | None = Field(None, description="BCP-47 language of the speech (default: the model's own).")
     live_url: str | None = Field(
         None, description="Override of the Live websocket address, wss://host[:port] (proxies, tests)."

@@ -15,6 +15,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 import typer
 
+from ..errors import OutputFailed
 from ..logs import redact_output
 from . import chats, memory, profile, reminders, setup, supabase, ui, voice
 from . import daemon as daemon_commands
@@ -55,9 +56,9 @@ def _options(
         False, "--version", callback=_show_version, is_eager=True, help="Print Parla's version and exit."
     ),
 ) -> None:
-    # The flags override PARLA_LOG_LEVEL for this command (`parla config show` says so).
-    if verbose or quiet:
-        options.log_level = "ERROR" if quiet else ("INFO" if verbose == 1 else "DEBUG")
+    # The flags override PARLA_LOG_LEVEL for this command (`parla config show` says so); without
+    # them nothing does, whatever an earlier command run in this process said (a test's runner).
+    options.log_level = ("ERROR" if quiet else ("INFO" if verbose == 1 else "DEBUG")) if verbose or quiet else None
     options.quiet = quiet
 
 
@@ -85,9 +86,10 @@ _USAGE_ERROR, _CLICK_EXCEPTION, _NO_ARGS_IS_HELP = _click_errors()
 
 
 def main() -> None:
-    """The `parla` script: click's usage errors become one line like every other failure, and a
-    reader that goes away (`parla chats | head`) ends the command quietly; no secret appears in
-    anything printed, tracebacks included."""
+    """The `parla` script: click's usage errors become one line like every other failure, as does
+    output that cannot be written (`parla --help > /dev/full`), and a reader that goes away (`parla
+    chats | head`) ends the command quietly; no secret appears in anything printed, tracebacks
+    included."""
     redact_output()
     os.umask(0o077)  # what it writes is its user's alone (daemon/private_files.py)
     try:
@@ -108,5 +110,8 @@ def main() -> None:
     except BrokenPipeError:
         # Python would complain again when it flushes stdout at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 1
+    except OutputFailed as e:  # printed outside a command's own wrapper: the help, --version, `config path`
+        err.print(f"parla: error: {e}", markup=False)
         code = 1
     sys.exit(code if isinstance(code, int) else 0)

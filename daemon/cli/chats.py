@@ -1,11 +1,10 @@
 """The chats in the memory from the command line: `parla chats`, `show`, `search`, `stats`, `rm`,
-`rename`, `export` and `forget` (and `import`, in daemon.cli.importing)."""
+`rename` and `forget` (and `import` and `export`, in daemon.cli.importing and daemon.cli.exporting)."""
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.markup import escape
@@ -13,9 +12,7 @@ from rich.table import Table
 
 from parla.memory.errors import WriteQueued
 
-from ..errors import CommandFailed
-from ..private_files import write_private
-from ..terminal_text import json_text, visible
+from .exporting import export
 from .importing import import_chats
 from .support import (
     CHATS,
@@ -32,12 +29,10 @@ from .support import (
     running_daemon_chat,
     when,
 )
-from .tables import Column, fitted
+from .tables import Cell, Column, fitted
 
 if TYPE_CHECKING:
-    from parla.records.chat import ChatHistory
     from parla.records.search_result import SearchResult
-    from parla.records.turn import Turn
 
     from ..settings import Settings
 
@@ -253,30 +248,30 @@ async def search(
     out.print(f"Why: {escape(result.reason)}")
     if not result.candidates:
         return
+    # the title is what tells the chats apart: it gets the room (the figures go first), and what
+    # matched goes under it, as wide as the title
     columns = [
         Column("id"),
-        Column("title", text=True, least=16),
+        Column("title, and what matched", text=True, least=56),
         Column("score", justify="right"),
         Column("meaning", drop=2, justify="right"),
         Column("words", drop=3, justify="right"),
         Column("date", drop=4, justify="right"),
         Column("last activity", drop=1),
-        Column("matched", text=True, least=24),
     ]
-    rows = []
+    rows: list[list[Cell]] = []
     for c in result.candidates:
-        where = f"{c.matched_kind} {c.matched_range}" if c.matched_range else c.matched_kind
         held = f" (words: {', '.join(c.matched_words)})" if c.matched_words else ""
+        matched = f"{c.matched_where}{held}: {' '.join(c.matched_text.split())}"
         rows.append(
             [
                 c.chat_id[:8],
-                c.title or "(untitled)",
+                (c.title or "(untitled)", matched),
                 f"{c.score:.3f}",
                 f"{c.similarity:.3f}",
                 f"{c.words:.3f}",
                 f"+{c.date:.2f}" if c.date else "",
                 when(c.last_activity_at),
-                f"{where}{held}: {' '.join(c.matched_text.split())}",
             ]
         )
     out.print(fitted(columns, rows, out.width))
@@ -307,9 +302,13 @@ async def stats(
     if as_json:
         emit_json(data, "stats")
         return
+    # where the store is, on a line of its own: a long path is shown whole (a table cell cut it)
+    out.print(f"Store: {kept.describe(settings)}" + (f"; chat {cid}" if cid else ""), markup=False)
     table = Table("", "", show_header=False)
+    table.columns[1].overflow = "fold"  # a long figure or problem is shown whole, never cut
     for key, value in _flat(data).items():
-        table.add_row(key.replace("_", " "), "-" if value is None else escape(str(value)))
+        if key not in ("store", kept.location_key, "chat"):
+            table.add_row(key.replace("_", " "), "-" if value is None else escape(str(value)))
     out.print(table)
 
 
@@ -325,9 +324,6 @@ def _flat(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
         else:
             rows[name] = value
     return rows
-
-
-ExportFormat = Literal["md", "jsonl"]
 
 
 @command
@@ -373,76 +369,6 @@ async def rename(
     async with open_memory(load_settings()) as mem:
         renamed = await rename_chat(mem.store, mem.embedder, await resolve_chat(mem.store, chat), title)
     out.print(f"Renamed {renamed.id[:8]} to {escape(renamed.display_title)}.")
-
-
-def export_line(history: ChatHistory) -> dict[str, Any]:
-    """A chat as one line of the import format: importing it gives the same chat back."""
-    c = history.chat
-    return {
-        "id": c.id,
-        "title": c.title,
-        "created_at": iso(c.created_at),
-        "turns": [_export_turn(t) for t in history.full_history],
-    }
-
-
-def _export_turn(t: Turn) -> dict[str, Any]:
-    # who answered stays with an imported answer ("ChatGPT (gpt-4o)") across export and import
-    shape = {**t.wire_shape(), "created_at": iso(t.created_at)}
-    return {**shape, "model_variant": t.model_variant} if t.source == "import" and t.model_variant else shape
-
-
-def _speaker(t: Turn) -> str:
-    if t.role == "user":
-        return "You"
-    return t.model_variant if t.source == "import" and t.model_variant else "Parla"
-
-
-def export_markdown(history: ChatHistory) -> str:
-    c = history.chat
-    about = f"Chat {c.id}, started {when(c.created_at)}, last activity {when(c.last_activity_at)}"
-    lines = [f"# {c.display_title}", "", f"{about}, {len(history.full_history)} turns."]
-    for t in history.full_history:
-        note = ", interrupted" if t.interrupted else ""
-        lines += ["", f"**{_speaker(t)}** ({when(t.created_at)}{note})", "", t.text]
-        if t.sources:
-            lines += ["", "Sources: " + ", ".join(f"[{s.title}]({s.uri})" for s in t.sources)]
-    return "\n".join(lines) + "\n"
-
-
-@command
-async def export(
-    chats: list[str] = typer.Argument(None, help="Chats to export (id, id start or exact title); none: --all."),
-    all_chats: bool = typer.Option(False, "--all", help="Export every chat."),
-    fmt: ExportFormat | None = typer.Option(
-        None, "--format", "-f", help="md (to read) or jsonl (for `parla import`); default: from --output, else md."
-    ),
-    output: Path | None = typer.Option(None, "--output", "-o", help="Write to this file instead of stdout."),
-) -> None:
-    """Write chats as Markdown to read, or as JSONL that `parla import` reads back unchanged."""
-    if bool(chats) == all_chats:
-        raise fail("name the chats to export, or give --all")
-    chosen: ExportFormat = fmt or ("jsonl" if output and output.suffix in (".jsonl", ".json") else "md")
-    async with open_store(load_settings()) as store:
-        if all_chats:
-            listed = await store.list_chats(limit=1_000_000)
-            ids = [c.id for c in sorted(listed, key=lambda c: c.created_at)]
-        else:
-            ids = list(dict.fromkeys([await resolve_chat(store, ref) for ref in chats]))
-        histories = [await store.load_history(cid) for cid in ids]
-    if chosen == "jsonl":
-        text = "".join(json_text(export_line(h)) + "\n" for h in histories)
-    else:
-        text = "\n".join(export_markdown(h) for h in histories)
-    if output is None:
-        # on a terminal it is read, not kept: the Markdown's control characters are shown (JSON has none)
-        sys.stdout.write(visible(text) if sys.stdout.isatty() else text)
-        return
-    try:
-        write_private(output, text)
-    except OSError as e:
-        raise CommandFailed(f"cannot write {output}: {e}") from e
-    err.print(f"Wrote {len(histories)} chats to {output} ({chosen}).", markup=False)
 
 
 @command

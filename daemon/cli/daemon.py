@@ -16,6 +16,7 @@ from rich.markup import escape
 from .. import service
 from ..control import send_command
 from ..errors import CommandFailed, ConfigError, DaemonNotRunning
+from ..start_chat import SAID
 from .support import TALK, command, emit_json, err, load_settings, out
 from .voice import chat_for
 
@@ -23,7 +24,9 @@ from .voice import chat_for
 @command
 async def run(
     chat: str | None = typer.Option(
-        None, "--chat", help="Chat to start in (id, id start or title); default: the most recent."
+        None,
+        "--chat",
+        help="Chat to start in (id, id start or title); default: where you last talked with Parla or last chose.",
     ),
     new: bool = typer.Option(False, "--new", help="Start in a new chat."),
 ) -> None:
@@ -39,8 +42,9 @@ async def run(
             "`parla chats`, `show`, `search`, `import` and `stats` work"
         )
     async with open_memory(settings) as mem:
-        chat_id, title = await chat_for(mem, chat, new)
-        daemon = Daemon(mem, chat_id)
+        started = await chat_for(mem, chat, new)
+        chat_id, title = started.chat_id, started.title
+        daemon = Daemon(mem, chat_id, why=started.why)
         loop = asyncio.get_running_loop()
 
         def stop() -> None:
@@ -61,7 +65,8 @@ async def run(
             # says why and nothing else.
             await asyncio.wait({serving, ready}, return_when=asyncio.FIRST_COMPLETED)
             if ready.done():
-                err.print(f"Parla is running in {title} ({chat_id[:8]}): {how}. `parla stop` ends it.", markup=False)
+                where = f"{title} ({chat_id[:8]}), {SAID[started.why]}"
+                err.print(f"Parla is running in {where}: {how}. `parla stop` ends it.", markup=False)
                 if daemon.inspector is not None:  # the address without its token: this may reach the journal
                     err.print(f"Its memory is on {daemon.inspector.address}: `parla ui` opens it.", markup=False)
                 service.notify("READY=1", f"STATUS=in {title}: {how}")
@@ -110,7 +115,8 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
         return
     age = f", session {s['session_age_s']:.0f}s old" if s["session_age_s"] is not None else ""
     out.print(f"{s['state']}{' (muted)' if s['muted'] else ''}{age}; activation {s['activation']}")
-    out.print(f"chat: {escape(s['chat']['title'] or '(untitled)')} ({s['chat']['id'][:8]})")
+    chat = s["chat"]
+    out.print(f"chat: {escape(chat['title'] or '(untitled)')} ({chat['id'][:8]}), {SAID[chat['why']]}")
     outbox = s["outbox"]
     if outbox["waiting"] or outbox["refused"] or outbox["set_aside"]:
         aside = f", {outbox['set_aside']} damaged files set aside" if outbox["set_aside"] else ""
@@ -137,6 +143,10 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
         paused = f"; paused {queue['paused_for_s']:.0f} s" if queue["paused_for_s"] else ""
         error = f" ({escape(queue['last_error'])})" if queue["last_error"] and queue["waiting"] else ""
         out.print(f"summaries: {queue['waiting']} chats waiting, {queue['done']} done since the start{paused}{error}")
+    if s.get("mcp_servers"):
+        out.print(f"MCP servers: {escape(', '.join(_mcp_server(m) for m in s['mcp_servers']))}")
+    if s.get("session_tools") is not None:
+        out.print(f"the open session declared {len(s['session_tools'])} tools")
     if s["refused_turns"]:
         out.print(f"refused turns kept locally: {s['refused_turns']} (`parla doctor` says where)")
     for span, figures in s["voice_to_voice"].items():
@@ -160,6 +170,13 @@ def _copy_held(fill: dict[str, Any]) -> str:
     if fill["state"] in ("offline", "failed"):
         return f"{held}; the fill waits ({fill['error']})"
     return held
+
+
+def _mcp_server(server: dict[str, Any]) -> str:
+    if server["state"] == "running":
+        return f"{server['name']} running ({len(server['tools'])} tools)"
+    why = f" after {server['last_error']}" if server["state"] == "restarting" and server["last_error"] else ""
+    return f"{server['name']} {server['state']}{why}"
 
 
 @command

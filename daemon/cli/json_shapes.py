@@ -144,8 +144,13 @@ class ShowReport(Shape):
 class RecallRow(Shape):
     chat_id: str
     title: str | None
-    kind: str
-    turns: str | None = Field(description="`41` or `41-50`")
+    kind: str = Field(
+        description="`turn` or `turns` (what was said), `title`, `summary_text` (the description), `chunk` or "
+        "`meta` (a chunk or meta summary), `facts`, `pin`"
+    )
+    turns: str | None = Field(
+        description="`41` or `41-50`; none for the title, the description or a pin not yet placed"
+    )
     said_at: str | None
     text: str
 
@@ -203,8 +208,11 @@ class ReminderRow(Shape):
     kind: Literal["timer", "reminder"]
     text: str
     due_at: str
-    due_local: str = Field(description="the due time in the reminder's zone, in words")
-    time_zone: str
+    due_local: str = Field(
+        description="the due time in your zone (`local_zone`), with the zone's abbreviation: Mon 2026-11-30 17:00:00 CET"
+    )
+    local_zone: str = Field(description="the zone `due_local` is in: PARLA_TIME_ZONE, or the system's")
+    time_zone: str = Field(description="the zone the reminder was set in")
     state: Literal["pending", "fired", "cancelled"]
     chat_id: str | None = Field(description="the chat it was set in")
     device: str | None = Field(description="the device it was set on")

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 import typer
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from ..errors import CommandFailed
+from ..terminal_text import visible
 from .support import (
     MEMORY,
     by_number_or_id,
@@ -79,13 +81,18 @@ async def list_(
     if not entries:
         out.print("Parla knows nothing about you yet: facts you mention in any chat come here.")
         return
-    table = Table("#" if not everything else "id", "what Parla knows", "importance", "about", "said", "state")
+    # each entry as a paragraph the width of the terminal, what it is about and where it was said
+    # on a line under it: in a table's columns an entry wrapped to five lines and more at 80
+    listing = Table.grid(padding=(0, 1))
+    listing.add_column(justify="right", no_wrap=True)
+    listing.add_column()
     for n, e in numbered:
-        said = f"{when(e.said_at)}" + (f", chat {e.chat_id[:8]} turn {e.source_seq}" if e.chat_id else "")
-        table.add_row(
-            str(n) if n else e.id[:8], escape(e.content), f"{e.importance:g}", e.subject or "", said, _state(e)
-        )
-    out.print(table)
+        about = f", about {e.subject}" if e.subject else ""
+        said = f"said {when(e.said_at)}" + (f" in chat {e.chat_id[:8]}, turn {e.source_seq}" if e.chat_id else "")
+        state = "" if _state(e) == "current" else f"; {_state(e)}"
+        details = Text(visible(f"importance {e.importance:g}{about}; {said}{state}"), style="dim")
+        listing.add_row(f"{n}." if n else e.id[:8], Text.assemble(visible(e.content), "\n", details))
+    out.print(listing)
 
 
 @command
@@ -156,6 +163,7 @@ async def recall(
 ) -> None:
     """What was said or kept about something, in every chat (or one), with when it was said."""
     from parla.memory.retrieval.recall import Recall
+    from parla.records.search_result import found_in
 
     settings = load_settings()
     async with open_memory(settings) as mem:
@@ -167,7 +175,7 @@ async def recall(
             "chat_id": r.chat_id,
             "title": r.title,
             "kind": r.kind,
-            "turns": str(r.range) if r.range else None,
+            "turns": r.range.label if r.range else None,
             "said_at": iso(r.said_at),
             "text": r.text,
         }
@@ -181,9 +189,8 @@ async def recall(
         return
     for r in found:
         where = f"chat {r.chat_id[:8]}" + (f" ({escape(r.title)})" if r.title else "")
-        turns = f", turns {r.range}" if r.range else ""
-        said = f", {when(r.said_at)}" if r.said_at else ""
-        out.print(f"[bold]{where}{turns}{said}[/bold] [dim]{r.kind}[/dim]\n{escape(r.text)}\n")
+        said = f", said {when(r.said_at)}" if r.said_at else ""
+        out.print(f"[bold]{where}, {found_in(r.kind, r.range)}{said}[/bold]\n{escape(r.text)}\n")
 
 
 COMMANDS = {

@@ -25,17 +25,24 @@ from .support import (
 )
 
 if TYPE_CHECKING:
+    from parla.kernel.local_time import LocalTime
     from parla.memory.store.protocol import ReminderRecords
     from parla.records.reminder import Reminder
 
     from ..settings import Settings
 
 
-def _local(settings: Settings, reminder: Reminder) -> str:
+def _zone(settings: Settings) -> LocalTime:
+    """Now in the user's zone: its name (PARLA_TIME_ZONE, or the system's) and its tzinfo."""
     from parla.kernel.local_time import LocalClock
 
-    zone = LocalClock(settings.time_zone).now().at.tzinfo
-    return f"{reminder.due_at.astimezone(zone):%a %Y-%m-%d %H:%M:%S}"
+    return LocalClock(settings.time_zone).now()
+
+
+def _local(settings: Settings, reminder: Reminder) -> str:
+    """'Mon 2026-11-30 17:00:00 CET': in the user's zone, with its abbreviation, which also tells
+    summer time from winter time in a list that spans the change."""
+    return f"{reminder.due_at.astimezone(_zone(settings).at.tzinfo):%a %Y-%m-%d %H:%M:%S %Z}"
 
 
 def _json(settings: Settings, number: int | None, r: Reminder) -> dict[str, Any]:
@@ -46,6 +53,7 @@ def _json(settings: Settings, number: int | None, r: Reminder) -> dict[str, Any]
         "text": r.text,
         "due_at": iso(r.due_at),
         "due_local": _local(settings, r),
+        "local_zone": _zone(settings).zone,
         "time_zone": r.time_zone,
         "state": r.state,
         "chat_id": r.chat_id,
@@ -89,7 +97,7 @@ async def list_(
     if not reminders:
         out.print("No reminders to come." if not everything else "No reminders yet.")
         return
-    table = Table("#" if not everything else "id", "when", "what", "kind", "chat", "state")
+    table = Table("#" if not everything else "id", f"when ({_zone(settings).zone})", "what", "kind", "chat", "state")
     for n, r in numbered:
         state = _state(r)
         chat = r.chat_id[:8] if r.chat_id else ""
@@ -106,9 +114,10 @@ async def add(
     """Set a reminder; the running daemon says it at its time."""
     from parla.kernel.local_time import LocalClock
     from parla.memory.language.due_times import due_time
-    from parla.records.reminder import Reminder
+    from parla.records.reminder import Reminder, bounded_text
 
     settings = load_settings()
+    text = bounded_text(text, settings.reminder_max_chars)
     async with open_memory(settings) as mem:
         now = LocalClock(settings.time_zone).now().at
         reminder = Reminder(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -67,15 +66,22 @@ async def _live_check(as_json: bool, speech: Path | None, trace: Path | None) ->
 
 
 @command
-def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+def config_show(
+    only_set: bool = typer.Option(
+        False, "--set", help="Only the settings given a value (config file, .env, environment, -v/-q)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print as JSON."),
+) -> None:
     """Every setting's value in effect (secrets masked) and where it came from: the default, the
-    config file, .env or the environment."""
+    config file, .env or the environment; with --set, only those not left at their default."""
     settings = load_settings()
     origins = settings_sources.sources(settings_sources.overrides(options.log_level))
     rows: dict[str, dict[str, Any]] = {}
     said: dict[str, str] = {}  # the `# where from` of each text line
     for name in Settings.model_fields:
         value, origin = settings_sources.shown(getattr(settings, name)), origins[name]
+        if only_set and origin.kind == "default":
+            continue
         rows[name] = {"value": value, "source": origin.kind} | ({"where": origin.where} if origin.where else {})
         said[name] = str(origin)
         # left unset: the value another setting gives it, or what its absence means
@@ -85,11 +91,26 @@ def config_show(as_json: bool = typer.Option(False, "--json", help="Print as JSO
     if as_json:
         emit_json(rows, "config show")
         return
+    if only_set and not rows:
+        out.print("Every setting has its default value (`parla config show` lists them).", markup=False)
     # one `name = value  # where from` line per setting: as the config file spells it, ready to copy
     for name, row in rows.items():
-        value = "(not set)" if row["value"] is None else json.dumps(row["value"], ensure_ascii=False)
-        out.print(f"{name} = {value}  # {said[name]}", markup=False)
+        out.print(_config_line(name, row["value"], said[name]), markup=False)
+    if not only_set:
+        given = sum(origin.kind != "default" for origin in origins.values())
+        count = "No setting is" if not given else "1 setting is" if given == 1 else f"{given} settings are"
+        out.print(f"{count} set; `parla config show --set` lists only them.", markup=False)
     out.print(f"config file: {escape(str(config_file()))}" + ("" if config_file().is_file() else " (not there)"))
+
+
+def _config_line(name: str, value: Any, where: str) -> str:
+    if value is None:
+        return f"{name} = (not set)  # {where}"
+    if isinstance(value, list) and any(isinstance(item, dict) for item in value):
+        # tables (the MCP servers): one a line, as TOML writes a long array; its comment first
+        tables = "".join(f"\n    {settings_sources.toml_value(item)}," for item in value)
+        return f"{name} = [  # {where}{tables}\n]"
+    return f"{name} = {settings_sources.toml_value(value)}  # {where}"
 
 
 def config_path() -> None:

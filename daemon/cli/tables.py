@@ -1,6 +1,7 @@
-"""Tables that fit the terminal: one line a row. Columns of short values keep their width; text
-columns share what is left and are cut with an ellipsis; when even that leaves a text column too
-narrow to read, the least useful columns are left out first."""
+"""Tables that fit the terminal: one line a row (or the lines a cell is given, each cut alike).
+Columns of short values keep their width; text columns share what is left and are cut with an
+ellipsis; when even that leaves a text column too narrow to read, the least useful columns are
+left out first."""
 
 from __future__ import annotations
 
@@ -27,12 +28,20 @@ class Column:
     justify: JustifyMethod = "left"
 
 
-def fitted(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int) -> Table:
-    """A table of `rows` (plain text, one string a column, shown as it is) no wider than `width`."""
-    rows = [[visible(value) for value in row] for row in rows]  # as the consoles show any text
+# A cell: one line of plain text, or its lines (a title and what matched under it).
+Cell = str | tuple[str, ...]
+
+
+def fitted(columns: Sequence[Column], rows: Sequence[Sequence[Cell]], width: int) -> Table:
+    """A table of `rows` (plain text, a cell a column, shown as it is) no wider than `width`."""
+    lines = [[(cell,) if isinstance(cell, str) else cell for cell in row] for row in rows]
+    cells = [[tuple(visible(line) for line in cell) for cell in row] for row in lines]  # as the consoles show text
     # a column that may be left out is, when it has nothing to show
-    kept = [i for i, c in enumerate(columns) if c.drop is None or any(r[i] for r in rows)]
-    natural = [max([cell_len(columns[i].header), *(cell_len(r[i]) for r in rows)]) for i in range(len(columns))]
+    kept = [i for i, c in enumerate(columns) if c.drop is None or any(any(r[i]) for r in cells)]
+    natural = [
+        max([cell_len(columns[i].header), *(cell_len(line) for r in cells for line in r[i])])
+        for i in range(len(columns))
+    ]
 
     def room(chosen: list[int]) -> int:
         fixed = sum(natural[i] for i in chosen if not columns[i].text)
@@ -55,8 +64,8 @@ def fitted(columns: Sequence[Column], rows: Sequence[Sequence[str]], width: int)
         table.add_column(
             c.header, width=widths.get(i, natural[i]), no_wrap=True, overflow="ellipsis", justify=c.justify
         )
-    for row in rows:
-        table.add_row(*(Text(row[i], no_wrap=True, overflow="ellipsis") for i in kept))
+    for row in cells:
+        table.add_row(*(Text("\n".join(row[i]), no_wrap=True, overflow="ellipsis") for i in kept))
     return table
 
 

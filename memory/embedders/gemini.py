@@ -10,7 +10,6 @@ to the offline models quickly."""
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
 import time
@@ -24,6 +23,7 @@ from google import genai
 from google.genai import errors, types
 
 from parla.kernel.models import ModelRole, not_found_advice
+from parla.kernel.transport import transport_errors
 from parla.records.calibration import GEMINI
 from parla.records.embedding import TaskType, normalize_rows
 
@@ -38,18 +38,8 @@ _REFUSED = (401, 403)
 _UNREACHABLE = (408, 429, 500, 502, 503, 504)
 
 
-def _transport_errors() -> tuple[type[Exception], ...]:
-    """How a call fails when the API cannot be reached: google-genai sends through httpx or its
-    fork httpx2, whichever it finds; OSError and TimeoutError cover its optional aiohttp transport."""
-    found: list[type[Exception]] = [OSError, TimeoutError]
-    for name in ("httpx", "httpx2"):
-        with suppress(ImportError):
-            found.append(importlib.import_module(name).TransportError)
-    return tuple(found)
-
-
-_TRANSPORT = _transport_errors()
-_FAILURES: tuple[type[Exception], ...] = (errors.APIError, *_TRANSPORT)
+# How a call fails: the API's answer, or no answer (it cannot be reached).
+_FAILURES: tuple[type[Exception], ...] = (errors.APIError, *transport_errors())
 
 
 def retry_after(e: errors.APIError) -> float | None:

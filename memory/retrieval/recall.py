@@ -40,9 +40,9 @@ from ..config import MemoryConfig
 from ..errors import EmptyRequest
 from ..language.dates import mentioned_date
 from ..language.words import query_words
-from ..store.protocol import ChatRecords, MemoryRecords, SearchIndex, TurnMatch
+from ..store.protocol import ChatRecords, MemoryRecords, SearchIndex, TextMatch, TurnMatch
 
-RecalledKind = Literal["turn", "pin", "facts", "chunk", "meta", "summary_text", "turns"]
+RecalledKind = Literal["turn", "pin", "facts", "chunk", "meta", "summary_text", "turns", "title"]
 
 # A recalled turn's text is cut to this many characters: it goes back to the model as a tool
 # answer, and one long monologue must not crowd out the other results.
@@ -64,8 +64,8 @@ B = TypeVar("B")
 
 @dataclass(frozen=True)
 class Recalled:
-    """One thing recalled: its chat, the turns it comes from (None for a pin or the chat's whole
-    description) and its text."""
+    """One thing recalled: its chat, the turns it comes from (None for a pin, the chat's whole
+    description or its title) and its text."""
 
     chat_id: str
     kind: RecalledKind
@@ -80,6 +80,16 @@ def _spoken(role: str, text: str) -> str:
     """A turn as recall answers it: who said it and what, cut to `MAX_TEXT`."""
     text = text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 1] + "…"
     return f"{'User' if role == 'user' else 'Assistant'}: {text}"
+
+
+def _recalled(
+    chat_id: str, found: TextMatch, title: str | None = None, last_activity_at: datetime | None = None
+) -> Recalled:
+    """A text found by meaning. The window before the first turn holds the chat's title: it is
+    the title, not a turn (it has no number people could look up)."""
+    if found.ref.shown_kind == "title":
+        return Recalled(chat_id, "title", found.text, None, title, last_activity_at)
+    return Recalled(chat_id, found.ref.kind, found.text, found.ref.range, title, last_activity_at)
 
 
 def _turn(m: TurnMatch) -> Recalled:
@@ -125,8 +135,7 @@ class Recall:
         active on the date the request names."""
         if chat_id is not None:
             meaning = [
-                (t.similarity, Recalled(chat_id, t.ref.kind, t.text, t.ref.range))
-                for t in await self.store.search_chat(query, chat_id, _CHAT_TEXTS)
+                (t.similarity, _recalled(chat_id, t)) for t in await self.store.search_chat(query, chat_id, _CHAT_TEXTS)
             ]
             return meaning + await self._pins(query, chat_id), set()
         matches = await self.store.search(query, _CHATS, texts_per_chat=_TEXTS_PER_CHAT)
@@ -134,9 +143,7 @@ class Recall:
         if span := mentioned_date(request, now or utcnow()):
             dated = {m.chat_id for m in matches if span.overlaps(m.created_at, m.last_activity_at, _DATE_SLACK)}
         meaning = [
-            (t.similarity, Recalled(m.chat_id, t.ref.kind, t.text, t.ref.range, m.title, m.last_activity_at))
-            for m in matches
-            for t in m.texts
+            (t.similarity, _recalled(m.chat_id, t, m.title, m.last_activity_at)) for m in matches for t in m.texts
         ]
         return meaning, dated
 

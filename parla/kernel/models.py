@@ -16,6 +16,11 @@ Sources, read November 2026:
 - Gemini embedding, https://ai.google.dev/gemini-api/docs/models/gemini-embedding-001 (GA, 128-3072
   dims, 768 / 1536 / 3072 recommended, no shutdown date on the deprecations page); text-embedding-004
   shut down January 14, 2026 (Gemini API changelog).
+- Gemini 3.8 Flash-Lite TTS, https://ai.google.dev/gemini-api/docs/models/gemini-3.8-flash-lite-tts
+  ("fast, cost-efficient workhorse text-to-speech model built to replace gemini-3.1-flash-tts-preview",
+  for read-aloud features and everyday single-speaker speech; same schema as gemini-3.8-flash-tts, the
+  flagship); the migration guide, https://docs.cloud.google.com/gemini-enterprise-agent-platform/models/text-to-speech/migration-guide,
+  names gemini-3.1-flash-tts-preview and the 2.5 TTS models as the earlier ones to move from.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-ModelRole = Literal["live", "summary", "embedding", "look_up"]
+ModelRole = Literal["live", "summary", "embedding", "look_up", "speech"]
 
 DEFAULT_LIVE_MODEL = "gemini-3.8-live"
 DEFAULT_SUMMARY_MODEL = "gemini-3.5-flash-lite"
@@ -33,12 +38,16 @@ DEFAULT_EMBEDDING_MODEL = "gemini-embedding-001"
 # grounding (https://firebase.google.com/docs/ai-logic/grounding-google-search lists
 # gemini-3.5-flash-lite among the models that support it).
 DEFAULT_LOOK_UP_MODEL = DEFAULT_SUMMARY_MODEL
+# What Parla says with no conversation open (a reminder) is said by a text-to-speech model in the Live
+# session's voice: the cheap, fast one, made for read-aloud features.
+DEFAULT_SPEECH_MODEL = "gemini-3.8-flash-lite-tts"
 
 DEFAULTS: dict[ModelRole, str] = {
     "live": DEFAULT_LIVE_MODEL,
     "summary": DEFAULT_SUMMARY_MODEL,
     "embedding": DEFAULT_EMBEDDING_MODEL,
     "look_up": DEFAULT_LOOK_UP_MODEL,
+    "speech": DEFAULT_SPEECH_MODEL,
 }
 
 # The setting that holds each model, as the user writes it (environment or .env).
@@ -47,6 +56,7 @@ SETTINGS: dict[ModelRole, str] = {
     "summary": "PARLA_SUMMARY_MODEL",
     "embedding": "PARLA_EMBEDDING_MODEL",
     "look_up": "PARLA_LOOK_UP_MODEL",
+    "speech": "PARLA_SPEECH_MODEL",
 }
 
 # The REST method a model must offer for each role (the `supportedGenerationMethods` of models.list).
@@ -55,6 +65,7 @@ ACTIONS: dict[ModelRole, str] = {
     "summary": "generateContent",
     "embedding": "embedContent",
     "look_up": "generateContent",
+    "speech": "generateContent",
 }
 
 Status = Literal["shut down", "deprecated", "superseded"]
@@ -99,6 +110,12 @@ RETIRED: dict[str, Retirement] = {
     "gemini-3.1-flash-lite": Retirement("deprecated", DEFAULT_SUMMARY_MODEL, "shuts down May 7, 2027"),
     # embeddings
     "text-embedding-004": Retirement("shut down", DEFAULT_EMBEDDING_MODEL, "January 14, 2026"),
+    # speech
+    "gemini-3.1-flash-tts-preview": Retirement(
+        "superseded", DEFAULT_SPEECH_MODEL, "a preview; gemini-3.8-flash-lite-tts was built to replace it"
+    ),
+    "gemini-2.5-flash-preview-tts": Retirement("superseded", DEFAULT_SPEECH_MODEL, "by the Gemini 3.8 TTS models"),
+    "gemini-2.5-pro-preview-tts": Retirement("superseded", "gemini-3.8-flash-tts", "by the Gemini 3.8 TTS models"),
 }
 
 

@@ -7,3 +7,7 @@ from parla.kernel.errors import ParlaError
 
 class RangeError(ParlaError):
     """A range given for regeneration does not name whole chunks of the chat."""
+
+
+class ReminderTooLong(ParlaError):
+    """A reminder's text is longer than the bound where reminders are set."""

@@ -12,16 +12,44 @@ that claimed it, at its next start.
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Literal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
+from .errors import ReminderTooLong
 from .turn import new_id, storable_text, utcnow
+
+log = logging.getLogger(__name__)
 
 ReminderKind = Literal["timer", "reminder"]
 ReminderState = Literal["pending", "fired", "cancelled"]
+
+# The longest text a reminder keeps, whatever wrote it: a row longer than this (written by another
+# client, or before the bound) is cut where it is read, so no list, page or speech gets it whole.
+# 2,000 characters take flite about 100 s to say, well within the 300 s after which another device
+# takes up a saying it thinks was cut off (PARLA_REMINDER_TAKEOVER_S). Where a text comes in (the
+# tools, the CLI, the inspector) the bound is the user's PARLA_REMINDER_MAX_CHARS, at most this.
+MAX_REMINDER_CHARS = 2000
+
+
+def bounded_text(text: str, max_chars: int) -> str:
+    """`text` as a reminder is set with (stripped), or `ReminderTooLong` past `max_chars`."""
+    text = text.strip()
+    if len(text) > max_chars:
+        raise ReminderTooLong(
+            f"a reminder's text is at most {max_chars} characters; this one has {len(text)}: say it in fewer words"
+        )
+    return text
+
+
+def _cut(text: str, what: str) -> str:
+    if len(text) <= MAX_REMINDER_CHARS:
+        return text
+    log.warning("%s has %d characters: read as its first %d", what, len(text), MAX_REMINDER_CHARS)
+    return text[: MAX_REMINDER_CHARS - 1].rstrip() + "…"
 
 
 class Reminder(BaseModel):
@@ -46,7 +74,8 @@ class Reminder(BaseModel):
     @field_validator("text")
     @classmethod
     def _storable(cls, text: str, info: ValidationInfo) -> str:
-        return storable_text(text.strip() or text, f"reminder {info.data.get('id')}")
+        what = f"reminder {info.data.get('id')}"
+        return storable_text(_cut(text.strip() or text, what), what)
 
     @field_validator("due_at", "created_at", "fired_at", "said_at", "cancelled_at")
     @classmethod

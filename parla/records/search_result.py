@@ -9,7 +9,30 @@ from typing import Literal
 
 from pydantic import BaseModel
 
+from .turn import MessageRange
+
 Decision = Literal["switch", "ambiguous", "none"]
+
+# A searched or recalled text, named as the guides and `parla show` name it.
+_NAMES = {
+    "title": "the title",
+    "summary_text": "the description",
+    "chunk": "the chunk summary",
+    "meta": "the meta summary",
+    "facts": "the facts",
+}
+
+
+def found_in(kind: str, turns: MessageRange | None) -> str:
+    """Where a found text comes from, in words: `the description`, `turns 3-5`, `turn 4`, `the
+    chunk summary of turns 1-10`, `a pin (turn 7)`. `kind` is a search's `matched_kind` or a
+    recalled text's kind."""
+    if kind in ("turn", "turns") and turns is not None:
+        return f"{'turn' if turns.start == turns.end else 'turns'} {turns.label}"
+    if kind == "pin":
+        return f"a pin (turn {turns.label})" if turns else "a pin"
+    name = _NAMES.get(kind, kind)
+    return f"{name} of turns {turns.label}" if turns else name
 
 
 class Candidate(BaseModel):
@@ -26,6 +49,11 @@ class Candidate(BaseModel):
     matched_range: str | None
     matched_text: str
     matched_words: list[str]
+
+    @property
+    def matched_where(self) -> str:
+        """What matched, in words (`the description`, `turns 3-5`)."""
+        return found_in(self.matched_kind, MessageRange.parse(self.matched_range) if self.matched_range else None)
 
 
 class SearchResult(BaseModel):

@@ -166,6 +166,11 @@ class MessageRange(BaseModel):
     def __str__(self) -> str:
         return f"{self.start}-{self.end}"
 
+    @property
+    def label(self) -> str:
+        """As people read it: `12` for one turn, `11-20` for more."""
+        return str(self.start) if self.start == self.end else str(self)
+
     @classmethod
     def parse(cls, text: str) -> MessageRange:
         """`11-20` as a range (what `str` gives); `RangeError` for anything else."""

@@ -22,6 +22,9 @@ from bench.locomo import (
 )
 from bench.switch_fidelity import environment, measure
 
+pytestmark = pytest.mark.tier("fast")
+
+
 # (time, what Ada says, what Bruno answers) per session: each session has its own subject.
 SESSIONS = [
     (

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from bench.profile_probe import FACTS, run
+
+pytestmark = pytest.mark.tier("fast")
 
 
 async def test_a_new_chat_knows_the_facts_said_once_in_other_chats_and_no_small_talk(tmp_path):

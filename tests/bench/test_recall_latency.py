@@ -12,10 +12,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.memory import CONFIG, populate
 from parla.memory.retrieval.turn_windows import WindowIndexer
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.bench.test_report import ROOT, tables
+
+pytestmark = pytest.mark.tier("process")
 
 
 def _digests(folder: Path) -> dict[str, str]:

@@ -9,7 +9,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from bench.report import Table
+
+pytestmark = pytest.mark.tier("fast")
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,6 +31,7 @@ def tables(markdown: str) -> list[list[list[str]]]:
     return found
 
 
+@pytest.mark.tier("process")
 def test_auto_pins_prints_a_markdown_table_under_a_header_with_date_machine_and_command():
     done = subprocess.run(
         [sys.executable, "-m", "bench.auto_pins", "--markdown"],

@@ -17,6 +17,8 @@ from parla.voice.turns.floor import FRAME_SAMPLES, silero
 from tests.peers.answer_room import AnswerInRoom
 from tests.peers.turn_corpus import RATE, _flite, corpus, hesitant
 
+pytestmark = pytest.mark.tier("fast")
+
 
 def test_the_corpus_and_both_detectors_on_one_item_per_set():
     items = list(corpus(per_set=1))

@@ -3,10 +3,14 @@ the model's questions are counted and timed, and the transcript's words end the 
 
 from __future__ import annotations
 
+import pytest
+
 from bench.report import Report
 from bench.turns_end import COLUMNS, end_of_turn_rows
 from parla.voice.turns.floor import FRAME_SAMPLES, silero
 from tests.peers.turn_corpus import corpus
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def test_the_end_of_turn_rows_on_one_paused_sentence(capsys):

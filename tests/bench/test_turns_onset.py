@@ -3,9 +3,13 @@ soon after the user's first sound, and a run counts only once it has lasted."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.turns_onset import first_run, judgements
 from parla.voice.config import VoiceConfig
 from tests.peers.turn_corpus import RATE, corpus
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def test_a_run_counts_once_it_has_lasted():

@@ -19,15 +19,25 @@ from parla.daemon.supervisor import Daemon
 from tests.conftest import SEARCH_EMBED_TIMEOUT_S
 
 
-@pytest.fixture
-def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch):
-    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+def peer_settings(live, gemini, tmp_path, **more: Any) -> Settings:
+    """Settings for the Live and Gemini REST emulators and a SQLite store in the test's folder."""
     return Settings(
         store_path=tmp_path / "parla.db",
         gemini_api_key=live.api_key,
         gemini_base_url=gemini.base_url,
         live_url=live.url,
         summarizer="offline",
+        **more,
+    )
+
+
+@pytest.fixture
+def daemon_settings(pulse, live, gemini, live_certificate, tmp_path, monkeypatch):
+    monkeypatch.setenv("SSL_CERT_FILE", str(live_certificate[0]))
+    return peer_settings(
+        live,
+        gemini,
+        tmp_path,
         activation="push_to_talk",
         idle_timeout=1.0,
         control_socket=tmp_path / "run" / "ctl.sock",  # a folder the daemon makes

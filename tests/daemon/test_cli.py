@@ -23,6 +23,8 @@ from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.pins import Pin
 from parla.records.turn import Turn, WebSource
 
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parent.parent / "data"
 
 
@@ -239,6 +241,7 @@ def test_switching_embedder_without_reembed_is_refused(parla, monkeypatch, gemin
     assert json.loads(parla("search", "sourdough starter flour", "--json").stdout)["candidates"]
 
 
+@pytest.mark.tier("process")
 def test_installed_console_script(tmp_path):
     env = {**os.environ, "PARLA_STORE_PATH": str(tmp_path / "p.db"), "PARLA_CONFIG_FILE": str(tmp_path / "c.toml")}
     done = subprocess.run(

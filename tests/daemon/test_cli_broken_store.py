@@ -17,6 +17,8 @@ import pytest
 from parla.memory.store.sqlite.schema import MIGRATIONS
 from parla.memory.store.sqlite.store import SQLiteChatStore
 
+pytestmark = pytest.mark.tier("process")
+
 ROOT = Path(__file__).resolve().parents[2]
 # Root's power to ignore file permissions; without it root is held to the mode bits like any user.
 PERMISSION_OVERRIDES = "-dac_override,-dac_read_search"

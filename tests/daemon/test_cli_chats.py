@@ -1,5 +1,5 @@
 """Managing chats from the command line: rm, rename, export (and importing the export back),
-forget; and the chat the daemon starts in."""
+forget; and the chat the daemon starts in (the daemon's own process: test_start_chat.py)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from parla.daemon.cli.voice import chat_for
 from parla.daemon.control import send_command
 from parla.daemon.memory_services import open_memory
@@ -20,6 +22,8 @@ from parla.records.facts import format_fact_lines
 from parla.records.pins import Pin
 from parla.records.turn import MessageRange, Turn
 from tests.daemon.conftest import running
+
+pytestmark = pytest.mark.tier("fast")
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 
@@ -53,6 +57,16 @@ def test_export_markdown_reads_as_a_conversation(parla):
     assert text.startswith("# ") and "6 turns." in text
     assert "**You** (" in text and "**Parla** (" in text and "two weeks in Japan in April" in text
     assert parla("export", ok=False).exit_code == 1  # neither chats nor --all
+
+
+def test_export_to_a_dash_writes_standard_output(parla, tmp_path):
+    # `-o -` wrote a file named `-` (issue 42, item 12)
+    parla("import", str(DATA))
+    to_dash = parla("export", "japan-trip", "-o", "-")
+    assert to_dash.stdout == parla("export", "japan-trip").stdout and to_dash.stdout.startswith("# ")
+    assert to_dash.stderr == "" and not (tmp_path / "-").exists()
+    jsonl = parla("export", "japan-trip", "--output", "-", "--format", "jsonl").stdout
+    assert json.loads(jsonl)["turns"]
 
 
 def test_rename_then_find_by_the_new_title(parla):
@@ -129,11 +143,11 @@ async def test_the_daemon_never_starts_in_an_empty_untitled_chat(tmp_path):
     settings = Settings(store_path=tmp_path / "parla.db", control_socket=tmp_path / "ctl.sock")
     async with open_memory(settings) as mem:
         kept = (await mem.store.create_chat(turns=[Turn.of("user", "the bread rose well")])).chat
-        named = (await mem.store.create_chat(title="Ideas")).chat  # empty, but you named it
+        named = (await mem.store.create_chat(title="Ideas")).chat  # empty, but you named it: kept
         await asyncio.sleep(0.01)
         empty = (await mem.store.create_chat()).chat  # `parla new`, then nothing said
-        chat_id, title = await chat_for(mem, None, False)
-        assert chat_id == named.id and title == "Ideas"
+        started = await chat_for(mem, None, False)
+        assert (started.chat_id, started.title, started.why) == (kept.id, "(untitled)", "talked")
         assert {c.id for c in await mem.store.list_chats()} == {kept.id, named.id}
         assert empty.id not in {c.id for c in await mem.store.list_chats()}
 
@@ -143,18 +157,20 @@ async def test_with_nothing_said_anywhere_the_empty_chat_is_the_one_started_in(t
     there instead of deleting it and making another (the chat's id stays the same)."""
     settings = Settings(store_path=tmp_path / "parla.db", control_socket=tmp_path / "ctl.sock")
     async with open_memory(settings) as mem:
-        first, _ = await chat_for(mem, None, False)
-        again, _ = await chat_for(mem, None, False)
-        fresh, _ = await chat_for(mem, None, True)  # a new chat asked for: the empty one serves
-        assert first == again == fresh
-        assert [c.id for c in await mem.store.list_chats()] == [first]
+        first = await chat_for(mem, None, False)
+        again = await chat_for(mem, None, False)
+        assert first.why == again.why == "first"
+        fresh = await chat_for(mem, None, True)  # a new chat asked for: the empty one serves
+        assert first.chat_id == again.chat_id == fresh.chat_id and fresh.why == "asked"
+        assert [c.id for c in await mem.store.list_chats()] == [first.chat_id]
 
 
+@pytest.mark.tier("audio")
 async def test_the_empty_chat_a_running_daemon_is_in_is_kept(daemon_settings):
     async with running(daemon_settings) as (_daemon, mem, _chat):
         fresh = await send_command(daemon_settings.control_socket, "new")
-        chat_id, _title = await chat_for(mem, None, False)
-        assert chat_id != fresh["chat_id"]
+        started = await chat_for(mem, None, False)  # the new chat is the user's last choice
+        assert (started.chat_id, started.why) == (fresh["chat_id"], "chose")
         assert fresh["chat_id"] in {c.id for c in await mem.store.list_chats()}
 
 
@@ -178,6 +194,7 @@ def test_a_short_id_says_how_many_characters_an_id_needs(parla):
     assert "4 or more" not in parla("show", "nope-nope", ok=False).stderr
 
 
+@pytest.mark.tier("process")
 def test_answering_no_to_rm_is_not_an_error(parla, tmp_path):
     """On a terminal (a pseudo-terminal here), `n` deletes nothing and exits 0 without an error line."""
     parla("import", str(DATA))

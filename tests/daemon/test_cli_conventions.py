@@ -15,6 +15,8 @@ from typer.testing import CliRunner
 from parla.daemon import cli
 from parla.daemon.cli import app
 
+pytestmark = pytest.mark.tier("fast")
+
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
@@ -52,6 +54,34 @@ def test_version_help_groups_and_completion(env):
     assert "ChatGPT" in parla("import", "--help").stdout  # the formats it reads
 
 
+def test_usage_lines_name_arguments_in_capitals(env):
+    # typer's usage line read `parla show [OPTIONS] {chat}` (issue 42, item 23)
+    from typer.main import get_command
+
+    from parla.daemon.docs import commands_page
+
+    def commands(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            yield [*path, name], sub
+            yield from commands(sub, [*path, name])
+
+    wanted = {
+        "show": "parla show [OPTIONS] CHAT",
+        "import": "parla import [OPTIONS] FILE",
+        "export": "parla export [OPTIONS] [CHATS...]",
+        "rm": "parla rm [OPTIONS] CHATS...",
+        "memory restore": "parla memory restore [OPTIONS] CHAT NUMBERS...",
+    }
+    for path, command in commands(get_command(app), []):
+        shown = CliRunner().invoke(app, [*path, "--help"], prog_name="parla").stdout
+        usage = " ".join(next(line for line in shown.splitlines() if "Usage:" in line).split()[1:])
+        assert "{" not in usage and "[OPTIONS]" in usage, usage
+        if " ".join(path) in wanted:
+            assert usage == wanted[" ".join(path)]
+            assert f"\n{usage}\n" in commands_page()  # the reference spells it the same
+    assert "'CHAT'" in parla("show").stderr
+
+
 def test_usage_errors_are_one_line(env, monkeypatch, capsys):
     code, out, err = script(monkeypatch, capsys, "show")
     assert (code, out) == (2, "")
@@ -67,6 +97,7 @@ def test_status_json_without_a_daemon(env):
     assert result.exit_code == 1 and json.loads(result.stdout) == {"running": False}
 
 
+@pytest.mark.tier("process")
 def test_a_reader_that_goes_away_is_not_an_error(env):
     proc = subprocess.Popen(
         [sys.executable, "-m", "parla.daemon", "config", "show"], stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -91,6 +122,67 @@ def test_config_show_says_where_each_value_came_from(env, monkeypatch):
     assert parla("config", "path").stdout == f"{env / 'config.toml'}\n"
 
 
+MCP_CONFIG = """tail = 5
+
+[[mcp_servers]]
+name = "files"
+command = "npx"
+args = ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]
+env = { TOKEN = "very-secret-token" }
+
+[[mcp_servers]]
+name = "notes"
+url = "http://127.0.0.1:8000/mcp"
+call_timeout_s = 10
+"""
+
+
+def test_config_show_prints_the_mcp_servers_as_toml_with_their_secrets_masked(env):
+    # any [[mcp_servers]] entry crashed it: "Object of type McpServerConfig is not JSON serializable" (issue 42, item 5)
+    import tomllib
+
+    (env / "config.toml").write_text(MCP_CONFIG)
+    shown = parla("config", "show", "--json")
+    assert shown.exit_code == 0, shown.output
+    servers = json.loads(shown.stdout)["mcp_servers"]
+    assert servers["source"] == "file" and servers["where"] == f"{env / 'config.toml'}, line 3"
+    files, notes = servers["value"]
+    assert files["name"] == "files" and files["env"] == {"TOKEN": "********"} and files["url"] is None
+    assert notes["url"] == "http://127.0.0.1:8000/mcp" and notes["call_timeout_s"] == 10
+    text = parla("config", "show")
+    assert text.exit_code == 0, text.output
+    assert "very-secret" not in text.stdout + shown.stdout
+    # the lines are the config file's own syntax: copied into one, they give the same servers
+    lines = text.stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("mcp_servers = "))
+    end = next(i for i in range(start, len(lines)) if lines[i].startswith("]"))
+    read = tomllib.loads("\n".join(lines[start : end + 1]))["mcp_servers"]
+    assert [s["name"] for s in read] == ["files", "notes"] and read[0]["env"] == {"TOKEN": "********"}
+    assert read[0]["args"][-1] == "/tmp" and "url" not in read[0] and read[1]["call_timeout_s"] == 10
+    assert lines[start].endswith(f"# {env / 'config.toml'}, line 3")
+
+
+def test_config_show_set_lists_only_what_was_set_and_where(env, monkeypatch):
+    # 167 lines, nearly all defaults, hid the few the user set (issue 42, item 19)
+    (env / "config.toml").write_text(MCP_CONFIG)
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-very-secret")
+    full = parla("config", "show").stdout
+    assert len(full.splitlines()) > 150
+    assert "5 settings are set; `parla config show --set` lists only them" in full
+    given = json.loads(parla("config", "show", "--set", "--json").stdout)
+    assert sorted(given) == ["control_socket", "gemini_api_key", "mcp_servers", "store_path", "tail"]
+    assert given["tail"] == {"value": 5, "source": "file", "where": f"{env / 'config.toml'}, line 1"}
+    text = parla("config", "show", "--set").stdout
+    assert f"tail = 5  # {env / 'config.toml'}, line 1" in text
+    assert 'gemini_api_key = "********"  # GEMINI_API_KEY in the environment' in text
+    assert "chunk_size" not in text and "AIza" not in text and len(text.splitlines()) < 15
+    (env / "config.toml").unlink()
+    for key in ("PARLA_STORE_PATH", "PARLA_CONTROL_SOCKET", "GEMINI_API_KEY"):
+        monkeypatch.delenv(key)
+    nothing = parla("config", "show", "--set").stdout
+    assert nothing.startswith("Every setting has its default value")
+
+
 def test_quiet_hides_warnings_and_verbose_logs(env, monkeypatch):
     monkeypatch.setenv("PARLA_TALE", "5")
     assert "did you mean PARLA_TAIL?" in parla("stats").stderr
@@ -99,6 +191,7 @@ def test_quiet_hides_warnings_and_verbose_logs(env, monkeypatch):
     assert broken.exit_code == 1 and "no chat matches 'nope'" in broken.stderr  # errors still print
 
 
+@pytest.mark.tier("audio")
 def test_devices_lists_what_parla_would_use(env, pulse):
     result = parla("devices", "--json")
     assert result.exit_code == 0, result.output
@@ -107,6 +200,7 @@ def test_devices_lists_what_parla_would_use(env, pulse):
     assert "Parla uses it for" in parla("devices").stdout
 
 
+@pytest.mark.tier("process")
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["status", "--json"], ["config", "path"]])
 def test_commands_without_the_cloud_start_without_its_sdks(env, args):
     """Not a timed test: the figure is printed (pytest -s) and `bench/cli_startup.py` compares it
@@ -128,9 +222,10 @@ def test_commands_without_the_cloud_start_without_its_sdks(env, args):
 
 def test_bracketed_text_is_printed_as_it_is(env, monkeypatch):
     monkeypatch.setenv("PARLA_STORE_PATH", "[red]/parla.db")  # relative to the test's folder
-    assert "│ [red]/parla.db" in parla("stats").stdout
+    assert parla("stats").stdout.startswith("Store: SQLite [red]/parla.db\n")
 
 
+@pytest.mark.tier("process")
 def test_a_bug_shows_its_traceback_and_a_user_error_one_line(env):
     """A ValueError or OSError in a command is a bug, not a message for the user: it keeps its
     traceback. A ParlaError is the user's to fix and is one line."""

@@ -15,6 +15,8 @@ import pytest
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.turn import Turn
 
+pytestmark = pytest.mark.tier("process")
+
 
 def _parla(
     tmp_path: Path, *args: str, stdout: object = subprocess.PIPE, tz: str = "UTC"
@@ -72,9 +74,12 @@ async def test_a_chat_from_year_one_is_listed_and_exported_west_of_greenwich(tmp
         assert done.returncode == 0 and "0001-01-01" in done.stdout, done.stderr
 
 
-@pytest.mark.parametrize("args", [["chats"], ["export", "--all"]])
+@pytest.mark.parametrize(
+    "args", [["chats"], ["export", "--all"], ["--help"], [], ["--version"], ["config", "path"], ["chats", "--help"]]
+)
 def test_a_full_disk_is_one_error_line(tmp_path, args):
-    # `> /dev/full` printed a traceback (issue 25, item 15)
+    # `> /dev/full` printed a traceback (issue 25, item 15); the help, the version and commands
+    # without the command wrapper still did (issue 42, item 11)
     (tmp_path / "chats.jsonl").write_text("\n".join(_chat(n) for n in range(30)) + "\n")
     assert _parla(tmp_path, "-q", "import", str(tmp_path / "chats.jsonl")).returncode == 0
     with open("/dev/full", "w") as full:

@@ -10,6 +10,10 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parents[1] / "data" / "imports"
 
 

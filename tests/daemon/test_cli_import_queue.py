@@ -20,6 +20,8 @@ from parla.daemon.settings import Settings
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.conftest import eventually
 
+pytestmark = pytest.mark.tier("fast")
+
 TOPICS = ["sourdough starter", "the Lisbon trip", "a python bug in the CSV exporter", "mom's birthday", "guitar"]
 
 
@@ -84,6 +86,7 @@ def test_a_small_import_is_summarised_at_once(with_gemini, export, gemini, monke
     assert len(gemini.calls(":generateContent")) == 30
 
 
+@pytest.mark.tier("process")
 def test_on_a_terminal_the_import_asks_before_queueing(with_gemini, export, gemini, tmp_path):
     """A pseudo-terminal answers the question: `y` queues the summaries, none made here."""
     main, terminal = pty.openpty()

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+pytestmark = pytest.mark.tier("fast")
+
 
 def test_profile_lists_adds_edits_forgets_and_restores(parla):
     assert "knows nothing about you yet" in parla("profile", "list").stdout
@@ -72,3 +76,35 @@ def test_recall_finds_what_was_said_in_any_chat_with_its_date(parla, tmp_path):
     inside = json.loads(parla("recall", "ferry to Hydra", "--chat", only, "--json").stdout)
     assert all(r["chat_id"] == only for r in inside)
     assert "ferry" in parla("recall", "the ferry").stdout
+
+
+def test_recall_numbers_turns_from_one_and_names_what_it_found_as_the_guides_do(parla, tmp_path):
+    # a title found took the number 0 ("turns 0-2"), and the text said `summary_text`, `chunk`
+    # and "turns 12-12" where `show` says turn 12 and the guides "the description" (issue 42, item 17)
+    trip = [
+        {"role": "user" if n % 2 else "model", "text": f"Turn {n}: the ferry to Naxos, booking number {n}."}
+        for n in range(1, 13)
+    ]
+    pasta = [{"role": "user", "text": "How long do I boil penne?"}, {"role": "model", "text": "About 11 minutes."}]
+    source = tmp_path / "chats.jsonl"
+    source.write_text(
+        json.dumps({"id": "trip", "title": "Greek islands trip", "turns": trip})
+        + "\n"
+        + json.dumps({"id": "pasta", "title": "Cooking pasta", "turns": pasta})
+        + "\n"
+    )
+    parla("import", str(source))
+    texts = []
+    for request, chat in (("Greek islands trip", None), ("cooking pasta penne", None), ("booking number 12", "trip")):
+        scope = ["--chat", chat] if chat else []
+        for r in json.loads(parla("recall", request, *scope, "--json").stdout):
+            if r["turns"]:
+                first, _, last = r["turns"].partition("-")
+                assert int(first) >= 1 and (not last or int(last) > int(first)), r["turns"]
+        texts.append(parla("recall", request, *scope).stdout)
+    text = "\n".join(texts)
+    headers = [line for line in text.splitlines() if line.startswith("chat ")]
+    internal = (" turns", " turn", " chunk", " meta", " facts", " summary_text")
+    assert headers and not [h for h in headers if "summary_text" in h or h.endswith(internal)]
+    assert "turns 0" not in text and "12-12" not in text
+    assert "the title" in text and "the description" in text and "the chunk summary of turns 1-10" in text

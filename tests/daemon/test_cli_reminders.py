@@ -7,11 +7,15 @@ import asyncio
 import json
 from datetime import datetime, timedelta
 
+import pytest
+
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.daemon.conftest import running
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def test_reminders_list_add_and_cancel(parla, monkeypatch):
@@ -36,9 +40,12 @@ def test_reminders_list_add_and_cancel(parla, monkeypatch):
     assert everything == {"pasta": "cancelled", "call my sister": "pending", "the dentist appointment": "cancelled"}
     failed = parla("reminders", "add", "x", "--at", "whenever it suits", ok=False)
     assert failed.exit_code == 1 and "could not read" in failed.output
+    past = parla("reminders", "add", "x", "--at", "in -5 minutes", ok=False)  # was set for tomorrow
+    assert past.exit_code == 1 and "already past" in past.output
     assert parla("reminders", "cancel", "taxes", ok=False).exit_code == 1
 
 
+@pytest.mark.tier("audio")
 async def test_a_reminder_added_from_the_cli_is_said_by_the_running_daemon(daemon_settings, parla, monkeypatch):
     monkeypatch.setenv("PARLA_STORE_PATH", str(daemon_settings.store_path))
     monkeypatch.setenv("PARLA_CONTROL_SOCKET", str(daemon_settings.control_socket))
@@ -55,6 +62,7 @@ async def test_a_reminder_added_from_the_cli_is_said_by_the_running_daemon(daemo
     assert reminder.due_at < utcnow()
 
 
+@pytest.mark.tier("audio")
 def test_doctor_tries_the_reminder_speech_command(parla, pulse, monkeypatch):
     def speech_check() -> dict[str, str]:
         checks = json.loads(parla("doctor", "--json", ok=False).stdout)  # no key here: doctor exits 1
@@ -83,3 +91,46 @@ async def test_the_list_tells_a_said_reminder_from_one_cut_off(parla, tmp_path, 
     assert (cut["state"], cut["claimed_by"], cut["said_by"], cut["said_at"]) == ("fired", "laptop", None, None)
     table = (await asyncio.to_thread(parla, "reminders", "list", "--all")).stdout
     assert "said by laptop" in table and "claimed by laptop, not said to its end yet" in table
+
+
+def test_the_list_names_the_time_zone_of_its_times(parla, monkeypatch):
+    """The times were printed with no zone: a user whose PARLA_TIME_ZONE differs from the machine's
+    (or who reads the list on another device) could not tell which 17:00 it meant."""
+    monkeypatch.setenv("COLUMNS", "200")
+    monkeypatch.setenv("PARLA_TIME_ZONE", "Europe/Rome")
+    added = parla("reminders", "add", "call my sister", "--at", "tomorrow at 17:00").stdout
+    assert "17:00:00 CET" in added or "17:00:00 CEST" in added, added
+    table = parla("reminders", "list").stdout
+    assert "Europe/Rome" in table and ("17:00:00 CET" in table or "17:00:00 CEST" in table), table
+    (listed,) = json.loads(parla("reminders", "list", "--json").stdout)
+    assert listed["local_zone"] == "Europe/Rome" and listed["due_local"].endswith(("CET", "CEST"))
+
+
+def test_a_text_longer_than_the_bound_is_refused(parla):
+    too_long = parla("reminders", "add", "x" * 1_000_000, "--at", "in 10 minutes", ok=False)
+    assert too_long.exit_code == 1 and "at most 500 characters" in too_long.output
+    assert "No reminders to come" in parla("reminders", "list").stdout
+
+
+@pytest.mark.tier("audio")
+def test_doctor_says_which_voice_says_the_reminders(parla, pulse, gemini, monkeypatch):
+    def check(name: str) -> dict[str, str]:
+        checks = json.loads(parla("doctor", "--json", ok=False).stdout)
+        return next(c for c in checks if c["name"] == name)
+
+    no_key = check("reminder voice")
+    assert no_key["outcome"] == "ok" and no_key["detail"].startswith("the offline command flite: no Gemini key")
+    monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
+    monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
+    monkeypatch.setenv("PARLA_LIVE_VOICE", "Kore")
+    own = check("reminder voice")
+    assert own["outcome"] == "ok", own
+    assert own["detail"].startswith("Parla's own voice: the speech model gemini-3.8-flash-lite-tts (voice Kore)")
+    assert check("speech model gemini-3.8-flash-lite-tts")["outcome"] == "ok"
+    monkeypatch.setenv("PARLA_LIVE_VOICE", "Nobody")
+    refused = check("reminder voice")
+    assert refused["outcome"] == "warn" and "refused the words with 400" in refused["detail"]
+    assert refused["detail"].endswith("reminders are said by the offline command flite")
+    monkeypatch.setenv("PARLA_REMINDER_VOICE", "offline")
+    offline = check("reminder voice")
+    assert offline["outcome"] == "ok" and "PARLA_REMINDER_VOICE=offline" in offline["detail"]

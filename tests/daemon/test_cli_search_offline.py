@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parents[1] / "data" / "imports"
 
 

@@ -21,6 +21,8 @@ from parla.daemon.control import send_command
 from parla.daemon.settings import Settings
 from tests.daemon.conftest import process_env
 
+pytestmark = pytest.mark.tier("fast")
+
 
 @pytest.fixture
 def parla(tmp_path, monkeypatch):
@@ -34,6 +36,7 @@ def parla(tmp_path, monkeypatch):
     return lambda *args: runner.invoke(app, list(args))
 
 
+@pytest.mark.tier("audio")
 def test_doctor_without_a_key_says_how_to_get_one(parla, pulse):
     result = parla("doctor", "--json")
     assert result.exit_code == 1
@@ -45,6 +48,7 @@ def test_doctor_without_a_key_says_how_to_get_one(parla, pulse):
     assert checks["daemon"]["outcome"] == "warn" and "parla run" in checks["daemon"]["fix"]
 
 
+@pytest.mark.tier("audio")
 def test_doctor_with_a_key_checks_the_models_and_never_prints_the_key(parla, pulse, gemini, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
     monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
@@ -67,6 +71,7 @@ def doctor_checks(parla) -> dict[str, dict[str, str]]:
     return {c["name"]: c for c in json.loads(parla("doctor", "--json").stdout)}
 
 
+@pytest.mark.tier("audio")
 def test_doctor_reports_a_retired_model_with_its_replacement(parla, pulse, gemini, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
     monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
@@ -93,6 +98,7 @@ def test_doctor_reports_a_retired_model_with_its_replacement(parla, pulse, gemin
     assert len(lists) == 2  # one models.list per failed check
 
 
+@pytest.mark.tier("audio")
 def test_doctor_refuses_a_model_that_cannot_serve_its_role(parla, pulse, gemini, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", gemini.api_key)
     monkeypatch.setenv("PARLA_GEMINI_BASE_URL", gemini.base_url)
@@ -193,6 +199,7 @@ def test_notify_sends_one_datagram_to_the_notify_socket(tmp_path, monkeypatch):
     assert not service.notify("READY=1")
 
 
+@pytest.mark.tier("process")
 async def test_the_daemon_says_ready_only_when_it_is(pulse, live, gemini, live_certificate, tmp_path):
     """`parla run` as systemd starts it: READY=1 arrives when the control socket answers; a second
     daemon fails with one line, never says it is running and never says ready."""
@@ -242,6 +249,7 @@ def _on_path(home: Path, parla_bin: Path, user_path: str, installed: bool) -> su
     return subprocess.run(["bash", "-c", script], cwd=root, env=env, capture_output=True, text=True, check=True)
 
 
+@pytest.mark.tier("process")
 def test_run_sh_makes_parla_a_command_of_the_user(tmp_path):
     parla_bin = tmp_path / "venv" / "bin"
     parla_bin.mkdir(parents=True)

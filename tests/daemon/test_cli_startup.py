@@ -17,6 +17,8 @@ import pytest
 from parla.records.turn import Turn
 from tests.daemon.conftest import running
 
+pytestmark = pytest.mark.tier("process")
+
 ROOT = Path(__file__).resolve().parents[2]
 # numpy and dateparser: a fifth of `parla chats`'s start-up before they were left to the code that
 # decodes vectors and reads spoken times

@@ -15,6 +15,8 @@ from parla.daemon.cli import app
 from parla.memory.store.supabase.schema import SCHEMA_VERSION
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 
+pytestmark = pytest.mark.tier("postgres")
+
 
 @pytest.fixture
 def parla(tmp_path, monkeypatch):

@@ -17,6 +17,8 @@ from parla.daemon.cli.support import out
 from parla.memory.retrieval.search import Candidate, SearchResult
 from parla.memory.store.protocol import TextKind
 
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 DOCS = Path(__file__).parents[2] / "docs" / "design" / "first-week.md"
 LONG_TITLE = "Gift ideas for Mom's 60th birthday party with the whole family and the neighbours"
@@ -99,7 +101,7 @@ def test_chats_and_search_tables_fit_80_columns_one_line_a_chat(parla, narrow):
     assert max(len(line) for line in found.splitlines() if line[0] in "┏┃┡│└") <= 80  # the terminal wraps prose
     header, rows = _table_lines(found)
     candidates = json.loads(parla("search", "the trip to Japan in April", "--json").stdout)["candidates"]
-    assert (len(header), len(rows)) == (1, len(candidates))
+    assert (len(header), len(rows)) == (1, 2 * len(candidates))  # its title, then what matched
     assert "score" in header[0] and "matched" in header[0]
     narrow(200)  # room for every column
     (wide,), _ = _table_lines(parla("search", "the trip to Japan in April").stdout)
@@ -122,3 +124,49 @@ def test_every_search_json_field_and_matched_kind_is_documented(parla):
     assert set(shown["candidates"][0]) == {f.split(".", 1)[1] for f in fields if f.startswith("candidates[].")}
     assert set(Candidate.model_fields) == set(shown["candidates"][0])
     assert kinds == {*get_args(TextKind), "title"}
+
+
+def test_search_says_what_matched_in_the_guides_words(parla, narrow):
+    # the matched column read `summary_text (words: japan)` and `chunk 1-10` (issue 42, item 17)
+    parla("import", str(DATA))
+    narrow(200)
+    shown = ""
+    for request in ("the trip to Japan in April", "sourdough starter smells", "my tomato plants"):
+        shown += parla("search", request).stdout
+    _, rows = _table_lines(shown)
+    matched = [row.split("│")[2].strip() for row in rows if not row.split("│")[1].strip()]  # under each title
+    assert matched and not [m for m in matched if m.startswith(("summary_text", "chunk", "meta", "facts", "title"))]
+    assert any(m.startswith(("the description", "the title", "turns ")) for m in matched), matched
+
+
+def test_at_80_columns_stats_search_and_the_profile_show_paths_titles_and_entries_whole(
+    parla, narrow, tmp_path, monkeypatch
+):
+    # stats cut the store path, search cut titles to 23 characters, and each profile entry
+    # wrapped to 5-7 lines (issue 42, item 18)
+    store = tmp_path / "a folder with a long name for the store" / "and one more inside it" / "parla.db"
+    monkeypatch.setenv("PARLA_STORE_PATH", str(store))
+    parla("import", str(DATA))
+    title = "Gift ideas for Mom's 60th birthday with the family"
+    parla("rename", "japan-trip", title)
+    said = [
+        "I live in Turin, in the old town near the river, with my wife Anna and our two cats",
+        "I am allergic to penicillin and must never be given it, not even a small dose",
+        "My daughter Sofia was born on 12 March 2015",
+    ]
+    for entry in said:
+        parla("profile", "add", entry)
+    narrow(80)
+    stats = parla("stats").stdout
+    assert str(store) in stats.replace("\n", "") and max(len(line) for line in stats.splitlines()[1:]) <= 80
+    found = parla("search", "gift ideas for mom").stdout
+    _, rows = _table_lines(found)
+    assert rows[0].split("│")[2].strip() == title and max(len(line) for line in rows) <= 80
+    assert rows[1].split("│")[2].strip().startswith("the title")  # what matched, under its title
+    listed = parla("profile", "list").stdout
+    lines = listed.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    text = " ".join(" ".join(line.split()) for line in lines)
+    entries = [e["text"] for e in json.loads(parla("profile", "list", "--json").stdout)]
+    assert set(said) <= set(entries) and all(entry in text for entry in entries)
+    assert len(lines) <= 3 * len(entries)  # the entry (two lines at most here) and where it was said

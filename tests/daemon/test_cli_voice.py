@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
+pytestmark = pytest.mark.tier("fast")
+
 
 def test_converse_without_a_key_says_how_to_get_one(parla):
     result = parla("converse", "--new", ok=False)
@@ -9,6 +13,7 @@ def test_converse_without_a_key_says_how_to_get_one(parla):
     assert "needs a Gemini API key: create one in Google AI Studio and set GEMINI_API_KEY" in result.stderr
 
 
+@pytest.mark.tier("audio")
 def test_converse_with_a_wrong_microphone_lists_the_devices(parla, pulse, monkeypatch):
     monkeypatch.setenv("GEMINI_API_KEY", "some-key")
     monkeypatch.setenv("PARLA_INPUT_DEVICE", "USB headset")

@@ -21,6 +21,8 @@ from parla.daemon.control import MAX_CLIENTS, MAX_LINE, ControlServer, UnsafeSoc
 from parla.daemon.errors import ControlError, DaemonBusy
 from parla.memory.errors import Reembedding
 
+pytestmark = pytest.mark.tier("fast")
+
 
 async def _status(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
     await asyncio.sleep(0.05)  # a command takes a moment, so clients overlap

@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from parla.daemon.conversation import spoken_conversation
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
+
+pytestmark = pytest.mark.tier("audio")
 
 EXCHANGES = [
     ("I want to plan a trip to Japan in April", "April is cherry blossom season, a lovely time to go."),

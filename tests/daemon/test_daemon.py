@@ -23,6 +23,8 @@ from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.peers.live_emulator import echo, tone
 
+pytestmark = pytest.mark.tier("audio")
+
 
 async def ctl(settings: Settings, cmd: str, **args):
     return await send_command(settings.control_socket, cmd, **args)

@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 import psycopg
+import pytest
 
 from parla.daemon.control import DaemonNotRunning, send_command
 from parla.memory.store.supabase.session import sign_in
@@ -19,6 +20,8 @@ from parla.memory.store.supabase.store import SupabaseChatStore
 from tests.conftest import eventually
 from tests.daemon.conftest import process_env
 from tests.peers.live_emulator import tone
+
+pytestmark = pytest.mark.tier("process")
 
 
 async def _start(env: dict[str, str], socket) -> subprocess.Popen[bytes]:

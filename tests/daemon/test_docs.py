@@ -8,7 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from parla.daemon import docs
+
+pytestmark = pytest.mark.tier("fast")
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("parla", "daemon", "memory", "voice", "tools", "ui")
@@ -19,6 +23,7 @@ def test_generated_references_are_up_to_date():
     assert not stale, f"out of date: {[str(p) for p in stale]}; run `python -m parla.daemon.docs`"
 
 
+@pytest.mark.tier("process")
 def test_the_check_names_a_stale_page_and_fails(tmp_path):
     docs.write(tmp_path)
     page = tmp_path / docs.REFERENCE / "settings.md"
@@ -72,3 +77,21 @@ def test_the_readme_links_only_to_files_that_exist():
     missing = [t for t in targets if "://" not in t and not (ROOT / t).exists()]
     assert not missing, missing
     assert len(readme.splitlines()) <= 200
+
+
+def test_the_mcp_guide_example_is_a_config_that_loads_and_leaves_parla_its_port(tmp_path, monkeypatch):
+    # its HTTP server listened on 8765, the memory inspector's own port (issue 42, item 22)
+    from urllib.parse import urlsplit
+
+    from parla.daemon.settings import Settings
+    from parla.daemon.settings_sources import load
+
+    page = (ROOT / "docs/guides/tools.md").read_text()
+    (example,) = re.findall(r"```toml\n(.*?)```", page, re.DOTALL)
+    (tmp_path / "config.toml").write_text(example)
+    monkeypatch.setenv("PARLA_CONFIG_FILE", str(tmp_path / "config.toml"))
+    monkeypatch.chdir(tmp_path)
+    servers = load().mcp_servers
+    assert [s.name for s in servers] == ["time", "notes", "git"]
+    ports = [urlsplit(s.url).port for s in servers if s.url]
+    assert ports and Settings.model_fields["ui_port"].default not in ports

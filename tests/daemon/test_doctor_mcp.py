@@ -6,8 +6,12 @@ from __future__ import annotations
 import json
 import sys
 
+import pytest
+
 from tests.daemon.test_cli_setup import doctor_checks, parla  # noqa: F401 - the fixture
 from tests.peers import mcp_misbehaving
+
+pytestmark = pytest.mark.tier("process")
 
 SECRET = "mcp-token-5be2"
 

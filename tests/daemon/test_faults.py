@@ -15,6 +15,8 @@ from bench.faults_flood import FLOOD_FILE_LIMIT, FLOOD_LOG_LIMIT, connection_flo
 from bench.faults_locked import locked_store_faults
 from parla.daemon.memory_services import open_memory
 
+pytestmark = pytest.mark.tier("process")
+
 
 def _clean(figures: Figures, kills: int) -> None:
     assert figures.kills == kills

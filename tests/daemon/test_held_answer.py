@@ -10,12 +10,16 @@ from __future__ import annotations
 import asyncio
 import signal
 
+import pytest
+
 from parla.daemon.control import send_command
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.conftest import eventually
 from tests.daemon.conftest import process_env
 from tests.daemon.test_daemon_crash import _start
 from tests.peers.live_emulator import LiveConnection, tone
+
+pytestmark = pytest.mark.tier("process")
 
 STORY = "Once upon a time a heron lived by the river and every morning it counted the boats going by"
 ENDING = "And so the heron learnt that the boats were counting it too and they all lived on the river"

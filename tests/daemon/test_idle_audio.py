@@ -4,10 +4,14 @@ blocks; a session opens both with the usual blocks and closes them again when it
 
 from __future__ import annotations
 
+import pytest
+
 from parla.daemon.control import send_command
 from parla.daemon.settings import Settings
 from tests.conftest import eventually
 from tests.daemon.conftest import running
+
+pytestmark = pytest.mark.tier("audio")
 
 
 async def ctl(settings: Settings, cmd: str, **args):

@@ -17,6 +17,8 @@ from tests.daemon.conftest import running
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
 
+pytestmark = pytest.mark.tier("audio")
+
 
 async def test_a_spoken_turn_is_timed_in_status_and_the_inspector(daemon_settings, live, pulse):
     async def script(conn):

@@ -9,6 +9,7 @@ import io
 import json
 import wave
 
+import pytest
 from typer.testing import CliRunner
 
 from parla.daemon.cli import app
@@ -18,6 +19,8 @@ from parla.daemon.settings import Settings
 from tests.peers.live_emulator import LiveConnection, VoiceDetector, tone, typed_turn
 from tests.peers.live_replay import read_trace, replay
 from tests.peers.pulse import speech
+
+pytestmark = pytest.mark.tier("fast")
 
 STEPS = ["setup", "spoken turn", "tool call", "interruption", "resumption"]
 

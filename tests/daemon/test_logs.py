@@ -11,6 +11,8 @@ import pytest
 from parla.daemon.logs import configure_logging
 from parla.daemon.settings import Settings
 
+pytestmark = pytest.mark.tier("fast")
+
 
 def test_json_lines_with_events_and_no_secret(capfd, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

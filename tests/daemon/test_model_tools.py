@@ -6,9 +6,10 @@ from __future__ import annotations
 import pytest
 
 from parla.daemon.memory_services import open_memory
-from parla.daemon.model_tools import own_tools
+from parla.daemon.model_tools import confirmations, own_tools
 from parla.daemon.settings import Settings
 from parla.kernel.local_time import LocalClock
+from parla.tools.confirmations import Dialogue
 from tests.tools.test_chats import Session
 
 pytestmark = pytest.mark.tier("fast")
@@ -37,5 +38,6 @@ async def test_parlas_own_tools_keep_their_order(tmp_path, monkeypatch, look_up)
     settings = Settings(store_path=tmp_path / "parla.db", embedder="offline", summarizer="offline", look_up=look_up)
     async with open_memory(settings) as mem:
         chat = (await mem.store.create_chat(title="Here")).chat
-        tools = own_tools(mem, Session(chat.id), LocalClock("Europe/Rome"), lambda sources: None)
+        confirming = confirmations(mem, Dialogue())
+        tools = own_tools(mem, Session(chat.id), LocalClock("Europe/Rome"), lambda sources: None, confirming)
     assert [t.name for t in tools] == DECLARED + (["look_up"] if look_up else [])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from pydantic import SecretStr
 from typer.testing import CliRunner
 
@@ -20,6 +21,8 @@ from parla.records.turn import Turn
 from tests.conftest import eventually
 from tests.daemon.test_daemon import ctl
 from tests.peers.live_emulator import tone
+
+pytestmark = pytest.mark.tier("postgres")
 
 
 async def test_the_daemon_starts_in_the_last_chat_and_talks_with_the_store_away(
@@ -55,8 +58,9 @@ async def test_the_daemon_starts_in_the_last_chat_and_talks_with_the_store_away(
     _expire(session)  # its access token too: it cannot be refreshed before Supabase is back
     supabase.shim.refuse()
     async with open_memory(settings) as mem:
-        chat_id, title = await chat_for(mem, None, False)
-        assert (chat_id, title) == (japan, "Japan")
+        started = await chat_for(mem, None, False)  # where something was last said, from this device's copy
+        chat_id = started.chat_id
+        assert (chat_id, started.title, started.why) == (japan, "Japan", "talked")
         daemon = Daemon(mem, chat_id)
         task = asyncio.create_task(daemon.serve())
         try:
@@ -71,7 +75,7 @@ async def test_the_daemon_starts_in_the_last_chat_and_talks_with_the_store_away(
 
             await eventually(two_waiting, timeout=10, what="the exchange to wait in the outbox")
             status = await ctl(settings, "status")
-            assert status["chat"] == {"id": japan, "title": "Japan"} and status["outbox"]["offline"]
+            assert status["chat"] == {"id": japan, "title": "Japan", "why": "talked"} and status["outbox"]["offline"]
             shown = await asyncio.to_thread(
                 CliRunner().invoke, app, ["status"], env={"PARLA_CONTROL_SOCKET": str(settings.control_socket)}
             )

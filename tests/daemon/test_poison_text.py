@@ -3,10 +3,14 @@ place of each lone surrogate) and the turns after it are stored too."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl
 from tests.peers.live_emulator import tone
+
+pytestmark = pytest.mark.tier("audio")
 
 SAID = ["a \ud800 b", "one", "two", "three"]
 

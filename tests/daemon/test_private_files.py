@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.tier("fast")
+
 
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
@@ -38,6 +40,7 @@ def _parla_under_umask_000(tmp_path: Path, *args: str) -> subprocess.CompletedPr
     )
 
 
+@pytest.mark.tier("process")
 def test_service_install_and_export_are_private_under_umask_000(tmp_path):
     installed = _parla_under_umask_000(tmp_path, "service", "install")
     assert "systemctl is not available" in installed.stdout, installed.stderr  # written, not started

@@ -11,7 +11,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import SEARCH_EMBED_TIMEOUT_S
+
+pytestmark = pytest.mark.tier("process")
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ("README.md", "docs/guides/install.md")

@@ -10,12 +10,16 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+import pytest
+
 from parla.daemon.reminders import ReminderScheduler
 from parla.memory.store.local_copy import LocalCopyStore
 from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import eventually
 from tests.memory.store.test_two_devices import device, shims  # noqa: F401 - the peers' fixture
+
+pytestmark = pytest.mark.tier("postgres")
 
 HANDOFF_S = 1.5
 TAKEOVER_S = 2.0

@@ -10,15 +10,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from google import genai
+from google.genai import types
 
 from parla.daemon.reminders import ReminderScheduler, say_aloud
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from parla.voice.audio.devices import Speaker
+from parla.voice.audio.speech import Speech
+from parla.voice.audio.speech_model import SpeechModel
 from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl
+
+pytestmark = pytest.mark.tier("audio")
 
 LOUD = 200  # int16 amplitude above the virtual devices' silence
 
@@ -116,6 +122,7 @@ async def test_a_timer_set_by_the_live_model_is_said_while_the_session_is_open(d
     assert due - 0.05 <= loud[0] <= due + 1.0
 
 
+@pytest.mark.tier("fast")
 async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in_turn(tmp_path):
     """The scheduler on a real store, with words that take 1.5 s to say: the second reminder due at
     the same moment is claimed at its time, not after the first one's words."""
@@ -136,8 +143,8 @@ async def test_reminders_due_together_are_all_claimed_at_their_time_then_said_in
     assert all(r.fired_at is not None and (r.fired_at - r.due_at).total_seconds() <= 1.0 for r in stored)
 
 
-@pytest.mark.parametrize("when", ["making the words", "saying them"])
-async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed(pulse, tmp_path, when):
+@pytest.mark.parametrize("when", ["making the words", "waiting for the speech model", "saying them"])
+async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed(pulse, gemini, tmp_path, when):
     """A stop (the task cancelled) while the words were being made: the cleanup read words never
     made and raised UnboundLocalError, which hid the cancellation, so the scheduler went on and the
     daemon's stop waited out its 10 s shutdown limit. While they were said: the wait for the
@@ -146,11 +153,18 @@ async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed
     speaker = Speaker()
     pid_file = tmp_path / "speech.pid"
     making = f"sh -c 'echo $$ > {pid_file}; exec sleep 30'"  # words that never come
-    command = making if when == "making the words" else "flite -voice slt -t {text} -o {wav}"
+    command = making if when == "making the words" else "flite -voice slt -f {text_file} -o {wav}"
+    model = None
+    if when == "waiting for the speech model":
+        gemini.hang_s = 2.0
+        client = genai.Client(api_key=gemini.api_key, http_options=types.HttpOptions(base_url=gemini.base_url))
+        model = SpeechModel(client, "gemini-3.8-flash-lite-tts", "Puck")
     words = "Reminder: call my sister about the trip to Japan in April, and book the train early."
-    saying = asyncio.create_task(say_aloud(speaker, words, command, lambda: False))
+    saying = asyncio.create_task(say_aloud(speaker, words, Speech(command, model, timeout_s=30), lambda: False))
     if when == "making the words":
         await eventually(pid_file.exists, what="the speech command started")
+    elif when == "waiting for the speech model":
+        await eventually(gemini.speech_requests, what="the speech model asked")
     else:
         await eventually(lambda: speaker.ahead_s() > 2.0, what="the words queued")
     saying.cancel()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
+import pytest
+
 from parla.daemon.reminders import ReminderScheduler
 from parla.memory.store.protocol import ReminderRecords
 from parla.memory.store.sqlite.store import SQLiteChatStore
@@ -16,6 +18,8 @@ from parla.memory.store.supabase.store import RetryPolicy
 from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
 from tests.conftest import copied_store, eventually, send_queued, signed_in_store
+
+pytestmark = pytest.mark.tier("postgres")
 
 STALE_S = 300.0  # no claim here gets that old: each device says again only its own
 
@@ -86,6 +90,7 @@ async def test_while_supabase_is_away_a_cut_off_one_is_said_again_and_its_mark_s
         assert stored.said_at is not None
 
 
+@pytest.mark.tier("fast")
 async def test_a_mark_the_store_refused_is_written_at_the_next_read_and_not_said_again(tmp_path):
     said: list[str] = []
     path = tmp_path / "parla.db"
@@ -126,6 +131,7 @@ async def test_a_failed_read_of_the_cut_off_ones_does_not_keep_a_reminder_claime
         assert supabase.shim.faults.injected["503"] == 2
 
 
+@pytest.mark.tier("fast")
 async def test_a_saying_that_failed_is_not_tried_again_by_that_daemon_but_by_the_next_start(tmp_path):
     """A broken speaker: the daemon that failed does not try again every read (it would fail
     again); the reminder is not marked said, so the next start says it."""

@@ -11,6 +11,8 @@ import subprocess
 import time
 from datetime import timedelta
 
+import pytest
+
 from parla.daemon.control import send_command
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.reminder import Reminder
@@ -19,6 +21,8 @@ from tests.conftest import eventually
 from tests.daemon.conftest import process_env
 from tests.daemon.test_daemon_crash import _start
 from tests.daemon.test_reminders import heard_after, monotonic_of
+
+pytestmark = pytest.mark.tier("process")
 
 _SAYING_S = 4.0  # the missed reminder's cue and words, with room to spare
 

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl
 from tests.peers.live_emulator import echo
+
+pytestmark = pytest.mark.tier("audio")
 
 
 async def _history(mem, chat_id):

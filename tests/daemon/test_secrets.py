@@ -17,6 +17,8 @@ import pytest
 from parla.daemon.cli import main
 from parla.memory.store.supabase.session import sign_in
 
+pytestmark = pytest.mark.tier("audio")
+
 GEMINI_KEY = "AIzaSyD3adB33f-kL9q_xVw2mN8pR4tY6uI0oPz"
 ANON_KEY = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJyb2xlIjoiYW5vbiIsInJlZiI6InBhcmxhIn0.Qm9ndXNBbm9uU2lnbmF0dXJl"
 SERVICE_KEY = "sb_secret_N7UND3rH1dd3nS3rv1c3K3y_x9"
@@ -114,6 +116,7 @@ def test_no_command_prints_a_secret(secret_env, capfd, monkeypatch):
     assert "the key was refused" in outputs["doctor"] and "parla: error" in outputs["db check"]
 
 
+@pytest.mark.tier("postgres")
 async def test_a_signed_in_session_never_shows_its_tokens(supabase, tmp_path, capfd, monkeypatch):
     supabase.shim.create_user("ada@example.com", "correct horse")
     session = tmp_path / "session.json"
@@ -139,6 +142,7 @@ async def test_a_signed_in_session_never_shows_its_tokens(supabase, tmp_path, ca
     assert [t for t in tokens if t in output] == []
 
 
+@pytest.mark.tier("process")
 def test_an_unexpected_traceback_shows_no_secret(tmp_path):
     """An exception nobody expected reaches the terminal as typer's traceback, through the redaction."""
     script = (

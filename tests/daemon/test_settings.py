@@ -14,6 +14,8 @@ from parla.daemon.settings_sources import SettingsError
 from parla.memory.config import MemoryConfig
 from parla.voice.config import VoiceConfig
 
+pytestmark = pytest.mark.tier("fast")
+
 
 @pytest.fixture
 def clean(tmp_path, monkeypatch):

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import stat
 
+import pytest
+
 from parla.daemon.stores import open_store
 from tests.conftest import make_turns
 from tests.daemon.conftest import supabase_settings
+
+pytestmark = pytest.mark.tier("postgres")
 
 
 async def test_the_outbox_file_is_private(supabase, tmp_path):

@@ -10,6 +10,7 @@ import signal
 import sqlite3
 from contextlib import contextmanager
 
+import pytest
 from typer.testing import CliRunner
 
 from parla.daemon.cli import app
@@ -20,6 +21,8 @@ from tests.conftest import eventually
 from tests.daemon.conftest import running
 from tests.daemon.test_daemon_crash import _start
 from tests.peers.live_emulator import echo
+
+pytestmark = pytest.mark.tier("audio")
 
 
 @contextmanager
@@ -70,6 +73,7 @@ async def test_say_reports_answered_only_once_stored_or_kept_aside(daemon_settin
     ]
 
 
+@pytest.mark.tier("process")
 async def test_a_stop_while_the_store_is_locked_keeps_the_turns_and_the_next_start_stores_them(
     daemon_settings, live, tmp_path
 ):

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import numpy as np
 import psycopg
+import pytest
 
 from parla.daemon.settings import Settings
 from parla.daemon.stores import connect_supabase, open_store
 from tests.daemon.conftest import supabase_settings
 from tests.memory.store.sqlite.test_vector_file import crowded_store, right_answers
 
+pytestmark = pytest.mark.tier("fast")
 
+
+@pytest.mark.tier("postgres")
 async def test_a_reembed_on_supabase_commits_as_many_vectors_a_request_as_the_setting_says(supabase, tmp_path):
     """PARLA_SUPABASE_COMMIT_PAGE: a project with a shorter statement timeout than Supabase's
     8 s for signed-in users needs smaller pages of re-embedded vectors."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from parla.daemon.cli import app
@@ -14,6 +15,8 @@ from parla.daemon.control import send_command
 from parla.daemon.memory_services import open_memory
 from tests.conftest import eventually, make_turns
 from tests.daemon.conftest import running
+
+pytestmark = pytest.mark.tier("audio")
 
 
 async def test_queued_chats_are_summarised_in_the_background_and_status_says_how_far(daemon_settings, gemini):

@@ -9,6 +9,8 @@ import contextlib
 import time
 from pathlib import Path
 
+import pytest
+
 from parla.daemon.conversation import spoken_conversation
 from parla.daemon.memory_services import MemoryServices, open_memory
 from parla.daemon.settings import Settings
@@ -17,6 +19,8 @@ from parla.records.turn import Turn
 from tests.conftest import eventually
 from tests.peers.live_emulator import rms, tone, typed_turn
 from tests.peers.pulse import speech
+
+pytestmark = pytest.mark.tier("audio")
 
 DATA = Path(__file__).parents[1] / "data" / "search_chats.jsonl"
 

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from typer.testing import CliRunner
 
 from parla.daemon.cli import app
 from tests.daemon.conftest import running
+
+pytestmark = pytest.mark.tier("audio")
 
 
 async def test_talk_says_listening_once_the_session_is_up(daemon_settings, live):

@@ -19,6 +19,8 @@ import pytest
 from parla.daemon.logs import configure_logging
 from parla.daemon.settings import Settings
 
+pytestmark = pytest.mark.tier("fast")
+
 TITLE = "\x1b]0;owned\x07Trip \x9b31m\u202eplans"
 CLIPBOARD = "\x1b]52;c;cm0gLXJmIH4=\x07"
 LINK = "\x1b]8;;https://evil.example\x1b\\click\x1b]8;;\x1b\\"
@@ -67,6 +69,7 @@ def test_chats_show_rm_and_export_show_control_characters(parla, tmp_path):
     assert "^[]0;owned^GTrip" in removed.stderr
 
 
+@pytest.mark.tier("process")
 def test_export_to_a_terminal_shows_control_characters(parla, tmp_path):
     _import(parla, tmp_path)
     main, terminal = pty.openpty()

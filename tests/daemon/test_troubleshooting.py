@@ -12,6 +12,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.tier("fast")
+
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = ("daemon", "memory", "voice", "tools", "ui")
 PAGE = ROOT / "docs/guides/troubleshooting.md"

@@ -5,8 +5,12 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from tests.daemon.conftest import running
 from tests.peers.pulse import speech
+
+pytestmark = pytest.mark.tier("audio")
 
 
 async def test_the_phrase_through_the_microphone_opens_a_session(daemon_settings, live, pulse):

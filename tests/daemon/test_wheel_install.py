@@ -16,6 +16,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.tier("process")
+
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("memory", "tools", "voice", "daemon", "ui")
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from parla.kernel.models import DEFAULTS, RETIRED, not_found_advice, replacement_advice, retirement
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def test_the_defaults_are_current():
@@ -11,6 +15,7 @@ def test_the_defaults_are_current():
         "summary": "gemini-3.5-flash-lite",
         "embedding": "gemini-embedding-001",
         "look_up": "gemini-3.5-flash-lite",
+        "speech": "gemini-3.8-flash-lite-tts",
     }
     assert all(retirement(model) is None for model in DEFAULTS.values())
     # every replacement is itself current

@@ -9,6 +9,11 @@ import json
 import subprocess
 import sys
 
+import pytest
+
+pytestmark = pytest.mark.tier("process")
+
+
 # counts the patterns compiled (`re.compile`, which the lazy patterns call too), while importing
 # the rule modules and then while scoring one turn
 PROBE = """

@@ -7,6 +7,8 @@ import pytest
 
 from parla.kernel.tasks import cancel_and_wait, race
 
+pytestmark = pytest.mark.tier("fast")
+
 
 async def _forever() -> None:
     await asyncio.Event().wait()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +17,8 @@ from parla.records.pins import Pin
 from parla.records.summary import Summary, SummaryLevel
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import T0
+
+pytestmark = pytest.mark.tier("fast")
 
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), min_size=1, max_size=600)
 
@@ -189,3 +192,24 @@ def test_turns_of_different_models_are_treated_alike():
     varied = build_context(chat(count=6), said, [], [], [], config)
     same = build_context(chat(count=6), plain, [], [], [], config)
     assert varied.render() == same.render() and varied.dropped == same.dropped
+
+
+def test_a_long_unsummarised_tail_is_fitted_in_time_linear_in_its_turns(monkeypatch):
+    # Each dropped tail turn recounted every item left, so an uncompacted chat of thousands of
+    # turns (an import whose summaries wait) cost millions of token estimates at every context.
+    from parla.memory import context
+
+    counted = 0
+
+    def counting(text: str) -> int:
+        nonlocal counted
+        counted += 1
+        return estimate_tokens(text)
+
+    monkeypatch.setattr(context, "estimate_tokens", counting)
+    turns = [
+        Turn.of("user" if i % 2 == 0 else "model", f"turn number {i} of a long chat", seq=i) for i in range(1, 3001)
+    ]
+    ctx = build_context(chat(count=len(turns)), turns, [], [], [], MemoryConfig(prompt_memory_budget=3000))
+    assert ctx.accounted_tokens() <= 3000 and ctx.tail[-1].seq == 3000
+    assert counted < 10 * len(turns), counted

@@ -14,6 +14,8 @@ from parla.memory.errors import ModelError, ModelUnavailable
 from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.records.turn import Turn
 
+pytestmark = pytest.mark.tier("fast")
+
 
 def client(gemini, retries: int = 3):
     settings = Settings(

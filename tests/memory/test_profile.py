@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
 from parla.kernel.models import DEFAULT_SUMMARY_MODEL
@@ -16,6 +18,8 @@ from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.records.profile import ProfileEntry
 from parla.records.turn import Turn
 from tests.conftest import T0
+
+pytestmark = pytest.mark.tier("fast")
 
 SMALL_TALK = [
     "The weather was lovely this morning, we had a walk in the park.",

@@ -17,6 +17,8 @@ The real model's similarities sit high (unrelated texts near 0.5), so the senten
 constant component that puts the emulator's on the same scale, and the embedder's thresholds, made
 for the real service, decide here as they would there.
 
+Speech (text-to-speech) models answer as `gemini_speech.py` says.
+
 Models: a catalogue as the API listed it in November 2026 (the Gemini deprecations page and the
 model pages), each with its `supportedGenerationMethods`. An id not in it, or a method the model
 does not offer, is a 404 NOT_FOUND in the API's words ("models/X is not found for API version
@@ -43,6 +45,8 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
+from tests.peers.gemini_speech import SPEECH_MODELS, answer, refusal
+
 _STATUS = {
     400: "INVALID_ARGUMENT",
     403: "PERMISSION_DENIED",
@@ -56,6 +60,7 @@ _STATUS = {
 _LIVE = ["bidiGenerateContent", "countTokens"]
 _TEXT = ["generateContent", "countTokens", "createCachedContent", "batchGenerateContent"]
 _EMBED = ["embedContent", "batchEmbedContents", "countTokens"]
+_SPEECH = ["generateContent", "streamGenerateContent", "countTokens"]
 
 CATALOGUE: dict[str, list[str]] = {
     "gemini-3.8-live": _LIVE,
@@ -72,6 +77,7 @@ CATALOGUE: dict[str, list[str]] = {
     "gemini-2.5-flash": _TEXT,
     "gemini-embedding-001": _EMBED,
     "gemini-embedding-2": _EMBED,
+    **dict.fromkeys(sorted(SPEECH_MODELS), _SPEECH),
 }
 
 # Models that refuse a request ending on a model turn and any frequency/presence penalty.
@@ -388,9 +394,23 @@ class GeminiRestEmulator:
                 embeddings = embeddings[:-1]
         return 200, {"embeddings": embeddings}
 
+    def speech_requests(self) -> list[Request]:
+        return [
+            r for r in self.calls(":generateContent") if r.path.split("/models/")[-1].split(":")[0] in SPEECH_MODELS
+        ]
+
     def _generate(self, model: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         if not body.get("contents"):
             return 400, self._error(400, "contents is required")
+        if model in SPEECH_MODELS:
+            refused = refusal(model, body)
+            if refused is not None:
+                return 400, self._error(400, refused)
+            if self.hang_s:
+                time.sleep(self.hang_s)
+            return 200, answer(model, body)
+        if "AUDIO" in ((body.get("generationConfig") or {}).get("responseModalities") or []):
+            return 400, self._error(400, f"Multi-modal output is not supported by {model}: it answers text.")
         if model in _STRICT_TEXT:
             if body["contents"][-1].get("role") == "model":
                 return 400, self._error(400, f"{model} does not support a request whose last content has role model.")

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 
+import pytest
+
 from parla.memory.imports.importer import chat_id_of, parse_line
 from parla.records.pins import Pin
 from parla.records.turn import Part, Turn, storable_text
+
+pytestmark = pytest.mark.tier("fast")
 
 EVERYTHING_ELSE = "Ça va? 日本語 👩🏽‍💻 e\u0301 \ufffd \u200b\t\n\r\x01\x7f\U0010fffd"
 

@@ -10,6 +10,7 @@ from parla.memory.retrieval.search import ChatSearch
 from parla.records.chat import Chat
 from parla.records.turn import Turn
 from parla.tools.chats import ChatTools, DeleteChatArgs, ListChatsArgs, NewChatArgs, RenameArgs
+from parla.tools.confirmations import Confirmations, Dialogue
 from parla.tools.registry import ToolRegistry
 
 pytestmark = pytest.mark.tier("fast")
@@ -39,15 +40,23 @@ async def travel_papers(store, compactor) -> Chat:
     return chat
 
 
+def answered(dialogue: Dialogue) -> None:
+    """What the live session tells the dialogue when the model asks and the user answers."""
+    dialogue.model_turn_ended()
+    dialogue.user_turn_began()
+
+
 async def setup(store, embedder, config, compactor):
     chat = await travel_papers(store, compactor)
     session = Session(chat.id)
-    tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config)
-    return tools, session, chat
+    dialogue = Dialogue()
+    confirmations = Confirmations(config.delete_confirm_s, dialogue, wait_s=0.05)
+    tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config, confirmations)
+    return tools, session, chat, dialogue
 
 
 async def test_rename_list_and_new_chat(store, embedder, config, compactor):
-    tools, session, _chat = await setup(store, embedder, config, compactor)
+    tools, session, _chat, _dialogue = await setup(store, embedder, config, compactor)
     assert (await tools.rename_chat(RenameArgs(title="Passport and visas")))["title"] == "Passport and visas"
     new = await tools.new_chat(NewChatArgs(topic="Birthday party"))
     assert session.switches == [new["chat_id"]] and (await store.get_chat(new["chat_id"])).title == "Birthday party"
@@ -56,7 +65,7 @@ async def test_rename_list_and_new_chat(store, embedder, config, compactor):
 
 
 async def test_delete_chat_asks_first_and_never_deletes_the_chat_the_user_is_in(store, embedder, config, compactor):
-    tools, _session, chat = await setup(store, embedder, config, compactor)
+    tools, _session, chat, dialogue = await setup(store, embedder, config, compactor)
     registry = ToolRegistry(tools.tools())
     here = await registry.call("delete_chat", {"chat_id": chat.id})
     assert here["result"] == "in_this_chat" and (await store.get_chat(chat.id)).id == chat.id
@@ -69,16 +78,23 @@ async def test_delete_chat_asks_first_and_never_deletes_the_chat_the_user_is_in(
     other = (await store.create_chat(title="Keep me")).chat
     crossed = await registry.call("delete_chat", {"chat_id": other.id, "confirmation": asked["confirmation"]})
     assert crossed["result"] == "confirm"  # a confirmation is for the chat it was asked about
-    done = await registry.call("delete_chat", {"chat_id": chat.id, "confirmation": asked["confirmation"]})
+    # no user turn since the question: nothing is deleted, and the model is told to ask again
+    unanswered = await registry.call("delete_chat", {"chat_id": chat.id, "confirmation": asked["confirmation"]})
+    assert unanswered["result"] == "confirm" and "no answer from the user" in unanswered["say"]
+    answered(dialogue)
+    done = await registry.call("delete_chat", {"chat_id": chat.id, "confirmation": unanswered["confirmation"]})
     assert done["result"] == "deleted"
     assert [c.title for c in await store.list_chats()] == ["Keep me", "Somewhere else"]
     assert "error" in await registry.call("delete_chat", {"chat_id": chat.id, "confirmation": asked["confirmation"]})
 
 
 async def test_a_delete_confirmation_is_used_once_and_lapses(store, embedder, config, compactor):
-    tools, session, chat = await setup(store, embedder, config.model_copy(update={"delete_confirm_s": 0.05}), compactor)
+    tools, session, chat, dialogue = await setup(
+        store, embedder, config.model_copy(update={"delete_confirm_s": 0.05}), compactor
+    )
     session.chat_id = (await store.create_chat()).chat.id
     asked = await tools.delete_chat(DeleteChatArgs(chat_id=chat.id))
+    answered(dialogue)
     await asyncio.sleep(0.1)
     late = await tools.delete_chat(DeleteChatArgs(chat_id=chat.id, confirmation=asked["confirmation"]))
     assert late["result"] == "confirm" and (await store.get_chat(chat.id)).id == chat.id

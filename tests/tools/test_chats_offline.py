@@ -11,8 +11,9 @@ from parla.memory.errors import ChatNotFound, WriteQueued
 from parla.memory.retrieval.search import ChatSearch
 from parla.records.turn import Turn
 from parla.tools.chats import ChatTools, DeleteChatArgs, ListChatsArgs, NewChatArgs, RenameArgs, SwitchArgs
+from parla.tools.confirmations import Confirmations, Dialogue
 from tests.conftest import copied_store
-from tests.tools.test_chats import Session
+from tests.tools.test_chats import Session, answered
 
 pytestmark = pytest.mark.tier("postgres")
 
@@ -40,7 +41,9 @@ async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arr
         papers = await chat_about(store, compactor, "Travel papers", PAPERS)
         garden = await chat_about(store, compactor, "Balcony garden", GARDEN)
         session = Session(papers)
-        tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config)
+        dialogue = Dialogue()
+        confirmations = Confirmations(config.delete_confirm_s, dialogue)
+        tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, session, config, confirmations)
         supabase.shim.refuse()
 
         listed = await tools.list_chats(ListChatsArgs(limit=5))
@@ -57,6 +60,7 @@ async def test_with_the_store_away_each_tool_answers_at_once_and_every_write_arr
             await store.append_turns(new["chat_id"], said)
         assert [t.id for t in (await store.load_memory(new["chat_id"])).tail] == [t.id for t in said]
         asked = await tools.delete_chat(DeleteChatArgs(chat_id=garden))
+        answered(dialogue)
         deleted = await tools.delete_chat(DeleteChatArgs(chat_id=garden, confirmation=asked["confirmation"]))
         assert (deleted["result"], deleted["queued"]) == ("deleted", True)
         assert garden not in {c["chat_id"] for c in (await tools.list_chats(ListChatsArgs(limit=5)))["chats"]}

@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from parla.kernel.local_time import LocalClock
 from parla.tools.clock import clock_tools
 from parla.tools.registry import ToolRegistry
+
+pytestmark = pytest.mark.tier("fast")
 
 
 async def test_current_time_is_the_users_local_time_across_a_change_of_the_clocks():

@@ -9,6 +9,8 @@ import asyncio
 import socket
 import time
 
+import pytest
+
 from parla.daemon.conversation import spoken_conversation
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
@@ -18,6 +20,8 @@ from tests.daemon.test_switch import response_of
 from tests.daemon.test_switch import settings_for as spoken_settings
 from tests.peers.gemini_rest import urlsafe
 from tests.peers.live_emulator import tone
+
+pytestmark = pytest.mark.tier("audio")
 
 PAGES = [("meteo.it", "https://www.meteo.it/meteo/torino-domani"), ("ilmeteo.it", "https://www.ilmeteo.it/torino")]
 ANSWER = "Tomorrow in Turin: light rain in the morning, 9 to 14 degrees, dry from the afternoon."

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from pydantic import BaseModel, Field
 
 from parla.tools.errors import ToolError
 from parla.tools.registry import Tool, ToolRegistry
+
+pytestmark = pytest.mark.tier("fast")
 
 
 class EchoArgs(BaseModel):

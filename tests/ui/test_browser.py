@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from playwright.sync_api import expect
 
 from parla.records.turn import Turn, WebSource
 from tests.ui.sample import XSS_TITLE
+
+pytestmark = pytest.mark.tier("browser")
 
 
 async def test_chats_search_and_a_chat_page(browser, served):

@@ -10,9 +10,12 @@ from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import httpx
+import pytest
 
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from tests.ui.conftest import serve_sample, ui_settings
+
+pytestmark = pytest.mark.tier("fast")
 
 MAX = 8
 TIMEOUT_S = 1.0

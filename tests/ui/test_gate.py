@@ -10,11 +10,14 @@ import os
 import stat
 
 import httpx
+import pytest
 
 from parla.daemon.memory_services import MemoryServices
 from parla.ui.app import Inspector
 from parla.ui.token import load_token
 from tests.ui.conftest import TOKEN, ui_settings
+
+pytestmark = pytest.mark.tier("fast")
 
 
 async def test_every_request_needs_the_token_and_changes_need_it_twice(served, caplog):

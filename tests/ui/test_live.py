@@ -11,12 +11,15 @@ import subprocess
 import sys
 
 import httpx
+import pytest
 from playwright.sync_api import expect
 
 from parla.daemon.control import send_command
 from parla.records.turn import Turn
 from tests.daemon.conftest import daemon_settings, running  # noqa: F401 - the daemon's fixture
 from tests.peers.live_emulator import tone, typed_turn
+
+pytestmark = pytest.mark.tier("browser")
 
 
 async def test_a_live_turn_and_a_spoken_switch_appear_on_the_page(browser, daemon_settings, live, gemini, caplog):  # noqa: F811
@@ -95,6 +98,7 @@ async def test_a_live_turn_and_a_spoken_switch_appear_on_the_page(browser, daemo
     assert served["address"] in logged and served["url"].split("/")[3] not in logged
 
 
+@pytest.mark.tier("process")
 async def test_parla_ui_without_a_daemon_serves_the_page_itself(tmp_path):
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith("PARLA_")},

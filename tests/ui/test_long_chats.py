@@ -6,10 +6,13 @@ from __future__ import annotations
 import re
 
 import httpx
+import pytest
 
 from parla.records.turn import Turn
 from parla.ui.app import TURN_TEXT_SHOWN
 from parla.ui.memory import HISTORY_PAGE
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def _items(page: str, list_id: str) -> list[str]:

@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from playwright.sync_api import expect
 
 from parla.records.reminder import Reminder
 from parla.records.turn import utcnow
+
+pytestmark = pytest.mark.tier("browser")
 
 
 async def test_the_reminders_page_lists_sets_and_cancels(browser, served):

@@ -4,8 +4,11 @@ the list, the switch search, a chat page, and corrections through the memory API
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from tests.ui.conftest import TOKEN, serve_sample, ui_settings
+
+pytestmark = pytest.mark.tier("fast")
 
 
 async def test_the_inspector_on_each_store(any_store, tmp_path):

@@ -6,15 +6,20 @@ unanswered) its tools are withdrawn and it is restarted after a backoff that dou
 `McpServer` is an async context manager that owns the one task keeping the connection. The SDK runs
 its transport in anyio task groups, which must be entered and left in one task: that task.
 Nothing logged names the server's environment (its secrets): only its name and the failure's type.
+
+Its `state`: `starting` during its first start (until it runs, fails, or its start timeout
+passes), `running`, or `restarting` (it failed or died, and is started again after a backoff).
+`on_change` is told each time the state or the tools change.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 from mcp import ClientSession, StdioServerParameters
 from mcp import types as mcp_types
@@ -51,18 +56,26 @@ def _reason(error: BaseException) -> str:
     return type(error).__name__
 
 
+State = Literal["starting", "running", "restarting"]
+
+
 class McpServer:
-    def __init__(self, config: McpServerConfig, ping_s: float = 30.0) -> None:
+    def __init__(
+        self, config: McpServerConfig, ping_s: float = 30.0, on_change: Callable[[], None] = lambda: None
+    ) -> None:
         self.config = config
         self.ping_s = ping_s
+        self.on_change = on_change
         self.tools: list[McpTool] = []  # empty while the server is not running
         self.starts = 0
         self.last_error: str | None = None
+        self.began: float | None = None  # loop time its first start began
         self._session: ClientSession | None = None
         self._dead = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> Self:
+        self.began = asyncio.get_running_loop().time()
         self._task = asyncio.create_task(self._keep(), name=f"mcp:{self.config.name}")
         return self
 
@@ -73,6 +86,18 @@ class McpServer:
     @property
     def running(self) -> bool:
         return self._session is not None
+
+    @property
+    def state(self) -> State:
+        if self._session is not None:
+            return "running"
+        return "starting" if self.starts == 0 and self.last_error is None else "restarting"
+
+    @property
+    def start_deadline(self) -> float:
+        """The loop time its first start times out at."""
+        assert self.began is not None, "use McpServer inside `async with`"
+        return self.began + self.config.start_timeout_s
 
     def _transport(self) -> AbstractAsyncContextManager[Any]:
         c = self.config
@@ -97,6 +122,7 @@ class McpServer:
                     self.tools = [_tool(t) for t in listed.tools if allow is None or t.name in allow]
                     self._session, self.last_error = session, None
                     self.starts += 1
+                    self.on_change()
                     delay = self.config.restart_delay_s
                     log.info(
                         "MCP server %s started: %d tools",
@@ -111,6 +137,7 @@ class McpServer:
                 self.last_error = _reason(e)
             finally:
                 self._session, self.tools = None, []
+            self.on_change()
             log.warning(
                 "MCP server %s is down (%s); restart in %.1fs",
                 self.config.name,
@@ -146,4 +173,5 @@ class McpServer:
             # it died: its tools are withdrawn at once, and it is restarted
             self._session, self.tools = None, []
             self._dead.set()
+            self.on_change()
             raise ToolError(f"the {self.config.name} server stopped; it is being restarted") from None

@@ -4,6 +4,8 @@ Parla may offer (all when `allow` is unset); and the limits of a call."""
 
 from __future__ import annotations
 
+import hashlib
+
 from pydantic import BaseModel, Field, SecretStr, model_validator
 
 
@@ -31,3 +33,8 @@ class McpServerConfig(BaseModel):
         if (self.command is None) == (self.url is None):
             raise ValueError(f"MCP server {self.name!r}: give either a command (stdio) or a url (streamable HTTP)")
         return self
+
+    def fingerprint(self) -> str:
+        """A digest of these settings, to tell whether a running daemon read the same ones (the
+        environment's values are masked in the dump, so they are left out)."""
+        return hashlib.sha256(self.model_dump_json().encode()).hexdigest()[:12]

@@ -11,6 +11,13 @@
   document.body.addEventListener("htmx:afterSettle", function (e) {
     if (e.target === document.body) toNewest();
   });
+  // a field that wraps a one-line text (a profile entry): Enter saves it, as in a one-line input
+  document.body.addEventListener("keydown", function (e) {
+    if (e.key === "Enter" && !e.shiftKey && e.target.matches("textarea[data-one-line]")) {
+      e.preventDefault();
+      e.target.form.requestSubmit();
+    }
+  });
 
   const live = document.getElementById("live");
   if (!live || !window.EventSource) return;

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..config import MIC_RATE, SAMPLE_BYTES, SPEAKER_RATE
 from ..errors import AudioDeviceError
+from .alsa import route_alsa_messages
 from .echo import EchoCanceller, PlayedAudio
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ def _sounddevice() -> ModuleType:
             f"audio is unavailable: {e}. Install PortAudio (Debian/Ubuntu: `apt install libportaudio2`, "
             "macOS: `brew install portaudio`)"
         ) from None
+    route_alsa_messages()  # an underrun is a counted warning of the log, not a line on stderr
     return sounddevice
 
 

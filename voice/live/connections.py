@@ -22,7 +22,11 @@ A server message of a type the SDK does not know is skipped (voice.live.messages
 calls outlive the connection that issued them: their answers go out on the next one.
 
 Switching chats: after the model's current turn completes, pending turns are stored in the chat
-they belong to, and a fresh session opens seeded from the new chat's memory."""
+they belong to, and a fresh session opens seeded from the new chat's memory.
+
+The tools are read for each connection's setup; while it is open, a change of them (an MCP server's
+came or went) asks the renewal for a new connection with the tools of now (voice.live.renewal
+says when)."""
 
 from __future__ import annotations
 
@@ -97,7 +101,8 @@ class Connections:
             # The time is read at each connection (the Live API takes a changed setup on resumption):
             # a resumed session of hours is told the time of now; current_time covers the time between.
             instruction = system_instruction(self.config, self._memory_block, self.clock.note())
-            cfg = connect_config(self.config, instruction, self.tool_calls.declarations(), handle, seeding)
+            declarations = self.tool_calls.declarations()
+            cfg = connect_config(self.config, instruction, declarations, handle, seeding)
             try:
                 async with AsyncExitStack() as stack:
                     session = await self._connect(stack, cfg)
@@ -106,7 +111,7 @@ class Connections:
                         assert seed is not None
                         await send_seed(session, self.profile, seed)
                     self._connected(resumed=seed is None)
-                    await self._serve(session)
+                    await self._serve(session, frozenset(d.name or "" for d in declarations))
                 # _serve returns only when a reconnect was asked for (GoAway, restart).
                 policy.ended_as_asked()
             except asyncio.CancelledError:
@@ -184,17 +189,32 @@ class Connections:
         log.error("live session ended: %s", message, extra={"event": "live_gave_up"})
         raise LiveSessionFailed(message)
 
-    async def _serve(self, session: AsyncSession) -> None:
+    async def _serve(self, session: AsyncSession, declared: frozenset[str]) -> None:
         self.renewal.opened()
+        self.status.declared = declared
         sender = asyncio.create_task(self.sender.run(session, self.delivery.next, self.delivery.send), name="live:send")
         receiver = asyncio.create_task(receive(session, self._on_message), name="live:receive")
         restart = asyncio.create_task(self.renewal.wait(), name="live:restart")
+        tools = asyncio.create_task(self._watch_tools(declared), name="live:tools")
         try:
-            await race({sender, receiver, restart})
+            await race({sender, receiver, restart, tools})
         finally:
             # Running tool calls outlive the connection: their answers go out on the next one.
             self.renewal.closed()
             self.model_turn.connection_ended()
+
+    async def _watch_tools(self, declared: frozenset[str]) -> None:
+        """Tells the renewal once the tools differ from those this connection declared; ends when
+        the renewal asks for the next connection."""
+        while (now := self.tool_calls.names()) == declared:
+            await self.tool_calls.changed()
+        log.info(
+            "the tools changed (%s); the session is renewed with them at the next turn boundary",
+            ", ".join([f"+{n}" for n in sorted(now - declared)] + [f"-{n}" for n in sorted(declared - now)]),
+            extra={"event": "live_tools_changed"},
+        )
+        self.renewal.tools_changed()
+        await self.renewal.wait()
 
     def _on_message(self, message: types.LiveServerMessage) -> None:
         if message.server_content is not None or message.tool_call is not None:

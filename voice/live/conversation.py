@@ -63,15 +63,17 @@ class LiveConversation:
         self.speaker = speaker
         self.switch_cue = switch_cue
         self.status = status or LiveStatus()
-        self.assembler = TranscriptAssembler(model_variant=config.live_model)
+        events = Events(on_event)
+        self.assembler = TranscriptAssembler(
+            model_variant=config.live_model, on_user_turn=lambda: events.emit("user_turn")
+        )
         self.profile = profile_for(config.live_model)
         self.latency = VoiceToVoice(config.latency_speech_rms, growth_ratio=config.latency_growth_ratio)
-        events = Events(on_event)
         self._outbox = Outbox()
         self._tool_calls = ToolCalls(tools, on_done=self._outbox.wake)
         self._saver = TurnSaver(self.status, events, config.save_drain_s)
         self._chat = ChatTurns(memory, self.assembler, self._saver, events)
-        self._renewal = Renewal(config, self.assembler, self._tool_calls, events)
+        self._renewal = Renewal(config, self.assembler, self._tool_calls, events, self.latency)
         self._detection = turn_detection(config, speaker)
         self._model_turn = ModelTurn(
             config, self._chat, self._detection, speaker, self.latency, self._outbox, self._tool_calls, self._renewal

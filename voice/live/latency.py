@@ -93,6 +93,11 @@ class VoiceToVoice:
         if samples.size and float(np.sqrt(np.mean(samples * samples))) > self.speech_rms:
             self._spoke = (read_at, sent_at)
 
+    @property
+    def unanswered(self) -> bool:
+        """Speech went out (a microphone block louder than `speech_rms`) and no answer came since."""
+        return self._spoke is not None
+
     def answer_audio(self, received_at: float, ahead_s: float) -> TurnLatency | None:
         """An answer's audio chunk arrived at `received_at`, to be heard after `ahead_s` (what the
         speaker holds before it). Only the first chunk after the user spoke makes a turn."""

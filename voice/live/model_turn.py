@@ -76,6 +76,7 @@ class ModelTurn:
         if content.output_transcription is not None and content.output_transcription.text:
             self.assembler.model_text(content.output_transcription.text)
         if content.interrupted:
+            self._model_turn_over()  # before the barge-in's words begin the user's turn
             self.chat.store(self.assembler.interrupt(self.detection.interrupted()))
             self._ended()
         if content.turn_complete:
@@ -126,7 +127,12 @@ class ModelTurn:
         if self.speaker is not None:
             self.speaker.play(pcm)
 
+    def _model_turn_over(self) -> None:
+        if self.assembler.model_speaking:
+            self.chat.events.emit("model_turn_over")
+
     def _over(self) -> None:
+        self._model_turn_over()
         self.chat.store(self.assembler.complete())
         self._ended()
         self.renewal.turn_over()

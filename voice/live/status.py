@@ -14,7 +14,10 @@ log = logging.getLogger(__name__)
 
 # "turn": turns queued for storing; "stored": stored (or refused for good and kept locally);
 # "kept": not stored before the session closed, kept locally (`SessionMemory.keep`); "lost":
-# neither stored nor kept (the local file could not be written either).
+# neither stored nor kept (the local file could not be written either). "model_turn_over": a model
+# turn in which the model spoke ended (completed or cut off); "user_turn": a user turn began (its
+# first words heard, or a typed turn sent; voice.live.transcript says when), in the order they
+# happened: what the confirmation of a tool that changes things is checked against.
 EventKind = Literal[
     "connected",
     "resumed",
@@ -28,6 +31,8 @@ EventKind = Literal[
     "kept",
     "lost",
     "switched",
+    "model_turn_over",
+    "user_turn",
 ]
 
 
@@ -49,6 +54,7 @@ class LiveStatus:
     refused_turns: int = 0  # refused for good by the store and kept locally, this session
     # monotonic time of the last sign of conversation: speech heard or spoken, a typed turn, a tool call
     last_activity: float = field(default_factory=time.monotonic)
+    declared: frozenset[str] = frozenset()  # the tools the open (or last) connection declared
 
 
 @dataclass

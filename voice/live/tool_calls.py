@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from google.genai import types
 
@@ -27,6 +27,15 @@ class ToolHandler(Protocol):
         ...
 
 
+@runtime_checkable
+class ChangingTools(Protocol):
+    """A handler whose tools come and go (the user's MCP servers')."""
+
+    async def changed(self) -> None:
+        """Returns when the declarations may have changed."""
+        ...
+
+
 Reply = Callable[[types.FunctionResponse], Awaitable[None]]
 
 
@@ -39,6 +48,17 @@ class ToolCalls:
 
     def declarations(self) -> list[types.FunctionDeclaration]:
         return self.handler.declarations() if self.handler else []
+
+    def names(self) -> frozenset[str]:
+        """The names of the tools declared now."""
+        return frozenset(d.name or "" for d in self.declarations())
+
+    async def changed(self) -> None:
+        """Returns when the declarations may have changed; never for a handler of fixed tools."""
+        if isinstance(self.handler, ChangingTools):
+            await self.handler.changed()
+        else:
+            await asyncio.get_running_loop().create_future()
 
     @property
     def pending(self) -> int:

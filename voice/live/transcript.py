@@ -28,10 +28,17 @@ the next model turn starts speaking. Attribution follows the order of turns, not
   Parla's local floor may drop what the speaker holds before the service's `interrupted` comes
   (a barge-in) or after it (the words of the sound decided later): `unheard` counts those bytes
   against the answer under way, or else the one held for late fragments.
+- `on_user_turn` is told when a user turn begins by these rules: the first words of an exchange
+  (before or while the model answers), the words of a barge-in once the model is cut off, a typed
+  turn, and the first words after an answer that ended with no word of the user heard (the late
+  transcript of what it answered, or the user's reply to it: an answer the model gave to a tool's
+  result answered no words, and a quick reply lands here). A late word of a turn already begun
+  begins none.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from parla.records.turn import Part, Source, TokenUsage, Turn, WebSource, new_id
@@ -102,6 +109,7 @@ class Exchange:
 @dataclass
 class TranscriptAssembler:
     model_variant: str | None = None
+    on_user_turn: Callable[[], None] = field(default=lambda: None, repr=False)
     current: Exchange = field(default_factory=Exchange)
     closing: Exchange | None = None  # a model turn that ended, waiting for late fragments
     _released_kept: list[str] = field(default_factory=list, init=False)  # see `released_kept`
@@ -112,17 +120,24 @@ class TranscriptAssembler:
             return
         held = self.closing
         if held is not None and held.words_due and self.current.empty:
+            if not held.user:  # late words of what it answered, or the user's quick reply to it
+                self.on_user_turn()
             held.user.append(text)  # the words the held answer answered, transcribed late
-        elif self.current.model_started:
+            return
+        begins = not (self.current.said or self.current.late_user)
+        if self.current.model_started:
             self.current.late_user.append(text)
         else:
             self.current.user.append(text)
             self.current.user_source = "voice"
+        if begins:
+            self.on_user_turn()
 
     def typed(self, turn: Turn) -> list[Turn]:
         """A typed user turn, sent while the model is not speaking. Returns the words it closes
         as a turn of their own, for storing."""
         waiting, self.current = self.current, Exchange(user_source="text", typed=turn)
+        self.on_user_turn()
         return self._turns(waiting, waiting.user + waiting.late_user)
 
     def model_text(self, text: str) -> None:
@@ -199,6 +214,8 @@ class TranscriptAssembler:
             return []
         released = self.release()
         self.current = Exchange(user=ex.late_user)
+        if ex.late_user and ex.said:  # words over the answer begin the next turn (unsaid: they began this one)
+            self.on_user_turn()
         ex.late_user = []
         ex.unplayed_bytes += unplayed_bytes
         ex.played = ex.heard_share()

@@ -20,6 +20,8 @@ from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import make_turns
 
+pytestmark = pytest.mark.tier("fast")
+
 SMALL = MemoryConfig(
     summary_window_size=8, tail=3, chunk_size=4, meta_every=2, chunk_summarize_threshold=400, summary_token_cap=120
 )
@@ -365,6 +367,7 @@ async def test_each_compaction_step_logs_its_duration(store, compactor, caplog):
     assert f"fold_ms={report.fold_ms}" in record.getMessage()
 
 
+@pytest.mark.tier("postgres")
 async def test_compacting_a_new_chat_reads_it_once_per_step(supabase, tmp_path, embedder):
     """On Supabase each read is a request: compacting a chat that was never summarised (an
     imported one) reads the chat once, its turns for the windows and for each step of the fold,

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from parla.memory.compaction.compactor import Compactor
@@ -13,6 +15,9 @@ from parla.memory.config import MemoryConfig
 from parla.memory.language.absolute_dates import DateReading
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.turn import Turn
+
+pytestmark = pytest.mark.tier("fast")
+
 
 # Wednesday 25 November 2026, 10:30 in Rome; compaction runs whenever it runs (today, here)
 SAID = datetime(2026, 11, 25, 9, 30, tzinfo=UTC)

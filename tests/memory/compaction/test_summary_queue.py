@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from parla.daemon.memory_services import MemoryServices
 from parla.daemon.settings import Settings
 from parla.kernel.tokens import estimate_tokens
@@ -13,6 +15,8 @@ from parla.memory.compaction.summary_queue import SummaryCost, summary_cost
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.summary import SummaryLevel
 from tests.conftest import eventually, make_turns
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def settings(gemini, tmp_path, **more) -> Settings:

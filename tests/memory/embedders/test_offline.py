@@ -9,6 +9,8 @@ import pytest
 
 from parla.memory.embedders.offline import OfflineEmbedder
 
+pytestmark = pytest.mark.tier("fast")
+
 
 def _rss_mb() -> float:
     status = Path("/proc/self/status").read_text(encoding="ascii")

@@ -18,6 +18,8 @@ from parla.memory.imports.importer import chat_id_of, decode_line, id_scope, imp
 from parla.memory.store.supabase.store import RetryPolicy
 from tests.conftest import copied_store, signed_in_store
 
+pytestmark = pytest.mark.tier("fast")
+
 
 @pytest.mark.parametrize(
     ("line", "reason"),
@@ -200,6 +202,7 @@ async def test_an_id_from_an_older_import_keeps_naming_its_chat(any_store):
     assert (again.outcome, again.chat_id) == ("unchanged", legacy)
 
 
+@pytest.mark.tier("postgres")
 async def test_two_users_import_the_same_file_on_supabase(supabase, tmp_path):
     a = await signed_in_store(supabase, tmp_path, "a@example.com")
     b = await signed_in_store(supabase, tmp_path, "b@example.org")
@@ -227,6 +230,7 @@ async def test_two_imports_of_one_file_at_once_count_each_chat_once(any_store):
     assert sum(r.turns_added for r in results) == 40 and len(await any_store.list_chats()) == 20
 
 
+@pytest.mark.tier("postgres")
 @pytest.mark.parametrize("copied", [False, True], ids=["supabase", "supabase-copy"])
 async def test_a_chat_whose_answer_was_lost_is_still_counted_imported(supabase, tmp_path, copied):
     # The import above once counted 19 imported / 21 unchanged under load: a create_chat stored its

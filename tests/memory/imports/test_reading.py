@@ -17,6 +17,8 @@ from parla.memory.errors import ImportFormatError, ImportLineError
 from parla.memory.imports.importer import ImportChat
 from parla.memory.imports.reading import Export
 
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parents[2] / "data" / "imports"
 
 

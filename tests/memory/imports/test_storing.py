@@ -3,11 +3,15 @@ repeated copy copying nothing more."""
 
 from __future__ import annotations
 
+import pytest
+
 from parla.memory.compaction.compactor import CompactionWorker
 from parla.memory.imports.storing import compact_chats, copy_chat, store_only
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.pins import Pin
 from tests.conftest import make_turns
+
+pytestmark = pytest.mark.tier("fast")
 
 
 async def test_copy_chat_copies_turns_title_and_pins_once(store, tmp_path):

@@ -8,6 +8,8 @@ import pytest
 
 from parla.memory.language.absolute_dates import with_absolute_dates
 
+pytestmark = pytest.mark.tier("fast")
+
 SAID = datetime(2026, 11, 25, 10, 30)  # a Wednesday
 
 

@@ -3,12 +3,16 @@ once, listed, edited and forgotten like the user's own, and a `remember` pin get
 
 from __future__ import annotations
 
+import pytest
+
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.pins import Pin
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import make_turns
+
+pytestmark = pytest.mark.tier("fast")
 
 CONFIG = MemoryConfig(summary_window_size=8, tail=3, chunk_size=4, chunk_summarize_threshold=400, summary_token_cap=120)
 

@@ -8,6 +8,8 @@ import pytest
 
 from parla.memory.language.dates import mentioned_date
 
+pytestmark = pytest.mark.tier("fast")
+
 NOW = datetime(2026, 11, 23, 15, 30, tzinfo=UTC)  # a Monday
 DAY = timedelta(days=1)
 

@@ -6,6 +6,9 @@ import pytest
 
 from parla.memory.language.importance import durable_statements
 
+pytestmark = pytest.mark.tier("fast")
+
+
 # Said as people say them; none of the worded rules of memory.language.importance names them.
 DURABLE = [
     "I drive a green Skoda Octavia.",

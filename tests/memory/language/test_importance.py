@@ -3,10 +3,14 @@ labelled set (tests/data/autopin_statements.jsonl: 60 statements, 20 deserve a p
 
 from __future__ import annotations
 
+import pytest
+
 from bench.auto_pins import labelled, score
 from parla.memory.language.auto_pins import offline_candidates, same_fact
 from parla.memory.language.importance import fact_key, turn_importance
 from parla.records.turn import Turn
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def test_the_detector_keeps_its_precision_and_recall_on_the_labelled_set():

@@ -3,7 +3,11 @@ offline embedder read each indexed window, two turns, line by line)."""
 
 from __future__ import annotations
 
+import pytest
+
 from parla.memory.language.text import content_words, distinct_content_words, words
+
+pytestmark = pytest.mark.tier("fast")
 
 WINDOW = "User: L'azienda dell'IVA won't pay 3.5% by 12/03, Straße\nParla: D'accord, qu'il vienne: città, niño"
 

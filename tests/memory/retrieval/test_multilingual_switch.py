@@ -6,10 +6,14 @@ figures for the offline embedder beside these."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.multilingual import evaluate
 from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
 from parla.memory.embedders.gemini import GeminiEmbedder
+
+pytestmark = pytest.mark.tier("scale")
 
 
 async def test_requests_in_the_users_language_find_chats_in_any_language(store, gemini, config, capsys):

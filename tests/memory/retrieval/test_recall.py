@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.retrieval.recall import Recall
 from parla.records.embedding import embed_texts
 from parla.records.turn import Turn
 from tests.conftest import T0
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def _chat(said: list[tuple[str, str]], day: int) -> list[Turn]:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import pytest
+
 from parla.daemon.memory_services import gemini_client
 from parla.daemon.settings import Settings
 from parla.memory.embedders.gemini import GeminiEmbedder
@@ -15,6 +17,8 @@ from parla.memory.retrieval.reembed import BackgroundReembed
 from parla.memory.retrieval.search import ChatSearch
 from parla.records.embedding import Embedder, TaskType, WrappedEmbedder
 from tests.conftest import eventually, make_turns
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def gemini_embedder(gemini) -> GeminiEmbedder:

@@ -18,6 +18,8 @@ from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.turn import Turn
 from tests.conftest import T0, make_turns
 
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parents[2] / "data"
 # words_weight 0: these rules are about the decision on similarities alone
 RULES = Thresholds(

@@ -8,8 +8,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from parla.memory.retrieval.search import ChatSearch
 from parla.records.turn import Turn
+
+pytestmark = pytest.mark.tier("scale")
 
 SET = json.loads((Path(__file__).parents[2] / "data" / "switch_set.json").read_text(encoding="utf-8"))
 

@@ -4,10 +4,14 @@ again, so a chat is found by the name it has now and never by the one it had."""
 
 from __future__ import annotations
 
+import pytest
+
 from parla.memory.config import MemoryConfig
 from parla.memory.retrieval.search import ChatSearch
 from parla.memory.retrieval.turn_windows import WindowIndexer, rename_chat
 from parla.records.turn import Turn
+
+pytestmark = pytest.mark.tier("fast")
 
 CHATS = {
     "Gift ideas for Mom's 60th birthday": [

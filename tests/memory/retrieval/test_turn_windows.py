@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import pytest
+
 from parla.memory.retrieval.turn_windows import WindowIndexer, turn_windows
 from parla.memory.store.protocol import EmbeddedWindow
 from parla.records.embedding import EmbeddedText
 from parla.records.turn import MessageRange, Turn
 from tests.conftest import make_turns
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def numbered(n: int) -> list[Turn]:

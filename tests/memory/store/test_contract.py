@@ -28,6 +28,8 @@ from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange, TokenUsage, Turn, WebSource
 from tests.conftest import T0, make_turns, signed_in_store
 
+pytestmark = pytest.mark.tier("fast")
+
 C1 = "0c1c1c1c-0000-4000-8000-000000000001"
 ABC12 = "abcdef12-0000-4000-8000-000000000000"
 ABC99 = "abcdef99-0000-4000-8000-000000000000"
@@ -211,6 +213,7 @@ async def test_windows_are_stored_by_first_turn_and_counted_by_word(any_store):
         await any_store.window_frontier(a.id, 2)
 
 
+@pytest.mark.tier("postgres")
 async def test_search_ranks_alike_on_both_stores(supabase, tmp_path):
     """The same data gives the same chats, texts and order on both stores."""
     results = []

@@ -12,7 +12,7 @@ from parla.memory.language.importance import IMPORTANT, turn_importance
 from parla.records.turn import Turn
 from tests.conftest import copied_store, make_turns, send_queued
 
-pytestmark = pytest.mark.tier("postgres")
+pytestmark = pytest.mark.tier("fast")
 
 
 async def test_a_turn_given_without_importance_is_stored_with_the_rules_score(any_store):
@@ -30,6 +30,7 @@ async def test_a_turn_given_without_importance_is_stored_with_the_rules_score(an
     assert (await any_store.stats(created.chat.id)).important_turns == 2
 
 
+@pytest.mark.tier("postgres")
 async def test_a_turn_said_while_supabase_is_away_has_the_same_score_in_the_copy_and_on_the_server(supabase, tmp_path):
     daughter = Turn.of("user", "My daughter is called Ana and she turns six in May.")
     async with copied_store(supabase, tmp_path) as store:

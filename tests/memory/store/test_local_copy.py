@@ -12,6 +12,8 @@ from parla.memory.errors import WriteQueued
 from parla.records.profile import ProfileEntry
 from tests.conftest import T0, copied_store, make_turns, send_queued
 
+pytestmark = pytest.mark.tier("postgres")
+
 
 async def test_reads_skip_a_store_found_away_until_it_answers_again(supabase, tmp_path):
     async with copied_store(supabase, tmp_path, recheck_s=60.0) as store:

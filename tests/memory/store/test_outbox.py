@@ -17,6 +17,8 @@ from parla.memory.store.outbox import Outbox
 from parla.memory.store.supabase.store import RetryPolicy, SupabaseChatStore
 from tests.conftest import make_turns, signed_in_store
 
+pytestmark = pytest.mark.tier("fast")
+
 EMAIL = "ada@example.com"
 
 
@@ -48,6 +50,7 @@ def damage_pages(path: Path) -> None:
         shm.write_bytes(b"\0" * shm.stat().st_size)
 
 
+@pytest.mark.tier("postgres")
 async def test_a_file_that_is_not_a_database_is_set_aside_and_writing_goes_on(supabase, tmp_path, caplog):
     async with await signed_in_store(supabase, tmp_path) as store:
         chat = (await store.create_chat(turns=make_turns(1))).chat
@@ -64,6 +67,7 @@ async def test_a_file_that_is_not_a_database_is_set_aside_and_writing_goes_on(su
     assert stats.total_messages == 3
 
 
+@pytest.mark.tier("postgres")
 async def test_damaged_pages_at_start_are_set_aside(supabase, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
         chat = (await store.create_chat(turns=make_turns(1))).chat
@@ -73,6 +77,7 @@ async def test_damaged_pages_at_start_are_set_aside(supabase, tmp_path):
         assert len(store.outbox.set_aside_files()) == 1 and await store.outbox.depth() == (0, 0)
 
 
+@pytest.mark.tier("postgres")
 async def test_a_file_damaged_while_running_is_set_aside_and_writing_goes_on(supabase, tmp_path, caplog):
     async with await reopen_fresh(supabase, tmp_path) as store:
         chat = (await store.create_chat(turns=make_turns(1))).chat
@@ -91,6 +96,7 @@ async def reopen_fresh(peer, tmp_path: Path) -> SupabaseChatStore:
     return store
 
 
+@pytest.mark.tier("postgres")
 @pytest.mark.parametrize("what", ["deleted", "replaced", "replaced by junk"])
 async def test_a_file_deleted_while_running_keeps_its_queue(supabase, tmp_path, caplog, what):
     async with await reopen_fresh(supabase, tmp_path) as store:
@@ -121,6 +127,7 @@ async def test_a_file_deleted_while_running_keeps_its_queue(supabase, tmp_path, 
     assert [t.id for t in history.full_history[1:]] == [t.id for t in queued]
 
 
+@pytest.mark.tier("postgres")
 async def test_a_file_deleted_just_before_the_store_closes_keeps_its_queue(supabase, tmp_path):
     async with await reopen_fresh(supabase, tmp_path) as store:
         chat = (await store.create_chat(turns=make_turns(1))).chat

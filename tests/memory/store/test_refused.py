@@ -9,6 +9,8 @@ import pytest
 from parla.memory.store.refused import RefusedTurns
 from parla.records.turn import Turn
 
+pytestmark = pytest.mark.tier("fast")
+
 
 async def test_kept_turns_come_back_exactly_from_a_private_file(tmp_path):
     kept = RefusedTurns(RefusedTurns.beside(tmp_path / "data" / "parla.db"))

@@ -17,11 +17,13 @@ from parla.memory.errors import StoreError, WriteQueued
 from parla.memory.store.sqlite.schema import MIGRATIONS
 from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.memory.store.supabase.schema import SCHEMA_VERSION, apply_migrations, migrations
-from parla.records.reminder import Reminder
+from parla.records.reminder import MAX_REMINDER_CHARS, Reminder
 from parla.records.turn import new_id
 from tests.conftest import T0, copied_store, send_queued, signed_in_store
 from tests.memory.store.supabase.test_store import rest, token_of, two_users
 from tests.memory.store.test_two_devices import device, shims  # noqa: F401 - the peers' fixture
+
+pytestmark = pytest.mark.tier("fast")
 
 STALE_S = 300.0  # older than any claim here: another device's is not taken up
 
@@ -164,6 +166,7 @@ def test_a_reminder_needs_an_aware_time_and_a_known_zone():
         Reminder(text="x", due_at=T0, time_zone="Mars/Olympus")
 
 
+@pytest.mark.tier("postgres")
 async def test_offline_a_reminder_waits_in_the_outbox_and_the_copy_lists_and_says_it(supabase, tmp_path):
     async with copied_store(supabase, tmp_path) as store:
         supabase.shim.refuse()
@@ -178,6 +181,7 @@ async def test_offline_a_reminder_waits_in_the_outbox_and_the_copy_lists_and_say
         assert [x.id for x in await store.remote.list_reminders()] == [r.id]  # on the server now
 
 
+@pytest.mark.tier("postgres")
 async def test_a_user_cannot_see_claim_or_cancel_another_users_reminder(supabase, tmp_path):
     a, b = await two_users(supabase, tmp_path)
     async with a, b:
@@ -193,6 +197,7 @@ async def test_a_user_cannot_see_claim_or_cancel_another_users_reminder(supabase
         assert (await b.list_reminders()) == [theirs]
 
 
+@pytest.mark.tier("postgres")
 async def test_offline_a_reminder_said_is_marked_in_the_copy_and_on_the_server_when_it_is_back(supabase, tmp_path):
     async with copied_store(supabase, tmp_path) as store:
         online, away = reminder("claimed online", 1), reminder("claimed away", 2)
@@ -216,6 +221,7 @@ async def test_offline_a_reminder_said_is_marked_in_the_copy_and_on_the_server_w
         assert all(r.said_at is not None for r in said.values())
 
 
+@pytest.mark.tier("postgres")
 async def test_a_mark_said_on_another_device_reaches_the_copy(shims, tmp_path):  # noqa: F811
     async with device(shims[0], tmp_path, "laptop") as laptop, device(shims[1], tmp_path, "desktop") as desktop:
         r = await laptop.add_reminder(reminder("seen both ways", 1))
@@ -248,6 +254,7 @@ async def test_sqlite_reminders_said_before_the_mark_existed_count_as_said(tmp_p
     assert history["to come"].said_at is None and history["to come"].state == "pending"
 
 
+@pytest.mark.tier("postgres")
 async def test_supabase_reminders_said_before_the_mark_existed_count_as_said(supabase, pg_cluster, tmp_path):
     async with await signed_in_store(supabase, tmp_path) as store:
         fired, pending = reminder("said last week", 1), reminder("to come", 90)
@@ -265,3 +272,32 @@ async def test_supabase_reminders_said_before_the_mark_existed_count_as_said(sup
         history = {r.text: r for r in await store.list_reminders(history=True)}
     assert history["said last week"].said_at == history["said last week"].fired_at is not None
     assert history["to come"].said_at is None and history["to come"].state == "pending"
+
+
+LONG = "call my sister " * 70_000  # about 1 MB, set by a client that had no bound
+
+
+@pytest.mark.tier("postgres")
+async def test_a_reminder_row_too_long_is_cut_where_the_supabase_store_reads_it(supabase, tmp_path):
+    """A row another client (or a Parla before the bound) wrote through the API: read whole, it went
+    to the terminal, the page and the speech command (which failed: "Argument list too long")."""
+    async with await signed_in_store(supabase, tmp_path) as store:
+        row = reminder("x", 30).model_dump(mode="json", exclude={"text"}) | {"text": LONG}
+        with rest(supabase, token_of(store)) as http:
+            http.post("/rpc/add_reminder", json={"p_reminder": row}).raise_for_status()
+        (listed,) = await store.list_reminders()
+        (history,) = await store.list_reminders(history=True)
+    for read in (listed, history):
+        assert len(read.text) == MAX_REMINDER_CHARS and read.text.endswith("…")
+        assert read.text.startswith("call my sister call my sister")
+
+
+async def test_a_reminder_row_too_long_is_cut_where_the_sqlite_store_reads_it(tmp_path):
+    path = tmp_path / "parla.db"
+    async with SQLiteChatStore(path) as store:
+        r = await store.add_reminder(reminder("x", 30))
+    with sqlite3.connect(path) as raw:
+        raw.execute("UPDATE reminders SET text = ? WHERE id = ?", (LONG, r.id))
+    async with SQLiteChatStore(path) as store:
+        (listed,) = await store.list_reminders()
+    assert len(listed.text) == MAX_REMINDER_CHARS and listed.text.endswith("…")

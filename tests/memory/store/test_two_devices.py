@@ -21,6 +21,8 @@ from parla.records.profile import ProfileEntry
 from tests.conftest import T0, make_turns, send_queued
 from tests.peers.postgrest import ANON_KEY, PostgrestShim
 
+pytestmark = pytest.mark.tier("postgres")
+
 EMAIL, PASSWORD = "ada@example.com", "correct horse"
 
 

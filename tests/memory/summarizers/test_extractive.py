@@ -17,6 +17,8 @@ from parla.memory.imports.importer import parse_line, turns_of
 from parla.memory.summarizers import transcript
 from parla.memory.summarizers.extractive import ExtractiveSummarizer, offline_title
 
+pytestmark = pytest.mark.tier("fast")
+
 DATA = Path(__file__).parents[2] / "data"
 NAMESPACE = "6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de"
 

@@ -14,9 +14,12 @@ import pytest
 
 from parla.tools.mcp.config import McpServerConfig
 from parla.tools.mcp.tools import McpTools
-from parla.tools.registry import ToolRegistry
+from tests.tools.mcp.test_mcp import answered, session_tools
 
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="mcp-server-git drives the git command")
+pytestmark = [
+    pytest.mark.tier("process"),
+    pytest.mark.skipif(shutil.which("git") is None, reason="mcp-server-git drives the git command"),
+]
 
 GIT = ["git", "-c", "user.name=Ada", "-c", "user.email=ada@example.com"]
 
@@ -50,9 +53,9 @@ async def test_mcp_server_git_from_the_registry_reads_at_once_and_writes_only_af
         allow=["git_status", "git_log", "git_add", "git_commit", "git_reset"],
         call_timeout_s=20,
     )
-    async with McpTools([config], confirm_s=60) as mcp:
+    async with McpTools([config]) as mcp:
         await running(mcp)
-        registry = ToolRegistry([], more=mcp.tools)
+        registry, dialogue = session_tools(mcp)
         assert [d.name for d in registry.declarations()] == [
             "git__git_add",
             "git__git_commit",
@@ -69,14 +72,22 @@ async def test_mcp_server_git_from_the_registry_reads_at_once_and_writes_only_af
         add = await registry.call("git__git_add", {**where, "files": ["shopping.txt"]})
         assert add["result"] == "confirm"
         assert git(repo, "diff", "--cached", "--name-only") == ""
+        answered(dialogue)  # the model asked, the user said yes
         added = await registry.call(
             "git__git_add", {**where, "files": ["shopping.txt"], "confirmation": add["confirmation"]}
         )
         assert "error" not in added and git(repo, "diff", "--cached", "--name-only") == "shopping.txt\n"
         commit = await registry.call("git__git_commit", {**where, "message": "Milk too"})
         assert commit["result"] == "confirm" and git(repo, "log", "--format=%s") == "First list\n"
-        made = await registry.call(
+        # called again at once, with no word of the user since the question: nothing is committed
+        hasty = await registry.call(
             "git__git_commit", {**where, "message": "Milk too", "confirmation": commit["confirmation"]}
+        )
+        assert hasty["result"] == "confirm" and "no answer from the user" in hasty["say"]
+        assert git(repo, "log", "--format=%s") == "First list\n"
+        answered(dialogue)
+        made = await registry.call(
+            "git__git_commit", {**where, "message": "Milk too", "confirmation": hasty["confirmation"]}
         )
         assert "error" not in made, made
         assert git(repo, "log", "--format=%s") == "Milk too\nFirst list\n"

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import sys
 
+import pytest
+
 from parla.memory.retrieval.search import ChatSearch
 from parla.tools.chats import ChatTools
+from parla.tools.confirmations import Confirmations, Dialogue
 from parla.tools.mcp.config import McpServerConfig
 from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import ToolRegistry
@@ -16,6 +19,8 @@ from tests.peers import mcp_misbehaving
 from tests.tools.mcp.test_mcp import running
 from tests.tools.test_chats import Session
 from tests.voice.live.test_live import conversation, new_chat
+
+pytestmark = pytest.mark.tier("process")
 
 
 async def test_an_mcp_result_that_orders_a_deletion_deletes_nothing(
@@ -36,10 +41,13 @@ async def test_an_mcp_result_that_orders_a_deletion_deletes_nothing(
 
     live.script = script
     server = McpServerConfig(name="bad", command=sys.executable, args=[mcp_misbehaving.__file__])
-    async with McpTools([server], confirm_s=60) as mcp:
+    async with McpTools([server]) as mcp:
         await running(mcp)
-        chat_tools = ChatTools(store, ChatSearch(store, embedder, config), embedder, Session(chat.id), config)
-        registry = ToolRegistry(chat_tools.tools(), more=mcp.tools, limit=64)
+        confirmations = Confirmations(60, Dialogue())
+        chat_tools = ChatTools(
+            store, ChatSearch(store, embedder, config), embedder, Session(chat.id), config, confirmations
+        )
+        registry = ToolRegistry(chat_tools.tools(), more=lambda: mcp.tools(confirmations), limit=64)
         async with conversation(live_client, voice_config, store, chat.id, tools=registry):
             await eventually(lambda: len(answers) == 2, what="both tool answers")
     declared = [d["name"] for d in live.connections[0].setup["tools"][0]["function_declarations"]]

@@ -13,6 +13,8 @@ from parla.voice.errors import AudioDeviceError
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
 
+pytestmark = pytest.mark.tier("audio")
+
 
 def test_devices_by_name_index_and_default(pulse):
     devices = list_devices()

@@ -10,6 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.tier("process")
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -18,6 +22,11 @@ def test_the_devices_are_found_when_sounddevice_was_imported_before_the_server(t
     probe.write_text(
         textwrap.dedent(
             """
+            import pytest
+
+            pytestmark = pytest.mark.tier("audio")  # the suite's conftest asks every module for one
+
+
             def test_a_imports_sounddevice_first():
                 import sounddevice  # noqa: F401
 

@@ -21,6 +21,8 @@ from parla.voice.live.conversation import LiveConversation
 from tests.peers.live_emulator import VoiceDetector
 from tests.peers.pulse import speech
 
+pytestmark = pytest.mark.tier("audio")
+
 ANSWER = "Sure. Kyoto in April is lovely: the cherry blossoms are out and the temples are busy."
 RATE = 24_000
 
@@ -46,6 +48,7 @@ def conversation(client, config, store, chat_id: str, mic: Microphone, speaker: 
     return LiveConversation(client, config, memory, microphone=mic, speaker=speaker)
 
 
+@pytest.mark.tier("fast")
 def test_the_reference_is_what_was_heard_when():
     played = PlayedAudio(rate=1000, keep_s=1.0)
     played.played(pcm(1, 2, 3, 4), 10.0)
@@ -59,6 +62,7 @@ def test_the_reference_is_what_was_heard_when():
     assert played.sounding(10.5) and not played.sounding(12.0)
 
 
+@pytest.mark.tier("fast")
 def test_silence_passes_untouched_without_the_engine():
     class Refuses:
         def process(self, near: bytes, far: bytes) -> bytes:
@@ -79,6 +83,7 @@ class FarFrames:
         return near
 
 
+@pytest.mark.tier("fast")
 def test_the_reference_does_not_jump_when_the_reported_capture_time_creeps():
     """Seen on PulseAudio with a second recorder on the microphone: while the blocks arrive every
     20 ms, the ADC time PortAudio reports for them advances 19.75 ms a block. Followed whenever

@@ -15,6 +15,8 @@ from parla.voice.config import VoiceConfig
 from parla.voice.turns.floor import Floor, FloorRules, Marker
 from tests.peers.turn_corpus import ANSWER, RATE, _flite, _room, _scaled
 
+pytestmark = pytest.mark.tier("fast")
+
 ONSET = int(2.0 * RATE)
 
 

@@ -7,7 +7,12 @@ import os
 import shlex
 import sys
 
+import pytest
+
 from parla.voice.audio.speech import spoken
+from parla.voice.errors import SpeechFailed
+
+pytestmark = pytest.mark.tier("process")
 
 
 async def test_a_stop_while_the_command_runs_ends_the_command(tmp_path):
@@ -28,3 +33,36 @@ async def test_a_stop_while_the_command_runs_ends_the_command(tmp_path):
     except ProcessLookupError:
         return  # gone, and reaped
     raise AssertionError(f"the speech command (pid {pid}) is still running after the stop")
+
+
+# A speech command that writes 24 kHz audio with one sample per byte of the words it was given:
+# from the file `{text_file}` names, or from its standard input.
+_WRITER = """
+import sys, wave
+words = open(sys.argv[1], "rb").read() if sys.argv[1] != "-" else sys.stdin.buffer.read()
+with wave.open(sys.argv[2], "wb") as w:
+    w.setnchannels(1); w.setsampwidth(2); w.setframerate(24000); w.writeframes(bytes(2 * len(words)))
+"""
+
+
+def _writer(source: str) -> str:
+    return f"{shlex.quote(sys.executable)} -c {shlex.quote(_WRITER)} {source} {{wav}}"
+
+
+async def test_long_words_go_by_file_or_standard_input_whole():
+    words = "Reminder: " + "prendi il treno delle 9 — " * 10_000  # 250 KB: past one argument's limit
+    for source in ("{text_file}", "-"):
+        pcm = await spoken(words, _writer(source))
+        assert len(pcm) == 2 * len(words.encode()), source
+
+
+async def test_words_too_long_for_the_command_line_say_so_and_how_to_pass_them():
+    """The command with {text} and a 1 MB text failed with "Argument list too long", and the advice
+    was to install flite."""
+    with pytest.raises(SpeechFailed) as failed:
+        await spoken("x" * 1_000_000, _writer("{text}"))
+    message = str(failed.value)
+    assert "too long for the command line" in message and "{text_file}" in message
+    assert "install" not in message
+    with pytest.raises(SpeechFailed, match=r"install it \(e\.g\. flite\)"):
+        await spoken("x", "/nonexistent/say {text} {wav}")

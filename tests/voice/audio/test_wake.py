@@ -15,6 +15,8 @@ from parla.voice.audio.wake import WakePhrase, WakeWordError
 from parla.voice.config import VoiceConfig
 from tests.peers.pulse import speech
 
+pytestmark = pytest.mark.tier("fast")
+
 BLOCK = 640  # 20 ms at 16 kHz, as the microphone delivers it
 THRESHOLD = DaemonConfig().wake_threshold
 SENTENCES = [
@@ -37,6 +39,7 @@ def test_the_phrase_is_heard_in_every_voice(voice):
     assert heard(wake, speech("hey parla, switch to the Japan chat", voice)) == 1
 
 
+@pytest.mark.tier("scale")
 def test_false_activations_over_minutes_of_other_speech(capsys):
     wake = WakePhrase("hey parla", THRESHOLD)
     audio = [speech(s, pad_ms=100) for s in SENTENCES]

@@ -13,6 +13,8 @@ from websockets.http11 import Response
 from parla.voice.errors import SetupTimeout, UnreadableMessage
 from parla.voice.live.close_codes import classify, close_code, failure_reason
 
+pytestmark = pytest.mark.tier("fast")
+
 
 def closed(code: int, reason: str) -> ConnectionClosed:
     return ConnectionClosed(Close(code, reason), None)

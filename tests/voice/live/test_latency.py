@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import pytest
+
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
@@ -17,9 +19,12 @@ from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
 
+pytestmark = pytest.mark.tier("fast")
+
 SERVICE_DELAY_S = 0.4
 
 
+@pytest.mark.tier("audio")
 async def test_each_spoken_turn_is_timed_and_split(pulse, live, live_client, voice_config, store):
     chat = (await store.create_chat(title="timing")).chat
     heard_at: list[float] = []

@@ -14,6 +14,8 @@ from websockets.exceptions import ConnectionClosed
 from parla.voice.live.close_codes import close_code
 from tests.peers.live_emulator import LiveConnection, tone
 
+pytestmark = pytest.mark.tier("fast")
+
 MODEL = "gemini-3.8-live"
 SPEECH = tone(0.2, 300, rate=16_000)
 NOISE = tone(0.2, 1000, rate=16_000, amplitude=2000)

@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
@@ -15,6 +17,8 @@ from parla.voice.live.conversation import LiveConversation
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
 from tests.peers.pulse import speech
+
+pytestmark = pytest.mark.tier("audio")
 
 QUESTION = "what is the weather like in Lisbon"
 ANSWER = "It is sunny and twenty two degrees in Lisbon today"

@@ -20,6 +20,9 @@ from parla.voice.live.conversation import LiveConversation
 from tests.conftest import eventually
 from tests.peers.live_emulator import LiveEmulator, echo, tone, typed_turn
 
+pytestmark = pytest.mark.tier("fast")
+
+
 # The product's keepalive, scaled down 100 times so that a test takes a second: a ping every 0.2 s
 # stands for one every 20 s.
 SCALE = 0.01

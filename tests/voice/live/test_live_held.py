@@ -10,6 +10,8 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
@@ -19,6 +21,8 @@ from tests.conftest import eventually
 from tests.peers.live_emulator import LiveConnection, tone
 from tests.voice.live.test_live import conversation, has_turns, new_chat, stored
 from tests.voice.turns.test_floor import local
+
+pytestmark = pytest.mark.tier("audio")
 
 ANSWER = "The heron counted the boats on the river every morning and the boats counted it back"
 NEXT = "They still do."

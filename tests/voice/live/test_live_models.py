@@ -16,6 +16,8 @@ from parla.voice.live.close_codes import close_code
 from parla.voice.live.conversation import LiveConversation
 from parla.voice.live.setup import connect_config
 
+pytestmark = pytest.mark.tier("fast")
+
 
 async def test_a_retired_live_model_fails_with_the_setting_and_its_replacement(live, live_client, voice_config, store):
     chat = (await store.create_chat(title="old model")).chat

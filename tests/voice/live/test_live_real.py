@@ -17,7 +17,10 @@ from parla.voice.live.conversation import LiveConversation
 from tests.conftest import eventually
 
 KEY = os.environ.get("GEMINI_API_KEY")
-pytestmark = pytest.mark.skipif(not KEY, reason="set GEMINI_API_KEY to run against the real Live API")
+pytestmark = [
+    pytest.mark.tier("fast"),
+    pytest.mark.skipif(not KEY, reason="set GEMINI_API_KEY to run against the real Live API"),
+]
 
 
 async def test_real_live_api_answers_a_typed_turn(store):

@@ -21,6 +21,8 @@ from tests.conftest import eventually, make_turns
 from tests.peers.live_emulator import echo, resumable_echo, tone, typed_turn
 from tests.voice.live.test_live import conversation, has_turns, new_chat, stored
 
+pytestmark = pytest.mark.tier("fast")
+
 GEMINI_3_8 = "gemini-3.8-live"
 GEMINI_3_1 = "gemini-3.1-flash-live-preview"
 GEMINI_2_5 = "gemini-2.5-flash-native-audio-preview-12-2025"

@@ -6,10 +6,14 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from parla.kernel.local_time import LocalClock
 from parla.tools.clock import clock_tools
 from parla.tools.registry import ToolRegistry
 from tests.voice.live.test_live import conversation, new_chat
+
+pytestmark = pytest.mark.tier("fast")
 
 
 class MovedClock:

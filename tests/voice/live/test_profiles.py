@@ -20,6 +20,8 @@ from parla.voice.live.profiles import (
 )
 from parla.voice.live.setup import connect_config
 
+pytestmark = pytest.mark.tier("fast")
+
 TOOLS = ["switch_chat", "new_chat", "list_chats", "recall", "remember", "forget", "rename_chat", "some_new_tool"]
 
 

@@ -1,8 +1,12 @@
 """The reconnect policy alone: failure counts, backoff, the stable-period reset, 1007 refusals
 (retry fresh, then without tail turns, then give up) and fatal failures."""
 
+import pytest
+
 from parla.voice.live.close_codes import ConnectionFailure
 from parla.voice.live.reconnect import GiveUp, ReconnectPolicy, Retry
+
+pytestmark = pytest.mark.tier("fast")
 
 DROP = ConnectionFailure("transient", 1011, "close 1011: Internal error")
 REFUSAL = ConnectionFailure("refused", 1007, "close 1007: bad field")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
@@ -14,6 +16,8 @@ from parla.voice.audio.devices import Speaker
 from parla.voice.live.conversation import LiveConversation
 from tests.conftest import eventually
 from tests.peers.live_emulator import tone
+
+pytestmark = pytest.mark.tier("audio")
 
 REPLY_HZ = 440.0
 

@@ -1,8 +1,12 @@
 """Transcript assembly: fragments → one user and one model turn per exchange; barge-in keeps only
 what was played; late, early and interleaved fragments go to the right turn."""
 
+import pytest
+
 from parla.records.turn import Turn
 from parla.voice.live.transcript import TranscriptAssembler, spoken_prefix
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def texts(turns):
@@ -245,3 +249,38 @@ def test_an_exchange_released_without_being_kept_settles_nothing():
     _answered(a)
     a.release()
     assert a.released_kept() == [] and a.keep_held() == []
+
+
+def test_a_user_turn_begins_once_per_turn_in_the_order_of_turns():
+    began: list[str] = []
+    a = TranscriptAssembler(on_user_turn=lambda: began.append("user"))
+    a.user_text("Delete")
+    a.user_text(" the tax chat")  # the same turn
+    assert began == ["user"]
+    a.model_audio(100)
+    a.user_text(" please")  # a late word of it, while the model answers
+    a.model_text("Shall I delete it?")
+    a.complete()
+    assert began == ["user"]
+    a.release()
+    a.user_text("Yes")  # the reply: the next turn
+    assert began == ["user", "user"]
+    a.model_audio(100)
+    a.user_text("no wait")  # over the answer, cut off: the turn after
+    assert began == ["user", "user"]
+    a.interrupt(unplayed_bytes=0)
+    assert began == ["user", "user", "user"]
+    a.typed(Turn.of("user", "stop", source="text"))
+    assert began == ["user", "user", "user", "user"]
+
+
+def test_words_after_an_answer_to_no_words_begin_a_turn():
+    # an answer to a tool's result answered no words: a quick reply to it lands with it
+    began: list[str] = []
+    a = TranscriptAssembler(on_user_turn=lambda: began.append("user"))
+    a.model_audio(100)
+    a.model_text("Shall I delete Tax return?")
+    a.complete()
+    a.user_text("Yes")
+    a.user_text(" do it")
+    assert began == ["user"]

@@ -8,12 +8,16 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 
+import pytest
+
 from parla.daemon.chat_memory import ChatMemory
 from parla.memory.config import MemoryConfig
 from parla.memory.store.refused import RefusedTurns
 from parla.voice.live.status import EventKind, LiveStatus
 from parla.voice.live.turn_saver import TurnSaver
 from tests.conftest import eventually, make_turns
+
+pytestmark = pytest.mark.tier("fast")
 
 
 def saver(events: list[tuple[EventKind, str]], drain_s: float = 5.0) -> TurnSaver:

@@ -28,6 +28,8 @@ from tests.peers.pulse import speech
 from tests.voice.live.test_live import conversation, new_chat
 from tests.voice.turns.test_floor import local, spoken
 
+pytestmark = pytest.mark.tier("fast")
+
 RATE = 16_000
 FINISHED = "I'd like to book the hotel near the river"
 FIRST, SECOND = "I'd like to book", "the hotel near the river"
@@ -108,6 +110,7 @@ def test_a_pause_in_the_middle_of_a_sentence_does_not_end_the_turn(model):
     assert end > last_word, "the turn ended in the pause"
 
 
+@pytest.mark.tier("process")
 def test_without_the_package_turns_end_by_silence_and_the_log_says_so(tmp_path: Path):
     # A `pipecat` package without the model's file first on the path.
     (tmp_path / "pipecat").mkdir()
@@ -151,6 +154,7 @@ async def _one_turn(pulse, live, live_client, voice_config, store, said: bytes, 
     return live.connections[0].activity
 
 
+@pytest.mark.tier("audio")
 async def test_through_the_emulator_a_finished_sentence_ends_its_turn_soon(
     pulse, live, live_client, voice_config, store
 ):
@@ -166,6 +170,7 @@ async def test_through_the_emulator_a_finished_sentence_ends_its_turn_soon(
     assert span < len(sentence) / 2 / RATE + 3.0, f"a finished sentence's turn lasted {span:.2f} s"
 
 
+@pytest.mark.tier("audio")
 async def test_through_the_emulator_a_paused_sentence_stays_one_turn(pulse, live, live_client, voice_config, store):
     first, second = spoken(FIRST), spoken(SECOND)
     said = bytes(RATE * 2 * 3 // 10) + first + bytes(int(RATE * 2 * 1.2)) + second + bytes(RATE * 2 * 3)

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 import numpy as np
+import pytest
 
 from parla.voice.audio.devices import Microphone, Speaker
 from parla.voice.audio.echo import EchoCanceller, PlayedAudio
@@ -22,6 +23,8 @@ from tests.peers.pulse import speech
 from tests.peers.turn_corpus import knock
 from tests.voice.audio.test_echo import ANSWER, voice
 from tests.voice.live.test_live import conversation, new_chat
+
+pytestmark = pytest.mark.tier("audio")
 
 LONG_ANSWER = " ".join([ANSWER] * 3)
 USER = 3300 / np.sqrt(10)  # the user as loud at the microphone as the answer's echo

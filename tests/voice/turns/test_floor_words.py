@@ -7,9 +7,13 @@ from __future__ import annotations
 
 import dataclasses
 
+import pytest
+
 from parla.voice.config import VoiceConfig
 from parla.voice.turns.floor import FRAME_BYTES, Floor, FloorRules, Marker
 from tests.peers.pulse import speech
+
+pytestmark = pytest.mark.tier("fast")
 
 RULES = dataclasses.replace(FloorRules.of(VoiceConfig()), words=True)
 

@@ -24,6 +24,8 @@ from parla.records.turn import MessageRange, Turn
 from tests.conftest import eventually, make_turns
 from tests.memory.store.test_contract import emb, vec
 
+pytestmark = pytest.mark.tier("fast")
+
 FACTS = ["Anna marries in Lisbon"]
 
 

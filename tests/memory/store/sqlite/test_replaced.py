@@ -16,6 +16,8 @@ from parla.memory.store.sqlite.store import SQLiteChatStore
 from parla.records.turn import Turn
 from tests.conftest import make_turns
 
+pytestmark = pytest.mark.tier("process")
+
 _OTHER_PROCESS = """
 import asyncio, sys
 from parla.memory.store.sqlite.store import SQLiteChatStore

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import numpy as np
+import pytest
 
 from parla.memory.store.sqlite.schema import MIGRATIONS
 from parla.memory.store.sqlite.size import store_size
@@ -14,6 +15,8 @@ from parla.records.summary import SummaryLevel
 from parla.records.turn import MessageRange
 from tests.conftest import make_turns
 from tests.memory.store.test_contract import emb
+
+pytestmark = pytest.mark.tier("fast")
 
 DIM = 8
 HALF = next(i for i, m in enumerate(MIGRATIONS) if "parla_half_vector" in m)

@@ -23,6 +23,8 @@ from tests.conftest import eventually, make_turns
 from tests.memory.store.sqlite.test_cancel import quiet_threads, threads
 from tests.memory.store.test_contract import emb
 
+pytestmark = pytest.mark.tier("fast")
+
 WORD_INDEX = next(m for m in MIGRATIONS if "turn_words" in m)
 
 

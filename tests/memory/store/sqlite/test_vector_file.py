@@ -21,6 +21,8 @@ from parla.records.embedding import EmbeddedText
 from parla.records.turn import MessageRange
 from tests.conftest import make_turns
 
+pytestmark = pytest.mark.tier("fast")
+
 DIM = 256
 EMBEDDER = "test-256"
 # float32 dot products differ in their last bits with the order BLAS sums them in
@@ -180,6 +182,7 @@ def run_child(path: Path, code: str) -> int:
     return subprocess.run([sys.executable, "-c", script], check=False, cwd=ROOT, timeout=60).returncode
 
 
+@pytest.mark.tier("process")
 async def test_a_write_from_another_process_is_searched_at_once(filled, tmp_path):
     path, chats = filled
     query = queries(chats, 1)[0]
@@ -196,6 +199,7 @@ async def test_a_write_from_another_process_is_searched_at_once(filled, tmp_path
 
 
 # the process is killed at its first write to the files, or with every row written but the header
+@pytest.mark.tier("process")
 @pytest.mark.parametrize("killed_at", ["len(seen) > 1", "offset == 0"])
 async def test_a_process_killed_while_updating_the_files_leaves_them_usable(filled, tmp_path, killed_at):
     path, chats = filled

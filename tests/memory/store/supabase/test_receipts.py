@@ -8,11 +8,14 @@ import uuid
 
 import httpx
 import psycopg
+import pytest
 
 from parla.memory.store.supabase.store import RetryPolicy
 from parla.records.pins import Pin
 from tests.conftest import make_turns, signed_in_store
 from tests.peers.postgrest import ANON_KEY
+
+pytestmark = pytest.mark.tier("postgres")
 
 
 def _rest(peer, token: str) -> httpx.Client:

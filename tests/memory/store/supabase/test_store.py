@@ -31,6 +31,8 @@ from tests.memory.store.test_contract import emb
 from tests.peers.postgrest import ANON_KEY, SERVICE_KEY, TEMPORARY_FAULTS
 from tests.peers.supabase_peer import supabase_cli
 
+pytestmark = pytest.mark.tier("postgres")
+
 
 def rest(peer, token: str) -> httpx.Client:
     return httpx.Client(

@@ -18,6 +18,8 @@ from tests.conftest import signed_in_store
 from tests.memory.store.supabase.test_store import user_id
 from tests.memory.store.test_contract import emb
 
+pytestmark = pytest.mark.tier("postgres")
+
 DIM = 256
 EMBEDDER = "test-embedder"
 TABLES = ("chat_windows", "chat_summaries", "chat_facts", "chats")

@@ -19,6 +19,9 @@ from tests.conftest import make_turns, signed_in_store
 from tests.memory.store.supabase.test_store import user_id
 from tests.memory.store.test_contract import window
 
+pytestmark = pytest.mark.tier("postgres")
+
+
 # bm25 of every turn of the user holding one of the words found in under half of the turns, as
 # search_turn_words ranked before its pruning (k1 1.2, b 0.75, FTS5's idf); a turn's terms added
 # in the order of its words, as the search adds them, so that two turns whose scores differ only
