@@ -44,7 +44,9 @@ def test_a_hanging_test_fails_the_run_with_its_stacks(tmp_path):
     started = time.monotonic()
     run = subprocess.run(
         [sys.executable, "-m", "pytest", "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT)]
-        + ["-p", "no:randomly", "-p", "no:cacheprovider", "--timeout", "8", str(tmp_path / "test_hanging.py")],
+        # the tiers' plugin, which tests/conftest.py hooks in for the files under tests/
+        + ["-p", "tests.tiers", "-p", "no:randomly", "-p", "no:cacheprovider", "--timeout", "8"]
+        + [str(tmp_path / "test_hanging.py")],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -248,6 +248,7 @@ async def test_a_write_back_to_an_earlier_value_is_queued_after_the_ones_between
         await outbox.close()
 
 
+@pytest.mark.tier("postgres")
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
 async def test_an_outbox_of_another_user_put_in_its_place_while_running_is_set_aside_unused(supabase, tmp_path):
     """Another user swaps in an outbox of theirs, holding a queued delete of the user's chat, while
