@@ -266,11 +266,15 @@ def _parse(line: bytes) -> dict[str, Any] | str:
 
 async def _drop_the_rest(reader: asyncio.StreamReader) -> None:
     """Read and drop what an over-long request still sends: closing with it unread would reset the
-    connection before the client reads the answer."""
+    connection before the client reads the answer. The loop keeps its own deadline: a client that
+    never stops sending must not hold the connection past it."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + LINGER_S
     with suppress(TimeoutError):
-        async with asyncio.timeout(LINGER_S):
-            while await reader.read(MAX_LINE):
-                pass
+        while loop.time() < until:
+            async with asyncio.timeout_at(until):
+                if not await reader.read(MAX_LINE):
+                    return
 
 
 async def _write(writer: asyncio.StreamWriter, answer: dict[str, Any]) -> None:
