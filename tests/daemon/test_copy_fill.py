@@ -13,12 +13,11 @@ from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from parla.daemon.cli import app
-from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from parla.daemon.stores import open_store
-from parla.daemon.supervisor import Daemon
 from parla.records.turn import Turn
 from tests.conftest import eventually
+from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl
 
 pytestmark = pytest.mark.tier("audio")
@@ -62,12 +61,8 @@ async def test_a_chat_only_another_device_wrote_is_found_offline_after_a_fill(su
         supabase_fill_after_s=0.0,
         supabase_fill_pause_s=0.0,
     )
-    async with open_memory(phone) as mem:
-        daemon = Daemon(mem, (await mem.store.create_chat(title="On the phone")).chat.id)
-        task = asyncio.create_task(daemon.serve())
+    async with running(phone, "On the phone") as (_, mem, _chat):
         try:
-            async with asyncio.timeout(10):
-                await daemon.ready.wait()
 
             async def filled() -> dict | None:
                 fill = (await ctl(phone, "status"))["copy_fill"]
@@ -96,9 +91,6 @@ async def test_a_chat_only_another_device_wrote_is_found_offline_after_a_fill(su
             assert [t.text for t in history.full_history] == [t.text for t in TEMPLE]
         finally:
             supabase.shim.recover()
-            daemon.stop()
-            async with asyncio.timeout(phone.shutdown_timeout_s + 5):
-                await task
 
 
 async def test_without_a_fill_such_a_chat_is_not_found_offline(supabase, gemini, daemon_settings):
@@ -107,12 +99,8 @@ async def test_without_a_fill_such_a_chat_is_not_found_offline(supabase, gemini,
     async with open_store(device(supabase, ada, daemon_settings, "laptop")) as store:
         await store.create_chat(title="Temple day", turns=TEMPLE)
     phone = device(supabase, ada, daemon_settings, "phone", supabase_fill_every_s=0.0)
-    async with open_memory(phone) as mem:
-        daemon = Daemon(mem, (await mem.store.create_chat(title="On the phone")).chat.id)
-        task = asyncio.create_task(daemon.serve())
+    async with running(phone, "On the phone"):
         try:
-            async with asyncio.timeout(10):
-                await daemon.ready.wait()
             fill = (await ctl(phone, "status"))["copy_fill"]
             assert (fill["state"], fill["filled_at"]) == ("waiting", None)
             shown = await asyncio.to_thread(
@@ -124,6 +112,3 @@ async def test_without_a_fill_such_a_chat_is_not_found_offline(supabase, gemini,
             assert (await ctl(phone, "switch", query="the walk to the golden pavilion"))["result"] == "none"
         finally:
             supabase.shim.recover()
-            daemon.stop()
-            async with asyncio.timeout(phone.shutdown_timeout_s + 5):
-                await task

@@ -14,13 +14,12 @@ from pydantic import SecretStr
 from typer.testing import CliRunner
 
 from parla.daemon.cli import app
-from parla.daemon.memory_services import open_memory
 from parla.daemon.settings import Settings
 from parla.daemon.stores import open_store
-from parla.daemon.supervisor import Daemon
 from parla.memory.errors import StoreOffline, WriteQueued
 from parla.records.progress import QueuedElsewhere
 from tests.conftest import make_turns
+from tests.daemon.conftest import running
 from tests.daemon.test_daemon import ctl
 from tests.peers.postgrest import PostgrestShim
 
@@ -77,23 +76,14 @@ async def test_writes_queued_for_the_old_project_are_said_and_sent_there(supabas
     with PostgrestShim(dsn) as shim:  # the user moves to a new project
         new_project = type(supabase)(dsn, shim)
         new = on(new_project, shim.create_user("ada@example.com"), daemon_settings)
-        async with open_memory(new) as mem:
-            daemon = Daemon(mem, (await mem.store.create_chat(title="New project")).chat.id)
-            task = asyncio.create_task(daemon.serve())
-            try:
-                async with asyncio.timeout(10):
-                    await daemon.ready.wait()
-                outbox = (await ctl(new, "status"))["outbox"]
-                assert outbox["waiting"] == 0
-                assert outbox["elsewhere"] == [{"project": supabase.url, "user": ada, "waiting": 3, "refused": 0}]
-                shown = await asyncio.to_thread(parla, "status", **env_of(new))
-                text = " ".join(shown.stdout.split())
-                assert f"3 writes wait for another Supabase project, {supabase.url}" in text, shown.stdout
-                assert "parla outbox" in text
-            finally:
-                daemon.stop()
-                async with asyncio.timeout(new.shutdown_timeout_s + 5):
-                    await task
+        async with running(new, "New project"):
+            outbox = (await ctl(new, "status"))["outbox"]
+            assert outbox["waiting"] == 0
+            assert outbox["elsewhere"] == [{"project": supabase.url, "user": ada, "waiting": 3, "refused": 0}]
+            shown = await asyncio.to_thread(parla, "status", **env_of(new))
+            text = " ".join(shown.stdout.split())
+            assert f"3 writes wait for another Supabase project, {supabase.url}" in text, shown.stdout
+            assert "parla outbox" in text
         doctor = await asyncio.to_thread(parla, "doctor", **env_of(new))
         assert f"3 writes wait for {supabase.url}" in " ".join(doctor.stdout.split()), doctor.stdout
         listed = json.loads((await asyncio.to_thread(parla, "outbox", "list", "--json", **env_of(new))).stdout)
