@@ -64,6 +64,7 @@ class ImportReport(Shape):
     replaced: int
     unchanged: int
     turns_added: int
+    profile_entries: int = Field(description="what the user said about themselves, added to the profile")
     differs: list[ImportLine] = Field(description="chats whose stored turns differ (kept unless `--replace`)")
     notes: list[ImportLine]
     skipped: list[ImportLine]
@@ -183,6 +184,7 @@ class BackfillCounts(Shape):
     chunk_summaries: int
     fact_blocks: int
     meta_summaries: int
+    profile_entries: int = Field(description="what the user said about themselves, added to the profile")
     failed: dict[str, str] = Field(description="chat id → why it failed")
 
 

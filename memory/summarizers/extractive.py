@@ -197,6 +197,10 @@ class ExtractiveSummarizer:
     async def pins(self, turns: list[Turn]) -> list[PinCandidate]:
         return offline_candidates(turns)
 
+    async def about_user(self, candidates: list[PinCandidate]) -> list[PinCandidate]:
+        # its candidates are the user's own clauses, read as statements about them already
+        return candidates
+
     async def facts(self, turns: list[Turn]) -> list[str]:
         detailed = [(score, s) for score, s in _rank(_split(turns)) if _detail_bonus(s.text) >= 0.8]
         chosen = sorted((s for _, s in detailed[: self.max_fact_lines]), key=lambda s: s.order)
