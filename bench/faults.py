@@ -106,10 +106,12 @@ async def run_parla(args: list[str], env: dict[str, str], db: Path, kill_after: 
         )
         while proc.returncode is None and not _has_open(proc.pid, db):
             with suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 0.01)
+                async with asyncio.timeout(0.01):
+                    await proc.wait()
         opened = time.monotonic()
         try:
-            await asyncio.wait_for(proc.wait(), kill_after)
+            async with asyncio.timeout(kill_after):
+                await proc.wait()
             code: int | None = proc.returncode
         except TimeoutError:
             try:

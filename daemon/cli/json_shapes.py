@@ -266,6 +266,24 @@ class DbCheck(Shape):
     outbox_depth: int
 
 
+class OutboxHere(Shape):
+    project: str = Field(description="the Supabase project Parla uses now (its URL)")
+    waiting: int
+    refused: int = Field(description="refused by the server for good, kept")
+
+
+class OutboxElsewhere(Shape):
+    project: str = Field(description="the URL of a project Parla used before")
+    user: str = Field(description='the user id of the service-role mode, or "session" (`parla login`)')
+    waiting: int
+    refused: int
+
+
+class OutboxList(Shape):
+    current: OutboxHere | None = Field(description="null when PARLA_STORE is not supabase")
+    elsewhere: list[OutboxElsewhere]
+
+
 class SyncReport(Shape):
     copied: int
     unchanged: int
@@ -322,6 +340,7 @@ SHAPES: dict[str, Callable[[], Any]] = {
     "reminders list": lambda: list[ReminderRow],
     "db check": lambda: DbCheck,
     "sync": lambda: SyncReport,
+    "outbox list": lambda: OutboxList,
 }
 
 
