@@ -95,6 +95,7 @@ async def import_chats(
     here with the offline models instead."""
     from parla.memory.compaction.pins_and_profile import learn_from_chat
     from parla.memory.compaction.report import CompactionReport
+    from parla.memory.imports.bounds import ReadLimits
     from parla.memory.imports.importer import id_scope, import_chat
     from parla.memory.imports.reading import Export
 
@@ -113,7 +114,7 @@ async def import_chats(
                 errors.append(entry)
                 err.print(f"parla: skipped {entry}", markup=False)
 
-    with Export(file) as export:
+    with Export(file, ReadLimits.of(settings)) as export:
         entries = export.chats()
         first = next(entries, None)  # names the format before anything is stored
         if first is None:
@@ -136,6 +137,7 @@ async def import_chats(
                     scope=scope,
                     replace=replace,
                     max_turn_tokens=settings.chunk_summarize_threshold // 2,
+                    max_turn_chars=settings.import_max_turn_chars,
                 )
                 if result.turns_added:
                     await learn_from_chat(mem.store, mem.settings, mem.dates, result.chat_id, learned)

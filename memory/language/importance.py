@@ -19,6 +19,7 @@ from parla.kernel.patterns import lazy_pattern
 from parla.records.turn import Turn
 
 from .durable import is_durable, stands_alone
+from .pieces import READ_AT_ONCE, split_text
 from .text import clauses, sentences, words
 
 # The importance from which a turn counts as important (stats; the context's default threshold).
@@ -197,7 +198,8 @@ def turn_importance(turn: Turn) -> float:
     with dates or numbers matters more than small talk, and the user's words more than the
     assistant's (the assistant's answer can be asked again, what the user said cannot)."""
     if turn.role == "user":
-        statements = durable_statements(turn.text)
+        # read in bounded pieces: some rules take time with the square of a sentence's length
+        statements = [s for piece in split_text(turn.text, READ_AT_ONCE) for s in durable_statements(piece)]
         if statements:
             return max(s.importance for s in statements)
     base = 3.0 if turn.role == "user" else 1.5
