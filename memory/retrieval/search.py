@@ -264,7 +264,8 @@ class ChatSearch:
         counts = asyncio.create_task(self.store.word_counts(wanted))
         try:
             try:
-                embedder, matches = await asyncio.wait_for(self._matches(request, limit), self.embed_timeout_s)
+                async with asyncio.timeout(self.embed_timeout_s):
+                    embedder, matches = await self._matches(request, limit)
             except TimeoutError:
                 failed: str | None = f"the request could not be embedded within {self.embed_timeout_s:g} s"
             except (ModelError, Reembedding) as e:

@@ -21,6 +21,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, Literal, Self
 
+import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp import types as mcp_types
 from mcp.client.stdio import stdio_client
@@ -60,6 +61,8 @@ State = Literal["starting", "running", "restarting"]
 
 
 class McpServer:
+    _STOP_S = 10.0  # the SDK's own stop takes at most its grace and kill waits (about 4 s)
+
     def __init__(
         self, config: McpServerConfig, ping_s: float = 30.0, on_change: Callable[[], None] = lambda: None
     ) -> None:
@@ -73,6 +76,7 @@ class McpServer:
         self._session: ClientSession | None = None
         self._dead = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        self._scope = anyio.CancelScope()
 
     async def __aenter__(self) -> Self:
         self.began = asyncio.get_running_loop().time()
@@ -80,7 +84,17 @@ class McpServer:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._task is not None:
+        if self._task is None:
+            return
+        # Stopped through its anyio scope, not task.cancel(): the SDK's stdio transport stops the
+        # server (stdin closed, then a kill) in a shielded scope that a native cancellation cuts
+        # short, leaving its shielded read of the server's output to wait until the server ends
+        # by itself (a server stuck starting held a stop for its whole start).
+        self._scope.cancel()
+        try:
+            async with asyncio.timeout(self._STOP_S):
+                await asyncio.shield(self._task)
+        except TimeoutError:
             await cancel_and_wait(self._task)
 
     @property
@@ -108,6 +122,10 @@ class McpServer:
         return stdio_client(StdioServerParameters(command=c.command, args=c.args, env=env))
 
     async def _keep(self) -> None:
+        with self._scope:
+            await self._keep_connected()
+
+    async def _keep_connected(self) -> None:
         delay = self.config.restart_delay_s
         while True:
             try:

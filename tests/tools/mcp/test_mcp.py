@@ -198,6 +198,9 @@ async def test_a_session_waits_for_servers_in_their_first_start_only_and_each_un
         waited = loop.time() - began
         assert 0.8 < waited < 8, waited  # the slow one's start, or the stuck one's timeout, whichever is later
         assert mcp.servers[1].state == "running" and left in ([], ["bad"])
+        began = loop.time()
+    # a stop does not wait for the stuck one to finish its start (it held the stop for its 60 s)
+    assert loop.time() - began < 8
     async with McpTools([slow]) as mcp:  # the session's limit bounds the wait
         began = loop.time()
         assert await mcp.started(0.2) == ["slow"] and loop.time() - began < 1
