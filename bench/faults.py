@@ -15,6 +15,10 @@ completes; compaction: every turn of the chat; live: each exchange the daemon re
 summary and fact ranges lie inside the chat and do not overlap) and a compaction run in this
 process succeeds on it (for import: the next run, which summarises every chat, succeeds).
 
+hostile (no kills): `parla import` of the files that took it down (JSON nested 100,000 deep, a zip
+whose one turn expands to 1 GiB, a 200 MB turn, a branch of 200,000 messages), each within its
+time, the first three within 100-200 MB of an ordinary import (bench.faults_hostile).
+
 flood (no kills): `parla run` limited to 1,024 files while another user holds 1,100 idle TCP
 connections to its inspector and 128 half-open clients on its control socket, opening each again
 when the daemon closes it: `status` must answer within 1 s throughout, the inspector's page must
@@ -40,6 +44,7 @@ from bench.corpus import write_jsonl
 from bench.faults_checks import Exchange, Figures, check_exchanges, check_store, compare, stored_turns
 from bench.faults_daemon import Answers, LivePeers, daemon_environment, environment, start_daemon, with_live_peers
 from bench.faults_flood import flood_suite
+from bench.faults_hostile import hostile_imports
 from bench.faults_locked import locked_store_faults
 from bench.report import Report, Table, parse
 from parla.daemon.control import send_command
@@ -101,10 +106,12 @@ async def run_parla(args: list[str], env: dict[str, str], db: Path, kill_after: 
         )
         while proc.returncode is None and not _has_open(proc.pid, db):
             with suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), 0.01)
+                async with asyncio.timeout(0.01):
+                    await proc.wait()
         opened = time.monotonic()
         try:
-            await asyncio.wait_for(proc.wait(), kill_after)
+            async with asyncio.timeout(kill_after):
+                await proc.wait()
             code: int | None = proc.returncode
         except TimeoutError:
             try:
@@ -381,10 +388,12 @@ async def run(kills: int, seed: int, scenarios: list[str]) -> list[Figures]:
         results.append(await with_live_peers(locked, lambda p: locked_store_faults(locked, kills, rng, p)))
     if "flood" in scenarios:
         results.append(await flood_suite(root))
+    if "hostile" in scenarios:
+        results.append(await hostile_imports(root))
     return results
 
 
-SCENARIOS = ["import", "compaction", "live", "locked", "flood"]
+SCENARIOS = ["import", "compaction", "live", "locked", "flood", "hostile"]
 
 
 def main() -> None:

@@ -113,7 +113,8 @@ class Answers:
                 raise  # anything but the daemon going away is the emulator's failure
 
     async def wait(self, text: str, timeout: float) -> None:
-        async with asyncio.timeout(timeout):
-            while text not in self.answered:
-                self.changed.clear()
+        until = asyncio.get_running_loop().time() + timeout
+        while text not in self.answered:
+            self.changed.clear()
+            async with asyncio.timeout_at(until):  # a timer per wait: see parla.kernel.tasks
                 await self.changed.wait()

@@ -5,6 +5,7 @@ half-open connections to the inspector's port and the control socket while the u
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import multiprocessing
 import os
 import resource
@@ -29,6 +30,7 @@ FLOOD_SECONDS = 20.0
 FLOOD_PROBE_S = 0.25  # the user's `status` this often, the inspector's page every fourth time
 FLOOD_STATUS_LIMIT_S = 1.0
 FLOOD_LOG_LIMIT = 1_000_000
+FLOOD_PROBE_GRACE_S = 60.0  # past its time plus this, the probe process writes its stacks and ends
 
 
 @dataclass
@@ -95,45 +97,67 @@ def _probe(socket: Path, page: str, pid: int, seconds: float) -> FloodFigures:
         # inspector closed to make room sends the request again on a new one, httpx does not
         # (it reports a ReadError), and that retry is not what this scenario measures.
         async with httpx.AsyncClient(limits=httpx.Limits(max_keepalive_connections=0)) as http:
-            with suppress(TimeoutError):
-                async with asyncio.timeout(seconds):
-                    await _probe_loop(socket, page, pid, figures, http)
+            await probe_loop(socket, page, pid, figures, http, seconds)
 
-    asyncio.run(probing())
+    # Should the loop outlive its time all the same, the process writes where it is and ends: the
+    # benchmark (and the test over it) then fails with the cause instead of waiting on it for good.
+    faulthandler.dump_traceback_later(seconds + FLOOD_PROBE_GRACE_S, exit=True)
+    try:
+        asyncio.run(probing())
+    finally:
+        faulthandler.cancel_dump_traceback_later()
     return figures
 
 
-async def _probe_loop(socket: Path, page: str, pid: int, figures: FloodFigures, http: httpx.AsyncClient) -> None:
+async def probe_loop(
+    socket: Path, page: str, pid: int, figures: FloodFigures, http: httpx.AsyncClient, seconds: float
+) -> None:
+    """The user's requests for `seconds`. The loop keeps its own deadline, and each round has a timer
+    of its own: one timeout around the whole loop fires once, and a cancellation lost on the way
+    (asyncio.wait_for on Python 3.11 lost one whose request was answered in the same moment) would
+    leave the loop asking for good."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + seconds
     n = 0
-    while True:
-        figures.descriptors_peak = max(figures.descriptors_peak, _descriptors(pid))
+    while loop.time() < until:
+        with suppress(TimeoutError):
+            async with asyncio.timeout_at(until):
+                await _probe_once(socket, page, pid, figures, http, ask_page=n % 4 == 0)
+                await asyncio.sleep(FLOOD_PROBE_S)
+        n += 1
+
+
+async def _probe_once(
+    socket: Path, page: str, pid: int, figures: FloodFigures, http: httpx.AsyncClient, ask_page: bool
+) -> None:
+    figures.descriptors_peak = max(figures.descriptors_peak, _descriptors(pid))
+    started = time.monotonic()
+    try:
+        await send_command(socket, "status", timeout=5)
+        figures.status_s.append(time.monotonic() - started)
+        if figures.status_s[-1] > FLOOD_STATUS_LIMIT_S:
+            figures.status_slow += 1
+            figures.problem(f"status took {figures.status_s[-1]:.2f} s")
+    except (CommandError, DaemonNotRunning, OSError, TimeoutError) as e:
+        figures.status_failures += 1
+        figures.problem(f"status failed: {e!r}")
+    if ask_page:
         started = time.monotonic()
         try:
-            await send_command(socket, "status", timeout=5)
-            figures.status_s.append(time.monotonic() - started)
-            if figures.status_s[-1] > FLOOD_STATUS_LIMIT_S:
-                figures.status_slow += 1
-                figures.problem(f"status took {figures.status_s[-1]:.2f} s")
-        except (CommandError, DaemonNotRunning, OSError, TimeoutError) as e:
-            figures.status_failures += 1
-            figures.problem(f"status failed: {e!r}")
-        if n % 4 == 0:
-            started = time.monotonic()
-            try:
-                ok = (await http.get(page, timeout=5)).status_code == 200
-            except httpx.HTTPError as e:
-                ok = False
-                figures.problem(f"the page failed: {e!r}")
-            figures.page_s.append(time.monotonic() - started)
-            figures.page_failures += not ok
-        n += 1
-        await asyncio.sleep(FLOOD_PROBE_S)
+            ok = (await http.get(page, timeout=5)).status_code == 200
+        except httpx.HTTPError as e:
+            ok = False
+            figures.problem(f"the page failed: {e!r}")
+        figures.page_s.append(time.monotonic() - started)
+        figures.page_failures += not ok
 
 
 async def _inspector_url(socket: Path) -> str:
     """The inspector's address with its token, once it serves (the socket answers before it does)."""
-    async with asyncio.timeout(30):
-        while True:
+    loop = asyncio.get_running_loop()
+    until = loop.time() + 30
+    while True:
+        async with asyncio.timeout_at(until):  # a timer per round: see probe_loop
             with suppress(CommandError):
                 return str((await send_command(socket, "ui"))["url"])
             await asyncio.sleep(0.1)
@@ -184,7 +208,8 @@ async def connection_flood(folder: Path, pulse_server: str, seconds: float = FLO
             for task in tasks:
                 task.cancel()
         await send_command(socket, "stop")
-        await asyncio.wait_for(proc.wait(), 30)
+        async with asyncio.timeout(30):
+            await proc.wait()
         if proc.returncode != 0:
             figures.problem(f"the daemon exited with {proc.returncode}")
         figures.log_growth = log.stat().st_size - log_before

@@ -23,6 +23,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from bench.report import Report, Table, parse
+from parla.tools.confirmations import Confirmations, Dialogue
 from parla.tools.mcp.config import McpServerConfig
 from parla.tools.mcp.tools import McpTools
 from parla.tools.registry import ToolRegistry
@@ -30,6 +31,14 @@ from tests.peers import mcp_misbehaving
 
 ARGS = ["-m", "mcp_server_time", "--local-timezone", "Europe/Rome"]
 CALL = {"timezone": "Asia/Tokyo"}
+START_S = 60.0
+
+
+async def all_running(mcp: McpTools) -> None:
+    """Every server started, or the run ends naming those that did not: never a wait for good."""
+    await mcp.started(START_S)
+    if down := [f"{s.config.name} ({s.last_error or 'still starting'})" for s in mcp.servers if not s.running]:
+        raise SystemExit(f"MCP servers not running after {START_S:g} s: {', '.join(down)}")
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -44,10 +53,9 @@ async def main(out: Report, calls: int) -> None:
     server = StdioServerParameters(command=sys.executable, args=ARGS)
     async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
-        async with McpTools([config], confirm_s=60) as mcp:
-            while not mcp.servers[0].running:
-                await asyncio.sleep(0.01)
-            registry = ToolRegistry([], more=mcp.tools)
+        async with McpTools([config]) as mcp:
+            await all_running(mcp)
+            registry = ToolRegistry([], more=lambda: mcp.tools(Confirmations(60, Dialogue())))
             for i in range(calls + 20):  # the first 20 warm both up
                 t = time.perf_counter()
                 await session.call_tool("get_current_time", CALL)
@@ -77,9 +85,8 @@ async def idle_cpu(servers: int, seconds: float) -> float:
     configs = [McpServerConfig(name=f"time{i}", command=sys.executable, args=ARGS) for i in range(min(servers, 2))]
     if servers > 2:
         configs.append(McpServerConfig(name="sdk", command=sys.executable, args=[mcp_misbehaving.__file__]))
-    async with McpTools(configs, confirm_s=60) as mcp:
-        while not all(s.running for s in mcp.servers):
-            await asyncio.sleep(0.05)
+    async with McpTools(configs) as mcp:
+        await all_running(mcp)
         await asyncio.sleep(1)  # the start's work is over
         cpu, wall = time.process_time(), time.perf_counter()
         await asyncio.sleep(seconds)

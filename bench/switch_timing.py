@@ -30,6 +30,7 @@ import multiprocessing as mp
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,16 @@ from tests.peers.pulse import PulseServer
 ANNOUNCEMENT_S = 0.3
 SPOKEN_ANNOUNCEMENT_S = 1.5  # with --spoken: as long as "Switching to Japan trip, last talked Tuesday"
 ANSWER_HZ = 587.0
+
+
+async def until(condition: Callable[[], bool], what: str, seconds: float = 60.0) -> None:
+    """Until `condition` holds, checked every 5 ms; a run that never gets there ends naming `what`
+    instead of waiting for good."""
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {seconds:g} s")
+        await asyncio.sleep(0.005)
 
 
 def _loudest(pcm: bytes) -> float:
@@ -150,15 +161,18 @@ async def run(out: Report, pulse: PulseServer, rounds: int, spoken: bool) -> Non
             for n in range(rounds):
                 target = (n + 1) % 2
                 conversation.say(f"switch to {chats[target]}")
-                while not conversation.switching:
-                    await asyncio.sleep(0.005)
+                await until(lambda: conversation.switching, "the switch to start")
                 switched_at.append(time.monotonic())
                 if spoken:
                     await pulse.play_into_mic(question)
                 else:
                     conversation.say("How long in Kyoto?")
-                while conversation.status.connections < n + 2 or conversation.memory.chat_id != chats[target]:
-                    await asyncio.sleep(0.01)
+                await until(
+                    lambda n=n, target=target: (
+                        conversation.status.connections >= n + 2 and conversation.memory.chat_id == chats[target]
+                    ),
+                    "the new session in the other chat",
+                )
                 await asyncio.sleep(1.5)  # the answer plays out
         recorder.stop()
 

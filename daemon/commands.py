@@ -39,7 +39,8 @@ class WaitingTalks:
         opened: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._waiting.append(opened)
         try:
-            return await asyncio.wait_for(asyncio.shield(opened), seconds)
+            async with asyncio.timeout(seconds):
+                return await asyncio.shield(opened)
         except TimeoutError:
             return None
         finally:

@@ -225,7 +225,8 @@ class ControlServer:
         answer) and answered busy, unless it is `stop`."""
         line = b""
         with suppress(TimeoutError, ValueError):
-            line = await asyncio.wait_for(reader.readline(), LINGER_S)
+            async with asyncio.timeout(LINGER_S):
+                line = await reader.readline()
         request = _parse(line)
         if isinstance(request, dict) and request["cmd"] == ALWAYS_SERVED:
             await _write(writer, await self._answer(line))
@@ -265,11 +266,15 @@ def _parse(line: bytes) -> dict[str, Any] | str:
 
 async def _drop_the_rest(reader: asyncio.StreamReader) -> None:
     """Read and drop what an over-long request still sends: closing with it unread would reset the
-    connection before the client reads the answer."""
+    connection before the client reads the answer. The loop keeps its own deadline: a client that
+    never stops sending must not hold the connection past it."""
+    loop = asyncio.get_running_loop()
+    until = loop.time() + LINGER_S
     with suppress(TimeoutError):
-        async with asyncio.timeout(LINGER_S):
-            while await reader.read(MAX_LINE):
-                pass
+        while loop.time() < until:
+            async with asyncio.timeout_at(until):
+                if not await reader.read(MAX_LINE):
+                    return
 
 
 async def _write(writer: asyncio.StreamWriter, answer: dict[str, Any]) -> None:
@@ -322,7 +327,10 @@ async def _send_once(path: Path, cmd: str, timeout: float, args: dict[str, Any])
     try:
         writer.write(json.dumps({"cmd": cmd, **args}).encode() + b"\n")
         await writer.drain()
-        line = await asyncio.wait_for(reader.readline(), timeout)
+        # not asyncio.wait_for: on Python 3.11 it returns the answer when it arrives as the caller's
+        # own timeout fires, and that cancellation is lost (a loop under one timeout then never ends)
+        async with asyncio.timeout(timeout):
+            line = await reader.readline()
     finally:
         writer.close()
         with suppress(Exception):

@@ -69,6 +69,7 @@ async def status_answer(
         "unsaved_turns": conversation.unsaved_turns() if conversation is not None else 0,
         "refused_turns": await asyncio.to_thread(mem.refused.count),
         "reembed": dataclasses.asdict(reembed) if (reembed := mem.reembedder.progress) else None,
+        "copy_fill": dataclasses.asdict(fill.progress) if (fill := mem.copy_fill) else None,
         "voice_to_voice": {
             "session": summary(session_turns),
             "day": summary(latency_day.today(session_turns)),

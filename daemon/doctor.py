@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -107,7 +106,8 @@ async def _unusable(client: genai.Client, role: ModelRole, model: str, why: str)
 async def _model(client: genai.Client, role: ModelRole, model: str) -> Check:
     name = f"{_ROLE_NAMES[role]} {model}"
     try:
-        found = await asyncio.wait_for(client.aio.models.get(model=model), _ONLINE_TIMEOUT_S)
+        async with asyncio.timeout(_ONLINE_TIMEOUT_S):
+            found = await client.aio.models.get(model=model)
     except TimeoutError:
         return Check(name, "warn", "the Gemini API did not answer (offline?)", "check the network connection")
     except errors.APIError as e:
@@ -166,18 +166,24 @@ def _audio(settings: Settings) -> list[Check]:
     return checks
 
 
-async def _store(settings: Settings) -> Check:
+async def _store(settings: Settings) -> list[Check]:
     kept = backend(settings)
     where = kept.describe(settings)
     try:
         async with open_store(settings) as store:
             version = await store.schema_version()
             stats = await store.stats()
+            elsewhere = (await store.pending_writes()).elsewhere
     except (StoreError, ConfigError, OSError) as e:
         # a SQLite store's error already says what to do about that file
-        return Check("store", "fail", f"{where}: {e}", kept.fix)
+        return [Check("store", "fail", f"{where}: {e}", kept.fix)]
     schema = f", schema version {version}" if version is not None else ""
-    return Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")
+    checks = [Check("store", "ok", f"{where}{schema}: {stats.total_chats} chats, {stats.total_messages} messages")]
+    if elsewhere:
+        waiting = "; ".join(f"{q.waiting + q.refused} writes wait for {q.project}" for q in elsewhere)
+        fix = "`parla outbox list` says how to send them to their project or drop them"
+        checks.append(Check("outbox of other projects", "warn", waiting, fix))
+    return checks
 
 
 def _refused(settings: Settings) -> Check:
@@ -246,10 +252,10 @@ def _held_check(held: dict[str, Any]) -> Check:
 async def _started(configs: list[McpServerConfig]) -> list[Check]:
     """Each MCP server started once, as the daemon would, with its tools (never its environment)."""
     async with McpTools(configs) as mcp:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(_MCP_START_S):
-                while not all(s.running or s.last_error for s in mcp.servers):
-                    await asyncio.sleep(0.05)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _MCP_START_S  # a deadline the loop keeps itself: nothing to cancel
+        while not all(s.running or s.last_error for s in mcp.servers) and loop.time() < until:
+            await asyncio.sleep(0.05)
         return [_mcp_check(server) for server in mcp.servers]
 
 
@@ -333,7 +339,7 @@ async def _reminder_voice(settings: Settings) -> Check:
 async def diagnose(settings: Settings) -> list[Check]:
     checks = [_key(settings), *await _models(settings)]
     checks += await asyncio.to_thread(_audio, settings)
-    checks += [await _store(settings), await asyncio.to_thread(_refused, settings)]
+    checks += [*await _store(settings), await asyncio.to_thread(_refused, settings)]
     daemon, status = await _daemon(settings)
     checks += [
         await asyncio.to_thread(_wake, settings),

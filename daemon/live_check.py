@@ -127,14 +127,15 @@ class _Connection:
     async def until(
         self, wanted: Callable[[types.LiveServerMessage], bool], timeout: float, what: str
     ) -> types.LiveServerMessage:
+        until = asyncio.get_running_loop().time() + timeout
         try:
-            async with asyncio.timeout(timeout):
-                while True:
+            while True:
+                async with asyncio.timeout_at(until):  # a timer per message: see parla.kernel.tasks
                     message = await self.messages.get()
-                    if isinstance(message, BaseException):
-                        raise LiveCheckFailed(f"the connection ended before {what} ({failure_reason(message)})")
-                    if wanted(message):
-                        return message
+                if isinstance(message, BaseException):
+                    raise LiveCheckFailed(f"the connection ended before {what} ({failure_reason(message)})")
+                if wanted(message):
+                    return message
         except TimeoutError:
             raise LiveCheckFailed(f"no {what} within {timeout:g} s") from None
 

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from parla.memory.language.absolute_dates import DateReading
     from parla.memory.retrieval.reembed import BackgroundReembed
     from parla.memory.retrieval.search import ChatSearch
+    from parla.memory.store.copy_fill import CopyFill
     from parla.memory.store.protocol import ChatStore
     from parla.memory.store.refused import RefusedTurns
     from parla.memory.summarizers import Summarizer
@@ -192,6 +193,25 @@ class MemoryServices:
         # dates read as the foreground's compaction reads them: a queued import ends as `--offline` leaves it
         compactor = Compactor(self.store, summarizer, self.embedder, s, self.dates)
         return SummaryWorker(self.store, compactor, s.summary_lease_s, s.model_offline_cooldown_s)
+
+    @cached_property
+    def copy_fill(self) -> CopyFill | None:
+        """Fills this device's copy with every chat on Supabase (the daemon runs it, `async with`);
+        None for a store without a copy."""
+        from parla.memory.store.copy_fill import CopyFill, filled_marker
+        from parla.memory.store.local_copy import LocalCopyStore
+
+        if not isinstance(self.store, LocalCopyStore):
+            return None
+        s = self.settings
+        return CopyFill(
+            self.store,
+            filled_marker(s.copy_path),
+            every_s=s.supabase_fill_every_s,
+            pause_s=s.supabase_fill_pause_s,
+            page=s.supabase_fill_page,
+            after_s=s.supabase_fill_after_s,
+        )
 
     @cached_property
     def refused(self) -> RefusedTurns:

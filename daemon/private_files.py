@@ -10,10 +10,6 @@ import os
 import stat
 from pathlib import Path
 
-# Others may not write the config file or its folder, unless a folder's sticky bit keeps them from
-# replacing a file they do not own (/tmp); root may own them (a file the administrator wrote).
-_TRUSTED_OWNERS = (0,)
-
 
 def private_folder(folder: Path) -> None:
     """Make `folder` and each missing parent 0700 (a folder that exists is left as it is)."""
@@ -34,16 +30,3 @@ def write_private(path: Path, text: str) -> None:
         if stat.S_ISREG(os.fstat(fd).st_mode):
             os.fchmod(fd, 0o600)
         f.write(text)
-
-
-def others_can_change(path: Path) -> str | None:
-    """Why another user could change what `path` (a config file, or its folder) holds, or None."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    if st.st_uid != os.getuid() and st.st_uid not in _TRUSTED_OWNERS:
-        return f"it belongs to another user (uid {st.st_uid})"
-    if st.st_mode & 0o022 and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
-        return f"other users can write to it (mode {stat.S_IMODE(st.st_mode):o})"
-    return None

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PlainValidator, ValidationError, WithJsonSchema
 
-from parla.records.progress import PendingWrites, ReembedProgress
+from parla.records.progress import CopyFillProgress, PendingWrites, ReembedProgress
 from parla.records.search_result import SearchResult
 
 from .start_chat import Why
@@ -184,6 +184,10 @@ class StatusAnswer(Answer):
     unsaved_turns: int = Field(description="turns of the open session not stored yet")
     refused_turns: int = Field(description="turns the store refused for good, kept in `parla.refused.jsonl`")
     reembed: ReembedProgress | None = Field(description="a background re-embedding, if one ran since the start")
+    copy_fill: CopyFillProgress | None = Field(
+        description="the fill of this device's copy with every chat on Supabase (`filled_at`: when the last "
+        "round that reached every chat began); null without a copy"
+    )
     voice_to_voice: VoiceToVoice
     reminders_said: int = Field(description="reminders this daemon has said since it started")
     summaries: SummaryQueueStatus | None = Field(description="the summary queue; null when the store cannot say")

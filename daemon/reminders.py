@@ -119,7 +119,8 @@ class ReminderScheduler:
                 log.exception("the reminder scheduler failed; trying again", extra={"event": "reminders_failed"})
                 wait = self.recheck_s
             with suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
+                async with asyncio.timeout(wait):  # not wait_for: see parla.kernel.tasks
+                    await self._wake.wait()
 
     async def tick(self) -> float:
         """Say the reminders whose turn has come, then those cut off before (`_unsaid`); the seconds

@@ -79,6 +79,30 @@ class Settings(MemoryConfig, VoiceConfig, DaemonConfig, BaseSettings):
         description="Once Supabase was found away, seconds during which reads come from this device's copy "
         "without trying it; a write that reaches it (the next stored turn) ends that sooner.",
     )
+    supabase_fill_every_s: float = Field(
+        900.0,
+        ge=0,
+        description="Seconds between two rounds of the daemon's fill of this device's copy with every chat on "
+        "Supabase (those other devices wrote too), so reads answer for them while Supabase is away; 0: no fill.",
+    )
+    supabase_fill_after_s: float = Field(
+        60.0,
+        ge=0,
+        description="Seconds after the daemon starts before its first fill of the copy: its start and a first "
+        "session come first.",
+    )
+    supabase_fill_pause_s: float = Field(
+        0.5,
+        ge=0,
+        description="Seconds the fill waits between two chats it copies, so its share of the network and of "
+        "Supabase stays small.",
+    )
+    supabase_fill_page: int = Field(
+        500,
+        ge=1,
+        le=1000,
+        description="Chats listed, or turns copied, a request while the copy is filled (1,000 is a project's row limit).",
+    )
     supabase_url: str | None = Field(None, description="The Supabase project URL, https://<ref>.supabase.co.")
     supabase_key: SecretStr | None = Field(
         None, description="The project's anon (publishable) key, used with the session of `parla login`."

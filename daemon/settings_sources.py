@@ -16,8 +16,9 @@ from typing import Any, Literal
 from dotenv import dotenv_values
 from pydantic import AliasChoices, BaseModel, SecretStr, ValidationError
 
+from parla.kernel.owners import others_can_change
+
 from .errors import SettingsError
-from .private_files import others_can_change
 from .settings import CONFIG_FILE_VARIABLE, Settings, config_file
 
 SourceKind = Literal["default", "file", ".env", "environment", "command line"]

@@ -49,6 +49,20 @@ def supabase_anon_key(settings: Settings) -> str:
     return key
 
 
+def service_role(settings: Settings) -> bool:
+    """The service-role mode (a key and a user id) rather than a session of `parla login`."""
+    return _secret(settings.supabase_service_key) is not None or bool(settings.supabase_user_id)
+
+
+def outbox_remote(settings: Settings) -> str | None:
+    """Whom the outbox's entries are queued for now (the project and its user); None off Supabase."""
+    from parla.memory.store.outbox import remote_of
+
+    if settings.store != "supabase":
+        return None
+    return remote_of(supabase_url(settings), settings.supabase_user_id if service_role(settings) else None)
+
+
 async def connect_supabase(settings: Settings) -> SupabaseChatStore:
     """The Supabase store the settings describe: the service-role key with a user id, or the anon
     key with the session `parla login` saved."""
@@ -70,7 +84,7 @@ async def connect_supabase(settings: Settings) -> SupabaseChatStore:
         "commit_page": settings.supabase_commit_page,
     }
     service_key = _secret(settings.supabase_service_key)
-    if service_key is not None or settings.supabase_user_id:
+    if service_role(settings):
         if service_key is None or not settings.supabase_user_id:
             raise ConfigError(
                 "the service-role mode needs both PARLA_SUPABASE_SERVICE_KEY and PARLA_SUPABASE_USER_ID "

@@ -29,7 +29,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager, suppress
+from contextlib import AsyncExitStack, asynccontextmanager, nullcontext, suppress
 
 from google import genai
 
@@ -132,7 +132,8 @@ class Daemon:
                 assert self._deadline is not None
                 limit = self.settings.shutdown_timeout_s
                 try:
-                    await asyncio.wait_for(asyncio.shield(task), self._deadline - asyncio.get_running_loop().time())
+                    async with asyncio.timeout_at(self._deadline):
+                        await asyncio.shield(task)
                 except TimeoutError:
                     log.error("shutdown took longer than %.0fs; cancelling", limit, extra={"event": "shutdown_slow"})
                     await cancel_and_wait(task)
@@ -150,6 +151,7 @@ class Daemon:
         async with (
             self.mem.reembedder,
             self.mem.summary_worker,
+            self.mem.copy_fill or nullcontext(),
             ControlServer(
                 s.control_socket,
                 lambda cmd, request: dispatch(self._running, cmd, request),
@@ -275,7 +277,8 @@ class Daemon:
             extra={"event": "daemon_restart", "restarts": self.status.restarts},
         )
         with suppress(TimeoutError):
-            await asyncio.wait_for(self._stop.wait(), delay)
+            async with asyncio.timeout(delay):
+                await self._stop.wait()
 
     # idle
 

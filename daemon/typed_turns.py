@@ -82,7 +82,8 @@ class TypedTurns:
         if not wait:
             return {"result": sent}
         try:
-            return await asyncio.wait_for(asyncio.shield(typed.outcome), wait)
+            async with asyncio.timeout(wait):
+                return await asyncio.shield(typed.outcome)
         except TimeoutError:
             kept = await self._answered_unstored(typed)
             if typed.outcome.done():  # settled meanwhile

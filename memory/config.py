@@ -184,6 +184,27 @@ class MemoryConfig(BaseModel):
         "daemon's background queue (what was said is searchable at once); below, or with --offline, it "
         "summarises at once.",
     )
+    import_max_turn_chars: int = Field(
+        1_000_000,
+        ge=1000,
+        description="Longest turn `parla import` keeps whole, in characters: a longer one keeps its first this many, "
+        "with a note (1,000,000 characters are about 250,000 tokens, more than most assistants read in a whole "
+        "conversation).",
+    )
+    import_max_conversation_mb: float = Field(
+        64,
+        gt=0,
+        description="Largest conversation `parla import` reads, in MB (an export's conversation, or a JSONL line): a "
+        "bigger one is skipped with its number and the others are imported. It is held in memory while it is read, the "
+        "more the shorter its messages (59 MB of 200,000 messages: 670 MB; 62 MB of 638,049 tiny ones: 1.2 GB).",
+    )
+    import_max_conversation_turns: int = Field(
+        200_000,
+        ge=100,
+        description="Most turns a conversation `parla import` stores may hold (a speaker's run of messages is one "
+        "turn): one with more is skipped with its number and the others are imported. Storing, indexing and embedding "
+        "a conversation takes about 5 KB a turn at once (200,000 turns: 1.6 GB at the peak).",
+    )
     rolling_summary_prompt: str = Field(
         prompts.ROLLING_SUMMARY,
         min_length=1,

@@ -43,6 +43,11 @@ class StoreFileReplaced(StoreError):
     """The SQLite file, or its -wal or -shm file, was deleted or replaced under the open store."""
 
 
+class ForeignFile(StoreError):
+    """A file Parla would read its data from (a store, an outbox, the local copy, a session) or its
+    folder belongs to another user, who chooses what it holds: it is not used."""
+
+
 class StoreRefused(StoreError):
     """The server refused a request for good (bad input): retrying the same request cannot help."""
 

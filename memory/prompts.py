@@ -51,6 +51,17 @@ statement as one line:
 where "user" means a fact about the user that matters in any conversation (who they are, the people in
 their life, places, health, preferences, possessions, routines, plans with dates) and "chat" means it
 matters only to what this conversation is about; the subject names in English, lower case and in a few
-words what the fact is about ("home city", "daughter name", "wifi password"), so that a later statement
-about the same thing replaces it, or is "-" when the fact is not one that changes. {_LANGUAGE}
+words a thing that holds one value at a time ("home city", "job", "daughter name", "wifi password"), so
+that a later statement giving it another value replaces it, or is "-" when the user can have several of
+the kind at once (plans, trips, appointments, allergies, likes) or the fact does not change. {_LANGUAGE}
 If there is none, answer only "{NO_FACTS}", in English."""
+
+# Not a setting: the summarizer parses its answer line by line. Asked of the statements `PINS` found
+# about the user before they enter the profile, each with the user's message it was found in.
+ABOUT_USER = """Each numbered statement below was found in a conversation between a user and a voice assistant;
+under it is the message of the user it was found in. For each, answer whether it is a lasting fact the
+user stated about themselves or their own life: who they are, the people close to them, where they live,
+their work, health, preferences, possessions, routines, plans with dates. Answer no when it is what the
+assistant or another person said about themselves, a passing mood, a question, a wish or a hypothetical,
+or only what this conversation is for. Answer with one line per statement, "[number] yes" or
+"[number] no", and nothing else."""

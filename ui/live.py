@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import suppress
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -83,7 +82,11 @@ class LiveFeed:
                 if now != last:
                     last = now
                     yield LiveEvent("state", asdict(now))
-                with suppress(TimeoutError):
-                    yield await asyncio.wait_for(page.get(), self._poll_s)
+                try:
+                    async with asyncio.timeout(self._poll_s):
+                        event = await page.get()
+                except TimeoutError:
+                    continue
+                yield event
         finally:
             self._pages.discard(page)

@@ -92,11 +92,15 @@ async def serve_inspector(
     server = _Server(config)
     task = asyncio.create_task(server.serve(sockets=[sock]), name="inspector")
     try:
-        async with asyncio.timeout(_START_TIMEOUT_S):
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _START_TIMEOUT_S
+        async with asyncio.timeout_at(until):
             while not server.started:
                 if task.done():
                     task.result()
                     raise InspectorUnavailable("the memory inspector stopped while starting")
+                if loop.time() > until:  # its own deadline too, should the timeout's cancellation be lost
+                    raise TimeoutError
                 await asyncio.sleep(0.01)
         address = f"http://{HOST}:{sock.getsockname()[1]}"
         yield Serving(address, f"{address}/{inspector.token}/")

@@ -171,7 +171,14 @@ class VoiceConfig(BaseModel):
         "that pauses it at once.",
     )
     floor_near_end_ms: int = Field(
-        20, ge=10, description="Local detection: how long the microphone must stay that far above the echo."
+        30, ge=10, description="Local detection: how long the microphone must stay that far above the echo."
+    )
+    floor_below_user_db: float = Field(
+        6.0,
+        ge=0,
+        description="Local detection: a sound over the answer more than this many dB under the user's own voice "
+        "(its level learnt from the user's turns) is not taken for the user, and neither pauses nor cuts the "
+        "answer: a TV or people across the room. 0: off.",
     )
     floor_near_end_tail_ms: int = Field(
         200,
@@ -189,10 +196,10 @@ class VoiceConfig(BaseModel):
         "expected echo (double talk does not teach it a wrong echo path).",
     )
     floor_near_end_warm_s: float = Field(
-        1.0,
+        0.5,
         ge=0,
-        description="Local detection: played sound the near-end filter adapts on before its judgement is "
-        "trusted (Silero's onset holds the answer until then).",
+        description="Local detection: played sound the near-end filter learns on, at least, before its judgement "
+        "is trusted (Silero's onset holds the answer until then, and until the filter has learnt an echo path).",
     )
     floor_near_end_decay_db_per_s: float = Field(
         75.0,
@@ -201,7 +208,7 @@ class VoiceConfig(BaseModel):
         "reverberation).",
     )
     floor_confirm_ms: int = Field(
-        300,
+        150,
         ge=0,
         description="Local detection: how long an answer paused by the near-end judgement waits for speech to "
         "show once the speaker is quiet (the canceller lets the user's voice through then) before it goes on; "
@@ -221,6 +228,13 @@ class VoiceConfig(BaseModel):
         ge=0,
         description="Local detection, with floor_words: quiet after a sound over the answer, without a word that "
         "cuts it in the transcript, after which the answer goes on (a word that comes later still cuts it).",
+    )
+    floor_cut_ms: int = Field(
+        0,
+        ge=0,
+        description="Local detection, with floor_words: speech over the answer this long (in a row, from the "
+        "pause) cuts it at once, without waiting for its words; shorter sounds wait for them. 0: off, the words "
+        "alone decide.",
     )
     floor_backchannels: str = Field(
         "mm,hmm,mhm,uh,huh,um,ah,oh,yeah,yep,yes,okay,ok,right,sure,alright,i,see,got,it",

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from contextlib import suppress
+from datetime import datetime
 from typing import Any
 
 import typer
@@ -124,6 +125,13 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
         out.print("store: unreachable; chats are read from this device's copy, writes wait in the outbox")
     if outbox["problem"]:
         out.print(f"outbox problem: {escape(outbox['problem'])}")
+    for queued in outbox.get("elsewhere", ()):
+        out.print(
+            f"outbox: {queued['waiting'] + queued['refused']} writes wait for another Supabase project, "
+            f"{escape(queued['project'])}; kept until sent there or dropped (`parla outbox list` says how)"
+        )
+    if fill := s.get("copy_fill"):
+        out.print(f"local copy: {escape(_copy_held(fill))}")
     reembed = s.get("reembed")
     if reembed and reembed["state"] != "done":
         share = f"{reembed['done']}/{reembed['total']} texts" if reembed["total"] else "starting"
@@ -151,6 +159,17 @@ async def status(as_json: bool = typer.Option(False, "--json", help="Print as JS
             )
     if s["last_error"]:
         out.print(f"last error: {escape(s['last_error'])}")
+
+
+def _copy_held(fill: dict[str, Any]) -> str:
+    """Up to when this device's copy holds every chat (what offline reads answer for), and the fill."""
+    at = fill["filled_at"] and datetime.fromisoformat(fill["filled_at"]).astimezone()
+    held = f"every chat on Supabase as of {at:%Y-%m-%d %H:%M}" if at else "not yet every chat on Supabase"
+    if fill["state"] == "filling":
+        return f"{held}; filling, {fill['chats_done']} of {fill['chats_total']} chats"
+    if fill["state"] in ("offline", "failed"):
+        return f"{held}; the fill waits ({fill['error']})"
+    return held
 
 
 def _mcp_server(server: dict[str, Any]) -> str:

@@ -93,6 +93,9 @@ async def import_chats(
     summary_calls_per_minute (`parla status` shows how far). With the offline summarizer, an import of
     more than import_offline_now_turns turns queues them for the daemon at once. --offline makes them
     here with the offline models instead."""
+    from parla.memory.compaction.pins_and_profile import learn_from_chat
+    from parla.memory.compaction.report import CompactionReport
+    from parla.memory.imports.bounds import ReadLimits
     from parla.memory.imports.importer import id_scope, import_chat
     from parla.memory.imports.reading import Export
 
@@ -111,7 +114,7 @@ async def import_chats(
                 errors.append(entry)
                 err.print(f"parla: skipped {entry}", markup=False)
 
-    with Export(file) as export:
+    with Export(file, ReadLimits.of(settings)) as export:
         entries = export.chats()
         first = next(entries, None)  # names the format before anything is stored
         if first is None:
@@ -121,6 +124,9 @@ async def import_chats(
             if offline:
                 mem = await _offline(mem)
             scope = await id_scope(mem.store)
+            # what the user says about themselves, read from each chat's turns as it is stored: the
+            # summaries may wait for the queue, the profile does not
+            learned = CompactionReport("import")
 
             async def store_one(item: tuple[int, ImportChat]) -> tuple[tuple[int, ImportResult], str]:
                 number, chat = item
@@ -131,7 +137,10 @@ async def import_chats(
                     scope=scope,
                     replace=replace,
                     max_turn_tokens=settings.chunk_summarize_threshold // 2,
+                    max_turn_chars=settings.import_max_turn_chars,
                 )
+                if result.turns_added:
+                    await learn_from_chat(mem.store, mem.settings, mem.dates, result.chat_id, learned)
                 # unchanged chats too: a run that could not summarise them is finished by the next one
                 return (number, result), result.chat_id
 
@@ -154,6 +163,7 @@ async def import_chats(
         "replaced": count["replaced"],
         "unchanged": count["unchanged"],
         "turns_added": sum(r.turns_added for _, r in results),
+        "profile_entries": learned.profile_entries,
         "differs": [{what: n, "chat_id": r.chat_id, "detail": r.detail} for n, r in results if r.outcome == "differs"],
         "notes": [{what: n, "note": note} for n, r in results for note in r.notes],
         "skipped": [{what: e.line_no, "reason": e.reason} for e in errors],
@@ -172,7 +182,8 @@ async def import_chats(
     out.print(
         f"Imported {report['imported']} chats ({report['turns_added']} turns in all; {export.format_name}); "
         f"{report['added_to']} gained turns; {report['replaced']} replaced; {report['unchanged']} already there; "
-        f"{len(report['differs'])} differ; {len(errors)} {what}s skipped. Store: {store_name(settings)}",
+        f"{len(report['differs'])} differ; {len(errors)} {what}s skipped; {report['profile_entries']} new entries "
+        f"in what Parla knows about you (`parla profile list`). Store: {store_name(settings)}",
         markup=False,
     )
 

@@ -64,6 +64,7 @@ class ImportReport(Shape):
     replaced: int
     unchanged: int
     turns_added: int
+    profile_entries: int = Field(description="what the user said about themselves, added to the profile")
     differs: list[ImportLine] = Field(description="chats whose stored turns differ (kept unless `--replace`)")
     notes: list[ImportLine]
     skipped: list[ImportLine]
@@ -183,6 +184,7 @@ class BackfillCounts(Shape):
     chunk_summaries: int
     fact_blocks: int
     meta_summaries: int
+    profile_entries: int = Field(description="what the user said about themselves, added to the profile")
     failed: dict[str, str] = Field(description="chat id → why it failed")
 
 
@@ -264,6 +266,24 @@ class DbCheck(Shape):
     outbox_depth: int
 
 
+class OutboxHere(Shape):
+    project: str = Field(description="the Supabase project Parla uses now (its URL)")
+    waiting: int
+    refused: int = Field(description="refused by the server for good, kept")
+
+
+class OutboxElsewhere(Shape):
+    project: str = Field(description="the URL of a project Parla used before")
+    user: str = Field(description='the user id of the service-role mode, or "session" (`parla login`)')
+    waiting: int
+    refused: int
+
+
+class OutboxList(Shape):
+    current: OutboxHere | None = Field(description="null when PARLA_STORE is not supabase")
+    elsewhere: list[OutboxElsewhere]
+
+
 class SyncReport(Shape):
     copied: int
     unchanged: int
@@ -320,6 +340,7 @@ SHAPES: dict[str, Callable[[], Any]] = {
     "reminders list": lambda: list[ReminderRow],
     "db check": lambda: DbCheck,
     "sync": lambda: SyncReport,
+    "outbox list": lambda: OutboxList,
 }
 
 

@@ -49,8 +49,9 @@ async def regenerate(
 @command
 async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the counts as JSON.")) -> None:
     """Fill in what every chat's memory lacks: rolling summaries, descriptions (with their
-    embeddings), chunk summaries, facts and meta summaries. What exists is left as it is, so it
-    can be run again at any time; a chat that fails is named and the others go on."""
+    embeddings), chunk summaries, facts and meta summaries, and what the user said about
+    themselves in any turn (the profile). What exists is left as it is, so it can be run again at
+    any time; a chat that fails is named and the others go on."""
     from parla.memory.compaction.report import CompactionReport
 
     reports: list[CompactionReport] = []
@@ -62,6 +63,8 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
             for chat in chats:
                 try:
                     reports.append(await mem.compactor.compact(chat.id))
+                    # every turn, also those summarised before the profile read them
+                    reports.append(await mem.compactor.learn(chat.id))
                 except Exception as e:  # noqa: BLE001 - one chat's failure must not stop the others
                     failed[chat.id] = str(e)
                 progress.advance(task)
@@ -72,6 +75,7 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
         "chunk_summaries": sum(r.chunk_summaries for r in reports),
         "fact_blocks": sum(r.fact_blocks for r in reports),
         "meta_summaries": sum(r.meta_summaries for r in reports),
+        "profile_entries": sum(r.profile_entries for r in reports),
         "failed": failed,
     }
     if as_json:
@@ -80,7 +84,8 @@ async def backfill(as_json: bool = typer.Option(False, "--json", help="Print the
         out.print(
             f"Backfilled {counts['chats']} chats: {counts['described']} described, {counts['turns_folded']} turns "
             f"folded into summaries, {counts['chunk_summaries']} chunk summaries, {counts['fact_blocks']} fact "
-            f"blocks and {counts['meta_summaries']} meta summaries written."
+            f"blocks, {counts['meta_summaries']} meta summaries and {counts['profile_entries']} profile entries "
+            "written."
         )
     if failed:
         raise CommandFailed(

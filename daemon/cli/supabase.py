@@ -1,11 +1,15 @@
-"""`parla login`, `parla logout`, `parla db migrate|check` and `parla sync`: pointing Parla at a
-Supabase project and copying the local chats there."""
+"""`parla login`, `parla logout`, `parla db migrate|check`, `parla sync` and `parla outbox`: pointing
+Parla at a Supabase project, copying the local chats there, and the writes still waiting in the
+local outbox, for this project or one Parla used before."""
 
 from __future__ import annotations
 
+import sys
+from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from ..errors import ConfigError
@@ -14,6 +18,8 @@ from .support import (
     SETUP,
     command,
     emit_json,
+    err,
+    fail,
     group,
     load_settings,
     out,
@@ -24,6 +30,9 @@ from .support import (
 # The Supabase client and the stores are imported by the commands that use them: the other
 # commands start without loading them.
 if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from parla.memory.store.outbox import Outbox
     from parla.memory.store.protocol import AppendResult
     from parla.memory.store.sqlite.store import SQLiteChatStore
     from parla.records.chat import Chat
@@ -174,10 +183,108 @@ async def sync(as_json: bool = typer.Option(False, "--json", help="Print the out
     out.print(table)
 
 
+@asynccontextmanager
+async def _outbox(settings: Settings) -> AsyncIterator[Outbox]:
+    """The outbox in the store's file, as the configured project's (no project off Supabase)."""
+    from parla.memory.store.outbox import Outbox
+
+    from ..stores import outbox_remote
+
+    outbox = Outbox(settings.store_path, outbox_remote(settings) or "")
+    await outbox.open()
+    try:
+        yield outbox
+    finally:
+        await outbox.close()
+
+
+@command
+async def outbox_list(as_json: bool = typer.Option(False, "--json", help="Print as JSON.")) -> None:
+    """The writes waiting in the local outbox: for the Supabase project Parla uses, and for any
+    project it used before (the URL or the user changed while they waited), with how to send
+    those there or drop them."""
+    settings = load_settings()
+    async with _outbox(settings) as outbox:
+        here = await outbox.depth() if settings.store == "supabase" else None
+        elsewhere = await outbox.elsewhere()
+    data = {
+        "current": None if here is None else {"project": settings.supabase_url, "waiting": here[0], "refused": here[1]},
+        "elsewhere": [
+            {"project": q.project, "user": q.user, "waiting": q.waiting, "refused": q.refused} for q in elsewhere
+        ],
+    }
+    if as_json:
+        emit_json(data, "outbox list")
+        return
+    if here is not None:
+        out.print(f"{escape(str(settings.supabase_url))} (this project): {here[0]} writes waiting, {here[1]} refused")
+    for q in elsewhere:
+        who = "signed in with `parla login`" if q.user == "session" else f"user {q.user}"
+        out.print(f"{escape(q.project)} ({who}): {q.waiting} writes waiting, {q.refused} refused", markup=False)
+    if elsewhere:
+        out.print(
+            "They are kept, and never sent to another project. To send them to theirs, run `parla outbox send` "
+            "with PARLA_SUPABASE_URL (and its key, or a `parla login` to it) set to that project; to give them "
+            "up, `parla outbox drop URL`.",
+            markup=False,
+        )
+    elif here is None or here == (0, 0):
+        out.print("The outbox is empty.")
+
+
+@command
+async def outbox_send() -> None:
+    """Send what waits in the outbox for the configured Supabase project now (PARLA_SUPABASE_URL):
+    to send the writes queued for a project Parla used before, point these settings at it."""
+    from ..stores import connect_supabase
+
+    settings = load_settings()
+    if settings.store != "supabase":
+        raise fail("`parla outbox send` sends to a Supabase project: set PARLA_STORE=supabase and its settings")
+    async with _outbox(settings) as outbox:
+        before, _ = await outbox.depth()
+    async with await connect_supabase(settings) as store:
+        await store.flush()
+        after = await store.pending_writes()
+    out.print(f"Sent {before - after.waiting} writes to {settings.supabase_url}.", markup=False)
+    if after.refused:
+        out.print(f"{after.refused} refused by the server for good are kept (`parla stats`).", markup=False)
+
+
+@command
+async def outbox_drop(
+    project: str = typer.Argument(..., help="The URL of the project whose queued writes to drop."),
+    yes: bool = typer.Option(False, "--yes", "-y", help="Drop without asking."),
+) -> None:
+    """Drop the writes queued for a Supabase project Parla used before: they will never reach it.
+    The configured project's own are not dropped (Parla sends them)."""
+    settings = load_settings()
+    project = project.rstrip("/")
+    if settings.store == "supabase" and project == settings.supabase_url:
+        raise fail("that is the project Parla uses now: its writes are sent, not dropped (`parla outbox send`)")
+    async with _outbox(settings) as outbox:
+        queued = sum(q.waiting + q.refused for q in await outbox.elsewhere() if q.project == project)
+        if not queued:
+            raise fail(f"no writes wait for {project} in the outbox: `parla outbox list` names the projects")
+        err.print(f"{queued} writes queued for {project} would never reach it.", markup=False)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise fail("dropping cannot be undone: add --yes to drop them without a question")
+            if not typer.confirm("Drop them?", err=True):
+                out.print("Nothing dropped.")
+                return
+        dropped = await outbox.drop(project)
+    out.print(f"Dropped {dropped} writes queued for {project}.", markup=False)
+
+
 COMMANDS = {
     "login": login,
     "logout": logout,
     "sync": sync,
     "db": group("The Supabase schema: apply the migrations, check them.", {"migrate": migrate, "check": check}),
+    "outbox": group(
+        "Writes waiting in the local outbox: list them, send them, drop those of a project Parla no longer uses.",
+        {"list": outbox_list, "send": outbox_send, "drop": outbox_drop},
+    ),
 }
 PANEL = SETUP

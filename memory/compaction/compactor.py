@@ -15,11 +15,18 @@ One run of `Compactor.compact(chat_id)`:
    upserted per range (auto pins by an id derived from the fact), so repeating a run changes
    nothing. A `remember` pin whose asking turn was not stored yet when it was pinned gets its
    source turn here (`pins_and_profile`).
-3. Profile (`pins_and_profile`). The user's durable statements found by the chunks' detection,
-   and by the rules in the unsummarised turns (so a short chat counts too), join the user's
-   profile across chats (`parla.records.profile`), each once (its id derives from its turn and
-   fact). The summary model says of each whether it is about the user or about this chat only
-   (that one stays a pin), and what it is about (its subject).
+3. Profile (`pins_and_profile`). The user's durable statements join the user's profile across
+   chats (`parla.records.profile`), each once (its id derives from its turn and fact): those the
+   rules read in every user turn not yet summarised (so each turn is read soon after it is
+   stored, in a chat of any length: this run follows each stored turn), and those the chunks'
+   detection found. The summary model says of each of its statements whether it is about the user
+   or about this chat only (that one stays a pin) and what it is about (its subject), and is then
+   asked once more whether each it put about the user is a lasting fact the user stated about
+   themselves: only those enter the profile.
+
+`Compactor.learn(chat_id)` reads every user turn of a chat for the profile alone, whatever was
+summarised before: an import does it as it stores a chat (the summaries may wait for the queue),
+and `parla memory backfill` for every stored chat.
 
 Each write is atomic on its own, so a failure part-way (a model error, a crash) leaves every
 stored item either as it was or complete; the next run picks up what is missing.
@@ -47,6 +54,7 @@ from ..retrieval.turn_windows import WindowIndexer, index_title
 from ..store.protocol import ChatRecords, MemoryRecords, SearchIndex
 from ..summarizers import Summarizer
 from .dual_memory import DualMemory, chunk_ranges
+from .pins_and_profile import learn_from_chat
 from .report import CompactionReport, offline_noted
 from .rolling_summary import RollingSummary
 
@@ -91,6 +99,15 @@ class Compactor:
             )
         report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         log.info("compaction %s", report.log_line(), extra={"event": "compaction", **asdict(report)})
+        return report
+
+    async def learn(self, chat_id: str) -> CompactionReport:
+        """Read every user turn of the chat, a page at a time, for what it says about the user
+        (the rules alone: no model call), and add it to the profile."""
+        started = time.perf_counter()
+        report = CompactionReport(chat_id)
+        await learn_from_chat(self.store, self.config, self.dual_memory.dates, chat_id, report)
+        report.duration_ms = round((time.perf_counter() - started) * 1000, 1)
         return report
 
     async def regenerate(self, chat_id: str, rng: MessageRange | None, *, facts_only: bool = False) -> CompactionReport:

@@ -2,13 +2,14 @@
 (with its importance) and, in parallel, a fact extraction and the auto-pin detection, all from the
 raw messages; every `meta_every` chunk summaries get a meta summary. All are upserted per range
 (auto pins by an id derived from the fact), so repeating a run changes nothing. What the
-detections found becomes pins and profile entries (`pins_and_profile`)."""
+detections found becomes pins; what they found about the user, once the summarizer has checked
+that each is a fact the user stated about themselves, and what the rules read in the user's turns
+become profile entries (`pins_and_profile`)."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import replace
 from functools import partial
 
 from parla.kernel.tokens import truncate_to_tokens
@@ -23,7 +24,7 @@ from ..language.absolute_dates import DateReading
 from ..language.auto_pins import PinCandidate, said_in
 from ..store.protocol import ChatsWithMemory
 from ..summarizers import Summarizer
-from .pins_and_profile import add_to_profile, pin_found
+from .pins_and_profile import add_to_profile, dated, pin_found
 from .report import CompactionReport
 
 
@@ -103,12 +104,23 @@ class DualMemory:
         with report.timed("chunks"):
             await _bounded(jobs, self.config.compaction_concurrency * 2)
         await pin_found(self.store, chat.id, found, read, report)
-        if said:
-            said = (await asyncio.to_thread(self._dated, None, said, []))[1]
-        await add_to_profile(self.store, self.config, chat.id, found + (said or []), report)
+        about = [c for c in found if c.about_user]
+        if about and self.config.profile_auto:
+            # the summary model's statements are asked once more whether each is the user's
+            about = await self.summarizer.about_user(sorted(about, key=lambda c: c.source.seq))
+        await self.learn(chat.id, about, said or [], report)
         if not facts_only:
             with report.timed("metas"):
                 await self._metas(chat, report, chunks, chunk_text, only)
+
+    async def learn(
+        self, chat_id: str, found: list[PinCandidate], said: list[PinCandidate], report: CompactionReport
+    ) -> None:
+        """What the user said about themselves joins the profile: statements `found` by the chunks'
+        detection and checked, and the statements `said` that the rules read in their turns."""
+        if said:
+            said = await asyncio.to_thread(dated, self.dates, said)
+        await add_to_profile(self.store, self.config, chat_id, found + said, report)
 
     async def _metas(
         self,
@@ -186,9 +198,7 @@ class DualMemory:
         dates = self.dates
         if facts:
             facts = [dates.dated(line, said_in(line, turns).created_at) for line in facts]
-        if pins:
-            pins = [replace(p, content=dates.dated(p.content, p.source.created_at)) for p in pins]
-        return facts, pins
+        return facts, dated(dates, pins) if pins else pins
 
 
 async def _none() -> None:

@@ -151,7 +151,8 @@ class SummaryWorker:
             if chat_id is None:
                 self._wake.clear()
                 with suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), self.poll_s)
+                    async with asyncio.timeout(self.poll_s):  # not wait_for: see parla.kernel.tasks
+                        await self._wake.wait()
                 continue
             await self._summarise(chat_id)
 

@@ -5,7 +5,8 @@ One chat per line, UTF-8 (a byte-order mark is fine), in either shape:
 - OpenAI/ChatGPT's: {"id"?, "title"?, "messages": [{"role", "content": "..." or [{"type": "text", "text"}]}]}
 Roles `user`, `model` and `assistant` (stored as `model`) are imported; `system`, `developer` and
 `tool` messages are skipped and counted: they instructed another assistant and were not said in
-the chat. A turn longer than the caller's limit is split at paragraph or sentence ends.
+the chat. A turn longer than the caller's limit is cut, and one too long for a summarising step is
+split at paragraph or sentence ends.
 
 Ids are deterministic so that importing the same file again adds nothing, and derived inside the
 importing user's own id space (`scope`), so one user's import can never collide with, or reveal,
@@ -32,8 +33,9 @@ from parla.records.chat import Chat
 from parla.records.turn import Part, Role, Turn, storable_text, utcnow
 
 from ..errors import ChatNotFound, ImportLineError
+from ..language.pieces import split_text
 from ..store.protocol import ChatRecords
-from .bounds import aware, import_date, split_text, untimed_after
+from .bounds import aware, cut_turn, import_date, untimed_after
 
 _NAMESPACE = uuid.UUID("6f1c4a52-52a4-4c55-9a53-7c1bd0a7c0de")
 _ROLES: dict[str, Role] = {"user": "user", "model": "model", "assistant": "model"}
@@ -222,28 +224,39 @@ def chat_id_of(chat: ImportChat, scope: str = "") -> str:
 
 
 def turns_of(
-    chat: ImportChat, chat_id: str, now: datetime | None = None, max_turn_tokens: int | None = None
+    chat: ImportChat,
+    chat_id: str,
+    now: datetime | None = None,
+    max_turn_tokens: int | None = None,
+    max_turn_chars: int | None = None,
 ) -> list[Turn]:
     """Turns with deterministic ids; a turn without a timestamp follows the previous one by a
     second, but not past the import time `now` (the first falls back to the chat's created_at,
-    else `now`). A turn over `max_turn_tokens` becomes several turns of the same speaker (noted
-    in `chat.notes`)."""
+    else `now`). A turn over `max_turn_chars` keeps its first part, one over `max_turn_tokens`
+    becomes several turns of the same speaker (each noted in `chat.notes`)."""
     namespace = uuid.UUID(chat_id)
     now = now or utcnow()
     previous = aware(chat.created_at) if chat.created_at else None
     turns: list[Turn] = []
     max_chars = max_turn_tokens * CHARS_PER_TOKEN if max_turn_tokens else None
+    noted = set(chat.notes)
     for number, t in enumerate(chat.spoken, start=1):
         created = aware(t.created_at) if t.created_at else (untimed_after(previous, now) if previous else now)
         previous = created
-        texts = [t.joined]
-        if max_chars is not None and len(t.joined) > max_chars:
-            texts = split_text(t.joined, max_chars)
-            note = f"turn {number} ({len(t.joined):,} characters) split into {len(texts)} turns"
-            if note not in chat.notes:
-                chat.notes.append(note)
-        for i, text in enumerate(texts):
-            parts = t.parts if t.parts is not None and len(texts) == 1 else [Part(text=text)]
+        joined = t.joined
+        text, size, changed = joined, f"{len(joined):,} characters", []
+        if max_turn_chars is not None and len(joined) > max_turn_chars:
+            text, size = cut_turn(joined, max_turn_chars)
+            changed.append(f"cut to its first {max_turn_chars:,} characters (import_max_turn_chars)")
+        texts = split_text(text, max_chars) if max_chars is not None and len(text) > max_chars else [text]
+        if len(texts) > 1:
+            changed.append(f"split into {len(texts)} turns")
+        note = f"turn {number} ({size}) " + " and ".join(changed)
+        if changed and note not in noted:
+            noted.add(note)
+            chat.notes.append(note)
+        for i, piece in enumerate(texts):
+            parts = t.parts if t.parts is not None and piece is joined else [Part(text=piece)]
             turns.append(
                 Turn(
                     id=str(uuid.uuid5(namespace, str(len(turns)))),
@@ -286,14 +299,20 @@ async def _stored_turns(store: ChatRecords, ids: list[str]) -> tuple[str, list[T
 
 
 async def import_chat(
-    store: ChatRecords, chat: ImportChat, *, scope: str = "", replace: bool = False, max_turn_tokens: int | None = None
+    store: ChatRecords,
+    chat: ImportChat,
+    *,
+    scope: str = "",
+    replace: bool = False,
+    max_turn_tokens: int | None = None,
+    max_turn_chars: int | None = None,
 ) -> ImportResult:
     """Store one parsed chat: new, or the turns it gained since the last import, or nothing when
     the stored chat already holds it. A stored chat whose turns differ from the file's is left
     as it is (`differs`), or with `replace` deleted and imported again, unless it holds turns
     said in Parla after the import, which a replacement would lose."""
     cid, stored = await _stored_turns(store, chat_ids_of(chat, scope))
-    turns = turns_of(chat, cid, max_turn_tokens=max_turn_tokens)
+    turns = turns_of(chat, cid, max_turn_tokens=max_turn_tokens, max_turn_chars=max_turn_chars)
     if stored is None:
         return await _create(store, chat, cid, turns, "imported")
     have, given = _said(stored), _said(turns)

@@ -2,8 +2,9 @@
 a JSONL file (one chat per line), a JSON array of conversations (ChatGPT's, Claude's or Open WebUI's
 export, or chats in our shape), one JSON object, or a .zip export holding `conversations.json`.
 The format is told by the content, not the file's name, and each conversation by its own keys, so
-a file mixing them still reads. Arrays are parsed incrementally (ijson), so memory stays bounded by
-one conversation, not the file."""
+a file mixing them still reads. Arrays are parsed incrementally (ijson, within the bounds of
+`bounded_json`) and JSONL a line at a time, so memory stays bounded by one conversation, not the
+file, and a conversation past the `ReadLimits` is refused, not read."""
 
 from __future__ import annotations
 
@@ -20,8 +21,11 @@ from typing import IO, Any, Self
 
 import ijson
 
+from ..config import MemoryConfig
 from ..errors import ImportFormatError, ImportLineError
 from . import chatgpt, claude, openwebui
+from .bounded_json import CutStrings, Refused, conversations
+from .bounds import ReadLimits
 from .importer import ImportChat, chat_of, decode_line, json_line
 
 _FORMATS: tuple[ModuleType, ...] = (chatgpt, claude, openwebui)
@@ -60,8 +64,10 @@ def _zip_member(archive: zipfile.ZipFile, name: str) -> zipfile.ZipInfo:
     raise ImportFormatError(f"{name} is a .zip without conversations.json: unpack it and import the chats' JSON file")
 
 
-def converted(number: int, data: Any, what: str) -> tuple[ImportChat, str]:
-    """One conversation of any format as an ImportChat, and the name of its format."""
+def converted(number: int, data: Any, what: str, limits: ReadLimits) -> tuple[ImportChat, str]:
+    """One conversation of any format as an ImportChat, and the name of its format; refused
+    (ImportLineError) when it holds more turns than `limits` lets it, before they are checked and
+    stored, which takes memory with their number."""
     if isinstance(data, dict):
         for fmt in _FORMATS:
             if fmt.matches(data):
@@ -74,19 +80,32 @@ def converted(number: int, data: Any, what: str) -> tuple[ImportChat, str]:
                 if not shaped["turns"]:
                     left_out = f" ({'; '.join(notes)})" if notes else ""
                     raise ImportLineError(number, f"an empty conversation: no message with text{left_out}", what)
+                _count(number, shaped, what, limits)
                 return chat_of(number, shaped, what, notes), fmt.NAME
+        _count(number, data, what, limits)
     return chat_of(number, data, what), "OpenAI messages" if isinstance(
         data, dict
     ) and "turns" not in data else "Parla's shape"
 
 
+def _count(number: int, data: dict[str, Any], what: str, limits: ReadLimits) -> None:
+    """ImportLineError when the conversation's "turns" (or "messages") are more than `limits` lets
+    one hold."""
+    turns = data.get("turns", data.get("messages"))
+    why = limits.too_many(len(turns)) if isinstance(turns, list) else None
+    if why:
+        raise ImportLineError(number, why, what)
+
+
 class Export:
     """A source being read: `chats()` yields each conversation with its number (or why it was
-    skipped) as it is parsed; `formats` counts what was read by format, `what` says whether a number
-    is a line's or a conversation's, `read` and `size` are bytes for progress."""
+    skipped) as it is parsed, within `limits` (the settings' by default); `formats` counts what was
+    read by format, `what` says whether a number is a line's or a conversation's, `read` and `size`
+    are bytes for progress."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, limits: ReadLimits | None = None) -> None:
         self.source = source
+        self.limits = limits or ReadLimits.of(MemoryConfig.model_validate({}))
         self.formats: Counter[str] = Counter()
         self.what = "line"
         self.size: int | None = None
@@ -146,23 +165,28 @@ class Export:
         if first == b"[" or (first == b"{" and not _first_line_is_json(start)):
             self.what = "conversation"
             # an array of conversations, or one pretty-printed object: a single conversation
-            yield from self._parsed("item" if first == b"[" else "")
+            yield from self._parsed(in_array=first == b"[")
         elif first:
             yield from self._lines()
 
     def _convert(self, number: int, data: Any) -> tuple[int, ImportChat] | ImportLineError:
         try:
-            chat, fmt = converted(number, data, self.what)
+            chat, fmt = converted(number, data, self.what, self.limits)
         except ImportLineError as e:
             return e
         self.formats[fmt] += 1
         return number, chat
 
-    def _parsed(self, prefix: str) -> Iterator[tuple[int, ImportChat] | ImportLineError]:
+    def _parsed(self, in_array: bool) -> Iterator[tuple[int, ImportChat] | ImportLineError]:
         number = 0
+        read = CutStrings(self._stream, self.limits.max_string_bytes)
+        events = ijson.basic_parse(read, use_float=True)
         try:
-            for number, data in enumerate(ijson.items(self._stream, prefix, use_float=True), start=1):
-                yield self._convert(number, data)
+            for number, data in enumerate(conversations(events, in_array, self.limits, read), start=1):
+                if isinstance(data, Refused):
+                    yield ImportLineError(number, f"{data.reason} (near byte {self.read:,} of {self.where})", self.what)
+                else:
+                    yield self._convert(number, data)
         except ijson.JSONError as e:
             yield ImportLineError(
                 number + 1,
@@ -171,14 +195,36 @@ class Export:
             )
 
     def _lines(self) -> Iterator[tuple[int, ImportChat] | ImportLineError]:
-        for line_no, raw in enumerate(self._stream, start=1):
+        line_no = 0
+        while (line := self._line()) is not None:
+            line_no += 1
+            if isinstance(line, int):
+                yield ImportLineError(line_no, self.limits.too_long)
+                continue
             try:
-                line = decode_line(line_no, raw)
-                if not line.strip():
+                text = decode_line(line_no, line)
+                if not text.strip():
                     continue
-                yield self._convert(line_no, json_line(line_no, line))
+                yield self._convert(line_no, json_line(line_no, text))
             except ImportLineError as e:
                 yield e
+
+    def _line(self) -> bytes | int | None:
+        """The next line of the file (None at its end), or, for a line past the conversations'
+        limit, its length: it is read a block at a time and dropped, never held whole."""
+        pieces: list[bytes] = []
+        size = 0
+        while piece := self._stream.readline(_BUFFER):
+            size += len(piece)
+            if size > self.limits.max_conversation_bytes + 1:
+                pieces.clear()
+            else:
+                pieces.append(piece)
+            if piece.endswith(b"\n"):
+                break
+        if not size:
+            return None
+        return b"".join(pieces) if pieces else size
 
 
 def _first_line_is_json(start: bytes) -> bool:

@@ -31,10 +31,12 @@ def marker(what: str) -> str:
 
 class Turns:
     """Turns being built in order; a message of the same speaker as the one before joins its turn
-    (a tool call, its hidden result and the answer after it are one answer for the reader)."""
+    (a tool call, its hidden result and the answer after it are one answer for the reader). A
+    turn's pieces are joined once, in `turns`: joined at each message, a run of 40,000 messages of
+    one speaker took 48 s."""
 
     def __init__(self) -> None:
-        self.turns: list[dict[str, Any]] = []
+        self._turns: list[dict[str, Any]] = []
         self.left_out: Counter[str] = Counter()
 
     def add(
@@ -43,21 +45,29 @@ class Turns:
         text = text.strip()
         if not text:
             return
-        last = self.turns[-1] if self.turns else None
+        last = self._turns[-1] if self._turns else None
         if last is not None and last["role"] == role:
-            last["text"] += "\n\n" + text
+            last["text"].append(text)
             last["model_variant"] = last["model_variant"] or model_variant
-            last["thinking"] = "\n\n".join(t for t in (last["thinking"], thinking) if t) or None
+            last["thinking"] += [thinking] if thinking else []
             return
-        self.turns.append(
+        self._turns.append(
             {
                 "role": role,
-                "text": text,
+                "text": [text],
                 "created_at": iso_time(created_at),
                 "model_variant": model_variant,
-                "thinking": thinking or None,
+                "thinking": [thinking] if thinking else [],
             }
         )
+
+    @property
+    def turns(self) -> list[dict[str, Any]]:
+        """The turns in Parla's import shape."""
+        return [
+            {**turn, "text": "\n\n".join(turn["text"]), "thinking": "\n\n".join(turn["thinking"]) or None}
+            for turn in self._turns
+        ]
 
     def skip(self, what: str, count: int = 1) -> None:
         self.left_out[what] += count
@@ -68,10 +78,13 @@ class Turns:
 
 def branch_to(nodes: dict[str, dict[str, Any]], leaf: Any, parent_key: str) -> list[str]:
     """The ids from the root to `leaf` in a tree of messages (ChatGPT's, Open WebUI's), each node
-    naming its parent under `parent_key`; a cycle ends the walk rather than looping."""
+    naming its parent under `parent_key`; a cycle ends the walk rather than looping. Linear in the
+    branch's length: a branch of 40,000 messages took 18.5 s when each step searched the path."""
     path: list[str] = []
-    while isinstance(leaf, str) and leaf in nodes and leaf not in path:
+    seen: set[str] = set()
+    while isinstance(leaf, str) and leaf in nodes and leaf not in seen:
         path.append(leaf)
+        seen.add(leaf)
         leaf = nodes[leaf].get(parent_key)
     return path[::-1]
 

@@ -16,6 +16,7 @@ from parla.records.pins import Pin
 from parla.records.turn import Turn
 
 from .importance import durable_statements, fact_key
+from .pieces import READ_AT_ONCE, split_text
 from .text import content_words
 
 # Words that frame a pin rather than say its fact ("The user said: ...", "User is ...").
@@ -23,6 +24,10 @@ _FRAME = frozenset({"user", "users", "said", "says", "remember", "the"})
 _FRAME_TEXT = 'The user said: "{}"'
 _FRAMED = lazy_pattern(r'The user said: "(.+)"', re.DOTALL)
 _NAMESPACE = uuid.UUID("6f1d3c52-8f7e-4d8e-9a43-5b0f2f0a7c11")
+# A pasted document can hold thousands of sentences the rules take for the user's own, and each
+# candidate is dated and compared with every other: a turn gives at most this many. A spoken turn
+# says one or two things worth pinning.
+_PINS_A_TURN = 5
 
 
 @dataclass(frozen=True)
@@ -39,13 +44,17 @@ class PinCandidate:
 
 
 def offline_candidates(turns: Iterable[Turn]) -> list[PinCandidate]:
-    """The rule detector: each durable statement of a user's turn, in its own words."""
-    return [
-        PinCandidate(_FRAME_TEXT.format(s.text), s.importance, turn)
-        for turn in turns
-        if turn.role == "user"
-        for s in durable_statements(turn.text)
-    ]
+    """The rule detector: the durable statements of each user's turn, in its own words, at most
+    `_PINS_A_TURN` of them (the most important, in the order said); the turn is read in pieces of
+    at most `READ_AT_ONCE` characters (see `memory.language.pieces`)."""
+    found = []
+    for turn in turns:
+        if turn.role != "user":
+            continue
+        said = [s for piece in split_text(turn.text, READ_AT_ONCE) for s in durable_statements(piece)]
+        kept = sorted(sorted(range(len(said)), key=lambda i: -said[i].importance)[:_PINS_A_TURN])
+        found += [PinCandidate(_FRAME_TEXT.format(said[i].text), said[i].importance, turn) for i in kept]
+    return found
 
 
 def unframed(content: str) -> str:

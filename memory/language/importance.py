@@ -18,7 +18,9 @@ from typing import Literal
 from parla.kernel.patterns import lazy_pattern
 from parla.records.turn import Turn
 
-from .durable import is_durable
+from .durable import is_durable, stands_alone
+from .pieces import READ_AT_ONCE, split_text
+from .text import clauses, sentences, words
 
 # The importance from which a turn counts as important (stats; the context's default threshold).
 IMPORTANT = 7.0
@@ -44,6 +46,8 @@ _RULES: list[tuple[Category, float, Callable[[], re.Pattern[str]]]] = [
         9.5,
         lazy_pattern(
             r"\b(?:i'm|i am|i've been|i have been)\s+(?:severely\s+|very\s+|badly\s+)?(?:allergic|intolerant)\b"
+            # not to what only the conversation names ("I'm allergic to them")
+            r"(?!\s+to\s+(?:it|them|that|this|those|these)\b)"
             r"|\bmy\s+(?:\w+\s+)?allergy\b|\bi (?:have|suffer from|was diagnosed with|got diagnosed with)\s+"
             r"(?:type [12] )?(?:diabetes|asthma|epilepsy|celiac|coeliac|high blood pressure|a heart condition|"
             r"migraines|arthritis|an? \w+ allergy|cancer|adhd|anxiety|depression)\b"
@@ -65,7 +69,9 @@ _RULES: list[tuple[Category, float, Callable[[], re.Pattern[str]]]] = [
         "identity",
         8.5,
         lazy_pattern(
-            r"\bmy name is\b|\bcall me\s+[A-Z]|\bi(?:'m| am)\s+\d{1,3}\s+(?:years old|now)\b|\bi was born\b",
+            r"\bmy name is\s+[a-z]|\bcall me\s+(?-i:[A-Z])|\bi(?:'m| am)\s+\d{1,3}\s+(?:years old|now)\b|\bi was born\b"
+            # "Hi, I'm Larry"
+            r"|^\W*(?:(?:hi|hello|hey)\W+)?i(?:'m| am)\s+(?-i:[A-Z][a-z]+)\W*$",
             re.IGNORECASE,
         ),
     ),
@@ -85,7 +91,7 @@ _RULES: list[tuple[Category, float, Callable[[], re.Pattern[str]]]] = [
         8.0,
         lazy_pattern(
             rf"\bmy\s+(?:\w+\s+)?(?:birthday|anniversary|flight|surgery|operation|appointment|interview|wedding|"
-            rf"exam|due date|deadline|move|lease)\b[^.?!]*?\b(?:is|was|on|at|in)\b[^.?!]*?(?:\d|{_DATE_WORD})"
+            rf"exam|due date|deadline|move|lease)\b[^.?!]{{0,20}}?\b(?:is|was|on|at|in) (?:[^.?!\d]{{0,40}}?)(?:\d|{_DATE_WORD})"
             rf"|\b(?:birthday|anniversary) is\b",
             re.IGNORECASE,
         ),
@@ -129,7 +135,20 @@ _NOT_A_FACT = lazy_pattern(
     r"he said|she said|they said|in the (?:book|movie|film|story)|the character)\b",
     re.IGNORECASE,
 )
-_SENTENCE = lazy_pattern(r"(?<=[.!?])\s+|\n+")
+# What these rules find is the user's even beside a pronoun or an agreement ("I'm allergic to it too").
+_SAID_ALONE = frozenset({"health", "code", "identity", "family", "date"})
+# A question: what opens it, whatever ends it ("should I tell her" said without its question mark).
+_QUESTION = lazy_pattern(
+    r"^\W*(?:what|how|why|where|when|who|which|whose|do|does|did|is|are|was|were|can|could|would|should|will|"
+    r"shall|have|has|may|might|am|any|anything|isn't|aren't|don't|doesn't|didn't|won't)\b",
+    re.IGNORECASE,
+)
+# The words that tie a clause to the one before or after it.
+_TIES = lazy_pattern(
+    r"^(?:(?:and|but|so|because|since|though|although|also|oh|well|yeah|yes|no|actually|anyway|btw|plus|ok|"
+    r"okay)\b[,!.]?\s*)+|(?:[,;:]\s*(?:and|but|so|or)?|\s+(?:and|but|so|or))\s*$",
+    re.IGNORECASE,
+)
 _DETAIL = lazy_pattern(rf"\d|\b{_DATE_WORD}\b", re.IGNORECASE)
 _KEY_JUNK = lazy_pattern(r"[^\w\s]")
 _CONTRACTIONS = {"i'm": "i am", "i've": "i have", "don't": "do not", "can't": "cannot", "we're": "we are"}
@@ -145,20 +164,33 @@ class Statement:
 
 
 def durable_statements(text: str) -> list[Statement]:
-    """The sentences of `text` (a user's words) that state something durable about the user."""
+    """The clauses of `text` (a user's words) that state something durable about the user, each in
+    the user's words: a statement said beside a question ("I'm allergic to penicillin, what should I
+    tell my GP?") counts, the question does not."""
     found = []
-    for sentence in _SENTENCE().split(text):
-        sentence = sentence.strip()
-        if len(sentence) < 8 or _NOT_A_FACT().search(sentence):
-            continue
-        for category, importance, pattern in _RULES:
-            if pattern().search(sentence):
-                found.append(Statement(sentence, category, importance))
-                break
-        else:
-            if is_durable(sentence):
-                found.append(Statement(sentence, "personal", _PERSONAL))
+    for sentence in sentences(text):
+        for clause in clauses(sentence):
+            if len(clause) < 6 or _NOT_A_FACT().search(clause) or _QUESTION().search(clause):
+                continue
+            for category, importance, pattern in _RULES:
+                if pattern().search(clause):
+                    # a liking read by the general reading too: "I love the dialogue" names nothing
+                    if category in _SAID_ALONE or (
+                        stands_alone(words(clause)) and (category != "preference" or is_durable(clause))
+                    ):
+                        found.append(Statement(_as_said(clause), category, importance))
+                    break
+            else:
+                if is_durable(clause):
+                    found.append(Statement(_as_said(clause), "personal", _PERSONAL))
     return found
+
+
+def _as_said(clause: str) -> str:
+    """A clause as an entry of its own: without the words that tied it to its neighbours ("but",
+    "and so", a trailing comma), starting with a capital."""
+    text = _TIES().sub("", clause).strip()
+    return text[:1].upper() + text[1:] if text else clause
 
 
 def turn_importance(turn: Turn) -> float:
@@ -166,7 +198,8 @@ def turn_importance(turn: Turn) -> float:
     with dates or numbers matters more than small talk, and the user's words more than the
     assistant's (the assistant's answer can be asked again, what the user said cannot)."""
     if turn.role == "user":
-        statements = durable_statements(turn.text)
+        # read in bounded pieces: some rules take time with the square of a sentence's length
+        statements = [s for piece in split_text(turn.text, READ_AT_ONCE) for s in durable_statements(piece)]
         if statements:
             return max(s.importance for s in statements)
     base = 3.0 if turn.role == "user" else 1.5

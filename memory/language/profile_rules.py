@@ -1,6 +1,13 @@
 """The profile's rules (the entries themselves are `parla.records.profile`): what a first-person
 sentence is about (its subject, so a newer entry supersedes an older one of the same subject), and
-the entries a detector's candidates make, with ids stable across runs."""
+the entries a detector's candidates make, with ids stable across runs.
+
+A subject is something that holds one value at a time: where the user lives, their job, their
+name, a door's code, their daughter's name, their birthday. Two sentences of one subject say
+different values of it, so the newer contradicts the older and replaces it. A sentence that only
+touches a subject names none, and supersedes nothing: "I'm moving to Valencia for work" and "we're
+moving flats on 15 March" are plans, both kept; so are two flights, two appointments, two
+allergies."""
 
 from __future__ import annotations
 
@@ -20,7 +27,8 @@ _RELATIVE = (
     r"wife|husband|partner|girlfriend|boyfriend|son|daughter|mother|mom|mum|father|dad|sister|brother|"
     r"grandmother|grandma|grandfather|grandpa|baby|fiancée?|cat|dog|boss|doctor|dentist|best friend"
 )
-_DATED = r"birthday|anniversary|flight|surgery|operation|appointment|interview|wedding|exam|due date|deadline|lease"
+# the dates a person has one of (a person has many flights and appointments)
+_DATED = r"birthday|anniversary|wedding|due date"
 
 # (pattern over the case-folded sentence, subject or a template of its groups): the first that matches decides.
 _SUBJECTS: list[tuple[Callable[[], re.Pattern[str]], str]] = [
@@ -28,7 +36,8 @@ _SUBJECTS: list[tuple[Callable[[], re.Pattern[str]], str]] = [
     (lazy_pattern(r"\bi(?:'m| am) \d{1,3}(?: years old| now)?\b|\bi turn(?:ed)? \d{1,3}\b"), "age"),
     (
         lazy_pattern(
-            r"\b(?:i|we)(?:'ve| have|'re| are|'m| am)? (?:now )?(?:live|moved|moving|relocated)\b"
+            # where the user lives now, not a move they plan ("I'm moving to Valencia")
+            r"\b(?:i|we)(?:'ve| have)? (?:now |just |finally )?(?:live|moved|relocated) (?:in|to)\b"
             r"|\bmy (?:home )?address is\b"
         ),
         "home",
@@ -36,7 +45,8 @@ _SUBJECTS: list[tuple[Callable[[], re.Pattern[str]], str]] = [
     (
         lazy_pattern(
             r"\bi work (?:at|for|as)\b|\bmy job is\b|\bi(?:'m| am) (?:a|an) [\w-]+ by profession\b"
-            r"|\bi(?:'ve| have)? (?:quit|resigned|retired)\b|\bi(?:'m| am) (?:quitting|retiring)\b"
+            r"|\bi(?:'ve| have)? (?:quit|left) my job\b|\bi(?:'ve| have)? (?:resigned|retired)\b"
+            r"|\bi(?:'m| am) (?:retiring)\b"
         ),
         "work",
     ),

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import re
 
+from parla.kernel.patterns import lazy_pattern
+
 # A letter, then letters, apostrophes or hyphens ("don't", "dell'IVA" is split below); or a number.
 # (Runs of letters between the separators: the same words as letter-by-letter alternation, faster.)
 WORD = re.compile(r"[^\W\d_]+(?:['’-]+[^\W\d_]+)*['’-]*|\d+(?:[.,:/]\d+)*")
@@ -342,3 +344,62 @@ def language_of(text: str) -> str:
     counts = {lang: sum(w in stop for w in said) for lang, stop in _BY_LANGUAGE.items()}
     best = max(counts, key=lambda lang: counts[lang])
     return best if counts[best] > counts["en"] else "en"
+
+
+# A sentence ends at . ! ? or a line break; in transcribed speech, which often has no full stop,
+# also where a word that opens sentences follows a word or a number with nothing between ("the
+# code is 5150 Tell me ..."), unless that word is capitalised too ("I love The Who"). "I" and
+# "I'm" are not such words: they are written so inside sentences too.
+# An initial or a title is not the end of a sentence ("F. Scott Fitzgerald", "Dr. Patel").
+_SENTENCE_END = lazy_pattern(r"(?<=[.!?…])(?<!\b[A-Z]\.)(?<!\bMr\.)(?<!\bMrs\.)(?<!\bMs\.)(?<!\bDr\.)(?<!\bSt\.) ")
+_UNMARKED_END = lazy_pattern(
+    r"(?<=[a-z0-9]) (?=(?:Tell|Can|Could|What|How|Why|Where|When|Who|Which|Do|Does|Did|Is|Are|Will|"
+    r"Would|Should|Please|Thanks|Thank|Okay|OK|Ok|So|Anyway|Also|Oh|Hey|Hi|Hello|Yes|Yeah|Well|Let's|Let|My|Our|"
+    r"We)\b)"
+)
+_SPACES = lazy_pattern(r"[ \t\r\f\v]+")
+# A clause starts after a comma, a semicolon or a dash before its own subject or a question ("I'm
+# seeing a new physio, I can't take ibuprofen, should I tell her?"), or after "and", "but", "so",
+# "because" ... before I or we ("I'm a nurse and I work nights").
+_CLAUSE_START = (
+    r"(?:i|i'm|i've|i'd|i'll|im|ive|we|we're|we've|my|our|you|you're|your|he|he's|she|she's|it|it's|they|"
+    r"they're|there|there's|that|that's|this|what|how|why|where|when|who|which|should|could|would|can|do|does|"
+    r"did|is|are|was|will|any|anything|but|so)"
+)
+_CLAUSE_END = lazy_pattern(
+    rf"(?:[,;:]| -| —| –) (?={_CLAUSE_START}\b)"
+    r"| (?:and|but|so|because|since|although|though|while|cause|as) (?=(?:i|i'm|i've|i'd|i'll|we|we're|we've|"
+    r"my|our)\b)",
+    re.IGNORECASE,
+)
+
+
+def sentences(text: str) -> list[str]:
+    """The sentences of a text, each with its spacing made single (so the patterns that split it
+    never scan a run of spaces twice: linear in the text's length)."""
+    out = []
+    for line in text.replace("\u2019", "'").split("\n"):
+        line = _SPACES().sub(" ", line).strip()
+        for sentence in _SENTENCE_END().split(line):
+            out.extend(_unmarked(sentence))
+    return [s for s in out if s]
+
+
+def _unmarked(sentence: str) -> list[str]:
+    """A sentence cut where the next one starts without a full stop (see `_UNMARKED_END`)."""
+    pieces: list[str] = []
+    start = 0
+    for end in _UNMARKED_END().finditer(sentence):
+        # the word before the cut, found from the cut backwards: linear over the whole sentence
+        word_start = sentence.rfind(" ", start, end.start()) + 1
+        if not sentence[word_start : word_start + 1].isupper():
+            pieces.append(sentence[start : end.start()].strip())
+            start = end.end()
+    pieces.append(sentence[start:].strip())
+    return pieces
+
+
+def clauses(sentence: str) -> list[str]:
+    """The clauses of a sentence (of `sentences`), so that a statement said beside a question or
+    another statement is read on its own."""
+    return [c.strip() for c in _CLAUSE_END().split(sentence) if c.strip()]

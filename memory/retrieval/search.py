@@ -232,9 +232,8 @@ class ChatSearch:
         counts = asyncio.create_task(self.store.word_counts(_counted(topic.words)))
         try:
             try:
-                embedder, matches = await asyncio.wait_for(
-                    self._matches(topic.text if topic.words else request, limit), self.embed_timeout_s
-                )
+                async with asyncio.timeout(self.embed_timeout_s):
+                    embedder, matches = await self._matches(topic.text if topic.words else request, limit)
             except TimeoutError:
                 failed: str | None = f"the request could not be embedded within {self.embed_timeout_s:g} s"
             except (ModelError, Reembedding) as e:

@@ -1,16 +1,17 @@
 """A remote store with a local copy on this device, so the user's chats stay reachable offline.
 
 `LocalCopyStore` composes a remote store (Supabase, whose writes wait in its outbox while it is
-away) with an embedded SQLite store holding a copy of what this device wrote or read: the chats it
+away) with an embedded SQLite store holding a copy of what this device wrote or read (the chats it
 listed, their titles, the turns, pins and windows it stored or loaded, the summaries, facts and
-vectors its compaction made.
+vectors its compaction made) and of every chat's row, turns and pins the background fill brought.
 
 - Online, every call goes to the remote store (its RPCs stay the path) and what it wrote or
   answered is copied into the local store on the way; a failure of the copy is logged and never
   fails the call.
 - When the remote store does not answer (`StoreOffline`), reads are answered from the copy, so
-  switching, listing, recalling and forgetting work; chats added on other devices meanwhile are
-  missing from it. A write the user asks for is applied to the copy and waits in the outbox
+  switching, listing, recalling and forgetting work. The daemon fills the copy with every chat of
+  the remote in the background (`copy_fill.CopyFill`, through `fill_chat`), so chats other devices
+  wrote are there too, as they were at the last fill; what was added since is missing. A write the user asks for is applied to the copy and waits in the outbox
   (`WriteQueued` is raised on, so the caller can say it will reach the other devices later).
   Background writes (a compaction, an index) fail as before and are tried again later; while
   reads come from the copy they are not sent either, since the copy may lack other devices' turns.
@@ -140,6 +141,26 @@ class LocalCopyStore(ScoredWrites, CopyPaths):
         )
 
     load_turns = read(ChatRecords.load_turns)
+
+    async def fill_chat(self, chat: Chat, page: int) -> bool:
+        """The remote's `chat` (as its listing gives it) brought into the copy, so that reads from
+        the copy answer for it: its row and title, the turns the copy lacks (`page` a request, each
+        page stored before the next is asked for, so a fill stopped midway resumes there), and its
+        pins. False when the copy held it whole already (nothing asked of the remote)."""
+        try:
+            held: Chat | None = await self.local.get_chat(chat.id)
+        except ChatNotFound:
+            held = None
+        if held is not None and held.turn_count >= chat.turn_count and held.title == (chat.title or held.title):
+            return False
+        await self._has_chat(chat)
+        start = (await self.local.get_chat(chat.id)).turn_count + 1
+        while start <= chat.turn_count:  # bounded by the listing's count, whatever the copy takes
+            end = min(start + page - 1, chat.turn_count)
+            await self._copy_turns(chat, await self.remote.load_turns(chat.id, start, end))
+            start = end + 1
+        await self.local.add_new_pins(await self.remote.list_pins(chat.id))
+        return True
 
     async def load_memory(
         self, chat_id: str, *, min_importance: float = 7.0, important_limit: int = 30

@@ -18,6 +18,15 @@ file deleted (or replaced) while Parla runs would take the queue with it when th
 each operation checks that the path still names the file it opened, and if not, the entries are
 carried over to a new file there. Both are logged as errors and reported by `problems` and
 `set_aside_files()` (`parla status`, `parla stats`).
+
+Entries are queued for one remote: the project's URL and the user (`remote_of`). Those of another
+(the URL or the user changed since) are kept, never sent to this one: `elsewhere()` counts them
+(`parla status`, `parla doctor`), and they go to their project when Parla points at it again
+(`parla outbox send`), or are dropped on the user's word (`drop`).
+
+A file of another user is never used: its owner chose the writes it queues, which would go out
+with this user's credentials. One there at the start is refused (`ForeignFile`, with the fix); one
+put there while Parla runs is moved aside, unused, and the queue carried over to a new file.
 """
 
 from __future__ import annotations
@@ -37,9 +46,11 @@ from typing import Any, Literal, TypeVar, get_args
 
 import aiosqlite
 
+from parla.records.progress import QueuedElsewhere
 from parla.records.turn import utcnow
 
 from ..errors import StoreError
+from .sqlite.file import others_files, refuse_others
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +90,28 @@ CREATE TABLE IF NOT EXISTS outbox (
 """
 _COLUMNS = "id, remote, op, chat_id, payload, queued_at, failed, write_key"
 _SIDECARS = ("-wal", "-shm", "-journal")  # SQLite's files next to the database, by the same name
+# Entries of every remote, by remote, oldest first (what `QueuedElsewhere` counts).
+BY_REMOTE = (
+    "SELECT remote, count(*) FILTER (WHERE failed IS NULL), count(*) FILTER (WHERE failed IS NOT NULL) "
+    "FROM outbox GROUP BY remote ORDER BY min(id)"
+)
 _SET_ASIDE_MARK = ".damaged-"
+_FOREIGN_MARK = ".of-another-user-"
+
+
+def remote_of(url: str, user_id: str | None) -> str:
+    """The remote entries are queued for: a project's URL and its user (None: the signed-in session)."""
+    return f"{url}#{user_id or 'session'}"
+
+
+def queued_elsewhere(rows: list[tuple[str, int, int]], current: str | None = None) -> tuple[QueuedElsewhere, ...]:
+    """`BY_REMOTE`'s rows as what waits for remotes other than `current`."""
+    found = []
+    for remote, waiting, refused in rows:
+        if remote != current:
+            project, _, user = remote.rpartition("#")
+            found.append(QueuedElsewhere(project, user, int(waiting), int(refused)))
+    return tuple(found)
 
 
 @dataclass(frozen=True)
@@ -180,6 +212,7 @@ class Outbox:
                 await db.close()
 
     async def _connect(self) -> None:
+        await asyncio.to_thread(refuse_others, self.path)
         db = await aiosqlite.connect(self.path)
         try:
             for pragma in ("journal_mode=WAL", "busy_timeout=10000", "synchronous=FULL"):
@@ -262,12 +295,16 @@ class Outbox:
 
     async def _replace(self, what: str, rows: list[tuple[Any, ...]], set_aside: bool = False) -> None:
         """An outbox file at `path` holding `rows`: a new one, or the file someone put there; the
-        file there is moved aside first when `set_aside`, or when it turns out damaged itself."""
+        file there is moved aside first when `set_aside`, when it turns out damaged itself, or when
+        it is another user's (kept, never read)."""
         if self._db is not None:
             with suppress(sqlite3.Error):
                 await self._db.close()
             self._db = None
         moved = self._move_aside() if set_aside else None
+        theirs = None
+        if moved is None and (owners := others_files(self.path)):
+            theirs = f"; the file of another user (uid {owners[0]}) put there is kept, unused, as {self._move_aside(_FOREIGN_MARK)}"
         if not self.path.exists():  # SQLite would replay another file's leftover journal into the new one
             for suffix in _SIDECARS:
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
@@ -287,14 +324,14 @@ class Outbox:
         )
         await db.execute("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'outbox'", (last,))
         await db.commit()
-        kept = f"; the damaged file is kept as {moved}" if moved else ""
+        kept = f"; the damaged file is kept as {moved}" if moved else theirs or ""
         message = f"{what}: a new outbox was made with the {len(rows)} entries that could be read{kept}"
         self.problems.append(message)
         log.error(message, extra={"event": "outbox_replaced", "entries": len(rows)})
 
-    def _move_aside(self) -> Path:
+    def _move_aside(self, mark: str = _SET_ASIDE_MARK) -> Path:
         stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-        target = self.path.with_name(f"{self.path.name}{_SET_ASIDE_MARK}{stamp}")
+        target = self.path.with_name(f"{self.path.name}{mark}{stamp}")
         for suffix in ("", *_SIDECARS):
             with suppress(FileNotFoundError):
                 os.replace(f"{self.path}{suffix}", f"{target}{suffix}")
@@ -378,3 +415,26 @@ class Outbox:
             return int(row[0]), int(row[1])
 
         return await self._run(count)
+
+    async def elsewhere(self) -> tuple[QueuedElsewhere, ...]:
+        """What waits for other remotes (another project, or another user of it)."""
+
+        async def count(db: aiosqlite.Connection) -> tuple[QueuedElsewhere, ...]:
+            rows = await (await db.execute(BY_REMOTE)).fetchall()
+            return queued_elsewhere([tuple(r) for r in rows], self.remote)
+
+        return await self._run(count)
+
+    async def drop(self, project: str) -> int:
+        """Delete every entry queued for `project` (a URL; each of its users), never this remote's;
+        how many there were. The user asked for it: the writes will not reach that project."""
+
+        async def delete(db: aiosqlite.Connection) -> int:
+            cur = await db.execute(
+                "DELETE FROM outbox WHERE remote != ? AND substr(remote, 1, length(?) + 1) = ? || '#'",
+                (self.remote, project, project),
+            )
+            await db.commit()
+            return cur.rowcount
+
+        return await self._run(delete)

@@ -17,6 +17,7 @@ from parla.records.turn import Turn
 
 from ..language.auto_pins import PinCandidate, offline_candidates
 from ..language.importance import turn_importance
+from ..language.pieces import READ_AT_ONCE, split_text
 from ..language.text import STOPWORDS, WORD, content_words, language_of, words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -97,12 +98,17 @@ class _Sentence:
         return f"{self.speaker}: {self.text}" if self.speaker else self.text
 
 
+def _sentences(text: str) -> list[str]:
+    """The sentences of `text`, one longer than `READ_AT_ONCE` in pieces of that size: the rules
+    that rank them and read their dates take time with their length, some with its square."""
+    return [piece for sentence in _SENTENCE.split(text) for piece in split_text(sentence, READ_AT_ONCE)]
+
+
 def _split(turns: list[Turn], start_order: int = 0) -> list[_Sentence]:
     out: list[_Sentence] = []
     for turn in turns:
         speaker = "User" if turn.role == "user" else "Assistant"
-        for piece in _SENTENCE.split(turn.text):
-            piece = piece.strip()
+        for piece in _sentences(turn.text):
             if len(words(piece)) >= 4:
                 out.append(_Sentence(piece, speaker, start_order + len(out)))
     return out
@@ -110,8 +116,7 @@ def _split(turns: list[Turn], start_order: int = 0) -> list[_Sentence]:
 
 def _split_lines(text: str) -> list[_Sentence]:
     out: list[_Sentence] = []
-    for piece in _SENTENCE.split(text):
-        piece = piece.strip()
+    for piece in _sentences(text):
         if len(words(piece)) >= 3:
             out.append(_Sentence(piece, "", len(out)))
     return out
@@ -196,6 +201,10 @@ class ExtractiveSummarizer:
 
     async def pins(self, turns: list[Turn]) -> list[PinCandidate]:
         return offline_candidates(turns)
+
+    async def about_user(self, candidates: list[PinCandidate]) -> list[PinCandidate]:
+        # its candidates are the user's own clauses, read as statements about them already
+        return candidates
 
     async def facts(self, turns: list[Turn]) -> list[str]:
         detailed = [(score, s) for score, s in _rank(_split(turns)) if _detail_bonus(s.text) >= 0.8]

@@ -47,6 +47,14 @@ class FallbackSummarizer:
     async def pins(self, turns: list[Turn]) -> list[PinCandidate]:
         return await self._either(lambda s: s.pins(turns))
 
+    async def about_user(self, candidates: list[PinCandidate]) -> list[PinCandidate]:
+        async def unchecked(summarizer: Summarizer) -> list[PinCandidate]:
+            # the offline summarizer keeps what it is given: statements Gemini found and cannot
+            # check now stay pins of their chat rather than enter the profile unchecked
+            return await summarizer.about_user(candidates) if summarizer is self.primary else []
+
+        return await self._either(unchecked)
+
     async def facts(self, turns: list[Turn]) -> list[str]:
         return await self._either(lambda s: s.facts(turns))
 

@@ -27,7 +27,7 @@ from ..embedders.gemini import GeminiAvailability
 from ..errors import ModelError
 from ..language.auto_pins import PinCandidate
 from ..language.importance import turn_importance
-from . import transcript
+from . import shortened, transcript
 
 _IMPORTANCE = re.compile(r"^\s*\**importance\**\s*:\s*(\d+(?:\.\d+)?)\s*\**\s*$", re.IGNORECASE | re.MULTILINE)
 # "[turn] importance | user or chat | subject | fact"; a line without the scope and subject (the
@@ -38,6 +38,10 @@ _PIN_LINE = re.compile(
     re.IGNORECASE,
 )
 _NO_SUBJECT = frozenset({"", "-", "none", "n/a"})
+# "[2] yes" (a model may leave out the brackets or add a dash)
+_VERDICT = re.compile(r"^\W*(\d+)\W*(yes|no)\b", re.IGNORECASE | re.MULTILINE)
+# The user's message shown under a statement to check, cut as a pasted document would be.
+_SOURCE_CHARS = 600
 
 
 class GeminiSummarizer:
@@ -117,6 +121,19 @@ class GeminiSummarizer:
                     )
                 )
         return found
+
+    async def about_user(self, candidates: list[PinCandidate]) -> list[PinCandidate]:
+        # what the assistant said is never the user's, whatever the model answers
+        asked = [c for c in candidates if c.source.role == "user"]
+        if not asked:
+            return []
+        listed = "\n".join(
+            f"[{n}] {c.content}\n    the user said: {shortened(c.source.text, _SOURCE_CHARS)}"
+            for n, c in enumerate(asked, start=1)
+        )
+        answer = await self._ask(prompts.ABOUT_USER, listed)
+        confirmed = {int(m.group(1)) for m in _VERDICT.finditer(answer) if m.group(2).casefold() == "yes"}
+        return [c for n, c in enumerate(asked, start=1) if n in confirmed]
 
     async def facts(self, turns: list[Turn]) -> list[str]:
         return parse_fact_lines(

@@ -1,6 +1,12 @@
 """Ending tasks the way their owner must: cancelled and awaited, so none outlives its owner and no
 error is left unretrieved. Memory, voice and the daemon all own tasks, and memory imports nothing
-of the others, so the helpers live here."""
+of the others, so the helpers live here.
+
+A wait with a limit is `async with asyncio.timeout(...)`, never `asyncio.wait_for`: on Python 3.11,
+when what wait_for waits for finishes in the same turn of the loop as a cancellation arrives (the
+owner stopping the task, or an outer timeout firing), it returns the result and the cancellation is
+lost, so a loop stopped by its owner, or bounded by one timeout around it (which fires once), runs
+on for good. tests/test_waits.py holds the product, the benchmarks and the peers to it."""
 
 from __future__ import annotations
 

@@ -6,23 +6,37 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 log = logging.getLogger("parla.memory.retrieval.reembed")  # its events are the re-embed's
 
 
 @dataclass(frozen=True)
+class QueuedElsewhere:
+    """Writes the outbox holds for a Supabase project (or user) other than the one Parla now uses:
+    kept, never sent to the current one, until they are sent to theirs or dropped (`parla
+    outbox`)."""
+
+    project: str  # the project's URL
+    user: str  # the user id of the service-role mode, or "session" (signed in with `parla login`)
+    waiting: int
+    refused: int
+
+
+@dataclass(frozen=True)
 class PendingWrites:
     """Writes accepted but not yet on the store's server: waiting to be sent, refused for good
-    (kept, marked failed), damaged queue files set aside, the latest problem with the queue, and
-    whether the server did not answer the last request (reads then come from this device's copy).
-    A store that writes through has none."""
+    (kept, marked failed), damaged queue files set aside, the latest problem with the queue,
+    whether the server did not answer the last request (reads then come from this device's copy),
+    and the writes queued for other projects. A store that writes through has none of its own."""
 
     waiting: int = 0
     refused: int = 0
     set_aside: int = 0
     problem: str | None = None
     offline: bool = False
+    elsewhere: tuple[QueuedElsewhere, ...] = ()
 
 
 ReembedState = Literal["running", "done", "failed"]
@@ -51,3 +65,19 @@ class ReembedProgress:
             f"the chats are being re-embedded with {self.embedder} ({share}); until it is done, search goes by "
             "the vectors made before (or by words and titles)"
         )
+
+
+FillState = Literal["waiting", "filling", "done", "offline", "failed"]
+
+
+@dataclass
+class CopyFillProgress:
+    """How far this device's copy holds every chat of the remote store (`parla status`): the
+    round under way, and when the last round that reached every chat began, so that reads from
+    the copy answer for every chat as it was then, or later."""
+
+    state: FillState = "waiting"
+    chats_done: int = 0
+    chats_total: int = 0
+    filled_at: datetime | None = None
+    error: str | None = None

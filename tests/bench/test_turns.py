@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from bench.report import Table
-from bench.turns import DEFAULTS, OVER_ANSWER, PAUSES, energy, over_answer, pauses, recorded, replay
+from bench.turns import OVER_ANSWER, PAUSES, over_answer, pauses, recorded
 from bench.turns_pitch import end_semitones
+from bench.turns_replay import DEFAULTS, energy, replay
 from parla.voice.turns.floor import FRAME_SAMPLES, silero
 from tests.peers.answer_room import AnswerInRoom
 from tests.peers.turn_corpus import RATE, _flite, corpus, hesitant

@@ -88,12 +88,14 @@ async def running(settings: Settings, title: str = "Japan"):
         chat_id = (await mem.store.create_chat(title=title)).chat.id
         daemon = Daemon(mem, chat_id)
         task = asyncio.create_task(daemon.serve())
-        await asyncio.wait_for(daemon.ready.wait(), 10)
+        async with asyncio.timeout(10):
+            await daemon.ready.wait()
         try:
             yield daemon, mem, chat_id
         finally:
             daemon.stop()
-            await asyncio.wait_for(task, settings.shutdown_timeout_s + 5)
+            async with asyncio.timeout(settings.shutdown_timeout_s + 5):
+                await task
 
 
 @pytest.fixture

@@ -169,6 +169,7 @@ def test_backfill_fills_every_chat_and_regenerate_can_redo_facts_alone(parla, tm
         "chunk_summaries": 3,
         "fact_blocks": 3,
         "meta_summaries": 0,
+        "profile_entries": 0,  # what these turns say is of the day ("discussed in detail today")
         "failed": {},
     }
     stats = json.loads(parla("stats", "--json").stdout)

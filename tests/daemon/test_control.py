@@ -237,3 +237,26 @@ async def test_a_command_that_fails_for_the_user_is_one_log_line_not_a_traceback
         assert record.exc_info is None and "re-embedded" in record.getMessage()
         (bug,) = await _raw(path, b'{"cmd": "status"}\n')
         assert not bug["ok"] and caplog.records[-1].exc_info is not None
+
+
+async def test_an_outer_timeout_that_fires_as_the_answer_arrives_ends_the_wait(tmp_path):
+    """The caller's own limit (`asyncio.timeout` around `send_command`) fires in the same turn of the
+    loop as the answer's arrival: the caller sees TimeoutError, not the answer with the cancellation
+    lost. On Python 3.11 `asyncio.wait_for` returned the answer then, and a `while True` of requests
+    under one outer timeout (the flood benchmark's probe) went on for good, since a timeout fires once."""
+    loop = asyncio.get_running_loop()
+    path = tmp_path / "ctl.sock"
+    deadline = loop.time() + 3600.0
+
+    async def answer_then_hold_the_loop(cmd: str, request: dict[str, Any]) -> dict[str, Any]:
+        # The answer is written as this returns; the loop is then held past the caller's deadline, so
+        # the next turn of the loop both reads the answer and fires the caller's timeout.
+        loop.call_soon(time.sleep, max(0.0, deadline - loop.time()) + 0.05)
+        return {"state": "idle"}
+
+    async with ControlServer(path, answer_then_hold_the_loop):
+        for _ in range(3):  # the same each time
+            deadline = loop.time() + 0.2
+            with pytest.raises(TimeoutError):
+                async with asyncio.timeout_at(deadline):
+                    await send_command(path, "status")

@@ -74,7 +74,8 @@ async def test_control_socket_commands(daemon_settings, live):
         status = await ctl(daemon_settings, "status")
         assert (status["state"], status["chat"]["id"], status["muted"]) == ("idle", chat_id, False)
         assert (
-            status["outbox"] == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None, "offline": False}
+            status["outbox"]
+            == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None, "offline": False, "elsewhere": []}
             and status["session_age_s"] is None
         )
         assert status["voice_to_voice"]["session"] == status["voice_to_voice"]["day"]

@@ -173,3 +173,22 @@ async def test_a_reminder_cut_off_by_a_stop_ends_at_once_with_the_speaker_closed
     assert not speaker.is_open and not speaker.queued()  # nothing left for a thread to wait on
     if when == "making the words":  # the speech command ended with the saying, and reaped
         assert not Path(f"/proc/{int(pid_file.read_text())}").exists()
+
+
+async def test_a_stop_that_comes_as_the_scheduler_is_woken_ends_it(tmp_path):
+    """A reminder set (the wake) in the same moment as the daemon stops (the cancel): the stop ends
+    the scheduler. With `asyncio.wait_for` around the wait, Python 3.11 let the finished wait win,
+    lost the cancellation, and the daemon's stop waited on the scheduler for good."""
+
+    async def say(reminder: Reminder, words: str) -> None:
+        pass
+
+    wake = asyncio.Event()
+    async with SQLiteChatStore(tmp_path / "parla.db") as store:
+        for _ in range(3):
+            scheduler = ReminderScheduler(store, "laptop", say, wake, handoff_s=10, takeover_s=300, recheck_s=60)
+            await scheduler.__aenter__()
+            await asyncio.sleep(0.3)  # it has read the (empty) store and waits
+            wake.set()
+            async with asyncio.timeout(5):
+                await scheduler.__aexit__(None, None, None)

@@ -18,6 +18,7 @@ from parla.memory.summarizers.gemini import GeminiSummarizer
 from parla.records.profile import ProfileEntry
 from parla.records.turn import Turn
 from tests.conftest import T0
+from tests.memory.talk import talk
 
 pytestmark = pytest.mark.tier("fast")
 
@@ -28,30 +29,15 @@ SMALL_TALK = [
 ]
 
 
-def _chat_turns(said: list[str], start: int) -> list[Turn]:
-    turns = []
-    for i, text in enumerate(said):
-        moment = T0 + timedelta(days=start, minutes=2 * i)
-        turns.append(Turn.of("user", text, created_at=moment))
-        turns.append(Turn.of("model", "Noted, thank you for telling me.", created_at=moment + timedelta(minutes=1)))
-    return turns
-
-
-async def _talk(store, compactor: Compactor, said: list[str], day: int) -> str:
-    chat = (await store.create_chat(turns=_chat_turns(said, day))).chat
-    await compactor.compact(chat.id)
-    return chat.id
-
-
 async def test_a_new_chat_knows_what_was_said_in_other_chats(any_store, summarizer, embedder, config):
     compactor = Compactor(any_store, summarizer, embedder, config)
-    trip = await _talk(
+    trip = await talk(
         any_store,
         compactor,
         [SMALL_TALK[0], "I'm vegetarian.", "My daughter is called Sofia.", "The cabin wifi password is bluefinch77."],
         day=0,
     )
-    await _talk(any_store, compactor, [SMALL_TALK[1], SMALL_TALK[2]], day=1)
+    await talk(any_store, compactor, [SMALL_TALK[1], SMALL_TALK[2]], day=1)
     dinner = (await any_store.create_chat(turns=[Turn.of("user", "Let's plan a dinner for Saturday.")])).chat
 
     context = await load_context(any_store, dinner.id, config)
@@ -73,8 +59,8 @@ async def test_a_new_chat_knows_what_was_said_in_other_chats(any_store, summariz
 
 async def test_a_newer_fact_supersedes_the_older_and_keeps_it_as_history(any_store, summarizer, embedder, config):
     compactor = Compactor(any_store, summarizer, embedder, config)
-    turin = await _talk(any_store, compactor, ["I live in Turin with two cats."], day=0)
-    milan = await _talk(any_store, compactor, ["Big news: I moved to Milan last week."], day=3)
+    turin = await talk(any_store, compactor, ["I live in Turin with two cats."], day=0)
+    milan = await talk(any_store, compactor, ["Big news: I moved to Milan last week."], day=3)
 
     (current,) = [e for e in await any_store.list_profile() if e.subject == "home"]
     assert "Milan" in current.content and current.chat_id == milan
@@ -136,7 +122,7 @@ async def test_the_gemini_path_fills_the_profile_too(store, config, gemini):
     still reach the profile, and the next chat's context."""
     client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
     compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
-    await _talk(store, compactor, [SMALL_TALK[0], "My daughter is called Sofia."], day=0)
+    await talk(store, compactor, [SMALL_TALK[0], "My daughter is called Sofia."], day=0)
     fresh = (await store.create_chat(turns=[Turn.of("user", "Plan a birthday party.")])).chat
     assert "My daughter is called Sofia." in (await load_context(store, fresh.id, config)).render()
     assert gemini.calls(":generateContent")  # the chat was described and titled by the model
@@ -154,10 +140,11 @@ async def test_the_summary_model_says_which_statements_are_about_the_user_and_wh
         "- [5] 6 | chat | - | The cabin is booked for three nights.\n",
         every=True,
     )
+    gemini.reply_to("Each numbered statement below", "[1] yes", every=True)
     client = gemini_client(Settings(gemini_api_key=gemini.api_key, gemini_base_url=gemini.base_url))
     compactor = Compactor(store, GeminiSummarizer(client, DEFAULT_SUMMARY_MODEL), GeminiEmbedder(client), config)
     said = [SMALL_TALK[0], "Sofia likes her school, Maple Grove.", "Book the cabin for three nights.", *SMALL_TALK[1:]]
-    trip = await _talk(store, compactor, said, day=0)
+    trip = await talk(store, compactor, said, day=0)
 
     (entry,) = await store.list_profile()
     assert (entry.content, entry.subject, entry.source_seq, entry.chat_id) == (

@@ -19,7 +19,7 @@ from scipy.signal import fftconvolve
 
 from parla.voice.audio.echo import Cancelled, WebRtcEngine
 from parla.voice.audio.near_end import NearEnd
-from tests.peers.turn_corpus import RATE, Item
+from tests.peers.turn_corpus import RATE, Item, distorted
 
 STEP = RATE // 100  # the canceller's 10 ms frame
 # A pause or a cut decided now is heard this much later: the speaker's device buffer (50 ms in
@@ -32,6 +32,7 @@ class AnswerInRoom:
         if item.user is None or item.answer is None or item.echo_path is None:
             raise ValueError(f"{item.label}: not an item over an answer")
         self.user, self.answer, self.path = item.user, item.answer, item.echo_path
+        self.drive = item.drive
         self.lag = round(lag_s * RATE)
         n = len(self.user)
         self.played = np.zeros(n + STEP)
@@ -51,6 +52,11 @@ class AnswerInRoom:
         if self.cut:
             return False
         return (self._position(self.t) if self._segment else self._paused_at) < len(self.answer)
+
+    def heard_share(self) -> float:
+        """The share of the answer played so far."""
+        at = self._position(self.t) if self._segment else self._paused_at
+        return min(at, len(self.answer)) / len(self.answer)
 
     def pause(self) -> None:
         self._events.append((self.t + self.lag, False))
@@ -87,6 +93,7 @@ class AnswerInRoom:
             return out
         block = Cancelled(out)
         block.near_end_db = (judged,)
+        block.near_end_level_db = (self.near_end.level_db,)
         return block
 
     def _position(self, t: int) -> int:
@@ -106,10 +113,11 @@ class AnswerInRoom:
 
     def _add(self, at: int, pos: int, sign: int) -> None:
         """Add (or take away) the answer from `pos` played from `at`, and its echo: the room is
-        linear, so stopping it at `at` takes away the echo of what would have followed."""
+        linear (a distorting speaker's clipping has no memory), so stopping it at `at` takes away
+        the echo of what would have followed."""
         rest = self.answer[pos:][: len(self.played) - at]
         if not len(rest):
             return
         self.played[at : at + len(rest)] += sign * rest
-        echo = fftconvolve(rest, self.path)[: len(self.echo) - at]
+        echo = fftconvolve(distorted(rest, self.drive), self.path)[: len(self.echo) - at]
         self.echo[at : at + len(echo)] += sign * echo

@@ -404,13 +404,14 @@ class LiveConnection:
 
     async def expect(self, kind: str, timeout: float = 5.0) -> ClientFrame:
         """The next frame of `kind` (frames of other kinds in between are skipped but recorded)."""
-        async with asyncio.timeout(timeout):
-            while True:
+        until = asyncio.get_running_loop().time() + timeout
+        while True:
+            async with asyncio.timeout_at(until):  # a timer per frame: see parla.kernel.tasks
                 frame = await self._inbox.get()
-                if frame is None:
-                    raise AssertionError(f"the client closed before sending {kind}")
-                if frame.kind == kind:
-                    return frame
+            if frame is None:
+                raise AssertionError(f"the client closed before sending {kind}")
+            if frame.kind == kind:
+                return frame
 
     async def each(self, kind: str) -> AsyncIterator[ClientFrame]:
         """Every following frame of `kind`, until the client closes."""
@@ -426,29 +427,34 @@ class LiveConnection:
         service VAD would take as one utterance. Consumes it, so the next call waits for new speech.
         With automatic detection disabled: the audio of the next activity the client marked."""
         block = IN_RATE * 2 // 50  # 20 ms
-        async with asyncio.timeout(timeout):
-            while self.manual_activity:
-                if self._activities:
-                    return self._activities.pop(0)
-                self._audio_changed.clear()
-                await self._audio_changed.wait()
-            start = None
-            quiet = 0
-            pos = 0
-            while True:
-                while pos + block <= len(self._unheard):
-                    loud = rms(self._unheard[pos : pos + block]) > threshold
-                    if start is None and loud:
-                        start = pos
-                    elif start is not None:
-                        quiet = 0 if loud else quiet + 20
-                        if quiet >= silence_ms:
-                            speech = bytes(self._unheard[start : pos + block])
-                            del self._unheard[: pos + block]
-                            return speech
-                    pos += block
-                self._audio_changed.clear()
-                await self._audio_changed.wait()
+        until = asyncio.get_running_loop().time() + timeout
+        while self.manual_activity:
+            if self._activities:
+                return self._activities.pop(0)
+            await self._more_audio(until)
+        start = None
+        quiet = 0
+        pos = 0
+        while True:
+            while pos + block <= len(self._unheard):
+                loud = rms(self._unheard[pos : pos + block]) > threshold
+                if start is None and loud:
+                    start = pos
+                elif start is not None:
+                    quiet = 0 if loud else quiet + 20
+                    if quiet >= silence_ms:
+                        speech = bytes(self._unheard[start : pos + block])
+                        del self._unheard[: pos + block]
+                        return speech
+                pos += block
+            await self._more_audio(until)
+
+    async def _more_audio(self, until: float) -> None:
+        """Until the client sends more audio, or `until` (TimeoutError); a timer per wait: see
+        parla.kernel.tasks."""
+        self._audio_changed.clear()
+        async with asyncio.timeout_at(until):
+            await self._audio_changed.wait()
 
     # what the service sends
 
@@ -608,14 +614,15 @@ def typed(frame: ClientFrame) -> str | None:
 
 async def typed_turn(conn: LiveConnection, timeout: float = 5.0) -> str:
     """The next typed user turn."""
-    async with asyncio.timeout(timeout):
-        while True:
+    until = asyncio.get_running_loop().time() + timeout
+    while True:
+        async with asyncio.timeout_at(until):  # a timer per frame: see parla.kernel.tasks
             frame = await conn._inbox.get()
-            if frame is None:
-                raise AssertionError("the client closed before typing a turn")
-            text = typed(frame)
-            if text is not None:
-                return text
+        if frame is None:
+            raise AssertionError("the client closed before typing a turn")
+        text = typed(frame)
+        if text is not None:
+            return text
 
 
 async def echo(conn: LiveConnection) -> None:

@@ -82,12 +82,16 @@ def replay(path: Path, timeout: float = 30.0) -> Script:
     plan = cues(lines)
 
     async def script(conn: LiveConnection) -> None:
-        async with asyncio.timeout(timeout):
+        loop = asyncio.get_running_loop()
+        until = loop.time() + timeout
+        async with asyncio.timeout_at(until):
             for cue in plan.get(conn.index, []):
                 while True:
                     frames, audio = _sent(conn)
                     if frames > cue.frames or (frames == cue.frames and audio >= cue.audio):
                         break
+                    if loop.time() > until:  # its own deadline too: see parla.kernel.tasks
+                        raise TimeoutError(f"the client did not send frame {cue.frames} within {timeout:g} s")
                     await asyncio.sleep(0.005)
                 if cue.close is not None:
                     await conn.close(*cue.close)

@@ -54,6 +54,7 @@ PAUSED = (
     ("how long does it take", "to get to the airport by train"),
 )
 ONSET_S = 1.5  # the user's sound starts this long into the answer
+QUESTION = "what is Kyoto like in April"
 # A hesitation draws out the syllable before it; this much, moderately (on bench.turns_probe's set,
 # smart-turn's answers in the pause barely move between 1.0 and 2.0).
 DRAWN_OUT = 1.5
@@ -78,6 +79,12 @@ class Item:
     user: np.ndarray | None = None
     answer: np.ndarray | None = None
     echo_path: np.ndarray | None = None
+    # A speaker that distorts: the played signal through tanh at this drive before the room (0: linear).
+    drive: float = 0.0
+    # The user's question before the answer, in the user's room at the user's level, with the
+    # silence that ends its turn: the floor learns how loud the user is from it.
+    question: np.ndarray | None = None
+    rt60_s: float = 0.0  # the room's reverberation time, as drawn
 
 
 def _rms(a: np.ndarray) -> float:
@@ -150,13 +157,23 @@ def hesitant(first: str, second: str, voice: str, lengthen: float = 1.0) -> tupl
     return head, whole[cut:end]
 
 
-def _room(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Impulse responses (16 kHz) of one simulated room: user -> mic, speaker -> mic, far (TV) -> mic."""
+def _room(
+    rng: np.random.Generator, rt60: tuple[float, float] = (0.3, 0.8)
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Impulse responses (16 kHz) of one simulated room: user -> mic, speaker -> mic, far (TV) -> mic;
+    its RT60 drawn from the range `rt60`."""
+    return _drawn_room(rng, rt60)[0]
+
+
+def _drawn_room(
+    rng: np.random.Generator, rt60: tuple[float, float]
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray], float]:
+    """`_room`'s impulse responses and the RT60 drawn for them."""
     import pyroomacoustics as pra
 
     dims = [rng.uniform(3.5, 6.0), rng.uniform(3.0, 5.0), 2.7]
-    rt60 = rng.uniform(0.3, 0.8)
-    absorption, order = pra.inverse_sabine(rt60, dims)
+    rt60_s = float(rng.uniform(*rt60))
+    absorption, order = pra.inverse_sabine(rt60_s, dims)
     room = pra.ShoeBox(dims, fs=RATE, materials=pra.Material(absorption), max_order=min(order, 12))
     mic = np.array([dims[0] / 2, dims[1] / 2, 0.9])
     room.add_source(list(mic + [0.0, 0.8, 0.4]))  # the user, in front of the laptop
@@ -165,7 +182,7 @@ def _room(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]
     room.add_microphone(list(mic))
     room.compute_rir()
     user, spk, tv = (np.asarray(room.rir[0][i]) for i in range(3))
-    return user, spk, tv
+    return (user, spk, tv), rt60_s
 
 
 def _place(length: int, sound: np.ndarray, at_s: float) -> np.ndarray:
@@ -231,15 +248,21 @@ def corpus(seed: int = 7, per_set: int = 20) -> Iterator[Item]:
     answer = {v: _flite(ANSWER, v) for v in ("kal16", "slt")}
     for i in range(per_set):
         phrase, voice = INTERRUPTIONS[i % len(INTERRUPTIONS)], VOICES[i // len(INTERRUPTIONS) % len(VOICES)]
-        yield _over_answer(rng, "interruption", f"{voice}: {phrase}", _flite(phrase, voice), answer, said=phrase)
-    others: list[tuple[str, np.ndarray, bool, str]] = []
+        yield _over_answer(
+            rng, "interruption", f"{voice}: {phrase}", _flite(phrase, voice), answer, said=phrase, voice=voice
+        )
+    others: list[tuple[str, np.ndarray, bool, str, str]] = []
     for voice in VOICES[:3]:
-        others += [(f"{voice}: {b}", _flite(b, voice), False, b) for b in BACKCHANNELS]
+        others += [(f"{voice}: {b}", _flite(b, voice), False, b, voice) for b in BACKCHANNELS]
     for k in range(2):
-        others += [(f"cough {k}", cough(rng), False, ""), (f"knock {k}", knock(rng), False, "")]
-        others += [(f"typing {k}", typing(rng), False, ""), (f"TV {k}", _flite(TV[k], VOICES[2 + k]), True, TV[k])]
-    for label, sound, far, said in others[:per_set]:
-        yield _over_answer(rng, "not_a_turn", label, sound, answer, far=far, said=said)
+        user = VOICES[k]  # the user who asked, for the sounds that are not their voice
+        others += [(f"cough {k}", cough(rng), False, "", user), (f"knock {k}", knock(rng), False, "", user)]
+        others += [
+            (f"typing {k}", typing(rng), False, "", user),
+            (f"TV {k}", _flite(TV[k], VOICES[2 + k]), True, TV[k], user),
+        ]
+    for label, sound, far, said, user in others[:per_set]:
+        yield _over_answer(rng, "not_a_turn", label, sound, answer, far=far, said=said, voice=user)
     for i in range(per_set):
         (first, second), voice = PAUSED[i % len(PAUSED)], VOICES[i // len(PAUSED) % len(VOICES)]
         label = f"{voice}: {first} ... {second}"
@@ -257,15 +280,18 @@ def _over_answer(
     answer: dict[str, np.ndarray],
     far: bool = False,
     said: str = "",
+    voice: str = "kal16",
+    level_db: float | None = None,
 ) -> Item:
     user_rir, spk_rir, tv_rir = _room(rng)
     model = answer["kal16" if rng.random() < 0.5 else "slt"]
     length = len(model) + RATE
     # The sound at the mouth, scaled so that the user's voice is USER_RMS at the microphone; the
-    # TV 15 dB below that, from across the room; the answer's echo as loud as the user.
+    # TV 15 dB below that, from across the room (or `level_db` against the user); the answer's echo
+    # as loud as the user.
     rir = tv_rir if far else user_rir
     at_mic = np.convolve(sound, rir)
-    level = USER_RMS * (10 ** (-15 / 20) if far else 1.0)
+    level = USER_RMS * 10 ** ((level_db if level_db is not None else -15.0 if far else 0.0) / 20)
     at_mic = _scaled(at_mic, level)
     echo_path = spk_rir * USER_RMS / max(_rms(np.convolve(model, spk_rir)[: len(model)]), 1e-9)
     echo = np.convolve(model, echo_path)[: len(model)]
@@ -273,7 +299,16 @@ def _over_answer(
     near = user + _place(length, echo, 0.0)
     mic = cancel(near, np.pad(model, (0, length - len(model))))
     end = ONSET_S + len(sound) / RATE
-    return Item(kind, label, mic, ONSET_S, end, True, user=user, answer=model, echo_path=echo_path, said=said)
+    question = _question(voice, user_rir)
+    return Item(
+        kind, label, mic, ONSET_S, end, True, user=user, answer=model, echo_path=echo_path, said=said, question=question
+    )
+
+
+def _question(voice: str, user_rir: np.ndarray) -> np.ndarray:
+    """The user's question in their room at their level, then the silence that ends its turn."""
+    asked = _scaled(np.convolve(_flite(QUESTION, voice), user_rir), USER_RMS)
+    return np.clip(np.concatenate([asked, np.zeros(int(1.8 * RATE))]), -32768, 32767).astype(np.int16)
 
 
 def _paused(rng: np.random.Generator, label: str, first: np.ndarray, second: np.ndarray) -> Item:
@@ -291,3 +326,76 @@ def _in_room(kind: str, label: str, first: np.ndarray, second: np.ndarray, user_
     end = start + len(said) / RATE
     gap = (start + len(first) / RATE, start + len(first) / RATE + pause)
     return Item(kind, label, mic, start, end, model_speaking=False, pause_s=gap)
+
+
+# The rooms the answer plays in with nobody talking: (name, echo level against the user's in dB,
+# the speaker's distortion drive, the RT60 range).
+EchoRoom = tuple[str, float, float, tuple[float, float]]
+ECHO_ROOMS: tuple[EchoRoom, ...] = (
+    ("echo as loud as the user", 0.0, 0.0, (0.2, 0.9)),
+    ("echo 10 dB quieter", -10.0, 0.0, (0.2, 0.9)),
+    ("loud speaker, echo 6 dB over the user", 6.0, 0.0, (0.2, 0.9)),
+    ("distorting speaker", 0.0, 4.0, (0.2, 0.9)),
+)
+
+
+def distorted(a: np.ndarray, drive: float) -> np.ndarray:
+    """What a small speaker driven too hard plays: soft clipping (0: as it is)."""
+    if not drive:
+        return a
+    return np.tanh(drive * a / 32768.0) * 32768.0 / drive
+
+
+def echo_alone(seed: int, per_room: int, rooms: tuple[EchoRoom, ...] = ECHO_ROOMS) -> Iterator[Item]:
+    """The answer played with nobody talking, `per_room` times in each kind of room, rooms drawn
+    from `seed`: nothing here should pause or cut it."""
+    rng = np.random.default_rng(seed)
+    answer = {v: _flite(ANSWER, v) for v in ("kal16", "slt")}
+    for name, level_db, drive, rt60 in rooms:
+        for k in range(per_room):
+            (user_rir, spk_rir, _), rt60_s = _drawn_room(rng, rt60)
+            voice = "kal16" if rng.random() < 0.5 else "slt"
+            model = answer[voice]
+            played = distorted(model, drive)
+            target = USER_RMS * 10 ** (level_db / 20)
+            echo_path = spk_rir * target / max(_rms(np.convolve(played, spk_rir)[: len(model)]), 1e-9)
+            length = len(model) + RATE
+            yield Item(
+                "echo_alone",
+                f"{name} {k} ({voice})",
+                np.zeros(length, np.int16),
+                float(length / RATE),
+                float(length / RATE),
+                True,
+                user=np.zeros(length),
+                answer=model,
+                echo_path=echo_path,
+                drive=drive,
+                rt60_s=rt60_s,
+                question=_question(voice, user_rir),
+            )
+
+
+def door(rng: np.random.Generator) -> np.ndarray:
+    """A door shut across the room: a low thump that rings a little, then the latch's click."""
+    n = int(0.4 * RATE)
+    t = np.arange(n) / RATE
+    noise = rng.normal(0, 1, n)
+    low = np.convolve(noise, np.ones(40) / 40, "same")  # mostly under 400 Hz
+    thump = low * np.exp(-t / 0.06) + 0.5 * np.sin(2 * np.pi * rng.uniform(70, 110) * t) * np.exp(-t / 0.12)
+    click_t = np.arange(int(0.01 * RATE)) / RATE
+    click = rng.normal(0, 1, len(click_t)) * np.exp(-click_t / 0.002)
+    at = int(rng.uniform(0.05, 0.12) * RATE)
+    thump[at : at + len(click)] += 0.8 * click
+    return thump
+
+
+def doors(seed: int, count: int) -> Iterator[Item]:
+    """`count` doors over the answer, rooms drawn from their own generator (so the corpus' other
+    items keep their rooms): the door from across the room, at the user's level."""
+    rng = np.random.default_rng(seed + 1000)
+    answer = {v: _flite(ANSWER, v) for v in ("kal16", "slt")}
+    for k in range(count):
+        yield _over_answer(
+            rng, "not_a_turn", f"door {k}", door(rng), answer, far=True, voice=VOICES[k % 4], level_db=0.0
+        )

@@ -139,6 +139,7 @@ class Cancelled(bytes):
     over the answer, seen before the canceller's suppressor holds their first syllables back."""
 
     near_end_db: tuple[float, ...] = ()
+    near_end_level_db: tuple[float, ...] = ()  # and how loud that was (voice.audio.near_end.power_db)
 
 
 class EchoCanceller:
@@ -176,6 +177,7 @@ class EchoCanceller:
         far_frames = int(SPEAKER_RATE * FRAME_S)
         out = bytearray()
         judged: list[float] = []
+        levels: list[float] = []
         for i, offset in enumerate(range(0, len(block) - near_step + 1, near_step)):
             far = self.reference.window(adc_time + i * FRAME_S, far_frames)
             near = block[offset : offset + near_step]
@@ -183,6 +185,7 @@ class EchoCanceller:
             if self.near_end is not None:
                 far16 = np.interp(_AT_MIC_RATE, np.arange(far_frames), far)
                 judged.append(self.near_end.process(np.frombuffer(near, "<i2").astype(float), far16))
+                levels.append(self.near_end.level_db)
         out += block[len(out) :]  # a tail shorter than a frame (block sizes are whole 10 ms frames)
         self.processed_blocks += 1
         self.cpu_s += time.thread_time() - started
@@ -190,4 +193,5 @@ class EchoCanceller:
             return bytes(out)
         cancelled = Cancelled(out)
         cancelled.near_end_db = tuple(judged)
+        cancelled.near_end_level_db = tuple(levels)
         return cancelled

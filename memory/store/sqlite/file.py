@@ -1,7 +1,10 @@
 """The SQLite file on disk: private to its user, and one clear sentence when it cannot be used.
 
 The file holds every transcript (and the Supabase store's outbox), so it is created 0600 and its
-folder 0700; SQLite gives the -wal and -shm files it makes the mode of the database file.
+folder 0700; SQLite gives the -wal and -shm files it makes the mode of the database file. A file
+of another user there (or such a -wal file beside it, or a folder of theirs) is refused before
+SQLite opens it: its owner chose what it holds, and an outbox's queued writes would go out with
+this user's credentials.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import sqlite3
 import stat
 from pathlib import Path
 
-from ...errors import StoreError
+from parla.kernel.owners import other_owner
+
+from ...errors import ForeignFile, StoreError
 
 log = logging.getLogger("parla.memory")
 
@@ -33,8 +38,34 @@ def _folder_is_the_stores(folder: Path, path: Path) -> bool:
     return all(child.name in names for child in folder.iterdir())
 
 
+def others_files(path: Path) -> list[int]:
+    """The other users the store's file and the files SQLite reads beside it belong to."""
+    return [uid for candidate in _store_files(path) if (uid := other_owner(candidate)) is not None]
+
+
+def refuse_others(path: Path) -> None:
+    """Raise ForeignFile when the store's folder, its file or a file SQLite reads beside it belongs
+    to another user (root's are the user's: root can change any file anyway)."""
+    folder = path.parent
+    if (uid := other_owner(folder)) is not None:
+        raise ForeignFile(
+            f"the SQLite file {path} is not used: its folder {folder} belongs to another user (uid {uid}), who "
+            "can put any file there; keep Parla's files in a folder of yours (PARLA_STORE_PATH, "
+            "PARLA_SUPABASE_COPY_PATH)"
+        )
+    for candidate in _store_files(path):
+        if (uid := other_owner(candidate)) is not None:
+            raise ForeignFile(
+                f"the SQLite file {path} is not used: {candidate} belongs to another user (uid {uid}), who chose "
+                f"what it holds; move it aside (Parla then starts a new one), or check what it holds and make it "
+                f"yours (chown)"
+            )
+
+
 def create_private(path: Path) -> None:
-    """Create the store's folder (0700) and file (0600) when missing."""
+    """Create the store's folder (0700) and file (0600) when missing, after refusing files of
+    another user there."""
+    refuse_others(path)
     folder = path.parent
     try:
         folder.mkdir(parents=True, exist_ok=True, mode=0o700)

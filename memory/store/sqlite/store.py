@@ -15,6 +15,7 @@ from parla.records.progress import PendingWrites
 from parla.records.stats import MemoryStats
 
 from ...language.importance import IMPORTANT
+from ..outbox import BY_REMOTE, queued_elsewhere
 from .chats import SQLiteChats
 from .memory import SQLiteMemory
 from .profile import SQLiteProfile
@@ -40,7 +41,15 @@ class SQLiteChatStore(SQLiteChats, SQLiteMemory, SQLiteProfile, SQLiteReminders,
         return 0  # every write is on disk when its call returns
 
     async def pending_writes(self) -> PendingWrites:
-        return PendingWrites()
+        """None of its own (every write is on disk when its call returns); what a Supabase store
+        queued in this file's outbox (PARLA_STORE was supabase) waits for that project, said so."""
+
+        def read(db: sqlite3.Connection) -> PendingWrites:
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = 'outbox'").fetchone() is None:
+                return PendingWrites()
+            return PendingWrites(elsewhere=queued_elsewhere(db.execute(BY_REMOTE).fetchall()))
+
+        return await self._read(read)
 
     async def schema_version(self) -> None:
         return None  # the store creates and migrates its own file

@@ -98,7 +98,9 @@ class OutboxReplay:
     async def pending_writes(self) -> PendingWrites:
         waiting, refused = await self.outbox.depth()
         problems = self.outbox.problems
-        return PendingWrites(waiting, refused, len(self.outbox.set_aside_files()), problems[-1] if problems else None)
+        set_aside = len(self.outbox.set_aside_files())
+        problem = problems[-1] if problems else None
+        return PendingWrites(waiting, refused, set_aside, problem, elsewhere=await self.outbox.elsewhere())
 
     async def send_queued_first(self) -> None:
         """A read sees the turns this machine wrote: queued ones are sent before it."""

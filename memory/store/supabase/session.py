@@ -3,7 +3,9 @@ signed-in session is kept: one JSON file, mode 0600, written atomically.
 
 supabase-py persists its session through a storage object; this one is a file in the user's
 config dir, so `parla login` signs in once and the daemon refreshes the session (the refresh
-token rotates on every refresh) without asking again.
+token rotates on every refresh) without asking again. A session file another user owns or may
+write is not read: its tokens decide whose account the user's chats go to. `parla login` writes a
+new one of the user's in its place.
 """
 
 from __future__ import annotations
@@ -18,7 +20,9 @@ from supabase_auth import AsyncSupportedStorage
 from supabase_auth.errors import AuthError, AuthInvalidJwtError, AuthRetryableError
 from supabase_auth.helpers import decode_jwt
 
-from ...errors import StoreError, StoreOffline
+from parla.kernel.owners import others_can_change
+
+from ...errors import ForeignFile, StoreError, StoreOffline
 
 
 class FileSessionStorage(AsyncSupportedStorage):
@@ -26,6 +30,8 @@ class FileSessionStorage(AsyncSupportedStorage):
         self.path = Path(path)
 
     def _read(self) -> dict[str, str]:
+        if others_can_change(self.path):  # not read; the new session replaces it whole
+            return {}
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
@@ -33,6 +39,11 @@ class FileSessionStorage(AsyncSupportedStorage):
         return data if isinstance(data, dict) else {}
 
     async def get_item(self, key: str) -> str | None:
+        if why := others_can_change(self.path):
+            raise ForeignFile(
+                f"the Supabase session file {self.path} is not used: {why}, and a session decides whose "
+                "account your chats go to; run `parla login` (it writes a session of yours in its place)"
+            )
         return self._read().get(key)
 
     async def set_item(self, key: str, value: str) -> None:

@@ -43,7 +43,7 @@ from parla.records.stats import MemoryStats
 from ...config import SUPABASE_COMMIT_PAGE
 from ...errors import ChatNotFound, StoreError, StoreOffline
 from ...language.importance import IMPORTANT
-from ..outbox import Outbox, OutboxEntry
+from ..outbox import Outbox, OutboxEntry, remote_of
 from .chats import SupabaseChats
 from .failures import MIGRATE_HINT, check_gateway, supabase_error
 from .memory import SupabaseMemory
@@ -142,7 +142,7 @@ class SupabaseChatStore(SupabaseChats, SupabaseMemory, SupabaseSearch, SupabaseR
             if isinstance(e, StoreError):
                 raise
             raise supabase_error(e, "connect") from e
-        outbox = Outbox(outbox_path, remote=f"{url}#{user_id or 'session'}")
+        outbox = Outbox(outbox_path, remote=remote_of(url, user_id))
         return cls(
             client, outbox, http, user_id=user_id, user_session=user_id is None, retry=retry, commit_page=commit_page
         )

@@ -4,6 +4,8 @@ calls are spaced to the rate; the queue outlives the worker and the store being 
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from parla.daemon.memory_services import MemoryServices
@@ -87,3 +89,17 @@ async def test_the_cost_estimate_counts_the_calls_compaction_makes(gemini, tmp_p
     made = len(gemini.calls(":generateContent"))
     print(f"estimated {cost.calls} calls, {cost.input_tokens} tokens; made {made} calls")
     assert cost.chats == 3 and abs(cost.calls - made) <= max(2, made // 5)
+
+
+async def test_a_stop_that_comes_as_the_worker_is_woken_ends_it(gemini, tmp_path):
+    """Chats queued (the wake) in the same moment as the daemon stops (the cancel): the worker ends.
+    With `asyncio.wait_for` around its wait, Python 3.11 let the finished wait win, lost the
+    cancellation, and leaving the worker waited for good."""
+    async with SQLiteChatStore(tmp_path / "parla.db") as store:
+        for _ in range(3):
+            worker = MemoryServices(settings(gemini, tmp_path), store).summary_worker
+            await worker.__aenter__()
+            await asyncio.sleep(0.3)  # it found the queue empty and waits
+            worker.wake()
+            async with asyncio.timeout(5):
+                await worker.__aexit__(None, None, None)

@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 import pytest
 
 from parla.memory.errors import ChatNotFound, ImportLineError
-from parla.memory.imports.bounds import split_text
 from parla.memory.imports.importer import chat_id_of, decode_line, id_scope, import_chat, parse_line, turns_of
+from parla.memory.language.pieces import split_text
 from parla.memory.store.supabase.store import RetryPolicy
 from tests.conftest import copied_store, signed_in_store
 
@@ -156,6 +156,26 @@ def test_a_huge_turn_is_split_in_linear_time():
     pieces = split_text(text, 12_000)  # well under a second; half a minute before
     assert len(pieces) == len(text) // 12_000 + 1 and all(len(p) <= 12_000 for p in pieces)
     assert " ".join(pieces) == text.strip()
+
+
+def test_a_turn_past_the_longest_kept_is_cut_at_a_sentence_and_said_so():
+    text = "This sentence is forty characters long. " * 100  # 4,000 characters
+    chat = parse_line(1, json.dumps({"turns": [{"role": "user", "text": "hi"}, {"role": "model", "text": text}]}))
+    turns = turns_of(chat, chat_id_of(chat), max_turn_tokens=250, max_turn_chars=2_500)
+    kept = " ".join(t.text for t in turns[1:])  # split after a sentence and its space
+    assert kept.startswith(text[:2_479]) and kept.endswith(
+        "long.\n\n[1,520 more characters not imported: import_max_turn_chars]"
+    )
+    assert chat.notes == [
+        "turn 2 (4,000 characters) cut to its first 2,500 characters (import_max_turn_chars) and split into 3 turns"
+    ]
+    # a turn whose text the reading of the file cut already says how much the file held
+    read_cut = json.dumps({"turns": [{"role": "user", "text": "word " * 1_000 + " [12,345 more bytes not read]"}]})
+    chat = parse_line(1, read_cut)
+    (turn,) = turns_of(chat, chat_id_of(chat), max_turn_chars=2_000)
+    assert turn.text.endswith("word\n\n[3,000 more characters and 12,345 bytes not imported: import_max_turn_chars]")
+    said = "turn 1 (5,000 characters and 12,345 more bytes in the file) cut to its first 2,000 characters"
+    assert chat.notes == [f"{said} (import_max_turn_chars)"]
 
 
 def _line(turns: list[tuple[str, str]], **fields) -> str:

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import io
 import json
+import signal
 import sys
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -36,6 +39,22 @@ def read_text(tmp_path: Path, text: str) -> tuple[Export, list[ImportChat], list
 
 def said(chat: ImportChat) -> list[tuple[str, str]]:
     return [(t.role, t.joined) for t in chat.turns]
+
+
+@contextmanager
+def within(seconds: float) -> Iterator[None]:
+    """Fails the test when the block takes longer (a quadratic step ends in seconds, not minutes)."""
+
+    def late(_signum: int, _frame: object) -> None:
+        raise TimeoutError(f"not done within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_chatgpt_keeps_the_branch_shown_last_and_marks_what_is_not_text():
@@ -66,6 +85,24 @@ def test_chatgpt_without_a_current_node_follows_the_newest_branch(tmp_path):
     del conversation["current_node"]
     _, (chat,), _ = read_text(tmp_path, json.dumps([conversation]))
     assert said(chat)[-1][1].endswith("kneeling pads.") and "regenerated" not in json.dumps(said(chat))
+
+
+def test_a_run_of_a_hundred_thousand_messages_of_one_speaker_is_one_turn_read_in_seconds(tmp_path):
+    # joined message by message, each join copied the turn so far: 300 GB copied for this one
+    mapping = {"root": {"message": None, "parent": None, "children": []}}
+    parent = "root"
+    for n in range(100_001):
+        role = "user" if n == 0 else "assistant"
+        parts = [f"Step {n} of the agent's work, said in about sixty characters."]
+        message = {"author": {"role": role}, "content": {"content_type": "text", "parts": parts}}
+        mapping[f"m{n}"] = {"message": message, "parent": parent, "children": []}
+        parent = f"m{n}"
+    with within(30):
+        _, (chat,), _ = read_text(tmp_path, json.dumps([{"mapping": mapping, "current_node": parent}]))
+    _question, answer = said(chat)
+    assert answer[1].count("\n\n") == 99_999 and answer[1].endswith(
+        "Step 100000 of the agent's work, said in about sixty characters."
+    )
 
 
 def test_claude_export_with_blocks_thinking_files_and_an_empty_conversation():

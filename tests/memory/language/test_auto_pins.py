@@ -3,10 +3,13 @@ once, listed, edited and forgotten like the user's own, and a `remember` pin get
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from parla.memory.compaction.compactor import Compactor
 from parla.memory.config import MemoryConfig
+from parla.memory.language.pieces import READ_AT_ONCE
 from parla.memory.summarizers.extractive import ExtractiveSummarizer
 from parla.records.pins import Pin
 from parla.records.turn import MessageRange, Turn
@@ -90,3 +93,22 @@ async def test_pins_and_facts_are_detected_per_range_once(store, embedder):
     await compactor.compact(chat.id)
     await compactor.compact(chat.id)
     assert sorted(str(r) for r in summarizer.ranges) == ["1-4", "5-8"]
+
+
+async def test_a_pasted_document_gives_a_few_pins_each_a_sentence_or_less(store, embedder):
+    # a turn of 12,000 characters without a full stop was one "statement" (pinned whole, and each
+    # rule read it with a cost growing as its square), and a document of a thousand statements gave
+    # a thousand pins, each dated and compared with every other (issue 42, item 3)
+    compactor = Compactor(store, ExtractiveSummarizer(), embedder, CONFIG)
+    run_on = ("my birthday is soon and the gate code is on the note " * 230)[:12_000]
+    names = [f"Ma{chr(97 + n // 26)}{chr(97 + n % 26)}o" for n in range(200)]  # Maaao, Maabo, ...
+    listed = " ".join(f"My cousin {name} lives in Rome." for name in names) + " I'm allergic to penicillin."
+    turns = said(run_on, listed)
+    chat = (await store.create_chat(turns=turns)).chat
+    await compactor.compact(chat.id)
+    pins = await store.list_pins(chat.id)
+    by_turn = Counter(p.source_turn_id for p in pins)
+    assert set(by_turn) == {turns[0].id, turns[2].id} and max(by_turn.values()) <= 5
+    assert all(len(p.content) <= READ_AT_ONCE + len('The user said: ""') for p in pins)
+    # the most important of the list is kept: the allergy said last
+    assert any("allergic to penicillin" in p.content for p in pins)

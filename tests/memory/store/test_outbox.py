@@ -246,3 +246,34 @@ async def test_a_write_back_to_an_earlier_value_is_queued_after_the_ones_between
         assert [e.payload["title"] for e in await outbox.pending()] == ["Japan", "Kyoto", "Japan"]
     finally:
         await outbox.close()
+
+
+@pytest.mark.tier("postgres")
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another user")
+async def test_an_outbox_of_another_user_put_in_its_place_while_running_is_set_aside_unused(supabase, tmp_path):
+    """Another user swaps in an outbox of theirs, holding a queued delete of the user's chat, while
+    the turns wait for the server: theirs is moved aside and never read, the user's queue goes on."""
+    async with await reopen_fresh(supabase, tmp_path) as store:
+        chat = (await store.create_chat(turns=make_turns(1))).chat
+        supabase.shim.refuse()
+        for turn in make_turns(2, start=1):
+            with pytest.raises(StoreOffline):
+                await store.append_turns(chat.id, [turn])
+        planted = Outbox(tmp_path / "theirs.db", store.outbox.remote)
+        await planted.open()
+        await planted.put("delete_chat", chat.id, {})
+        await planted.close()
+        path = outbox_file(tmp_path)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        os.replace(tmp_path / "theirs.db", path)
+        os.chown(path, 65534, 65534)
+        os.chmod(path, 0o666)
+        assert await store.outbox.depth() == (2, 0)
+        (aside,) = tmp_path.glob(f"{path.name}.of-another-user-*")
+        assert aside.stat().st_uid == 65534 and path.stat().st_uid == os.getuid()
+        assert "another user (uid 65534)" in store.outbox.problems[-1] and str(aside) in store.outbox.problems[-1]
+    supabase.shim.recover()
+    async with await reopen(supabase, tmp_path) as store:
+        assert await store.flush() == 2
+        assert (await store.get_chat(chat.id)).turn_count == 3  # not deleted

@@ -14,6 +14,7 @@ import pytest
 
 from bench.corpus import chat_record
 from parla.memory.imports.importer import parse_line, turns_of
+from parla.memory.language.pieces import READ_AT_ONCE
 from parla.memory.summarizers import transcript
 from parla.memory.summarizers.extractive import ExtractiveSummarizer, offline_title
 
@@ -124,3 +125,36 @@ def test_a_title_joins_its_two_phrases_in_the_chats_language():
     assert " and " not in joined
     assert language_of(_description(MULTILINGUAL["de_steuer"]["turns"])) == "de"
     assert language_of(_description(MULTILINGUAL["es_mudanza"]["turns"])) == "es"
+
+
+async def test_a_sentence_without_a_full_stop_is_read_in_pieces():
+    # one "sentence" of 12,000 characters was ranked, kept as a fact and read for dates whole: its
+    # cost grew with its square, and a 16 MB turn of such text took minutes (issue 42, item 3)
+    words = [
+        "on",
+        "Monday",
+        "the",
+        "3rd",
+        "we",
+        "booked",
+        "the",
+        "Lisbon",
+        "flight",
+        "and",
+        "my",
+        "budget",
+        "is",
+        "900",
+        "euros",
+        "so",
+        "I",
+        "will",
+        "plan",
+    ]
+    run_on = " ".join(words[n % len(words)] for n in range(2_300))
+    turns = turns_of(parse_line(1, json.dumps({"turns": [{"role": "user", "text": run_on}]})), NAMESPACE)
+    summarizer = ExtractiveSummarizer()
+    facts = await summarizer.facts(turns)
+    summary = await summarizer.chunk_summary(turns, 150)
+    assert facts and all(len(line) <= len("User: ") + READ_AT_ONCE for line in facts)
+    assert summary.text and all(len(line) <= len("User: ") + READ_AT_ONCE for line in summary.text.splitlines())

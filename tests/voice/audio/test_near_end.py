@@ -13,7 +13,8 @@ from parla.voice.audio.echo import Cancelled, EchoCanceller, PlayedAudio, WebRtc
 from parla.voice.audio.near_end import BLOCK, NearEnd
 from parla.voice.config import VoiceConfig
 from parla.voice.turns.floor import Floor, FloorRules, Marker
-from tests.peers.turn_corpus import ANSWER, RATE, _flite, _room, _scaled
+from tests.peers.answer_room import AnswerInRoom
+from tests.peers.turn_corpus import ANSWER, RATE, _flite, _room, _scaled, echo_alone
 
 pytestmark = pytest.mark.tier("fast")
 
@@ -102,3 +103,23 @@ def test_blocks_judged_while_the_speaker_plays_carry_the_judgement(room):
     assert judged and all(len(b.near_end_db) == 2 for b in judged)
     assert not isinstance(blocks[0], Cancelled), "judged before the filter had settled"
     assert max(max(b.near_end_db) for b in blocks[ONSET // 320 :] if isinstance(b, Cancelled)) >= 6.0
+
+
+def test_an_answer_with_nobody_talking_plays_through_without_a_pause():
+    """Rooms where the judgement used to take the answer's own echo for someone talking (the filter,
+    normalised by a lagging power, diverged when the answer started again after a pause, or froze
+    before it had learnt the room): the answer plays through, no pause, no turn taken. The floor
+    heard the user's question first, as it has before any answer."""
+    rooms = [item for k, item in enumerate(echo_alone(seed=101, per_room=2)) if k in (0, 3, 4)]
+    for item in rooms:
+        room = AnswerInRoom(item, near_end=NearEnd.of(VoiceConfig()))
+        floor = Floor(FloorRules.of(VoiceConfig()))
+        assert item.question is not None
+        asked = item.question.astype("<i2").tobytes()
+        for i in range(0, len(asked), 640):
+            floor.feed(asked[i : i + 640], model_speaking=False)
+        assert not floor.talking and floor.user_db is not None
+        markers = [
+            m for block in room.blocks() for m in floor.feed(block, room.model_speaking) if isinstance(m, Marker)
+        ]
+        assert markers == [], f"{item.label}: {markers}"

@@ -38,12 +38,26 @@ def test_a_backchannel_keeps_the_answer_and_a_request_cuts_it():
     floor = Floor(RULES)
     assert over_the_answer(floor, "mm-hmm") == [Marker.HOLD, Marker.START], "the sound did not go to the service"
     assert floor.deciding and floor.holding
-    assert floor.heard(" Mm-hmm.") == [], "a backchannel cut the answer"
-    assert quiet(floor, RULES.words_wait_ms) == [Marker.RELEASE], "the answer did not go on"
-    assert not floor.holding
+    # Its words come while the user is quiet: the answer goes on then, not after the words wait.
+    assert floor.heard(" Mm-hmm.") == [Marker.RELEASE], "the answer did not go on at the backchannel's words"
+    assert not floor.holding and floor.deciding
+    assert quiet(floor, RULES.words_wait_ms) == []
     # A word that comes after the answer went on still cuts it.
     assert floor.heard(" stop") == [Marker.CUT]
     assert not floor.deciding
+
+
+def test_a_backchannel_heard_while_the_user_still_talks_waits_for_the_quiet():
+    floor = Floor(RULES)
+    pcm = speech("mm-hmm", "slt", pad_ms=0)
+    out: list[bytes | Marker] = []
+    for i in range(0, len(pcm) - FRAME_BYTES + 1, FRAME_BYTES):
+        out += floor.feed(pcm[i : i + FRAME_BYTES], model_speaking=True)
+        if Marker.START in out and floor.quiet_ms == 0:
+            break
+    assert floor.deciding and floor.quiet_ms == 0
+    assert floor.heard(" Mm-hmm.") == [], "the answer went on over the user"
+    assert quiet(floor, RULES.words_wait_ms + 64) == [Marker.RELEASE]
 
 
 def test_a_request_cuts_the_answer_at_its_words():
