@@ -39,7 +39,7 @@ from parla.records.turn import MessageRange, utcnow
 from ..config import MemoryConfig
 from ..errors import EmptyRequest
 from ..language.dates import mentioned_date
-from ..language.words import query_words
+from ..language.words import answer_words
 from ..store.protocol import ChatRecords, MemoryRecords, SearchIndex, TextMatch, TurnMatch
 
 RecalledKind = Literal["turn", "pin", "facts", "chunk", "meta", "summary_text", "turns", "title"]
@@ -123,7 +123,7 @@ class Recall:
         # the two searches at once: the SQLite store runs the word search on a connection of its
         # own (SQLite leaves the interpreter's lock while it works), Supabase answers both requests
         by_words, (meaning, dated) = await _together(
-            self.store.search_words(query_words(request), _WORD_TURNS, chat_id),
+            self.store.search_words(answer_words(request), _WORD_TURNS, chat_id),
             self._by_meaning(query, request, chat_id, now),
         )
         return await self._said(self._ranked(meaning, by_words, dated))

@@ -1,24 +1,30 @@
 """Chat search by meaning: which chat does a spoken request mean?
 
-Two stages. First the request is embedded as a query and matched against every embedded text of
-every chat (windows of what was said, the chat's title and description, chunk and meta summaries,
-fact blocks); the store returns the best chats, each with its few most similar texts. Then each of
-those texts is scored again word by word: every content word of the request is compared with the
-text's words (static word vectors, so "painted" is near "painting" and a name is near itself),
-each request word weighted by how rare it is in the user's own windows (a word in every chat,
-like the user's or a friend's name, counts little; a rare one counts a lot). A text's match is
-the mean of its similarity and that word score (a title's is its word score alone); a chat
-counts with its best text.
+Two stages. First the request's topic (`language.requests`: the request without the words that
+lead into it, "take me to the chat about", and without the date it names) is embedded as a query
+and matched against every embedded text of every chat (windows of what was said, the chat's
+title and description, chunk and meta summaries, fact blocks); the store returns the best chats,
+each with its few most similar texts. Then each of those texts is scored again by the evidence
+its words give (`evidence`): each content word of the topic carries information by how rare it is
+in the user's own windows (a name said in every chat little, a rare word a lot), a text is
+credited each word it holds (static word vectors, so "painted" is near "painting"), a long text
+less per word (a summary that holds every word because it holds many does not beat the turn it
+summarises), and neighbouring windows of a chat are also read as one span (evidence spread over
+turns adds up). A text's match is the mean of its similarity and that word score (a title's is
+its word score alone); a chat counts with its best text or span.
 
 The chat's score adds a bonus when the request names a date the chat was active on ("the chat
-from yesterday", "on 8 May, 2023") and a small recency bonus that halves every
-`search_recency_half_life_days`. The decision:
+from yesterday", "in early January"), by how many of the chats found the date sets apart, and a
+small recency bonus that halves every `search_recency_half_life_days`. The decision:
 - `none`: no chat's match reaches `min_score` (nothing the user talked about is that close);
+- a name the request writes with a capital that no chat says ("my trip to Iceland"): a chat that
+  never says it is not surely about it, so no switch: `none` when the name carries as much of the
+  request's information as the words the closest chat holds, else `ambiguous`;
 - `switch`: the top chat's match reaches `switch_score` and its score leads the next one by at
   least `switch_margin`;
 - `ambiguous`: otherwise, with the few candidates close to the top for the model to ask about.
-No keyword rule takes part: every comparison is between vectors; exact words only weigh more
-because the same word has the same vector.
+Apart from a name no chat says, no keyword rule takes part: every comparison is between vectors;
+exact words only weigh more because the same word has the same vector.
 
 While the store's vectors are rebuilt for another embedder, the request is embedded by the one
 that made the vectors still stored, when it can be used here (`serving`), and scored with its
@@ -32,7 +38,6 @@ embedding similarity; the result says so (`by_words`) and the decision follows t
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import math
 from collections.abc import Callable
@@ -51,8 +56,9 @@ from ..config import MemoryConfig
 from ..embedders.offline import WordTable
 from ..errors import EmbedderMismatch, EmptyRequest, ModelError, Reembedding
 from ..language.dates import DateSpan, mentioned_date
-from ..language.text import FRAMING, STOPWORDS, content_words, distinct_content_words
-from ..store.protocol import ChatMatch, IndexedChats, TextMatch, TextRef, WordCounts
+from ..language.requests import request_topic
+from ..store.protocol import ChatMatch, IndexedChats, TextMatch, TextRef
+from .evidence import Readings, RequestWords, read_chat, typical_length
 from .turn_windows import TITLE
 
 log = logging.getLogger("parla.memory")
@@ -62,8 +68,6 @@ _FETCH = 40
 _TEXTS_PER_CHAT = 6
 # A date the request names counts for chats active up to a day around it (time zones, late nights).
 _DATE_SLACK = timedelta(days=1)
-# A request word "matched" in the explanation: the text holds it or a word almost the same.
-_MATCHED = 0.85
 # Chats listed per call while reading every title (a search by words).
 _TITLE_PAGE = 500
 
@@ -97,60 +101,6 @@ class Thresholds(BaseModel):
         )
 
 
-class RequestWords:
-    """A request's content words, their vectors and their weights from the user's word counts."""
-
-    def __init__(self, words: list[str], counts: WordCounts, table: WordTable) -> None:
-        self.words = words
-        self.table = table
-        self.vectors = table.vectors(table.ids(words))
-        if not words:
-            self.weights = np.zeros(0)
-            return
-        if counts.windows:
-            # +1 and +0.5 keep a word in no window finite and a word in every window near zero
-            idf = [max(0.0, math.log((counts.windows + 1) / (counts.counts.get(w, 0) + 0.5))) for w in words]
-        else:
-            idf = [1.0] * len(words)  # nothing indexed yet: every word alike
-        total = sum(idf)
-        self.weights = np.asarray([w / total for w in idf] if total else [1 / len(words)] * len(words))
-
-    def score(self, texts: list[str]) -> list[tuple[float, list[str]]]:
-        """How well each text holds the request's words (weighted mean of each word's best
-        similarity to one of the text's words), and the request words it holds. The distinct
-        words of all texts are compared with the request's in one product."""
-        if not self.words or not texts:
-            return [(0.0, []) for _ in texts]
-        per_text = [_words_of(t) for t in texts]
-        lengths = np.fromiter((len(ws) for ws in per_text), dtype=np.int64, count=len(per_text))
-        flat = self.table.ids([w for ws in per_text for w in ws])
-        self.vectors = self.table.vectors(self.table.ids(self.words))  # the table may have started again
-        distinct, where = np.unique(flat, return_inverse=True)
-        sims = np.clip(self.table.vectors(distinct) @ self.vectors.T, 0.0, 1.0)
-        # every text's words one after another, then one row of zeros for the texts without words
-        rows = np.vstack([sims[where], np.zeros((1, len(self.words)), dtype=sims.dtype)])
-        starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-        best = np.maximum.reduceat(rows, np.where(lengths > 0, starts, len(flat)), axis=0)
-        best[lengths == 0] = 0.0
-        scores = best @ self.weights
-        held = best >= _MATCHED
-        return [
-            (float(scores[i]), [w for w, h in zip(self.words, held[i], strict=True) if h]) for i in range(len(texts))
-        ]
-
-
-@functools.lru_cache(maxsize=16384)
-def _words_of(text: str) -> tuple[str, ...]:
-    """A stored text's words; stored texts come back search after search, so they are kept."""
-    return tuple(distinct_content_words(text))
-
-
-def request_words(request: str) -> list[str]:
-    """The words that say what the request is about: not stop words, not the words that frame a
-    request ("switch to the chat where we talked about")."""
-    return list(dict.fromkeys(w for w in content_words(request) if w not in FRAMING and w not in STOPWORDS))
-
-
 def rank(
     query: str,
     matches: list[ChatMatch],
@@ -158,38 +108,36 @@ def rank(
     thresholds: Thresholds,
     now: datetime,
 ) -> SearchResult:
-    span = mentioned_date(query, now)
-    scores = iter(words.score([text.text for m in matches for text in m.texts]))
-    candidates = [
-        _candidate(m, [next(scores) for _ in m.texts], thresholds.words_weight, span, thresholds, now) for m in matches
-    ]
+    texts = [text for m in matches for text in m.texts]
+    best, text_words = words.best([t.text for t in texts])
+    typical = typical_length(texts, text_words)
+    date = _date_bonus(mentioned_date(query, now), matches, thresholds.date_weight)
+    candidates, at = [], 0
+    for m in matches:
+        n = len(m.texts)
+        chat = read_chat(m.texts, best[at : at + n], text_words[at : at + n])
+        candidates.append(_candidate(m, chat, words, typical, date.get(m.chat_id, 0.0), thresholds, now))
+        at += n
     candidates.sort(key=lambda c: (-c.score, c.chat_id))
-    return _decide(query, candidates, thresholds)
+    return _decide(query, candidates, words, thresholds)
 
 
 def _candidate(
     m: ChatMatch,
-    word_scores: list[tuple[float, list[str]]],
-    words_weight: float,
-    span: DateSpan | None,
+    chat: Readings,
+    words: RequestWords,
+    typical: float,
+    date: float,
     t: Thresholds,
     now: datetime,
 ) -> Candidate:
-    best: tuple[float, TextMatch, float, list[str]] | None = None
-    for text, (word_score, held) in zip(m.texts, word_scores, strict=True):
-        match = (1 - words_weight) * text.similarity + words_weight * word_score
-        if text.ref.shown_kind == "title":
-            # a title is found by its embedding but scored by its words: a short text's cosine with
-            # a short request rewards its shortness ("Japan" is nearer "Japan in May" than "Two
-            # weeks in Japan in April"), not its topic
-            match = word_score
-        if best is None or match > best[0]:
-            best = (match, text, word_score, held)
-    assert best is not None
-    match, text, word_score, held = best
-    date = 0.0
-    if span is not None and span.overlaps(m.created_at, m.last_activity_at, _DATE_SLACK):
-        date = t.date_weight if span.one_day else t.date_weight / 2
+    word_scores = words.scores(chat.best, chat.lengths, typical)
+    # a title is found by its embedding but scored by its words: a short text's cosine with a short
+    # request rewards its shortness ("Japan" is nearer "Japan in May" than "Two weeks in Japan in
+    # April"), not its topic
+    matches = np.where(chat.title, word_scores, (1 - t.words_weight) * chat.similarity + t.words_weight * word_scores)
+    i = int(np.argmax(matches))
+    match, shown, kind = float(matches[i]), chat.shown[i], chat.shown[i].ref.shown_kind
     age_days = max(0.0, (now - m.last_activity_at).total_seconds() / 86400)
     recency = 0.5 ** (age_days / t.half_life_days)
     return Candidate(
@@ -197,25 +145,45 @@ def _candidate(
         title=m.title,
         score=round(match + date + t.recency_weight * recency, 6),
         match=round(match, 6),
-        similarity=round(text.similarity, 6),
-        words=round(word_score, 6),
+        similarity=round(float(chat.similarity[i]), 6),
+        words=round(float(word_scores[i]), 6),
         date=round(date, 6),
         recency=round(recency, 6),
         last_activity_at=m.last_activity_at,
-        matched_kind=text.ref.shown_kind,
-        matched_range=str(text.ref.range) if text.ref.range and text.ref.shown_kind != "title" else None,
-        matched_text=text.text,
-        matched_words=held,
+        matched_kind=kind,
+        matched_range=str(chat.ranges[i]) if chat.ranges[i] and kind != "title" else None,
+        matched_text=shown.text,
+        matched_words=words.held(chat.best[i]),
     )
 
 
-def _decide(query: str, candidates: list[Candidate], t: Thresholds) -> SearchResult:
+def _date_bonus(span: DateSpan | None, matches: list[ChatMatch], weight: float) -> dict[str, float]:
+    """The chats active when the request says, each with its bonus: the date counts by how many of
+    the chats found it sets apart (a day of one chat among thirty nearly `weight`, a year that holds
+    them all nothing)."""
+    if span is None or not matches:
+        return {}
+    then = [m.chat_id for m in matches if span.overlaps(m.created_at, m.last_activity_at, _DATE_SLACK)]
+    return dict.fromkeys(then, weight * (1 - len(then) / len(matches)))
+
+
+def _decide(query: str, candidates: list[Candidate], words: RequestWords, t: Thresholds) -> SearchResult:
     if not candidates:
         return SearchResult(query=query, decision="none", reason="no chat is indexed yet", candidates=[])
     top = candidates[0]
     if top.match + top.date < t.min_score:
         reason = f"the closest chat matches {top.match + top.date:.2f}, under {t.min_score:.2f}: nothing talked about"
         return SearchResult(query=query, decision="none", reason=reason, candidates=candidates)
+    unsaid = [w for w in words.unknown_names() if w not in top.matched_words]
+    if t.words_weight and unsaid:
+        # a name is specific: a chat that never says it is not surely about it, whatever its lead
+        named = ", ".join(f"'{w}'" for w in unsaid)
+        if words.information_of(unsaid) >= words.information_of(top.matched_words):
+            reason = f"no chat says {named}, and the closest holds less of the request: nothing talked about that"
+            return SearchResult(query=query, decision="none", reason=reason, candidates=candidates)
+        close = candidates[: t.max_candidates]
+        reason = f"no chat says {named}: {len(close)} to ask about"
+        return SearchResult(query=query, decision="ambiguous", reason=reason, candidates=close)
     lead = top.score - candidates[1].score if len(candidates) > 1 else math.inf
     if top.match + top.date >= t.switch_score and lead >= t.switch_margin:
         reason = (
@@ -258,21 +226,21 @@ class ChatSearch:
         request = request.strip()
         if not request:
             raise EmptyRequest()
-        wanted = request_words(request)
         now = now or utcnow()
+        topic = request_topic(request, now)
         # the word counts are read while the request is embedded; an error of either is its own
-        counts = asyncio.create_task(self.store.word_counts(wanted))
+        counts = asyncio.create_task(self.store.word_counts(_counted(topic.words)))
         try:
             try:
                 async with asyncio.timeout(self.embed_timeout_s):
-                    embedder, matches = await self._matches(request, limit)
+                    embedder, matches = await self._matches(topic.text if topic.words else request, limit)
             except TimeoutError:
                 failed: str | None = f"the request could not be embedded within {self.embed_timeout_s:g} s"
             except (ModelError, Reembedding) as e:
                 failed = f"the request could not be embedded ({e})"
             else:
                 failed = None
-            words = RequestWords(wanted, await counts, self.words)
+            words = RequestWords(topic.words, await counts, self.words, topic.names)
         finally:
             await cancel_and_wait(counts)
         if failed is None:
@@ -319,3 +287,9 @@ class ChatSearch:
         return result.model_copy(
             update={"by_words": failed, "reason": f"answered by words and titles ({failed}): {result.reason}"}
         )
+
+
+def _counted(words: list[str]) -> list[str]:
+    """The words whose counts tell how rare a request word is: each as said and with a possessive
+    (the store counts "caroline's" apart from "caroline")."""
+    return [form for w in words for form in (w, w + "'s")]

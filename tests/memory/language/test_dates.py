@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from parla.memory.language.dates import mentioned_date
+from parla.memory.language.dates import find_date, mentioned_date
 
 pytestmark = pytest.mark.tier("fast")
 
@@ -56,4 +56,33 @@ def test_a_month_or_a_week_is_a_wider_span():
     "request_text", ["the chat about my Monday meetings", "may I go back to the garden chat", "the 2023 budget"]
 )
 def test_no_date(request_text: str) -> None:
+    assert mentioned_date(request_text, NOW) is None
+
+
+@pytest.mark.parametrize(
+    ("request_text", "start", "end"),
+    [
+        # a month without its year is the last one by that name (this month included)
+        ("Ann's project in early January", datetime(2026, 1, 1, tzinfo=UTC), datetime(2026, 1, 11, tzinfo=UTC)),
+        ("the chat in mid March", datetime(2026, 3, 11, tzinfo=UTC), datetime(2026, 3, 21, tzinfo=UTC)),
+        ("what we said at the end of December", datetime(2025, 12, 21, tzinfo=UTC), datetime(2026, 1, 1, tzinfo=UTC)),
+        ("the trip in November", datetime(2026, 11, 1, tzinfo=UTC), datetime(2026, 12, 1, tzinfo=UTC)),
+        ("la chat di fine maggio 2024", datetime(2024, 5, 21, tzinfo=UTC), datetime(2024, 6, 1, tzinfo=UTC)),
+        ("the move in 2022", datetime(2022, 1, 1, tzinfo=UTC), datetime(2023, 1, 1, tzinfo=UTC)),
+    ],
+)
+def test_a_month_without_its_year_a_part_of_a_month_and_a_year(request_text: str, start: datetime, end: datetime):
+    found = mentioned_date(request_text, NOW)
+    assert found is not None and (found.start, found.end) == (start, end)
+
+
+def test_where_the_date_is_said():
+    """The search leaves a date's words out of the words it compares: it must know where they are."""
+    text = "Ann's project in early January with the robots"
+    found = find_date(text, NOW)
+    assert found is not None and text[found.start : found.end] == "in early January"
+
+
+@pytest.mark.parametrize("request_text", ["the chat where I said I may move", "a march for the climate"])
+def test_a_month_name_that_is_a_word_is_no_date(request_text: str) -> None:
     assert mentioned_date(request_text, NOW) is None

@@ -108,3 +108,41 @@ async def test_what_was_said_side_by_side_comes_as_one_run_of_turns(any_store, s
     assert all(
         r.range.end - r.range.start + 1 <= 2 for r in await single.recall("Miso and the carrier", chat.id) if r.range
     )
+
+
+SOURDOUGH = [
+    ("user", "I finally made a sourdough starter, it bubbles already."),
+    ("model", "Congratulations! Feed it every day with flour and water."),
+    ("user", "What should I name it?"),
+    ("model", "Many people give their starter a funny name, like Bubbles."),
+]
+FAMILY = [
+    ("user", "We went to the zoo on Sunday with the whole family."),
+    ("model", "How nice! Who came along?"),
+    ("user", "My husband and our daughter. My daughter is called Nina, she is six."),
+    ("model", "Six is a great age for the zoo. Did Nina like the giraffes?"),
+]
+
+
+async def test_an_answer_ranks_above_an_echo_of_the_question(any_store, summarizer, embedder, config):
+    """ "What's my daughter's name": "What should I name it?" echoes the question's words ("what",
+    "name"), "My daughter is called Nina" answers it. The answer comes first."""
+    compactor = Compactor(any_store, summarizer, embedder, config)
+    ids = []
+    # the daughter comes up in many chats, a name in one: the question's rare word is "name"
+    daily = [
+        [("user", f"My daughter {did} today."), ("model", f"Sounds like your daughter {how}.")]
+        for did, how in [
+            ("painted a horse", "loves drawing"),
+            ("lost a tooth", "is growing fast"),
+            ("swam a whole length", "is brave"),
+            ("read a book alone", "is a reader"),
+            ("baked cookies with me", "had fun"),
+        ]
+    ]
+    for day, said in enumerate((FAMILY, SOURDOUGH, *daily)):
+        chat = (await any_store.create_chat(turns=_chat(said, day * 10))).chat
+        await compactor.compact(chat.id)
+        ids.append(chat.id)
+    found = await Recall(any_store, embedder, config).recall("what's my daughter's name", None)
+    assert found[0].chat_id == ids[0] and "Nina" in found[0].text, [r.text[:40] for r in found]
