@@ -107,6 +107,7 @@ class ProbeResult:
     facts_known: int
     small_talk_in_profile: int
     profile_entries: int
+    entries_outside_facts: int  # entries that are no part of a fact's sentence (a fact may give two clauses)
     detector_false_positives: int
     non_durable: int
     seconds: float
@@ -142,9 +143,12 @@ async def run(workdir: Path, seed: int = 7) -> ProbeResult:
         profile = await store.list_profile()
     known = sum(1 for _, key in FACTS if key in shown)
     from_talk = sum(1 for e in profile if any(t in e.content for t in talk))
+    outside = sum(1 for e in profile if not any(e.content.rstrip(".").lower() in said.lower() for said, _ in FACTS))
     non_durable = small_talk(random.Random(seed + 1), 200)
     false_positives = sum(1 for s in non_durable if durable_statements(s))
-    return ProbeResult(known, from_talk, len(profile), false_positives, len(non_durable), time.perf_counter() - started)
+    return ProbeResult(
+        known, from_talk, len(profile), outside, false_positives, len(non_durable), time.perf_counter() - started
+    )
 
 
 def main() -> None:
@@ -156,6 +160,7 @@ def main() -> None:
             "cross-chat probe",
             "facts in a new chat's context",
             "small-talk sentences among profile entries",
+            "entries no part of a fact",
             "non-durable sentences taken for a fact",
             "s",
         ]
@@ -164,6 +169,7 @@ def main() -> None:
         "profile and durable statements",
         f"{result.facts_known}/{len(FACTS)}",
         f"{result.small_talk_in_profile}/{result.profile_entries}",
+        f"{result.entries_outside_facts}",
         f"{result.detector_false_positives}/{result.non_durable}",
         f"{result.seconds:.1f}",
     )

@@ -10,17 +10,17 @@ longer sentences in pieces of that size, which keeps their cost linear in the te
 
 from __future__ import annotations
 
-import re
+from parla.kernel.patterns import lazy_pattern
 
 READ_AT_ONCE = 500
-_SPLIT_AT = re.compile(r"\n\s*\n|(?<=[.!?])\s+|\n")
+_SPLIT_AT = lazy_pattern(r"\n\s*\n|(?<=[.!?])\s+|\n")  # at first use: commands that only read the store import this
 
 
 def cut_point(text: str, start: int, end: int) -> int:
     """Where to end a piece of `text` that starts at `start` and may not pass `end` (before the
     text's end): after the last paragraph or sentence end in its second half, else after its last
     space, else at `end`. Looks at that window only."""
-    ends = [m.end() for m in _SPLIT_AT.finditer(text, start, end) if m.end() - start >= (end - start) // 2]
+    ends = [m.end() for m in _SPLIT_AT().finditer(text, start, end) if m.end() - start >= (end - start) // 2]
     space = text.rfind(" ", start, end)
     return ends[-1] if ends else (space + 1 if space >= 0 else end)
 
