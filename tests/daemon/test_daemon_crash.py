@@ -96,7 +96,14 @@ async def test_kill_9_then_restart_replays_the_outbox_without_duplicates(
 
         async def replayed() -> bool:
             outbox = (await send_command(socket, "status"))["outbox"]
-            return outbox == {"waiting": 0, "refused": 0, "set_aside": 0, "problem": None, "offline": False}
+            return outbox == {
+                "waiting": 0,
+                "refused": 0,
+                "set_aside": 0,
+                "problem": None,
+                "offline": False,
+                "elsewhere": [],
+            }
 
         await eventually(replayed, timeout=15, what="the outbox to be replayed")
         proc.send_signal(signal.SIGTERM)  # as systemd stops it
