@@ -9,7 +9,7 @@ framing words anywhere (`FRAMING`) are left out as before.
 
 A date the request names ("in early January", "yesterday") is about when, not what: it is read as a
 span (`dates.find_date`) and its words are left out of the topic, so a month's name cannot find a
-fact that happens to name that month. A possessive is its name ("Caroline's" is "caroline"), so a
+fact that happens to name that month. A possessive is its name ("Ana's" is "ana"), so a
 name said every day is not taken for a word said nowhere.
 
 The words written with a capital inside the request are its names ("my trip to Iceland"): a name is

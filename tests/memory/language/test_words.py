@@ -23,5 +23,5 @@ def test_the_words_that_ask_and_what_a_possessive_asks_for_are_not_looked_up(req
 
 
 def test_every_answer_word_is_a_query_word():
-    text = "Where did Caroline's friends from the support group go hiking in 2023?"
+    text = "Where did Ana's friends from the choir go walking in 2021?"
     assert set(answer_words(text)) <= set(query_words(text))
