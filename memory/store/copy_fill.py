@@ -21,11 +21,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Self
 
+from parla.kernel.owners import replace_private
 from parla.kernel.tasks import cancel_and_wait
 from parla.records.chat import Chat
 from parla.records.progress import CopyFillProgress
@@ -131,8 +131,4 @@ def _read_marker(path: Path) -> datetime | None:
 
 
 def _write_marker(path: Path, began: datetime) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump({"filled_at": began.isoformat()}, f)
-    os.replace(tmp, path)
+    replace_private(path, json.dumps({"filled_at": began.isoformat()}))

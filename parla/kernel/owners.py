@@ -36,3 +36,16 @@ def others_can_change(path: Path) -> str | None:
     if st.st_mode & 0o022 and not (stat.S_ISDIR(st.st_mode) and st.st_mode & stat.S_ISVTX):
         return f"other users can write to it (mode {stat.S_IMODE(st.st_mode):o})"
     return None
+
+
+def replace_private(path: Path, text: str) -> None:
+    """Replace `path` with `text` at once (a crash leaves the old file or the new one, never half),
+    the file the user's alone (0600) from its first byte, whatever the umask."""
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(fd, 0o600)  # a .tmp left by a crash keeps its mode through O_CREAT
+        f.write(text)
+        f.flush()
+        os.fsync(fd)
+    os.replace(tmp, path)

@@ -11,7 +11,6 @@ new one of the user's in its place.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import httpx
@@ -20,7 +19,7 @@ from supabase_auth import AsyncSupportedStorage
 from supabase_auth.errors import AuthError, AuthInvalidJwtError, AuthRetryableError
 from supabase_auth.helpers import decode_jwt
 
-from parla.kernel.owners import others_can_change
+from parla.kernel.owners import others_can_change, replace_private
 
 from ...errors import ForeignFile, StoreError, StoreOffline
 
@@ -62,15 +61,8 @@ class FileSessionStorage(AsyncSupportedStorage):
 
     def _write(self, data: dict[str, str]) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_name(self.path.name + ".tmp")
-        # created 0600 from the start: the refresh token is never readable by others, not even briefly
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(data, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, self.path)
+        # 0600 from its first byte: the refresh token is never readable by others, not even briefly
+        replace_private(self.path, json.dumps(data))
 
 
 def jwt_role(key: str) -> str | None:
